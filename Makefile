@@ -1,0 +1,36 @@
+# The two commands a new user needs (see README.md):
+#   make demo   installs noetlc into .venv and runs an example playbook end to end
+#   make test   installs the dev extras and runs ruff, mypy and the whole test suite
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+
+.PHONY: demo test lint typecheck pytest install install-dev bench
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+install: $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+
+install-dev: $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+
+demo: install
+	$(BIN)/noetlc check examples/hello.yaml
+
+lint:
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck:
+	$(BIN)/python scripts/typecheck.py
+
+pytest:
+	$(BIN)/python -m pytest -q
+
+test: install-dev lint typecheck pytest
+
+bench: install-dev
+	$(BIN)/python -m bench --quick

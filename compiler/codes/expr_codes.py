@@ -1,0 +1,5 @@
+"""NOE3xx: templates and expressions."""
+
+from noetlc.compiler.codes import CodeInfo
+
+CODES: tuple[CodeInfo, ...] = ()

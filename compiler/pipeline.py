@@ -1,0 +1,104 @@
+"""The pass pipeline: one literal list, run in order, stopping after a pass that reported errors.
+
+Each pass is a module in `noetlc.compiler.passes` with one entry point `run(unit)`. A pass
+reads the outputs of earlier passes from the `CompilationUnit` and stores its own there;
+user mistakes are diagnostics, never exceptions. Anything else a pass raises is a bug and is
+wrapped in `InternalCompilerError` naming the pass.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import import_module
+from pathlib import Path
+from typing import Any
+
+from noetlc.compiler.diagnostics import InternalCompilerError, Reporter
+from noetlc.compiler.unit import CompilationUnit
+
+
+@dataclass(frozen=True, slots=True)
+class Pass:
+    name: str
+    module: str  # noetlc.compiler.passes.<module>
+    summary: str
+
+    def entry(self) -> Callable[[CompilationUnit], None]:
+        fn: Callable[[CompilationUnit], None] = import_module(
+            f"noetlc.compiler.passes.{self.module}"
+        ).run
+        return fn
+
+
+PIPELINE: list[Pass] = [
+    Pass("load", "load", "YAML text -> located nodes (duplicate keys, coerced scalars)"),
+]
+
+
+def pass_names() -> list[str]:
+    return [p.name for p in PIPELINE]
+
+
+def run_pipeline(
+    unit: CompilationUnit,
+    *,
+    until: str | None = None,
+    timings: dict[str, float] | None = None,
+    after_each: Callable[[str, CompilationUnit], None] | None = None,
+) -> CompilationUnit:
+    """Run passes in order up to and including `until` (default: all).
+
+    Stops early after a pass that reported an error. `timings` receives seconds per pass;
+    `after_each` is called after every pass that ran (for `--dump-after`).
+    """
+    if until is not None and until not in pass_names():
+        raise ValueError(f"unknown pass {until!r}; passes are: {', '.join(pass_names())}")
+    for p in PIPELINE:
+        start = time.perf_counter()
+        try:
+            p.entry()(unit)
+        except InternalCompilerError as exc:
+            exc.pass_name = exc.pass_name or p.name
+            raise
+        except RecursionError as exc:
+            raise InternalCompilerError(
+                f"recursion too deep in pass {p.name}", pass_name=p.name
+            ) from exc
+        except Exception as exc:
+            raise InternalCompilerError(f"{type(exc).__name__}: {exc}", pass_name=p.name) from exc
+        if timings is not None:
+            timings[p.name] = time.perf_counter() - start
+        unit.passes_run.append(p.name)
+        if after_each is not None:
+            after_each(p.name, unit)
+        if unit.reporter.has_errors or p.name == until:
+            break
+    return unit
+
+
+def compile_source(
+    source: str,
+    file: str = "<string>",
+    *,
+    until: str | None = None,
+    options: dict[str, Any] | None = None,
+) -> CompilationUnit:
+    unit = CompilationUnit(file=file, source=source, options=dict(options or {}))
+    return run_pipeline(unit, until=until)
+
+
+def compile_file(
+    path: str | Path, *, until: str | None = None, options: dict[str, Any] | None = None
+) -> CompilationUnit:
+    from noetlc.compiler.passes.load import read_source
+
+    reporter = Reporter()
+    text = read_source(path, reporter)
+    unit = CompilationUnit(
+        file=str(path), source=text or "", reporter=reporter, options=dict(options or {})
+    )
+    if text is None:
+        return unit
+    return run_pipeline(unit, until=until)

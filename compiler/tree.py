@@ -1,0 +1,177 @@
+"""The canonical playbook tree: what the `normalize` pass builds and every later stage reads.
+
+Only canonical constructs exist here (DESIGN §2.1): legacy forms and sugar were rewritten by
+`desugar` before the tree is built. Nodes are frozen slotted dataclasses with tuple children;
+`span` (where the user wrote the construct, or the construct it was desugared from) is
+excluded from equality. Arbitrary data (tool arguments, `args`, `set_ctx` values, workload)
+stays as located YAML nodes (`YNode`), so every template keeps its position.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from noetlc.compiler.diagnostics import Span
+from noetlc.compiler.ynodes import NO_SPAN, YMap, YNode
+
+Directive = Literal["continue", "retry", "jump", "break", "fail"]
+RouterMode = Literal["exclusive", "inclusive"]
+LoopMode = Literal["sequential", "parallel"]
+FailureMode = Literal["fail_fast", "best_effort"]
+JoinKind = Literal["all", "any", "each"]
+Backoff = Literal["none", "linear", "exponential"]
+
+
+def _span() -> Span:
+    return field(default=NO_SPAN, compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Guard:
+    """A `when` condition exactly as written: `"{{ x > 1 }}"`, `"x > 1"`, or `"true"`."""
+
+    source: str
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    """The `then:` of a task policy rule."""
+
+    do: Directive
+    to: str | None = None  # jump target (a task of the same pipeline)
+    attempts: int | None = None  # retry: total tries including the first
+    backoff: Backoff = "none"
+    delay: float = 0.0
+    max_delay: float | None = None
+    jitter: float = 0.0  # fraction of the delay, 0 = none
+    set_iter: YMap | None = None
+    set_ctx: YMap | None = None
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    when: Guard | None  # None: the `else` rule
+    action: Action
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    rules: tuple[Rule, ...]
+    # What happens when no rule matches and there is no else: "default" (ok continues, error
+    # fails; DESIGN §2.1) or "continue" (spec 004's literal reading, opt-in).
+    on_unmatched: Literal["default", "continue"] = "default"
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    name: str
+    kind: str
+    args: YMap  # the tool's arguments (everything but name/kind/spec knobs)
+    spec: YMap | None = None  # effective runtime knobs of this task, without `policy`
+    policy: Policy | None = None
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class AdmitRule:
+    when: Guard | None  # None: else
+    allow: bool
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Admit:
+    rules: tuple[AdmitRule, ...]
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Loop:
+    items: YNode  # the `in:` template or literal list, evaluated once at step entry
+    iterator: str
+    mode: LoopMode = "sequential"
+    max_in_flight: int = 10
+    failure_mode: FailureMode = "fail_fast"
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Arc:
+    step: str
+    when: Guard | None = None  # None: "the step succeeded"
+    args: YMap | None = None
+    set_ctx: YMap | None = None  # corpus dialect: arc `set:` writes ctx when the arc fires
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Router:
+    mode: RouterMode
+    arcs: tuple[Arc, ...]
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Listener:
+    """`eval_mode: on_event`: the token waits in the step for a matching event or a timeout."""
+
+    timeout: float | None = None  # seconds until `timer.fired`
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    name: str
+    tasks: tuple[Task, ...]
+    next: Router | None = None  # None: a final step
+    admit: Admit | None = None
+    loop: Loop | None = None
+    join: JoinKind | None = None  # explicit `spec.join`; None = inferred
+    listener: Listener | None = None
+    set_ctx: YMap | None = None  # corpus dialect: step-level `set:`, applied on success
+    spec: YMap | None = None  # non-control knobs (lifecycle, failure, ...) without admit/join
+    desc: str | None = None
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class KeychainEntry:
+    name: str
+    kind: str
+    fields: YMap
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Metadata:
+    name: str
+    path: str | None = None
+    version: str | None = None
+    description: str | None = None
+    extra: YMap | None = None  # labels and any other metadata keys, kept verbatim
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Playbook:
+    metadata: Metadata
+    workflow: tuple[Step, ...]
+    entry: str  # the entry step's name
+    workload: YMap = field(default_factory=lambda: YMap(()))
+    keychain: tuple[KeychainEntry, ...] = ()
+    executor_spec: YMap | None = None  # the outermost spec layer
+    workbook: tuple[Task, ...] = ()
+    api_version: str = "noetl.io/v2"
+    file: str = field(default="<memory>", compare=False)
+    span: Span = _span()
+
+    def step(self, name: str) -> Step | None:
+        for s in self.workflow:
+            if s.name == name:
+                return s
+        return None

@@ -1,0 +1,1 @@
+"""noetlc.stdlib_tools."""
