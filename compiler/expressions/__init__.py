@@ -1,0 +1,1 @@
+"""noetlc.compiler.expressions."""
