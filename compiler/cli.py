@@ -11,9 +11,8 @@ import sys
 from collections.abc import Sequence
 from importlib import import_module
 
-from noetlc.compiler.diagnostics import REPORT_FOOTER, InternalCompilerError
-
 from noetlc import __version__
+from noetlc.compiler.diagnostics import REPORT_FOOTER, InternalCompilerError
 
 EXIT_OK = 0
 EXIT_ERRORS = 1

@@ -34,6 +34,7 @@ class Pass:
 
 PIPELINE: list[Pass] = [
     Pass("load", "load", "YAML text -> located nodes (duplicate keys, coerced scalars)"),
+    Pass("schema", "schema", "the surface schema; rejected legacy keys"),
 ]
 
 

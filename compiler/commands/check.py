@@ -9,10 +9,9 @@ import argparse
 import sys
 from pathlib import Path
 
+from noetlc import __version__
 from noetlc.compiler.diagnostics import Diagnostic, render_json, render_sarif, render_text
 from noetlc.compiler.pipeline import compile_file
-
-from noetlc import __version__
 
 FORMATS = ("text", "json", "sarif")
 

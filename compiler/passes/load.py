@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 import yaml
+
 from noetlc.compiler.diagnostics import Reporter, Span
 from noetlc.compiler.unit import CompilationUnit
 from noetlc.compiler.ynodes import YMap, YNode, YScalar, YSeq
