@@ -157,9 +157,9 @@ def _data_path(
     union_at: tuple[int, str] | None = None
     cursor: Any = data
     for i, step in enumerate(loc):
-        if (isinstance(cursor, dict) and isinstance(step, str) and step in cursor) or (
-            isinstance(cursor, list) and isinstance(step, int) and 0 <= step < len(cursor)
-        ):
+        in_dict = isinstance(cursor, dict) and isinstance(step, str) and step in cursor
+        in_list = isinstance(cursor, list) and isinstance(step, int) and 0 <= step < len(cursor)
+        if in_dict or in_list:
             path.append(step)
             cursor = cursor[step]
         elif missing and isinstance(cursor, dict) and isinstance(step, str) and i == len(loc) - 1:
