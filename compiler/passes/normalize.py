@@ -1,0 +1,540 @@
+"""Pass `normalize`: the canonical document (YMap) -> the canonical tree (`compiler/tree.py`).
+
+Shapes are unified here (DESIGN §2.1): task list shapes, `next` shorthands, spec layering,
+and the real corpus's dialect aliases, which are accepted as written (DESIGN §2.2):
+tool arguments under `spec:`, `then.set`/`else.set` with `ctx.`/`iter.` keys, rule `else`
+without `then`, arc `set:`, step-level `set:` and `input:`, `when: true`,
+`executor.spec.entry_step`. Legacy constructs were rewritten by `desugar` before this pass; any
+left over (when the document skipped desugaring) are ignored here, never guessed at.
+Structural problems the tree cannot represent are reported (NOE2xx) and the offending part is
+left out, so one run reports everything.
+"""
+
+from __future__ import annotations
+
+from pathlib import PurePath
+
+from noetlc.compiler import tree
+from noetlc.compiler.diagnostics import Reporter
+from noetlc.compiler.unit import CompilationUnit
+from noetlc.compiler.ynodes import YMap, YNode, YScalar, YSeq
+
+# Keys of a task mapping that are not tool arguments.
+TASK_META_KEYS = frozenset({"name", "kind", "spec", "retry", "desc", "description"})
+# Keys the corpus dialect writes under a task's `spec:` that are really tool arguments.
+SPEC_TOOL_ARGUMENTS = frozenset(
+    {
+        "code", "input", "args", "method", "endpoint", "url", "params", "headers", "payload",
+        "body", "json", "data", "command", "commands", "query", "cmds", "auth", "connection",
+        "path", "libs", "sql",
+    }
+)  # fmt: skip
+DEFAULT_RETRY_ATTEMPTS = 3
+DEFAULT_JITTER_FRACTION = 0.1
+
+
+def run(unit: CompilationUnit) -> None:
+    doc = unit.canonical if unit.canonical is not None else unit.document
+    if doc is None:
+        return
+    unit.playbook = Normalizer(unit.file, unit.reporter).playbook(doc)
+
+
+def deep_merge(outer: YMap | None, inner: YMap | None) -> YMap | None:
+    """Spec layering: maps deep-merge with the inner layer winning; lists and scalars replace."""
+    if outer is None:
+        return inner
+    if inner is None:
+        return outer
+    items = list(outer.items)
+    for key, value in inner.items:
+        for i, (k, v) in enumerate(items):
+            if k.value == key.value:
+                merged = (
+                    deep_merge(v, value)
+                    if isinstance(v, YMap) and isinstance(value, YMap)
+                    else value
+                )
+                items[i] = (key, merged if merged is not None else value)
+                break
+        else:
+            items.append((key, value))
+    return YMap(tuple(items), inner.span)
+
+
+class Normalizer:
+    def __init__(self, file: str, reporter: Reporter) -> None:
+        self.file = file
+        self.reporter = reporter
+
+    # ------------------------------------------------------------------ root
+
+    def playbook(self, doc: YMap) -> tree.Playbook | None:
+        executor = _map(doc.get("executor"))
+        executor_spec = _map(executor.get("spec")) if executor else None
+        steps = self.workflow(doc.get("workflow"), executor_spec)
+        if steps is None:
+            return None
+        workbook = tuple(
+            t
+            for i, node in enumerate(_seq_items(doc.get("workbook")))
+            if (t := self.task(node, i, f"workbook_{i}", None, None, workbook=True)) is not None
+        )
+        entry = self.entry(steps, executor_spec, doc)
+        api = doc.get("apiVersion")
+        return tree.Playbook(
+            metadata=self.metadata(doc),
+            workflow=steps,
+            entry=entry,
+            workload=_map(doc.get("workload")) or YMap((), doc.span),
+            keychain=self.keychain(doc.get("keychain")),
+            executor_spec=executor_spec,
+            workbook=workbook,
+            api_version=str(api.value) if isinstance(api, YScalar) else "noetl.io/v2",
+            file=self.file,
+            span=doc.span,
+        )
+
+    def metadata(self, doc: YMap) -> tree.Metadata:
+        meta = _map(doc.get("metadata")) or YMap((), doc.span)
+        name = _text(meta.get("name")) or _text(doc.get("name")) or PurePath(self.file).stem
+        path = _text(meta.get("path")) or _text(doc.get("path"))
+        version = meta.get("version")
+        extra = meta.without("name", "path", "version", "description")
+        return tree.Metadata(
+            name=name,
+            path=path,
+            version=str(version.value)
+            if isinstance(version, YScalar) and version.value is not None
+            else None,
+            description=_text(meta.get("description")),
+            extra=extra if extra.items else None,
+            span=meta.span,
+        )
+
+    def keychain(self, node: YNode | None) -> tuple[tree.KeychainEntry, ...]:
+        out = []
+        for item in _seq_items(node):
+            if isinstance(item, YMap) and _text(item.get("name")):
+                out.append(
+                    tree.KeychainEntry(
+                        name=_text(item.get("name")) or "",
+                        kind=_text(item.get("kind")) or "secret",
+                        fields=item.without("name", "kind"),
+                        span=item.span,
+                    )
+                )
+        return tuple(out)
+
+    def entry(self, steps: tuple[tree.Step, ...], executor_spec: YMap | None, doc: YMap) -> str:
+        names = [s.name for s in steps]
+        if "start" in names:
+            return "start"
+        declared = executor_spec.get("entry_step") if executor_spec else None
+        if isinstance(declared, YScalar) and isinstance(declared.value, str):
+            return declared.value  # resolve checks that it exists
+        if steps:
+            self.reporter.report(
+                "NOE209",
+                f"no step is named `start`; the first step `{steps[0].name}` is the entry",
+                steps[0].span,
+            )
+            return steps[0].name
+        return "start"
+
+    # ------------------------------------------------------------------ steps
+
+    def workflow(
+        self, node: YNode | None, executor_spec: YMap | None
+    ) -> tuple[tree.Step, ...] | None:
+        if not isinstance(node, YSeq):
+            return None  # the schema pass reported it
+        if not node.items:
+            self.reporter.report("NOE210", "the workflow has no steps", node.span)
+        steps = []
+        for item in node.items:
+            if isinstance(item, YMap):
+                step = self.step(item, executor_spec)
+                if step is not None:
+                    steps.append(step)
+        return tuple(steps)
+
+    def step(self, node: YMap, executor_spec: YMap | None) -> tree.Step | None:
+        name = _text(node.get("step"))
+        if not name:
+            return None
+        spec = _map(node.get("spec"))
+        policy = _map(spec.get("policy")) if spec else None
+        loop_node = _map(node.get("loop"))
+        loop_spec = _map(loop_node.get("spec")) if loop_node else None
+        step_layer = deep_merge(executor_spec, spec)
+        task_layer = deep_merge(step_layer, loop_spec)
+        tasks = self.tasks(node, name, task_layer)
+        join = _text(spec.get("join")) if spec else None
+        listener = None
+        eval_mode = _text(node.get("eval_mode"))
+        if eval_mode == "on_event":
+            timeout = spec.get("timeout") if spec else None
+            listener = tree.Listener(
+                timeout=float(timeout.value)
+                if isinstance(timeout, YScalar) and isinstance(timeout.value, int | float)
+                else None,
+                span=node.key_node("eval_mode").span if node.key_node("eval_mode") else node.span,  # type: ignore[union-attr]
+            )
+        kept_spec = None
+        if spec is not None:
+            kept = spec.without("join")
+            if policy is not None:
+                rest = policy.without("admit")
+                kept = kept.with_item("policy", rest) if rest.items else kept.without("policy")
+            kept_spec = kept if kept.items else None
+        desc = _text(node.get("desc")) or _text(node.get("description"))
+        return tree.Step(
+            name=name,
+            tasks=tasks,
+            next=self.router(node.get("next"), name),
+            admit=self.admit(_map(policy.get("admit")) if policy else None),
+            loop=self.loop(loop_node, policy, executor_spec) if loop_node else None,
+            join=join if join in ("all", "any", "each") else None,  # type: ignore[arg-type]
+            listener=listener,
+            set_ctx=self.prefixed_writes(_map(node.get("set")), "ctx", where="step `set:`")[0],
+            spec=kept_spec,
+            desc=desc,
+            span=node.span,
+        )
+
+    def admit(self, node: YMap | None) -> tree.Admit | None:
+        if node is None:
+            return None
+        rules = []
+        for item in _seq_items(node.get("rules")):
+            if not isinstance(item, YMap):
+                continue
+            when = self.guard(item.get("when"))
+            then = _map(item.get("then"))
+            otherwise = _map(item.get("else"))
+            if otherwise is not None:
+                then = _map(otherwise.get("then")) or otherwise
+                when = None
+            allow = then.get("allow") if then else None
+            rules.append(
+                tree.AdmitRule(
+                    when=when,
+                    allow=bool(allow.value) if isinstance(allow, YScalar) else True,
+                    span=item.span,
+                )
+            )
+        return tree.Admit(rules=tuple(rules), span=node.span)
+
+    def loop(
+        self, node: YMap, step_policy: YMap | None, executor_spec: YMap | None
+    ) -> tree.Loop | None:
+        items = node.get("in")
+        iterator = _text(node.get("iterator"))
+        ok = True
+        if items is None:
+            self.reporter.report(
+                "NOE204", "the loop has no `in:` (the items to iterate over)", node.span
+            )
+            ok = False
+        if not iterator:
+            self.reporter.report(
+                "NOE204", "the loop has no `iterator:` (the name of the current item)", node.span
+            )
+            ok = False
+        spec = _map(node.get("spec"))
+        mode = _text(spec.get("mode")) if spec else None
+        if mode not in (None, "sequential", "parallel"):
+            where = spec.get("mode") if spec else None
+            self.reporter.report(
+                "NOE212",
+                f"loop mode `{mode}` is not supported",
+                where.span if where is not None else node.span,
+                hint="use `mode: sequential` or `mode: parallel`; a claim cursor can be written "
+                "as a task that claims a batch and a sequential loop over it",
+            )
+            ok = False
+        if not ok or items is None or not iterator:
+            return None
+        max_in_flight = 10
+        raw = spec.get("max_in_flight") if spec else None
+        if (
+            isinstance(raw, YScalar)
+            and isinstance(raw.value, int)
+            and not isinstance(raw.value, bool)
+        ):
+            if raw.value < 1:
+                self.reporter.report("NOE212", "`max_in_flight` must be at least 1", raw.span)
+            max_in_flight = max(1, raw.value)
+        elif raw is not None:
+            self.reporter.report(
+                "NOE212", "`max_in_flight` must be a literal positive integer", raw.span
+            )
+        failure = _map(step_policy.get("failure")) if step_policy else None
+        if failure is None and executor_spec is not None:
+            ex_policy = _map(executor_spec.get("policy"))
+            failure = _map(ex_policy.get("failure")) if ex_policy else None
+        failure_mode = _text(failure.get("mode")) if failure else None
+        return tree.Loop(
+            items=items,
+            iterator=iterator,
+            mode="parallel" if mode == "parallel" else "sequential",
+            max_in_flight=max_in_flight,
+            failure_mode="best_effort" if failure_mode == "best_effort" else "fail_fast",
+            span=node.span,
+        )
+
+    # ------------------------------------------------------------------ tasks
+
+    def tasks(self, step: YMap, step_name: str, outer_spec: YMap | None) -> tuple[tree.Task, ...]:
+        tool = step.get("tool")
+        step_input = _map(step.get("input"))
+        if isinstance(tool, YMap):
+            nodes: list[tuple[YNode, str]] = [(tool, f"{step_name}_task")]
+        elif isinstance(tool, YSeq):
+            nodes = [(item, f"task_{i}") for i, item in enumerate(tool.items)]
+        else:
+            if tool is None:
+                self.reporter.report(
+                    "NOE206", f"step `{step_name}` has no `tool:`", step.span,
+                    hint="every step runs a tool; use `tool: {kind: noop}` for a step that only routes",
+                )  # fmt: skip
+            return ()
+        out = []
+        for i, (node, default_name) in enumerate(nodes):
+            task = self.task(node, i, default_name, outer_spec, step_input if i == 0 else None)
+            if task is not None:
+                out.append(task)
+        return tuple(out)
+
+    def task(
+        self,
+        node: YNode,
+        index: int,
+        default_name: str,
+        outer_spec: YMap | None,
+        step_input: YMap | None,
+        *,
+        workbook: bool = False,
+    ) -> tree.Task | None:
+        if not isinstance(node, YMap):
+            return None
+        nested = node.get("tool")
+        if workbook and isinstance(nested, YMap) and "kind" not in node:
+            # Corpus workbook entries wrap the call: `{name, tool: {kind, ...}, assert: ...}`.
+            node = YMap(
+                tuple((k, v) for k, v in node.items if k.value == "name") + nested.items, node.span
+            )
+        name = _text(node.get("name")) or default_name
+        if workbook and not _text(node.get("name")):
+            self.reporter.report("NOE207", "a workbook task needs a `name:`", node.span)
+        kind_node = node.get("kind")
+        kind = _text(kind_node)
+        if not kind:
+            self.reporter.report(
+                "NOE206", f"task `{name}` has no `kind:`", node.span,
+                hint="set the tool kind, e.g. `kind: python`; `noetlc schema` lists them",
+            )  # fmt: skip
+            return None
+        spec = _map(node.get("spec"))
+        args_items = [(k, v) for k, v in node.items if k.value not in TASK_META_KEYS]
+        if spec is not None:
+            lifted = [(k, v) for k, v in spec.items if k.value in SPEC_TOOL_ARGUMENTS]
+            present = {k.value for k, _ in args_items}
+            args_items.extend((k, v) for k, v in lifted if k.value not in present)
+            spec = spec.without(*SPEC_TOOL_ARGUMENTS)
+        if step_input is not None and not any(k.value in ("input", "args") for k, _ in args_items):
+            args_items.append((YScalar("input", step_input.span), step_input))
+        policy_node = _map(spec.get("policy")) if spec else None
+        effective = deep_merge(outer_spec, spec.without("policy") if spec else None)
+        if effective is not None:
+            effective = effective.without("policy")
+            # The step/loop layers' policies are not task policies (DESIGN §2.1).
+        return tree.Task(
+            name=name,
+            kind=kind,
+            args=YMap(tuple(args_items), node.span),
+            spec=effective if effective is not None and effective.items else None,
+            policy=self.policy(policy_node),
+            span=node.span,
+        )
+
+    def policy(self, node: YMap | None) -> tree.Policy | None:
+        if node is None:
+            return None
+        rules = []
+        for item in _seq_items(node.get("rules")):
+            if not isinstance(item, YMap):
+                continue
+            otherwise = item.get("else")
+            if otherwise is not None:
+                body = _map(otherwise)
+                then = _map(body.get("then")) if body and "then" in body else body
+                when = None
+            else:
+                then = _map(item.get("then"))
+                when = self.guard(item.get("when"))
+            if then is None:
+                continue
+            action = self.action(then)
+            if action is not None:
+                rules.append(tree.Rule(when=when, action=action, span=item.span))
+        unmatched = _text(node.get("on_unmatched"))
+        return tree.Policy(
+            rules=tuple(rules),
+            on_unmatched="continue" if unmatched == "continue" else "default",
+            span=node.span,
+        )
+
+    def action(self, then: YMap) -> tree.Action | None:
+        do = _text(then.get("do"))
+        if do not in ("continue", "retry", "jump", "break", "fail"):
+            return None  # the schema pass reported it
+        set_ctx, set_iter = self.prefixed_writes(_map(then.get("set")), "ctx", where="`set:`")
+        set_ctx = _concat(_map(then.get("set_ctx")), set_ctx)
+        set_iter = _concat(_map(then.get("set_iter")), set_iter)
+        attempts = _number(then.get("attempts"))
+        if do == "retry" and attempts is None:
+            raw = then.get("attempts")
+            if raw is not None:
+                self.reporter.report(
+                    "NOE213", "`attempts` must be a literal positive integer", raw.span
+                )
+            attempts = DEFAULT_RETRY_ATTEMPTS
+        backoff = _text(then.get("backoff")) or "none"
+        jitter_node = then.get("jitter")
+        jitter = 0.0
+        if isinstance(jitter_node, YScalar):
+            if jitter_node.value is True:
+                jitter = DEFAULT_JITTER_FRACTION
+            elif isinstance(jitter_node.value, int | float) and not isinstance(
+                jitter_node.value, bool
+            ):
+                jitter = float(jitter_node.value)
+        delay = _number(then.get("delay"))
+        max_delay = _number(then.get("max_delay"))
+        return tree.Action(
+            do=do,  # type: ignore[arg-type]
+            to=_text(then.get("to")),
+            attempts=int(attempts) if attempts is not None else None,
+            backoff="none" if backoff == "fixed" else backoff,  # type: ignore[arg-type]
+            delay=float(delay) if delay is not None else 0.0,
+            max_delay=float(max_delay) if max_delay is not None else None,
+            jitter=jitter,
+            set_iter=set_iter,
+            set_ctx=set_ctx,
+            span=then.span,
+        )
+
+    def prefixed_writes(
+        self, node: YMap | None, default: str, *, where: str
+    ) -> tuple[YMap | None, YMap | None]:
+        """Dialect `set: {ctx.x: v, iter.y: w}` -> (ctx writes, iter writes)."""
+        if node is None:
+            return None, None
+        ctx: list[tuple[YScalar, YNode]] = []
+        it: list[tuple[YScalar, YNode]] = []
+        for key, value in node.items:
+            text = str(key.value)
+            scope, _, rest = text.partition(".")
+            if rest and scope in ("ctx", "iter"):
+                target = ctx if scope == "ctx" else it
+                target.append((YScalar(rest, key.span), value))
+            elif rest and scope in ("workload", "args", "event", "outcome", "output"):
+                self.reporter.report(
+                    "NOE214",
+                    f"{where} cannot write `{text}`: only `ctx.` and `iter.` are writable",
+                    key.span,
+                )
+            else:
+                (ctx if default == "ctx" else it).append((key, value))
+        return (
+            YMap(tuple(ctx), node.span) if ctx else None,
+            YMap(tuple(it), node.span) if it else None,
+        )
+
+    # ------------------------------------------------------------------ routing
+
+    def router(self, node: YNode | None, step_name: str) -> tree.Router | None:
+        if node is None:
+            return None
+        if isinstance(node, YScalar):
+            target = _text(node)
+            if not target:
+                return None
+            return tree.Router("exclusive", (tree.Arc(step=target, span=node.span),), node.span)
+        if isinstance(node, YSeq):
+            arcs = tuple(a for item in node.items if (a := self.arc(item)) is not None)
+            return tree.Router("exclusive", arcs, node.span)
+        spec = _map(node.get("spec"))
+        mode = _text(spec.get("mode")) if spec else None
+        arcs = tuple(
+            a for item in _seq_items(node.get("arcs")) if (a := self.arc(item)) is not None
+        )
+        return tree.Router("inclusive" if mode == "inclusive" else "exclusive", arcs, node.span)
+
+    def arc(self, node: YNode) -> tree.Arc | None:
+        if isinstance(node, YScalar):
+            target = _text(node)
+            return tree.Arc(step=target, span=node.span) if target else None
+        if not isinstance(node, YMap):
+            return None
+        target = _text(node.get("step"))
+        if not target:
+            return None
+        set_ctx, _ = self.prefixed_writes(_map(node.get("set")), "ctx", where="arc `set:`")
+        return tree.Arc(
+            step=target,
+            when=self.guard(node.get("when")),
+            args=_map(node.get("args")),
+            set_ctx=set_ctx,
+            span=node.span,
+        )
+
+    def guard(self, node: YNode | None) -> tree.Guard | None:
+        if node is None:
+            return None
+        if isinstance(node, YScalar):
+            value = node.value
+            if isinstance(value, bool):
+                return tree.Guard("true" if value else "false", node.span)
+            if value is None:
+                return None
+            return tree.Guard(str(value), node.span)
+        self.reporter.report("NOE103", "a `when:` condition must be a string", node.span)
+        return None
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _map(node: YNode | None) -> YMap | None:
+    return node if isinstance(node, YMap) else None
+
+
+def _seq_items(node: YNode | None) -> tuple[YNode, ...]:
+    return node.items if isinstance(node, YSeq) else ()
+
+
+def _text(node: YNode | None) -> str | None:
+    if isinstance(node, YScalar) and node.value is not None and not isinstance(node.value, bool):
+        return str(node.value)
+    return None
+
+
+def _number(node: YNode | None) -> float | None:
+    if (
+        isinstance(node, YScalar)
+        and isinstance(node.value, int | float)
+        and not isinstance(node.value, bool)
+    ):
+        return float(node.value)
+    return None
+
+
+def _concat(first: YMap | None, second: YMap | None) -> YMap | None:
+    if first is None:
+        return second
+    if second is None:
+        return first
+    return YMap(first.items + second.items, first.span)
