@@ -232,6 +232,14 @@ class Normalizer:
         items = node.get("in")
         iterator = _text(node.get("iterator"))
         ok = True
+        if "cursor" in node:
+            self.reporter.report(
+                "NOE212",
+                "cursor loops (`loop.cursor`) are not supported",
+                node.key_node("cursor").span,  # type: ignore[union-attr]
+                hint="claim a batch in a task, then loop over it with `in:`",
+            )
+            return None
         if items is None:
             self.reporter.report(
                 "NOE204", "the loop has no `in:` (the items to iterate over)", node.span
@@ -325,11 +333,13 @@ class Normalizer:
             node = YMap(
                 tuple((k, v) for k, v in node.items if k.value == "name") + nested.items, node.span
             )
-        name = _text(node.get("name")) or default_name
+        kind = _text(node.get("kind"))
+        # `kind: workbook` names the workbook task it runs with `name:` (corpus) or `task:`;
+        # the step's task itself then gets the default name.
+        workbook_ref = kind == "workbook" and "task" not in node
+        name = (None if workbook_ref else _text(node.get("name"))) or default_name
         if workbook and not _text(node.get("name")):
             self.reporter.report("NOE207", "a workbook task needs a `name:`", node.span)
-        kind_node = node.get("kind")
-        kind = _text(kind_node)
         if not kind:
             self.reporter.report(
                 "NOE206", f"task `{name}` has no `kind:`", node.span,
@@ -337,7 +347,11 @@ class Normalizer:
             )  # fmt: skip
             return None
         spec = _map(node.get("spec"))
-        args_items = [(k, v) for k, v in node.items if k.value not in TASK_META_KEYS]
+        args_items = [
+            (k, v)
+            for k, v in node.items
+            if k.value not in TASK_META_KEYS or (workbook_ref and k.value == "name")
+        ]
         if spec is not None:
             lifted = [(k, v) for k, v in spec.items if k.value in SPEC_TOOL_ARGUMENTS]
             present = {k.value for k, _ in args_items}
