@@ -23,6 +23,7 @@ EXIT_INTERNAL = 70
 COMMANDS: list[tuple[str, str, str]] = [
     ("check", "check", "validate playbooks and print diagnostics"),
     ("explain", "explain", "print the long explanation of a diagnostic code"),
+    ("schema", "schema", "print the JSON Schema of playbooks (for editors)"),
 ]
 
 

@@ -137,8 +137,8 @@ def _report_validation(exc: ValidationError, doc: YMap, reporter: Reporter) -> N
     data = doc.to_python()
     errors = []
     for err in exc.errors():
-        path, union_at = _data_path(err["loc"], data, missing=err["type"] == "missing")
-        errors.append((err, path, union_at))
+        path, tags = _data_path(err["loc"], data, missing=err["type"] == "missing")
+        errors.append((err, path, tags))
     chosen = _prune_unions(errors)
     seen: set[tuple[str, Path]] = set()
     for err, path, _ in chosen:
@@ -151,10 +151,13 @@ def _report_validation(exc: ValidationError, doc: YMap, reporter: Reporter) -> N
 
 def _data_path(
     loc: tuple[Any, ...], data: Any, *, missing: bool
-) -> tuple[Path, tuple[int, str] | None]:
-    """Split a pydantic `loc` into the path through the data and the first union tag skipped."""
+) -> tuple[Path, tuple[tuple[int, str], ...]]:
+    """Split a pydantic `loc` into the path through the data and the union tags it passed.
+
+    Each tag is `(depth, tag)`: the union member chosen at that depth of the data path.
+    """
     path: list[str | int] = []
-    union_at: tuple[int, str] | None = None
+    tags: list[tuple[int, str]] = []
     cursor: Any = data
     for i, step in enumerate(loc):
         in_dict = isinstance(cursor, dict) and isinstance(step, str) and step in cursor
@@ -165,27 +168,26 @@ def _data_path(
         elif missing and isinstance(cursor, dict) and isinstance(step, str) and i == len(loc) - 1:
             path.append(step)  # a missing key: the path names it
         else:
-            if union_at is None:
-                union_at = (len(path), str(step))
-    return tuple(path), union_at
+            tags.append((len(path), str(step)))
+    return tuple(path), tuple(tags)
 
 
-def _prune_unions(errors: list[tuple[Any, Path, tuple[int, str] | None]]) -> list[Any]:
-    """Within each union, keep only the errors of the member that matched deepest."""
-    plain = [e for e in errors if e[2] is None]
-    groups: dict[Path, dict[str, list[Any]]] = {}
+def _prune_unions(errors: list[Any], level: int = 0) -> list[Any]:
+    """Within each union, keep only the errors of the member that matched deepest (recursively)."""
+    plain = [e for e in errors if len(e[2]) <= level]
+    groups: dict[tuple[Path, int], dict[str, list[Any]]] = {}
     for e in errors:
-        if e[2] is None:
+        if len(e[2]) <= level:
             continue
-        depth, tag = e[2]
-        groups.setdefault(e[1][:depth], {}).setdefault(tag, []).append(e)
+        depth, tag = e[2][level]
+        groups.setdefault((e[1][:depth], depth), {}).setdefault(tag, []).append(e)
     kept = list(plain)
     for members in groups.values():
         best = max(
             members.values(),
             key=lambda errs: (max(len(e[1]) for e in errs), -len(errs)),
         )
-        kept.extend(best)
+        kept.extend(_prune_unions(best, level + 1))
     kept.sort(key=lambda e: [str(p) for p in e[1]])
     return kept
 

@@ -1,0 +1,64 @@
+"""The shared corpus through the front end: no internal errors anywhere, conformance clean,
+and golden dumps of the canonical tree of every conformance case.
+
+Rewrite the golden files with `NOETLC_UPDATE_GOLDEN=1 pytest tests/compiler`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from noetlc.compiler import cli
+from noetlc.compiler.pipeline import compile_file
+from noetlc.compiler.tree_dump import dump_tree
+
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "corpus"
+GOLDEN = Path(__file__).parent / "golden"
+UPDATE = os.environ.get("NOETLC_UPDATE_GOLDEN") == "1"
+
+
+def _playbooks(folder: str) -> list[Path]:
+    root = SHARED / folder
+    return sorted(p for p in root.glob("*.yaml") if not p.name.endswith(".expect.yaml"))
+
+
+ALL = _playbooks("noetl") + _playbooks("conformance")
+CONFORMANCE = _playbooks("conformance")
+
+pytestmark = pytest.mark.skipif(not ALL, reason=f"shared corpus not found at {SHARED}")
+
+
+@pytest.mark.parametrize("path", ALL, ids=lambda p: p.name)
+def test_check_never_fails_internally(path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = cli.main(["check", "--format", "json", str(path)])
+    assert code in (0, 1), capsys.readouterr().err
+    json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("path", CONFORMANCE, ids=lambda p: p.stem)
+def test_conformance_cases_have_no_errors(path: Path) -> None:
+    unit = compile_file(path)
+    errors = [d for d in unit.reporter.diagnostics if d.is_error]
+    assert not errors, errors
+
+
+@pytest.mark.parametrize("path", CONFORMANCE, ids=lambda p: p.stem)
+def test_canonical_tree_golden(path: Path) -> None:
+    unit = compile_file(path, until="normalize")
+    assert unit.playbook is not None
+    text = dump_tree(unit.playbook)
+    golden = GOLDEN / f"{path.stem}.tree.txt"
+    if UPDATE or not golden.exists():
+        golden.write_text(text, encoding="utf-8")
+    assert text == golden.read_text(encoding="utf-8")
+
+
+def test_compiling_twice_gives_equal_trees() -> None:
+    for path in CONFORMANCE:
+        a = compile_file(path, until="normalize").playbook
+        b = compile_file(path, until="normalize").playbook
+        assert a == b and dump_tree(a) == dump_tree(b)  # type: ignore[arg-type]

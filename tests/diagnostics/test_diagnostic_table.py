@@ -1,0 +1,72 @@
+"""The diagnostics table: one case file per code, each saying where the code must be reported.
+
+A case is `cases/<CODE>_<slug>.yaml` whose first lines are comments of the form
+`# expect: NOE201 at 7:5` (1-based line:column). The case goes through the whole pipeline.
+Codes that cannot come from a playbook file are listed in `COVERED_ELSEWHERE` with the test
+that covers them. See docs/diagnostics.md.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from noetlc.compiler.codes import registry
+from noetlc.compiler.pipeline import compile_source
+
+CASES = Path(__file__).parent / "cases"
+EXPECT = re.compile(r"^#\s*expect:\s*(NOE\d{3})\s+at\s+(\d+):(\d+)\s*$")
+
+COVERED_ELSEWHERE = {
+    "NOE004": "tests/compiler/test_cli.py::test_unreadable_files",
+    "NOE800": "tests/compiler/test_cli.py::test_usage_errors_exit_2_without_traceback",
+    "NOE801": "tests/compiler/test_cli.py::test_explain_unknown_code",
+    "NOE900": "tests/compiler/test_cli.py::test_internal_errors_have_a_report_footer",
+}
+
+
+def _case_files() -> list[Path]:
+    return sorted(CASES.glob("*.yaml"))
+
+
+def _expectations(path: Path) -> list[tuple[str, int, int]]:
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        m = EXPECT.match(line)
+        if m:
+            out.append((m.group(1), int(m.group(2)), int(m.group(3))))
+        elif not line.startswith("#"):
+            break
+    return out
+
+
+@pytest.mark.parametrize("case", _case_files(), ids=lambda p: p.stem)
+def test_case_reports_its_code_at_its_position(case: Path) -> None:
+    expectations = _expectations(case)
+    assert expectations, f"{case.name} has no `# expect: NOE### at L:C` line"
+    assert case.name.startswith(expectations[0][0]), "name the file after its first expected code"
+    unit = compile_source(case.read_text(encoding="utf-8"), file=case.name)
+    found = {
+        (d.code, d.span.line, d.span.column)
+        for d in unit.reporter.diagnostics
+        if d.span is not None
+    }
+    for expected in expectations:
+        assert expected in found, f"expected {expected}, got {sorted(found)}"
+
+
+def test_every_code_has_a_row() -> None:
+    with_case = {p.name.split("_", 1)[0] for p in _case_files()}
+    missing = [
+        code for code in registry() if code not in with_case and code not in COVERED_ELSEWHERE
+    ]
+    assert not missing, f"codes without a case file or a COVERED_ELSEWHERE entry: {missing}"
+
+
+@pytest.mark.parametrize("code", sorted(registry()))
+def test_every_code_has_an_explanation_with_an_example(code: str) -> None:
+    info = registry()[code]
+    assert info.title and info.explain
+    assert "Example" in info.explain, f"{code}'s explain text needs an example"
