@@ -24,6 +24,7 @@ COMMANDS: list[tuple[str, str, str]] = [
     ("check", "check", "validate playbooks and print diagnostics"),
     ("explain", "explain", "print the long explanation of a diagnostic code"),
     ("schema", "schema", "print the JSON Schema of playbooks (for editors)"),
+    ("expr", "expr", "evaluate one expression against JSON variables"),
 ]
 
 

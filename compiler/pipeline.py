@@ -37,7 +37,7 @@ PIPELINE: list[Pass] = [
     Pass("schema", "schema", "the surface schema; rejected legacy keys"),
     Pass("normalize", "normalize", "canonical document -> the canonical tree"),
     Pass("resolve", "resolve", "names: steps, tasks, jump targets, tool kinds, workbook"),
-    Pass("templates", "templates", "every {{ … }} parses as Jinja (errors at the scalar)"),
+    Pass("expressions", "expressions", "every guard and template -> a compiled expression pool"),
 ]
 
 

@@ -1,8 +1,8 @@
 """NOE3xx: templates and expressions."""
 
-from noetlc.compiler.codes import code
+from noetlc.compiler.codes import CodeInfo, code
 
-CODES = (
+CODES: tuple[CodeInfo, ...] = (
     code(
         "NOE301",
         "template-syntax",
@@ -18,5 +18,76 @@ Example:
     when: "{{ outcome.status == 'error' and }}"
 """,
         "check the braces and the expression inside `{{ … }}`",
+    ),
+)
+
+CODES = (
+    *CODES,
+    code(
+        "NOE302",
+        "sandbox-violation",
+        "error",
+        "an expression reaches outside the sandbox",
+        """
+Templates may read data, never Python internals: attributes and keys starting with `_`,
+methods and modules are out of reach, in compiled expressions and on the jinja2 path alike.
+
+Example:
+
+    input: {cls: "{{ workload.__class__ }}"}
+""",
+        "read the data you need through the playbook's namespaces",
+    ),
+    code(
+        "NOE303",
+        "slow-path-expression",
+        "note",
+        "an expression runs on jinja2's slow path",
+        """
+The expression is valid Jinja but outside the subset noetlc compiles to Python code (method
+calls, `{% %}` blocks, filters outside the whitelist). It still works, through jinja2's
+sandboxed environment, at about 10 µs per evaluation instead of ~0.1 µs. See
+docs/expressions.md for the compiled subset.
+
+Example:
+
+    when: "{{ ctx.items.keys() | length > 0 }}"
+""",
+        "rewrite with the whitelisted filters (e.g. `ctx.items | length`)",
+    ),
+    code(
+        "NOE304",
+        "text-condition",
+        "warning",
+        "a condition is text with a template inside",
+        """
+A `when:` that is not one expression — some text around `{{ … }}` — renders to a string, and
+a non-empty string is always true. This is usually a comparison written outside the braces.
+
+Example:
+
+    when: "{{ workload.environment }} == production"
+""",
+        "put the whole comparison inside the braces",
+    ),
+)
+
+CODES = (
+    *CODES,
+    code(
+        "NOE310",
+        "expression-runtime-error",
+        "error",
+        "an expression failed when it was evaluated",
+        """
+The expression compiled, but evaluating it raised an error: arithmetic on an undefined
+value, a comparison between incompatible types, a filter given the wrong input, a sandbox
+refusal of a dynamic key. The message names the expression and where it was written.
+
+Example (`ctx.count` is undefined, and undefined values cannot be added to):
+
+    noetlc expr "{{ ctx.count + 1 }}" --vars '{"ctx": {}}'
+""",
+        "use `| default(...)` for values that may be missing",
     ),
 )

@@ -1,1 +1,210 @@
-"""noetlc.compiler.expressions."""
+"""Precompiled guards and templates (DESIGN §2.3).
+
+`compile_expression(text, mode=...)` parses a playbook expression with the lark grammar of the
+Jinja subset (`jinja_expr.lark`), generates the source of a Python function over the scope
+(`codegen.py`) and computes static facts (`facts.py`). Modes:
+
+* `guard` — a `when:` condition: the expression with or without `{{ }}`, or a YAML boolean.
+  A mixed text guard (`"{{ a }} == b"`) is rendered and its text's truthiness used, as Jinja
+  would; the analyzer flags it.
+* `template` — a value: exactly one `{{ expr }}` yields the native value, mixed text renders a
+  string, text without `{{` is a constant.
+
+Expressions outside the subset (method calls, `{% %}` blocks, unknown filters) go to jinja2's
+`ImmutableSandboxedEnvironment` (the slow path, a lint note). `ExpressionPool` collects the
+compiled entries of a playbook, deduplicated and in first-use order; `to_data()` is what the
+bytecode stores, and `noetlc.vm.expr_runtime.load_pool` rebuilds the callables once at load.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from noetlc.compiler.diagnostics import Span
+from noetlc.compiler.expressions import codegen, facts, parser
+from noetlc.compiler.expressions.parser import ExpressionSyntaxError
+from noetlc.compiler.ynodes import NO_SPAN
+
+Mode = Literal["guard", "template"]
+_SINGLE = re.compile(r"^\s*\{\{(?P<expr>.*?)\}\}\s*$", re.DOTALL)
+
+
+class ExpressionUnsafe(Exception):
+    """Statically visible sandbox violation (e.g. `x.__class__`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledExpression:
+    source: str  # as written
+    mode: Mode
+    kind: Literal["code", "const", "jinja_expression", "jinja_template"]
+    code: str | None = None  # generated Python source (kind == "code")
+    value: Any = None  # kind == "const"
+    jinja: str | None = None  # text for the slow path
+    slow_reason: str | None = None
+    names: tuple[str, ...] = ()  # free root names
+    event_names: tuple[str, ...] = ()  # event names an `event.name` comparison tests
+    mentions_event: bool = False
+    constant: Any = facts.NOT_CONSTANT  # the folded value when the expression has no names
+    span: Span = field(default=NO_SPAN, compare=False)
+
+    @property
+    def fast(self) -> bool:
+        return self.kind in ("code", "const")
+
+    @property
+    def is_constant(self) -> bool:
+        return self.constant is not facts.NOT_CONSTANT
+
+    def to_entry(self) -> dict[str, Any]:
+        entry: dict[str, Any] = {"kind": self.kind, "source": self.source, "mode": self.mode}
+        if self.kind == "code":
+            entry["code"] = self.code
+        elif self.kind == "const":
+            entry["value"] = self.value
+        else:
+            entry["jinja"] = self.jinja
+        return entry
+
+
+def compile_expression(
+    text: Any, *, mode: Mode = "template", span: Span = NO_SPAN
+) -> CompiledExpression:
+    """Compile one guard or templated value. Raises `ExpressionSyntaxError` / `ExpressionUnsafe`."""
+    if not isinstance(text, str):
+        if mode == "guard":
+            return _constant(
+                str(text).lower() if isinstance(text, bool) else str(text), mode, bool(text), span
+            )
+        return _constant(str(text), mode, text, span)
+    if mode == "guard":
+        single = _SINGLE.match(text)
+        if single is not None:
+            return _compile_single(text, single.group("expr"), mode, span)
+        if "{{" in text or "{%" in text:
+            return _compile_mixed(text, mode, span)
+        return _compile_single(text, text, mode, span)
+    single = _SINGLE.match(text)
+    if single is not None and "{{" not in single.group("expr"):
+        return _compile_single(text, single.group("expr"), mode, span)
+    if "{{" not in text and "{%" not in text:
+        return _constant(text, mode, text, span)
+    return _compile_mixed(text, mode, span)
+
+
+def _constant(source: str, mode: Mode, value: Any, span: Span) -> CompiledExpression:
+    return CompiledExpression(source, mode, "const", value=value, constant=value, span=span)
+
+
+def _compile_single(source: str, expr_text: str, mode: Mode, span: Span) -> CompiledExpression:
+    tree = parser.parse_expression(expr_text)  # raises ExpressionSyntaxError
+    gen = codegen.CodeGen()
+    try:
+        node = gen.expr(tree)
+    except codegen.Unsafe as exc:
+        raise ExpressionUnsafe(str(exc)) from None
+    except codegen.Unsupported as exc:
+        parser.check_jinja_syntax("{{ " + expr_text + " }}")
+        return CompiledExpression(
+            source,
+            mode,
+            "jinja_expression",
+            jinja=expr_text.strip(),
+            slow_reason=str(exc),
+            span=span,
+        )
+    code = codegen.function_source(node)
+    found = facts.analyze(tree, gen.names)
+    return CompiledExpression(
+        source,
+        mode,
+        "code",
+        code=code,
+        names=tuple(sorted(gen.names)),
+        event_names=found.event_names,
+        mentions_event="event" in gen.names,
+        constant=facts.fold(code) if not gen.names else facts.NOT_CONSTANT,
+        span=span,
+    )
+
+
+def _compile_mixed(source: str, mode: Mode, span: Span) -> CompiledExpression:
+    pieces = parser.split_template(source)  # raises ExpressionSyntaxError
+    if pieces is None:  # `{% %}` blocks or comments: the slow path
+        parser.check_jinja_syntax(source)
+        return CompiledExpression(
+            source, mode, "jinja_template", jinja=source, slow_reason="template tags", span=span
+        )
+    gen = codegen.CodeGen()
+    parts: list[Any] = []
+    trees = []
+    try:
+        for piece in pieces:
+            if isinstance(piece, str):
+                parts.append(piece)
+            else:
+                tree = parser.parse_expression(piece.text)
+                trees.append(tree)
+                parts.append(gen.expr(tree))
+    except codegen.Unsafe as exc:
+        raise ExpressionUnsafe(str(exc)) from None
+    except codegen.Unsupported as exc:
+        parser.check_jinja_syntax(source)
+        return CompiledExpression(
+            source, mode, "jinja_template", jinja=source, slow_reason=str(exc), span=span
+        )
+    code = codegen.template_source(parts)
+    event_names: tuple[str, ...] = ()
+    for tree in trees:
+        event_names += facts.analyze(tree, gen.names).event_names
+    return CompiledExpression(
+        source,
+        mode,
+        "code",
+        code=code,
+        names=tuple(sorted(gen.names)),
+        event_names=tuple(sorted(set(event_names))),
+        mentions_event="event" in gen.names,
+        constant=facts.fold(code) if not gen.names else facts.NOT_CONSTANT,
+        span=span,
+    )
+
+
+class ExpressionPool:
+    """The compiled expressions of one playbook, deduplicated by (mode, source)."""
+
+    def __init__(self) -> None:
+        self.entries: list[CompiledExpression] = []
+        self._index: dict[tuple[str, str, str], int] = {}
+        self.by_path: dict[tuple[str | int, ...], int] = {}
+
+    def add(self, compiled: CompiledExpression, path: tuple[str | int, ...] | None = None) -> int:
+        key = (compiled.mode, type(compiled.source).__name__, compiled.source)
+        index = self._index.get(key)
+        if index is None:
+            index = len(self.entries)
+            self.entries.append(compiled)
+            self._index[key] = index
+        if path is not None:
+            self.by_path[path] = index
+        return index
+
+    def index_of(self, source: str, mode: Mode) -> int | None:
+        return self._index.get((mode, "str", source))
+
+    def to_data(self) -> list[dict[str, Any]]:
+        return [e.to_entry() for e in self.entries]
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+
+__all__ = [
+    "CompiledExpression",
+    "ExpressionPool",
+    "ExpressionSyntaxError",
+    "ExpressionUnsafe",
+    "compile_expression",
+]

@@ -23,6 +23,7 @@ COVERED_ELSEWHERE = {
     "NOE004": "tests/compiler/test_cli.py::test_unreadable_files",
     "NOE800": "tests/compiler/test_cli.py::test_usage_errors_exit_2_without_traceback",
     "NOE801": "tests/compiler/test_cli.py::test_explain_unknown_code",
+    "NOE310": "tests/expressions/test_expr_cli.py::test_runtime_errors_are_located",
     "NOE900": "tests/compiler/test_cli.py::test_internal_errors_have_a_report_footer",
 }
 

@@ -1,0 +1,79 @@
+"""Static facts about an expression, for the analyzer: event names tested, constant folding."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from lark import Tree
+
+NOT_CONSTANT: Any = type("NotConstant", (), {"__repr__": lambda self: "NOT_CONSTANT"})()
+
+
+@dataclass(frozen=True, slots=True)
+class Facts:
+    event_names: tuple[str, ...]
+
+
+def analyze(tree: Tree[Any], names: set[str]) -> Facts:
+    found: set[str] = set()
+    if "event" in names:
+        for node in tree.iter_subtrees():
+            if node.data == "compare" and len(node.children) == 3:
+                left, op, right = node.children
+                op_text = "".join(str(t) for t in op.children)
+                for a, b in ((left, right), (right, left)):
+                    if _is_event_name(a):
+                        found.update(_string_values(b, op_text))
+    return Facts(tuple(sorted(found)))
+
+
+def _unwrap(node: Any) -> Any:
+    while isinstance(node, Tree) and len(node.children) == 1 and node.data in (
+        "or_", "and_", "compare", "binop", "concat", "power"
+    ):  # fmt: skip
+        node = node.children[0]
+    return node
+
+
+def _is_event_name(node: Any) -> bool:
+    node = _unwrap(node)
+    if not (isinstance(node, Tree) and node.data == "getattr"):
+        return False
+    base, attr = node.children
+    base = _unwrap(base)
+    return (
+        str(attr) == "name"
+        and isinstance(base, Tree)
+        and base.data == "name"
+        and str(base.children[0]) == "event"
+    )
+
+
+def _string_values(node: Any, op: str) -> list[str]:
+    node = _unwrap(node)
+    if op == "==" and isinstance(node, Tree) and node.data == "strings":
+        return ["".join(_unquote(t) for t in node.children)]
+    if op == "in" and isinstance(node, Tree) and node.data in ("list_", "tuple_many"):
+        out: list[str] = []
+        for item in node.children:
+            out.extend(_string_values(item, "=="))
+        return out
+    return []
+
+
+def _unquote(token: Any) -> str:
+    import ast
+
+    return str(ast.literal_eval(str(token)))
+
+
+def fold(code: str) -> Any:
+    """Evaluate an expression without free names once, at compile time."""
+    from noetlc.vm.expr_runtime import compile_entry
+
+    try:
+        value = compile_entry({"kind": "code", "code": code, "source": "<const>"})({})
+    except Exception:
+        return NOT_CONSTANT
+    return value

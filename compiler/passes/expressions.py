@@ -1,0 +1,116 @@
+"""Pass `expressions`: compile every guard and templated value of the tree into one pool.
+
+Guards: admission rules, task policy rules, arcs. Templated values: tool arguments (except a
+python task's `code`, which is code, not a template), `set_iter`/`set_ctx` values, arc `args`
+and `set`, step-level `set`, loop `in`. Each gets a pool index recorded under its tree path
+(`pool.by_path`), which the net builder uses. Problems are reported at the scalar's position:
+NOE301 syntax, NOE302 sandbox violations, NOE303 (note) slow path, NOE304 text conditions.
+"""
+
+from __future__ import annotations
+
+from noetlc.compiler import tree
+from noetlc.compiler.diagnostics import Span
+from noetlc.compiler.expressions import (
+    CompiledExpression,
+    ExpressionPool,
+    ExpressionSyntaxError,
+    ExpressionUnsafe,
+    Mode,
+    compile_expression,
+)
+from noetlc.compiler.unit import CompilationUnit
+from noetlc.compiler.ynodes import YMap, YNode, YScalar, YSeq, walk_scalars
+
+Path = tuple[str | int, ...]
+NOT_TEMPLATES = {("python", "code")}
+
+
+def run(unit: CompilationUnit) -> None:
+    playbook = unit.playbook
+    if playbook is None:
+        return
+    compiler = _PoolBuilder(unit)
+    for task in playbook.workbook:
+        compiler.task(task, ("workbook", task.name))
+    for step in playbook.workflow:
+        base: Path = ("workflow", step.name)
+        if step.admit is not None:
+            for i, rule in enumerate(step.admit.rules):
+                compiler.guard(rule.when, (*base, "admit", i))
+        if step.loop is not None:
+            compiler.value(step.loop.items, (*base, "loop"))
+        for task in step.tasks:
+            compiler.task(task, (*base, "tasks", task.name))
+        if step.set_ctx is not None:
+            compiler.value(step.set_ctx, (*base, "set_ctx"))
+        if step.next is not None:
+            for i, arc in enumerate(step.next.arcs):
+                compiler.guard(arc.when, (*base, "next", i, "when"))
+                if arc.args is not None:
+                    compiler.value(arc.args, (*base, "next", i, "args"))
+                if arc.set_ctx is not None:
+                    compiler.value(arc.set_ctx, (*base, "next", i, "set_ctx"))
+    unit.artifacts["expressions"] = compiler.pool
+
+
+class _PoolBuilder:
+    def __init__(self, unit: CompilationUnit) -> None:
+        self.unit = unit
+        self.pool = ExpressionPool()
+
+    def task(self, task: tree.Task, base: Path) -> None:
+        for key, value in task.args.items:
+            if (task.kind, key.value) in NOT_TEMPLATES:
+                continue
+            self.value(value, (*base, "args", str(key.value)))
+        if task.policy is not None:
+            for i, rule in enumerate(task.policy.rules):
+                self.guard(rule.when, (*base, "rules", i, "when"))
+                if rule.action.set_iter is not None:
+                    self.value(rule.action.set_iter, (*base, "rules", i, "set_iter"))
+                if rule.action.set_ctx is not None:
+                    self.value(rule.action.set_ctx, (*base, "rules", i, "set_ctx"))
+
+    def guard(self, guard: tree.Guard | None, path: Path) -> None:
+        if guard is None:
+            return
+        compiled = self.compile(guard.source, "guard", guard.span)
+        if compiled is None:
+            return
+        self.pool.add(compiled, path)
+        if compiled.kind == "code" and compiled.code and "''.join(" in compiled.code:
+            self.unit.reporter.report(
+                "NOE304",
+                "this condition mixes text and `{{ }}`: it renders to a string, which is true "
+                "unless empty",
+                guard.span,
+                hint="put the whole comparison inside the braces: "
+                "\"{{ workload.environment == 'production' }}\"",
+            )
+
+    def value(self, node: YNode, path: Path) -> None:
+        if isinstance(node, YScalar):
+            if isinstance(node.value, str) and ("{{" in node.value or "{%" in node.value):
+                compiled = self.compile(node.value, "template", node.span)
+                if compiled is not None:
+                    self.pool.add(compiled, path)
+            return
+        if isinstance(node, YMap | YSeq):
+            for sub, scalar in walk_scalars(node):
+                self.value(scalar, (*path, *sub))
+
+    def compile(self, source: str, mode: Mode, span: Span) -> CompiledExpression | None:
+        try:
+            compiled = compile_expression(source, mode=mode, span=span)
+        except ExpressionSyntaxError as exc:
+            self.unit.reporter.report("NOE301", f"template syntax error: {exc}", span)
+            return None
+        except ExpressionUnsafe as exc:
+            self.unit.reporter.report("NOE302", f"sandbox violation: {exc}", span)
+            return None
+        if not compiled.fast:
+            self.unit.reporter.report(
+                "NOE303", f"expression on the slow path (jinja2): {compiled.slow_reason}", span
+            )
+        return compiled
