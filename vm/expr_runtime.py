@@ -130,7 +130,7 @@ def getslice_(obj: Any, start: Any, stop: Any, step: Any) -> Any:
 
 def concat(*values: Any) -> str:
     """`a ~ b`: Jinja converts both sides with str(); undefined is ''."""
-    return "".join([str(v) for v in values])
+    return "".join(map(str, values))
 
 
 def power(base: Any, exponent: Any) -> Any:
@@ -322,6 +322,8 @@ GLOBALS: dict[str, Callable[..., Any]] = {
 # The names generated code refers to; `load_pool` puts them in each function's globals.
 RUNTIME: dict[str, Any] = {
     "__builtins__": {},
+    "type": type,  # only for the inlined `type(x) is dict` check of attribute access
+    "dict": dict,
     "_name": lookup_name,
     "_attr": getattr_,
     "_item": getitem_,

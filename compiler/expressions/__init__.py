@@ -48,6 +48,7 @@ class CompiledExpression:
     event_names: tuple[str, ...] = ()  # event names an `event.name` comparison tests
     mentions_event: bool = False
     constant: Any = facts.NOT_CONSTANT  # the folded value when the expression has no names
+    text_template: bool = False  # mixed text around `{{ }}` (renders a string)
     span: Span = field(default=NO_SPAN, compare=False)
 
     @property
@@ -135,7 +136,13 @@ def _compile_mixed(source: str, mode: Mode, span: Span) -> CompiledExpression:
     if pieces is None:  # `{% %}` blocks or comments: the slow path
         parser.check_jinja_syntax(source)
         return CompiledExpression(
-            source, mode, "jinja_template", jinja=source, slow_reason="template tags", span=span
+            source,
+            mode,
+            "jinja_template",
+            jinja=source,
+            slow_reason="template tags",
+            text_template=True,
+            span=span,
         )
     gen = codegen.CodeGen()
     parts: list[Any] = []
@@ -153,7 +160,13 @@ def _compile_mixed(source: str, mode: Mode, span: Span) -> CompiledExpression:
     except codegen.Unsupported as exc:
         parser.check_jinja_syntax(source)
         return CompiledExpression(
-            source, mode, "jinja_template", jinja=source, slow_reason=str(exc), span=span
+            source,
+            mode,
+            "jinja_template",
+            jinja=source,
+            slow_reason=str(exc),
+            text_template=True,
+            span=span,
         )
     code = codegen.template_source(parts)
     event_names: tuple[str, ...] = ()
@@ -168,6 +181,7 @@ def _compile_mixed(source: str, mode: Mode, span: Span) -> CompiledExpression:
         event_names=tuple(sorted(set(event_names))),
         mentions_event="event" in gen.names,
         constant=facts.fold(code) if not gen.names else facts.NOT_CONSTANT,
+        text_template=True,
         span=span,
     )
 

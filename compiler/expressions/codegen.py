@@ -68,6 +68,7 @@ _BIN = {
 class CodeGen:
     def __init__(self) -> None:
         self.names: set[str] = set()  # free root names (facts for the analyzer)
+        self.temps = 0  # walrus temporaries of inlined attribute access
 
     def expr(self, node: Tree[Any] | Token) -> ast.expr:
         if isinstance(node, Token):
@@ -136,7 +137,7 @@ class CodeGen:
     def n_concat(self, ch: list[Any]) -> ast.expr:
         if len(ch) == 1:
             return self.expr(ch[0])
-        return _call(_n("_concat"), *[self.expr(c) for c in ch])
+        return joined([self.expr(c) for c in ch])
 
     def n_power(self, ch: list[Any]) -> ast.expr:
         operands = [c for c in ch if not (isinstance(c, Token) and c.type == "POW")]
@@ -218,7 +219,20 @@ class CodeGen:
         name = str(ch[1])
         if name.startswith("_"):
             raise Unsafe(f"access to attribute `{name}` is not allowed")
-        return _call(_n("_attr"), self.expr(ch[0]), _const(name))
+        # Inline the common case (a dict that has the key) and call `_attr` otherwise:
+        # `(t[k] if type(t := obj) is dict and k in t else _attr(t, k))`.
+        self.temps += 1
+        temp = f"_t{self.temps}"
+        bind = ast.NamedExpr(target=ast.Name(id=temp, ctx=ast.Store()), value=self.expr(ch[0]))
+        is_dict = ast.Compare(
+            left=_call(_n("type"), bind), ops=[ast.Is()], comparators=[_n("dict")]
+        )
+        has_key = ast.Compare(left=_const(name), ops=[ast.In()], comparators=[_n(temp)])
+        return ast.IfExp(
+            test=ast.BoolOp(op=ast.And(), values=[is_dict, has_key]),
+            body=ast.Subscript(value=_n(temp), slice=_const(name), ctx=ast.Load()),
+            orelse=_call(_n("_attr"), _n(temp), _const(name)),
+        )
 
     def n_getattr_int(self, ch: list[Any]) -> ast.expr:
         return _call(_n("_item"), self.expr(ch[0]), _const(int(str(ch[1]).replace("_", ""))))
@@ -312,16 +326,20 @@ def function_source(expr: ast.expr) -> str:
     return ast.unparse(module)
 
 
-def template_source(parts: list[ast.expr | str]) -> str:
-    """Mixed text: `''.join((literal, _str(expr), ...))` with Jinja's rendering of each value."""
-    elts: list[ast.expr] = []
+def joined(parts: list[ast.expr | str]) -> ast.expr:
+    """An f-string `f"{a!s}text{b!s}"`: str() of each value, as Jinja's `~` and rendering do
+    (an undefined value renders as '')."""
+    values: list[ast.expr] = []
     for part in parts:
         if isinstance(part, str):
-            elts.append(_const(part))
+            values.append(_const(part))
+        elif isinstance(part, ast.Constant) and isinstance(part.value, str):
+            values.append(part)
         else:
-            elts.append(_call(_n("_str"), part))
-    joined = _call(
-        ast.Attribute(value=_const(""), attr="join", ctx=ast.Load()),
-        ast.Tuple(elts=elts, ctx=ast.Load()),
-    )
-    return function_source(joined)
+            values.append(ast.FormattedValue(value=part, conversion=ord("s"), format_spec=None))
+    return ast.JoinedStr(values=values)
+
+
+def template_source(parts: list[ast.expr | str]) -> str:
+    """Mixed text: one f-string over the literal text and the expressions."""
+    return function_source(joined(parts))

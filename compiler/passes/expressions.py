@@ -79,7 +79,7 @@ class _PoolBuilder:
         if compiled is None:
             return
         self.pool.add(compiled, path)
-        if compiled.kind == "code" and compiled.code and "''.join(" in compiled.code:
+        if compiled.text_template:
             self.unit.reporter.report(
                 "NOE304",
                 "this condition mixes text and `{{ }}`: it renders to a string, which is true "
