@@ -63,9 +63,9 @@ def measure() -> list[dict[str, Any]]:
         ours = compile_entry(compile_expression("{{ " + expr + " }}").to_entry())
         assert ours(dict(SCOPE)) == jinja(**SCOPE) == hand(SCOPE)
         scope = dict(SCOPE)
-        j = _per_call_ns(lambda: jinja(**SCOPE), 2_000)
-        o = _per_call_ns(lambda: ours(scope), 50_000)
-        h = _per_call_ns(lambda: hand(scope), 50_000)
+        j = _per_call_ns(lambda f=jinja: f(**SCOPE), 2_000)
+        o = _per_call_ns(lambda f=ours, s=scope: f(s), 50_000)
+        h = _per_call_ns(lambda f=hand, s=scope: f(s), 50_000)
         rows.append({"name": name, "jinja_ns": j, "compiled_ns": o, "lambda_ns": h})
     return rows
 
