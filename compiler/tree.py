@@ -49,6 +49,7 @@ class Action:
     set_iter: YMap | None = None
     set_ctx: YMap | None = None
     span: Span = _span()
+    to_span: Span = _span()  # where the jump target is written (else `span`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +76,13 @@ class Task:
     spec: YMap | None = None  # effective runtime knobs of this task, without `policy`
     policy: Policy | None = None
     span: Span = _span()
+    name_span: Span = _span()  # the `name:` value (else the task's span)
+    kind_span: Span = _span()  # the `kind:` value (else the task's span)
+    # Corpus dialect: a task-level `set:` — writes evaluated against the task's outcome and
+    # applied when it is ok, before the matching rule's own `set_ctx`/`set_iter` (which win).
+    # Unprefixed keys write `iter` (the pipeline-local scope the next tasks read).
+    set_ctx: YMap | None = None
+    set_iter: YMap | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +115,7 @@ class Arc:
     args: YMap | None = None
     set_ctx: YMap | None = None  # corpus dialect: arc `set:` writes ctx when the arc fires
     span: Span = _span()
+    target_span: Span = _span()  # the `step:` value naming the target (else the arc's span)
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +146,7 @@ class Step:
     spec: YMap | None = None  # non-control knobs (lifecycle, failure, ...) without admit/join
     desc: str | None = None
     span: Span = _span()
+    name_span: Span = _span()  # the `step:` value (else the step's span)
 
 
 @dataclass(frozen=True, slots=True)

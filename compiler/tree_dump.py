@@ -76,6 +76,10 @@ def _task(task: tree.Task, prefix: str) -> list[str]:
         lines.append(f"{indent}args {_data(task.args)}")
     if task.spec is not None:
         lines.append(f"{indent}spec {_data(task.spec)}")
+    if task.set_ctx is not None:
+        lines.append(f"{indent}on ok set_ctx {_data(task.set_ctx)}")
+    if task.set_iter is not None:
+        lines.append(f"{indent}on ok set_iter {_data(task.set_iter)}")
     if task.policy is not None:
         lines.append(f"{indent}policy on_unmatched={task.policy.on_unmatched}")
         for rule in task.policy.rules:

@@ -235,7 +235,8 @@ Example:
         "a `set:` writes a read-only namespace",
         """
 Only `ctx.` (execution scope) and `iter.` (iteration scope) can be written; `workload` is
-immutable, and `args`, `event` and `outcome` describe what happened.
+immutable, and `args`, `event` and `outcome` describe what happened. A step's or an arc's
+`set:` runs outside the loop's iterations, so it can only write `ctx.`.
 
 Example:
 
@@ -243,5 +244,25 @@ Example:
       workload.page: 2
 """,
         "write `ctx.page` instead",
+    ),
+    code(
+        "NOE215",
+        "rule-without-action",
+        "error",
+        "a policy or admission rule has no `then:`",
+        """
+Every rule of a task policy (`spec.policy.rules`) or of an admission policy
+(`spec.policy.admit.rules`) says what happens when it matches: `then: {do: ...}` or
+`then: {allow: ...}`. A rule without `then:` would match and do nothing, which is never what
+was meant; the last rule is usually written `else: {then: {...}}`.
+
+Example (the `then:` is missing):
+
+    spec:
+      policy:
+        rules:
+          - when: "{{ outcome.status == 'error' }}"
+""",
+        "add `then: {...}`",
     ),
 )

@@ -20,7 +20,7 @@ from noetlc.compiler.unit import CompilationUnit
 from noetlc.compiler.ynodes import YMap, YNode, YScalar, YSeq
 
 # Keys of a task mapping that are not tool arguments.
-TASK_META_KEYS = frozenset({"name", "kind", "spec", "retry", "desc", "description"})
+TASK_META_KEYS = frozenset({"name", "kind", "spec", "retry", "desc", "description", "set"})
 # Keys the corpus dialect writes under a task's `spec:` that are really tool arguments.
 SPEC_TOOL_ARGUMENTS = frozenset(
     {
@@ -29,6 +29,11 @@ SPEC_TOOL_ARGUMENTS = frozenset(
         "path", "libs", "sql",
     }
 )  # fmt: skip
+# Keys of each spec layer that the layer itself consumes; they are not inherited by tasks
+# (`policy` never is: step and loop policies are not task policies, DESIGN §2.1).
+EXECUTOR_CONTROL_KEYS = ("entry_step", "final_step", "policy")
+STEP_CONTROL_KEYS = ("join", "policy")
+LOOP_CONTROL_KEYS = ("mode", "max_in_flight", "policy")
 DEFAULT_RETRY_ATTEMPTS = 3
 DEFAULT_JITTER_FRACTION = 0.1
 
@@ -167,19 +172,28 @@ class Normalizer:
         policy = _map(spec.get("policy")) if spec else None
         loop_node = _map(node.get("loop"))
         loop_spec = _map(loop_node.get("spec")) if loop_node else None
-        step_layer = deep_merge(executor_spec, spec)
-        task_layer = deep_merge(step_layer, loop_spec)
+        # Each layer's own control keys steer that layer and are not task knobs.
+        task_layer = deep_merge(
+            deep_merge(
+                executor_spec.without(*EXECUTOR_CONTROL_KEYS) if executor_spec else None,
+                spec.without(*STEP_CONTROL_KEYS) if spec else None,
+            ),
+            loop_spec.without(*LOOP_CONTROL_KEYS) if loop_spec else None,
+        )
         tasks = self.tasks(node, name, task_layer)
         join = _text(spec.get("join")) if spec else None
         listener = None
         eval_mode = _text(node.get("eval_mode"))
         if eval_mode == "on_event":
             timeout = spec.get("timeout") if spec else None
+            mode_key = node.key_node("eval_mode")
             listener = tree.Listener(
                 timeout=float(timeout.value)
-                if isinstance(timeout, YScalar) and isinstance(timeout.value, int | float)
+                if isinstance(timeout, YScalar)
+                and isinstance(timeout.value, int | float)
+                and not isinstance(timeout.value, bool)
                 else None,
-                span=node.key_node("eval_mode").span if node.key_node("eval_mode") else node.span,  # type: ignore[union-attr]
+                span=mode_key.span if mode_key is not None else node.span,
             )
         kept_spec = None
         if spec is not None:
@@ -189,6 +203,7 @@ class Normalizer:
                 kept = kept.with_item("policy", rest) if rest.items else kept.without("policy")
             kept_spec = kept if kept.items else None
         desc = _text(node.get("desc")) or _text(node.get("description"))
+        name_node = node.get("step")
         return tree.Step(
             name=name,
             tasks=tasks,
@@ -197,10 +212,13 @@ class Normalizer:
             loop=self.loop(loop_node, policy, executor_spec) if loop_node else None,
             join=join if join in ("all", "any", "each") else None,  # type: ignore[arg-type]
             listener=listener,
-            set_ctx=self.prefixed_writes(_map(node.get("set")), "ctx", where="step `set:`")[0],
+            set_ctx=self.prefixed_writes(
+                _map(node.get("set")), where="step `set:`", iter_allowed=False
+            )[0],
             spec=kept_spec,
             desc=desc,
             span=node.span,
+            name_span=name_node.span if name_node is not None else node.span,
         )
 
     def admit(self, node: YMap | None) -> tree.Admit | None:
@@ -210,13 +228,12 @@ class Normalizer:
         for item in _seq_items(node.get("rules")):
             if not isinstance(item, YMap):
                 continue
-            when = self.guard(item.get("when"))
-            then = _map(item.get("then"))
-            otherwise = _map(item.get("else"))
-            if otherwise is not None:
-                then = _map(otherwise.get("then")) or otherwise
-                when = None
-            allow = then.get("allow") if then else None
+            when_node, then, is_else = _rule_parts(item)
+            if then is None:
+                self._rule_without_action(item, "an admission")
+                continue
+            when = None if is_else else self.guard(when_node)
+            allow = then.get("allow")
             rules.append(
                 tree.AdmitRule(
                     when=when,
@@ -278,11 +295,17 @@ class Normalizer:
             self.reporter.report(
                 "NOE212", "`max_in_flight` must be a literal positive integer", raw.span
             )
-        failure = _map(step_policy.get("failure")) if step_policy else None
-        if failure is None and executor_spec is not None:
-            ex_policy = _map(executor_spec.get("policy"))
-            failure = _map(ex_policy.get("failure")) if ex_policy else None
-        failure_mode = _text(failure.get("mode")) if failure else None
+        # `policy.failure.mode`: the loop's own spec, else the step's, else the executor's.
+        failure_mode = None
+        for layer_policy in (
+            _map(spec.get("policy")) if spec else None,
+            step_policy,
+            _map(executor_spec.get("policy")) if executor_spec else None,
+        ):
+            failure = _map(layer_policy.get("failure")) if layer_policy else None
+            failure_mode = _text(failure.get("mode")) if failure else None
+            if failure_mode is not None:
+                break
         return tree.Loop(
             items=items,
             iterator=iterator,
@@ -364,6 +387,13 @@ class Normalizer:
         if effective is not None:
             effective = effective.without("policy")
             # The step/loop layers' policies are not task policies (DESIGN §2.1).
+        name_node = None if workbook_ref else node.get("name")
+        kind_node = node.get("kind")
+        # A task's own `set:` hands values to the next tasks of its pipeline (the corpus reads
+        # them back as bare names), so unprefixed keys are pipeline-local: `iter`.
+        set_ctx, set_iter = self.prefixed_writes(
+            _map(node.get("set")), where="task `set:`", unprefixed="iter"
+        )
         return tree.Task(
             name=name,
             kind=kind,
@@ -371,6 +401,10 @@ class Normalizer:
             spec=effective if effective is not None and effective.items else None,
             policy=self.policy(policy_node),
             span=node.span,
+            name_span=name_node.span if name_node is not None else node.span,
+            kind_span=kind_node.span if kind_node is not None else node.span,
+            set_ctx=set_ctx,
+            set_iter=set_iter,
         )
 
     def policy(self, node: YMap | None) -> tree.Policy | None:
@@ -380,16 +414,11 @@ class Normalizer:
         for item in _seq_items(node.get("rules")):
             if not isinstance(item, YMap):
                 continue
-            otherwise = item.get("else")
-            if otherwise is not None:
-                body = _map(otherwise)
-                then = _map(body.get("then")) if body and "then" in body else body
-                when = None
-            else:
-                then = _map(item.get("then"))
-                when = self.guard(item.get("when"))
+            when_node, then, is_else = _rule_parts(item)
             if then is None:
+                self._rule_without_action(item, "a policy")
                 continue
+            when = None if is_else else self.guard(when_node)
             action = self.action(then)
             if action is not None:
                 rules.append(tree.Rule(when=when, action=action, span=item.span))
@@ -400,20 +429,33 @@ class Normalizer:
             span=node.span,
         )
 
+    def _rule_without_action(self, item: YMap, what: str) -> None:
+        self.reporter.report(
+            "NOE215",
+            f"{what} rule has no `then:`, so it does nothing",
+            item.items[0][0].span if item.items else item.span,
+            hint="add `then: {...}`, or write the last rule as `else: {then: {...}}`",
+        )
+
     def action(self, then: YMap) -> tree.Action | None:
         do = _text(then.get("do"))
         if do not in ("continue", "retry", "jump", "break", "fail"):
             return None  # the schema pass reported it
-        set_ctx, set_iter = self.prefixed_writes(_map(then.get("set")), "ctx", where="`set:`")
+        set_ctx, set_iter = self.prefixed_writes(_map(then.get("set")), where="`set:`")
         set_ctx = _concat(_map(then.get("set_ctx")), set_ctx)
         set_iter = _concat(_map(then.get("set_iter")), set_iter)
         attempts = _number(then.get("attempts"))
+        raw_attempts = then.get("attempts")
+        if raw_attempts is not None and (
+            attempts is None or attempts < 1 or attempts != int(attempts)
+        ):
+            self.reporter.report(
+                "NOE213",
+                f"`attempts` must be a literal integer of at least 1, not {_show(raw_attempts)}",
+                raw_attempts.span,
+            )
+            attempts = None
         if do == "retry" and attempts is None:
-            raw = then.get("attempts")
-            if raw is not None:
-                self.reporter.report(
-                    "NOE213", "`attempts` must be a literal positive integer", raw.span
-                )
             attempts = DEFAULT_RETRY_ATTEMPTS
         backoff = _text(then.get("backoff")) or "none"
         jitter_node = then.get("jitter")
@@ -426,6 +468,7 @@ class Normalizer:
             ):
                 jitter = float(jitter_node.value)
         delay = _number(then.get("delay"))
+        to_node = then.get("to")
         max_delay = _number(then.get("max_delay"))
         return tree.Action(
             do=do,  # type: ignore[arg-type]
@@ -438,12 +481,22 @@ class Normalizer:
             set_iter=set_iter,
             set_ctx=set_ctx,
             span=then.span,
+            to_span=to_node.span if to_node is not None else then.span,
         )
 
     def prefixed_writes(
-        self, node: YMap | None, default: str, *, where: str
+        self,
+        node: YMap | None,
+        *,
+        where: str,
+        iter_allowed: bool = True,
+        unprefixed: str = "ctx",
     ) -> tuple[YMap | None, YMap | None]:
-        """Dialect `set: {ctx.x: v, iter.y: w}` -> (ctx writes, iter writes)."""
+        """Dialect `set: {ctx.x: v, iter.y: w, z: u}` -> (ctx writes, iter writes).
+
+        A key without a scope prefix writes the `unprefixed` scope. Steps and arcs run outside
+        any iteration's pipeline, so their `set:` may only write `ctx`.
+        """
         if node is None:
             return None, None
         ctx: list[tuple[YScalar, YNode]] = []
@@ -451,9 +504,17 @@ class Normalizer:
         for key, value in node.items:
             text = str(key.value)
             scope, _, rest = text.partition(".")
-            if rest and scope in ("ctx", "iter"):
-                target = ctx if scope == "ctx" else it
-                target.append((YScalar(rest, key.span), value))
+            if rest and scope == "ctx":
+                ctx.append((YScalar(rest, key.span), value))
+            elif rest and scope == "iter" and iter_allowed:
+                it.append((YScalar(rest, key.span), value))
+            elif rest and scope == "iter":
+                self.reporter.report(
+                    "NOE214",
+                    f"{where} cannot write `{text}`: it runs outside the loop's iterations",
+                    key.span,
+                    hint="write `iter.` values in a task policy (`set_iter`), or use `ctx.`",
+                )
             elif rest and scope in ("workload", "args", "event", "outcome", "output"):
                 self.reporter.report(
                     "NOE214",
@@ -461,7 +522,7 @@ class Normalizer:
                     key.span,
                 )
             else:
-                (ctx if default == "ctx" else it).append((key, value))
+                (it if unprefixed == "iter" else ctx).append((key, value))
         return (
             YMap(tuple(ctx), node.span) if ctx else None,
             YMap(tuple(it), node.span) if it else None,
@@ -476,7 +537,8 @@ class Normalizer:
             target = _text(node)
             if not target:
                 return None
-            return tree.Router("exclusive", (tree.Arc(step=target, span=node.span),), node.span)
+            arc = tree.Arc(step=target, span=node.span, target_span=node.span)
+            return tree.Router("exclusive", (arc,), node.span)
         if isinstance(node, YSeq):
             arcs = tuple(a for item in node.items if (a := self.arc(item)) is not None)
             return tree.Router("exclusive", arcs, node.span)
@@ -490,19 +552,23 @@ class Normalizer:
     def arc(self, node: YNode) -> tree.Arc | None:
         if isinstance(node, YScalar):
             target = _text(node)
-            return tree.Arc(step=target, span=node.span) if target else None
+            return tree.Arc(step=target, span=node.span, target_span=node.span) if target else None
         if not isinstance(node, YMap):
             return None
-        target = _text(node.get("step"))
-        if not target:
+        target_node = node.get("step")
+        target = _text(target_node)
+        if not target or target_node is None:
             return None
-        set_ctx, _ = self.prefixed_writes(_map(node.get("set")), "ctx", where="arc `set:`")
+        set_ctx, _ = self.prefixed_writes(
+            _map(node.get("set")), where="arc `set:`", iter_allowed=False
+        )
         return tree.Arc(
             step=target,
             when=self.guard(node.get("when")),
             args=_map(node.get("args")),
             set_ctx=set_ctx,
             span=node.span,
+            target_span=target_node.span,
         )
 
     def guard(self, node: YNode | None) -> tree.Guard | None:
@@ -520,6 +586,20 @@ class Normalizer:
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+def _rule_parts(item: YMap) -> tuple[YNode | None, YMap | None, bool]:
+    """A rule -> (its `when` node, its `then` mapping, whether it is the `else` rule).
+
+    Accepted shapes: `{when, then}`; `{else: {then: {...}}}`; the corpus's `{else: {do: ...}}`;
+    and `{else: null, then: {...}}` (the corpus writes `then` one level too far left).
+    """
+    otherwise = item.get("else")
+    if isinstance(otherwise, YMap):
+        return None, _map(otherwise.get("then")) if "then" in otherwise else otherwise, True
+    if "else" in item and isinstance(otherwise, YScalar) and otherwise.value is None:
+        return None, _map(item.get("then")), True
+    return item.get("when"), _map(item.get("then")), False
 
 
 def _map(node: YNode | None) -> YMap | None:
@@ -552,3 +632,9 @@ def _concat(first: YMap | None, second: YMap | None) -> YMap | None:
     if second is None:
         return first
     return YMap(first.items + second.items, first.span)
+
+
+def _show(node: YNode) -> str:
+    if isinstance(node, YScalar):
+        return repr(node.value)
+    return "a mapping" if isinstance(node, YMap) else "a list"

@@ -43,7 +43,7 @@ def run(unit: CompilationUnit) -> None:
                     reporter.report(
                         "NOE202",
                         f"step `{step.name}` routes to `{arc.step}`, which is not a step",
-                        arc.span,
+                        arc.target_span,
                         hint=_did_you_mean(arc.step, steps) or "add the step or fix the name",
                     )
 
@@ -55,13 +55,13 @@ def _check_steps(playbook: tree.Playbook, reporter: Reporter) -> dict[str, tree.
             first = seen[step.name]
             reporter.report(
                 "NOE201",
-                f"duplicate step name `{step.name}` (first defined at line {first.span.line})",
-                step.span,
-                related=[("first definition", first.span)],
+                f"duplicate step name `{step.name}` (first defined at line {first.name_span.line})",
+                step.name_span,
+                related=[("first definition", first.name_span)],
             )
             continue
         seen[step.name] = step
-        _check_reserved(step.name, "step", step.span, reporter)
+        _check_reserved(step.name, "step", step.name_span, reporter)
     return seen
 
 
@@ -93,11 +93,11 @@ def _check_pipeline(
             reporter.report(
                 "NOE211",
                 f"duplicate task name `{task.name}` in step `{step}`",
-                task.span,
-                related=[("first definition", names[task.name].span)],
+                task.name_span,
+                related=[("first definition", names[task.name].name_span)],
             )
         names.setdefault(task.name, task)
-        _check_reserved(task.name, "task", task.span, reporter)
+        _check_reserved(task.name, "task", task.name_span, reporter)
         _check_kind(task, reporter)
         if task.kind == "workbook":
             ref = task.args.get("name") or task.args.get("task")
@@ -129,7 +129,7 @@ def _check_pipeline(
                 reporter.report(
                     "NOE203",
                     f"jump target `{action.to}` is not a task of step `{step}`",
-                    action.span,
+                    action.to_span,
                     hint=_did_you_mean(action.to, names)
                     or f"tasks of `{step}`: {', '.join(names) or 'none'}",
                 )
@@ -140,7 +140,7 @@ def _check_kind(task: tree.Task, reporter: Reporter) -> None:
         reporter.report(
             "NOE205",
             f"unknown tool kind `{task.kind}`",
-            task.span,
+            task.kind_span,
             hint=_did_you_mean(task.kind, TOOL_KINDS) or f"known kinds: {', '.join(TOOL_KINDS)}",
         )
 

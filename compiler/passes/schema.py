@@ -3,7 +3,8 @@
 Rejected legacy keys (DESIGN §2.2) are reported first with a specific hint and are not
 reported again as unknown keys. pydantic's errors are mapped back to the YAML node of the
 offending key or value; for a value that matches none of a union's shapes, only the errors of
-the shape that matched deepest are shown (the others are noise).
+the shape that matched deepest are shown (the others are noise), and a value whose type fits
+none of the shapes gets one error naming all of them.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import difflib
 import types
 import typing
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -30,6 +32,20 @@ _REJECTED_STEP_KEYS = {
     "pipe": "`pipe:` is rejected: write the tasks as an ordered `tool:` list",
 }
 _REJECTED_ANYWHERE = {"eval", "expr", "pipe"}
+# Values under these keys are user data (tool arguments, writes, inputs): a key named `expr`
+# inside them is data, not the legacy keyword.
+_DATA_KEYS = frozenset(
+    {
+        "input", "args", "params", "headers", "payload", "body", "json", "data", "workload",
+        "set", "set_ctx", "set_iter", "vars", "code", "query", "sql", "command", "commands",
+        "cmds", "auth", "connection", "env", "metadata", "keychain", "assert", "in",
+        "collection", "result",
+    }
+)  # fmt: skip
+_NEXT_ENTRY_HINT = (
+    "write one arc per target with its own `when:` "
+    "(`next: {arcs: [{step: a, when: ...}, {step: b}]}`)"
+)
 
 
 def run(unit: CompilationUnit) -> None:
@@ -60,55 +76,72 @@ def _report_rejected(doc: YMap, reporter: Reporter) -> set[Path]:
             "in a task policy",
         )
         found.add(("vars",))
-    workflow = doc.get("workflow")
-    if not isinstance(workflow, YSeq):
-        return found
-    for i, step in enumerate(workflow.items):
-        if not isinstance(step, YMap):
+    for section in ("workflow", "workbook"):
+        items = doc.get(section)
+        if not isinstance(items, YSeq):
             continue
-        for key, hint in _REJECTED_STEP_KEYS.items():
-            key_node = step.key_node(key)
-            if key_node is not None:
-                reporter.report(
-                    "NOE105", f"step key `{key}:` is not supported", key_node.span, hint=hint
-                )
-                found.add(("workflow", i, key))
-        for path, key_node in _walk_keys(step, ("workflow", i)):
-            if key_node.value in _REJECTED_ANYWHERE and path not in found and len(path) > 3:
-                reporter.report(
-                    "NOE105",
-                    f"`{key_node.value}:` is not supported",
-                    key_node.span,
-                    hint=_REJECTED_STEP_KEYS[str(key_node.value)],
-                )
-                found.add(path)
-        nxt = step.get("next")
-        if isinstance(nxt, YSeq):
-            for j, entry in enumerate(nxt.items):
-                if isinstance(entry, YMap):
-                    for bad in ("then", "else"):
-                        key_node = entry.key_node(bad)
-                        if key_node is not None:
-                            reporter.report(
-                                "NOE105",
-                                f"`next` entries cannot have `{bad}:`",
-                                key_node.span,
-                                hint="write one arc per target with its own `when:` "
-                                "(`next: {arcs: [{step: a, when: ...}, {step: b}]}`)",
-                            )
-                            found.add(("workflow", i, "next", j, bad))
+        for i, item in enumerate(items.items):
+            if not isinstance(item, YMap):
+                continue
+            if section == "workflow":
+                _rejected_step_keys(item, (section, i), reporter, found)
+                _rejected_next_entries(item, (section, i), reporter, found)
+            for path, key_node in _walk_structural_keys(item, (section, i)):
+                if key_node.value in _REJECTED_ANYWHERE and path not in found:
+                    reporter.report(
+                        "NOE105",
+                        f"`{key_node.value}:` is not supported",
+                        key_node.span,
+                        hint=_REJECTED_STEP_KEYS[str(key_node.value)],
+                    )
+                    found.add(path)
     return found
 
 
-def _walk_keys(node: YNode, path: Path) -> Iterator[tuple[Path, YScalar]]:
+def _rejected_step_keys(step: YMap, here: Path, reporter: Reporter, found: set[Path]) -> None:
+    for key, hint in _REJECTED_STEP_KEYS.items():
+        key_node = step.key_node(key)
+        if key_node is not None:
+            reporter.report(
+                "NOE105", f"step key `{key}:` is not supported", key_node.span, hint=hint
+            )
+            found.add((*here, key))
+
+
+def _rejected_next_entries(step: YMap, here: Path, reporter: Reporter, found: set[Path]) -> None:
+    nxt = step.get("next")
+    if isinstance(nxt, YSeq):
+        entries, base = nxt, (*here, "next")
+    elif isinstance(nxt, YMap) and isinstance(nxt.get("arcs"), YSeq):
+        entries, base = nxt.get("arcs"), (*here, "next", "arcs")  # type: ignore[assignment]
+    else:
+        return
+    for j, entry in enumerate(entries.items):
+        if not isinstance(entry, YMap):
+            continue
+        for bad in ("then", "else"):
+            key_node = entry.key_node(bad)
+            if key_node is not None:
+                reporter.report(
+                    "NOE105",
+                    f"`next` entries cannot have `{bad}:`",
+                    key_node.span,
+                    hint=_NEXT_ENTRY_HINT,
+                )
+                found.add((*base, j, bad))
+
+
+def _walk_structural_keys(node: YNode, path: Path) -> Iterator[tuple[Path, YScalar]]:
+    """Every key below `node`, without descending into user data (`_DATA_KEYS`)."""
     if isinstance(node, YMap):
         for k, v in node.items:
             sub = (*path, str(k.value))
             yield sub, k
-            yield from _walk_keys(v, sub)
+            if k.value not in _DATA_KEYS:
+                yield from _walk_structural_keys(v, sub)
     elif isinstance(node, YSeq):
         for i, item in enumerate(node.items):
-            yield from _walk_keys(item, (*path, i))
+            yield from _walk_structural_keys(item, (*path, i))
 
 
 def _strip(node: YNode, paths: set[Path], here: Path = ()) -> YNode:
@@ -133,20 +166,47 @@ def _strip(node: YNode, paths: set[Path], here: Path = ()) -> YNode:
 # --------------------------------------------------------------------------- pydantic errors
 
 
+@dataclass(frozen=True, slots=True)
+class _Error:
+    kind: str  # pydantic's error type, or "union_type" for a value no union member takes
+    loc: tuple[Any, ...]  # pydantic's location (data keys interleaved with union tags)
+    path: Path  # the location in the data
+    tags: tuple[tuple[int, str], ...]  # (depth in `path`, union member) pairs along `loc`
+    expected: tuple[str, ...]  # what the value should have been, in words
+
+
+# pydantic error types -> what the value should have been
+_EXPECTED_NOUN = {
+    "model_type": "a mapping",
+    "model_attributes_type": "a mapping",
+    "dict_type": "a mapping",
+    "list_type": "a list",
+    "string_type": "a string",
+    "int_type": "an integer",
+    "int_parsing": "an integer",
+    "int_from_float": "an integer",
+    "float_type": "a number",
+    "float_parsing": "a number",
+    "bool_type": "a boolean",
+    "bool_parsing": "a boolean",
+}
+
+
 def _report_validation(exc: ValidationError, doc: YMap, reporter: Reporter) -> None:
     data = doc.to_python()
     errors = []
     for err in exc.errors():
         path, tags = _data_path(err["loc"], data, missing=err["type"] == "missing")
-        errors.append((err, path, tags))
-    chosen = _prune_unions(errors)
+        expected = err.get("ctx", {}).get("expected") if err["type"] == "literal_error" else None
+        noun = expected or _EXPECTED_NOUN.get(err["type"]) or err["msg"].lower()
+        errors.append(_Error(err["type"], tuple(err["loc"]), path, tags, (noun,)))
     seen: set[tuple[str, Path]] = set()
-    for err, path, _ in chosen:
-        key = (err["type"], path)
+    for error in _prune_unions(errors):
+        key = (error.kind, error.path)
         if key in seen:
             continue
         seen.add(key)
-        _report_one(err, path, doc, reporter)
+        _report_one(error, doc, reporter)
 
 
 def _data_path(
@@ -172,44 +232,58 @@ def _data_path(
     return tuple(path), tuple(tags)
 
 
-def _prune_unions(errors: list[Any], level: int = 0) -> list[Any]:
-    """Within each union, keep only the errors of the member that matched deepest (recursively)."""
-    plain = [e for e in errors if len(e[2]) <= level]
-    groups: dict[tuple[Path, int], dict[str, list[Any]]] = {}
+def _prune_unions(errors: list[_Error], level: int = 0) -> list[_Error]:
+    """Within each union, keep only the errors of the member that matched deepest (recursively).
+
+    When the value's type fits no member at all (every member failed on the value itself),
+    the members' errors become one `union_type` error listing what each member expects.
+    """
+    plain = [e for e in errors if len(e.tags) <= level]
+    groups: dict[tuple[Path, int], dict[str, list[_Error]]] = {}
     for e in errors:
-        if len(e[2]) <= level:
+        if len(e.tags) <= level:
             continue
-        depth, tag = e[2][level]
-        groups.setdefault((e[1][:depth], depth), {}).setdefault(tag, []).append(e)
+        depth, tag = e.tags[level]
+        groups.setdefault((e.path[:depth], depth), {}).setdefault(tag, []).append(e)
     kept = list(plain)
-    for members in groups.values():
+    for (where, _), members in groups.items():
+        if all(
+            len(errs) == 1 and errs[0].path == where and _is_type_error(errs[0])
+            for errs in members.values()
+        ):
+            first = next(iter(members.values()))[0]
+            nouns = tuple(dict.fromkeys(n for errs in members.values() for n in errs[0].expected))
+            kept.append(_Error("union_type", first.loc, where, (), nouns))
+            continue
         best = max(
             members.values(),
-            key=lambda errs: (max(len(e[1]) for e in errs), -len(errs)),
+            key=lambda errs: (max(len(e.path) for e in errs), -len(errs)),
         )
         kept.extend(_prune_unions(best, level + 1))
-    kept.sort(key=lambda e: [str(p) for p in e[1]])
+    kept.sort(key=lambda e: [str(p) for p in e.path])
     return kept
 
 
-def _report_one(err: Any, path: Path, doc: YMap, reporter: Reporter) -> None:
-    kind = err["type"]
+def _is_type_error(err: _Error) -> bool:
+    return err.kind in _EXPECTED_NOUN or err.kind in ("literal_error", "union_type")
+
+
+def _report_one(err: _Error, doc: YMap, reporter: Reporter) -> None:
+    path = err.path
     where = _describe(path)
-    if kind == "extra_forbidden":
-        parent_path, key = path[:-1], str(path[-1])
+    if err.kind == "extra_forbidden":
+        key = str(path[-1])
         node, key_node = node_at(doc, path)
         span = key_node.span if key_node is not None else _span_of(node)
-        allowed = _allowed_keys(err["loc"][:-1])
+        allowed = _allowed_keys(err.loc[:-1])
         close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
         hint = (
             f"did you mean `{close[0]}`?"
             if close
             else (f"allowed keys here: {', '.join(sorted(allowed))}" if allowed else None)
         )
-        reporter.report(
-            "NOE101", f"unknown key `{key}` in {_describe(parent_path)}", span, hint=hint
-        )
-    elif kind == "missing":
+        reporter.report("NOE101", f"unknown key `{key}` in {_describe(path[:-1])}", span, hint=hint)
+    elif err.kind == "missing":
         parent, _ = node_at(doc, path[:-1])
         span = _span_of(parent)
         if isinstance(parent, YMap) and parent.items:
@@ -217,22 +291,27 @@ def _report_one(err: Any, path: Path, doc: YMap, reporter: Reporter) -> None:
         reporter.report(
             "NOE102", f"{_describe(path[:-1])} is missing the required key `{path[-1]}`", span
         )
-    elif kind in ("literal_error", "enum"):
+    elif err.kind in ("literal_error", "enum"):
         node, _ = node_at(doc, path)
-        expected = err.get("ctx", {}).get("expected", "")
         reporter.report(
             "NOE104",
             f"invalid value {_show(node)} for {where}",
             _span_of(node),
-            hint=f"expected {expected}" if expected else None,
+            hint=f"expected {err.expected[0]}",
         )
     else:
         node, _ = node_at(doc, path)
         reporter.report(
             "NOE103",
-            f"wrong type for {where}: {err['msg'].lower()}, got {_type_name(node)}",
+            f"{where} must be {_either(err.expected)}, not {_type_name(node)}",
             _span_of(node),
         )
+
+
+def _either(nouns: tuple[str, ...]) -> str:
+    if len(nouns) == 1:
+        return nouns[0]
+    return f"{', '.join(nouns[:-1])} or {nouns[-1]}"
 
 
 def _span_of(node: YNode | None) -> Span | None:
@@ -242,7 +321,7 @@ def _span_of(node: YNode | None) -> Span | None:
 def _show(node: YNode | None) -> str:
     if isinstance(node, YScalar):
         return repr(node.value)
-    return f"(a {_type_name(node)})"
+    return f"({_type_name(node)})"
 
 
 def _type_name(node: YNode | None) -> str:
@@ -264,6 +343,9 @@ def _describe(path: Path) -> str:
     for p in path:
         out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else p)
     return f"`{out}`"
+
+
+# --------------------------------------------------------------------------- allowed keys
 
 
 def _allowed_keys(loc: tuple[Any, ...]) -> list[str]:
@@ -299,22 +381,23 @@ def _as_model(tp: Any) -> type[BaseModel] | None:
 
 
 def _descend(tp: Any, step: Any) -> Any:
+    """One step of a pydantic `loc` through the type `tp`: a list index, a field, a union tag."""
     members = _members(tp)
     if isinstance(step, int):
         for m in members:
             if typing.get_origin(m) is list:
                 return typing.get_args(m)[0]
         return None
+    tag = str(step)
+    for m in members:  # a union tag: `Router`, `str`, `list[Task]`, `dict[str,any]`
+        origin = typing.get_origin(m)
+        if origin is not None and tag.startswith(f"{origin.__name__}["):
+            return m
+        if origin is None and isinstance(m, type) and m.__name__ == tag:
+            return m
     for m in members:
         if isinstance(m, type) and issubclass(m, BaseModel):
-            if m.__name__ == step:
-                return m
             for name, f in m.model_fields.items():
-                if step in (name, f.alias):
+                if tag in (name, f.alias):
                     return f.annotation
-    # a union tag such as `list[...]` or `Router`
-    for m in members:
-        name = getattr(m, "__name__", str(m))
-        if name == step or str(step).startswith(str(getattr(typing.get_origin(m), "__name__", ""))):
-            return m
     return None

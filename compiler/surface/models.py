@@ -78,6 +78,9 @@ class Task(Open):
     name: str | None = None
     kind: str | None = Field(None, description="tool kind: noop, python, http, postgres, ...")
     spec: TaskSpec | None = None
+    set: dict[str, Any] | None = Field(
+        None, description="corpus dialect: {ctx.x: ..., iter.y: ...} written when the task is ok"
+    )
     retry: Any = Field(None, description="legacy: rewritten into spec.policy rules")
 
 
