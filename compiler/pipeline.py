@@ -35,6 +35,7 @@ class Pass:
 PIPELINE: list[Pass] = [
     Pass("load", "load", "YAML text -> located nodes (duplicate keys, coerced scalars)"),
     Pass("schema", "schema", "the surface schema; rejected legacy keys"),
+    Pass("desugar", "desugar", "legacy forms and sugar -> the canonical document"),
     Pass("normalize", "normalize", "canonical document -> the canonical tree"),
     Pass("resolve", "resolve", "names: steps, tasks, jump targets, tool kinds, workbook"),
     Pass("expressions", "expressions", "every guard and template -> a compiled expression pool"),

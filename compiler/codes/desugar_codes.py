@@ -1,5 +1,98 @@
-"""NOE4xx: legacy forms and authoring sugar."""
+"""NOE4xx: legacy forms rewritten into canonical form (warnings), and what cannot be."""
 
-from noetlc.compiler.codes import CodeInfo
+from noetlc.compiler.codes import CodeInfo, code
 
-CODES: tuple[CodeInfo, ...] = ()
+_MIGRATE = "run `noetlc migrate FILE -i` to rewrite the file in canonical form"
+
+
+def _legacy(number: str, name: str, title: str, example: str) -> CodeInfo:
+    return code(
+        number,
+        name,
+        "warning",
+        title,
+        f"""
+This is a legacy form of the NoETL language. noetlc rewrites it into the canonical form
+before compiling (DESIGN §2.2), so it runs, but tools that only know the canonical form will
+not understand the file. `noetlc migrate` prints the canonical version; docs/migration.md has
+a before/after example for every form.
+
+Example:
+
+{example}
+""",
+        _MIGRATE,
+    )
+
+
+CODES: tuple[CodeInfo, ...] = (
+    _legacy(
+        "NOE401",
+        "named-key-task",
+        "named-key task",
+        '    tool:\n      - fetch: {kind: http, url: "..."}',
+    ),
+    _legacy(
+        "NOE402",
+        "root-identity",
+        "root `name:`/`path:`",
+        "    name: my_playbook\n    path: examples/my_playbook",
+    ),
+    _legacy(
+        "NOE403",
+        "step-when",
+        "step-level `when:`",
+        '    - step: notify\n      when: "{{ workload.enabled }}"',
+    ),
+    _legacy(
+        "NOE404",
+        "legacy-loop-keys",
+        "legacy loop keys",
+        '    loop: {collection: "{{ workload.items }}", element: item, mode: parallel}',
+    ),
+    _legacy(
+        "NOE405",
+        "legacy-retry",
+        "`retry:` block",
+        "    retry: {max_attempts: 3, initial_delay: 1, backoff_multiplier: 2}",
+    ),
+    _legacy("NOE406", "vars-block", "step `vars:` block", '    vars: {user_id: "{{ result.id }}"}'),
+    _legacy(
+        "NOE407",
+        "sink-block",
+        "step `sink:` block",
+        '    sink: {kind: postgres, command: "INSERT ..."}',
+    ),
+    _legacy(
+        "NOE408",
+        "case-block",
+        "step-level `case:`",
+        "    case:\n      - when: \"{{ event.name == 'call.done' }}\"\n        then:\n          - next: [{step: end}]",
+    ),
+    _legacy(
+        "NOE409",
+        "routing-only-step",
+        "a step without a tool",
+        '    - step: decide\n      case:\n        - when: "{{ workload.go }}"\n          then: [{step: go}]',
+    ),
+    code(
+        "NOE410",
+        "not-desugarable",
+        "error",
+        "a legacy construct has no canonical rewrite",
+        """
+Some actions of the legacy `case`/`retry` forms (`call` re-invocation, `result`, `sink`,
+`save_item`, `pipe`/`catch`/`finally`, `next_call` pagination) depend on runtime behaviour of
+the old engine that has no one-to-one canonical equivalent. They are reported instead of being
+guessed at; docs/migration.md shows how to write each with canonical tasks and policy rules.
+
+Example:
+
+    case:
+      - when: "{{ event.name == 'call.done' and response.data.hasMore }}"
+        then:
+          - call: {params: {page: "{{ response.data.page + 1 }}"}}
+""",
+        "write the behaviour with task policy rules (`do: jump`, `set_iter`, `set_ctx`)",
+    ),
+)

@@ -1,0 +1,40 @@
+"""Named-key tasks `- fetch: {kind: http, ...}` (spec 001) -> `- name: fetch` + fields."""
+
+from __future__ import annotations
+
+from noetlc.compiler.desugar.common import map_step_list, step_name
+from noetlc.compiler.diagnostics import Reporter
+from noetlc.compiler.ynodes import YMap, YNode, YScalar, YSeq
+
+
+def run(doc: YMap, reporter: Reporter) -> YMap:
+    def fix(step: YMap) -> YMap | None:
+        tool = step.get("tool")
+        if not isinstance(tool, YSeq):
+            return None
+        changed = False
+        items: list[YNode] = []
+        for task in tool.items:
+            if isinstance(task, YMap) and len(task.items) == 1 and "kind" not in task:
+                key, body = task.items[0]
+                if isinstance(body, YMap) and "kind" in body:
+                    reporter.report(
+                        "NOE401",
+                        f"named-key task `{key.value}:` in step `{step_name(step)}`",
+                        key.span,
+                    )
+                    items.append(
+                        YMap(
+                            (
+                                (YScalar("name", key.span), YScalar(key.value, key.span)),
+                                *body.items,
+                            ),
+                            task.span,
+                        )
+                    )
+                    changed = True
+                    continue
+            items.append(task)
+        return step.with_item("tool", YSeq(tuple(items), tool.span)) if changed else None
+
+    return map_step_list(doc, fix)

@@ -1,0 +1,36 @@
+"""Step-level `sink:` -> an extra storage task at the end of the step's pipeline."""
+
+from __future__ import annotations
+
+from noetlc.compiler.desugar.common import map_step_list, step_name, tool_tasks, with_tasks
+from noetlc.compiler.diagnostics import Reporter
+from noetlc.compiler.ynodes import YMap, YScalar
+
+
+def run(doc: YMap, reporter: Reporter) -> YMap:
+    def fix(step: YMap) -> YMap | None:
+        sink = step.get("sink")
+        key = step.key_node("sink")
+        if sink is None or key is None:
+            return None
+        name = step_name(step)
+        if not isinstance(sink, YMap) or "kind" not in sink:
+            reporter.report(
+                "NOE410",
+                f"the `sink:` of step `{name}` has no tool `kind:`",
+                key.span,
+                hint="write the storage call as a task of the pipeline",
+            )
+            return step.without("sink")
+        reporter.report("NOE407", f"`sink:` of step `{name}` is a storage task now", key.span)
+        task = (
+            sink
+            if "name" in sink
+            else YMap(
+                ((YScalar("name", key.span), YScalar(f"{name}_sink", key.span)), *sink.items),
+                sink.span,
+            )
+        )
+        return with_tasks(step.without("sink"), [*tool_tasks(step), task])
+
+    return map_step_list(doc, fix)

@@ -1,0 +1,56 @@
+"""Step `vars:` (spec 002) -> `set_ctx` on the last task's success, and `vars.x` -> `ctx.x`.
+
+The values are evaluated after the step's pipeline succeeded, where `result` (the legacy name
+of the step's result) is the last task's outcome result.
+"""
+
+from __future__ import annotations
+
+from noetlc.compiler.desugar.common import (
+    add_policy_rules,
+    map_step_list,
+    node,
+    rewrite_node,
+    step_name,
+    steps,
+    tool_tasks,
+    with_tasks,
+)
+from noetlc.compiler.diagnostics import Reporter
+from noetlc.compiler.ynodes import YMap, YSeq
+
+RESULT_NAMES = {"result": "outcome.result", "response": "outcome.result"}
+
+
+def run(doc: YMap, reporter: Reporter) -> YMap:
+    if not any("vars" in step for _, step in _steps(doc)):
+        return doc
+
+    def fix(step: YMap) -> YMap | None:
+        values = step.get("vars")
+        key = step.key_node("vars")
+        if not isinstance(values, YMap) or key is None:
+            return None
+        reporter.report(
+            "NOE406", f"`vars:` of step `{step_name(step)}` become ctx writes", key.span
+        )
+        tasks = tool_tasks(step)
+        if not tasks:
+            return step.without("vars")
+        writes = rewrite_node(values, RESULT_NAMES, {})
+        rule = node(
+            {"when": "{{ outcome.status == 'ok' }}", "then": {"do": "continue", "set_ctx": writes}},
+            key.span,
+        )
+        tasks[-1] = add_policy_rules(tasks[-1], [rule])
+        return with_tasks(step.without("vars"), tasks)
+
+    doc = map_step_list(doc, fix)
+    # `{{ vars.x }}` anywhere reads the ctx key the block wrote.
+    workflow = doc.get("workflow")
+    assert isinstance(workflow, YSeq)
+    return doc.with_item("workflow", rewrite_node(workflow, {"vars": "ctx"}, {}))
+
+
+def _steps(doc: YMap) -> list[tuple[int, YMap]]:
+    return list(steps(doc))
