@@ -36,6 +36,15 @@ def expand_paths(paths: list[str]) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from noetlc.compiler.pipeline import pass_names
+
+    if args.until is not None and args.until not in pass_names():
+        print(
+            f"noetlc check: error[NOE800]: unknown pass {args.until!r} for --until; "
+            f"passes are: {', '.join(pass_names())}",
+            file=sys.stderr,
+        )
+        return 2
     files = expand_paths(args.files)
     diagnostics: list[Diagnostic] = []
     sources: dict[str, str] = {}

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 from noetlc.compiler.surface.models import Playbook
 
@@ -24,8 +25,16 @@ def json_schema() -> dict[str, object]:
 def run(args: argparse.Namespace) -> int:
     text = json.dumps(json_schema(), indent=2, sort_keys=True) + "\n"
     if args.output:
-        with open(args.output, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        try:
+            with open(args.output, "w", encoding="utf-8") as fh:
+                fh.write(text)
+        except OSError as exc:
+            reason = exc.strerror or type(exc).__name__
+            print(
+                f"noetlc schema: error[NOE800]: cannot write {args.output}: {reason}",
+                file=sys.stderr,
+            )
+            return 2
     else:
         print(text, end="")
     return 0

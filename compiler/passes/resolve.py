@@ -97,7 +97,8 @@ def _check_pipeline(
                 related=[("first definition", names[task.name].name_span)],
             )
         names.setdefault(task.name, task)
-        _check_reserved(task.name, "task", task.name_span, reporter)
+        if task.name_span != task.span:  # generated names (`task_0`, `<step>_task`) are ours
+            _check_reserved(task.name, "task", task.name_span, reporter)
         _check_kind(task, reporter)
         if task.kind == "workbook":
             ref = task.args.get("name") or task.args.get("task")

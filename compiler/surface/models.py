@@ -118,7 +118,10 @@ class StepPolicy(Open):
 class StepSpec(Open):
     policy: StepPolicy | None = None
     join: Literal["all", "any", "each"] | None = None
-    timeout: float | None = Field(None, description="listener steps: seconds until timer.fired")
+    timeout: float | dict[str, Any] | None = Field(
+        None,
+        description="seconds until timer.fired (listener steps); a task timeout layer otherwise",
+    )
 
 
 # --------------------------------------------------------------------------- loops
