@@ -25,6 +25,7 @@ COMMANDS: list[tuple[str, str, str]] = [
     ("explain", "explain", "print the long explanation of a diagnostic code"),
     ("schema", "schema", "print the JSON Schema of playbooks (for editors)"),
     ("expr", "expr", "evaluate one expression against JSON variables"),
+    ("migrate", "migrate", "print or rewrite a playbook in canonical form"),
 ]
 
 

@@ -1,15 +1,23 @@
-"""v2 routing-only steps (no `tool:`, only `case`/`next`) -> `tool: {kind: noop}`."""
+"""v2 routing-only steps (no `tool:`) -> `tool: {kind: noop}`.
+
+Only in documents written in the v2 `case` dialect (some step has `case:`), where a step
+without a tool was a routing or end marker; in canonical playbooks a missing tool stays an
+error (NOE206).
+"""
 
 from __future__ import annotations
 
-from noetlc.compiler.desugar.common import map_step_list, node, step_name
+from noetlc.compiler.desugar.common import map_step_list, node, step_name, steps
 from noetlc.compiler.diagnostics import Reporter
 from noetlc.compiler.ynodes import YMap
 
 
 def run(doc: YMap, reporter: Reporter) -> YMap:
+    if not any("case" in step for _, step in steps(doc)):
+        return doc
+
     def fix(step: YMap) -> YMap | None:
-        if "tool" in step or "case" not in step:
+        if "tool" in step:
             return None
         reporter.report(
             "NOE409", f"step `{step_name(step)}` has no tool; it only routes", step.span
