@@ -47,8 +47,9 @@ def test_construct_is_reported_and_migrated_output_is_clean(before: Path) -> Non
     assert migrated.playbook == unit.playbook  # same canonical tree, spans aside
 
 
-LEGACY = sorted((SHARED / "noetl").glob("v2case__*.yaml")) + [
-    SHARED / "conformance" / "c09_legacy_case.yaml"
+LEGACY = [
+    *sorted((SHARED / "noetl").glob("v2case__*.yaml")),
+    SHARED / "conformance" / "c09_legacy_case.yaml",
 ]
 # Legacy corpus files whose constructs have no canonical rewrite (reported as errors, see
 # docs/migration.md): they cannot be migrated, and the test says why.
