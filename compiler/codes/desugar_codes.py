@@ -95,4 +95,21 @@ Example:
 """,
         "write the behaviour with task policy rules (`do: jump`, `set_iter`, `set_ctx`)",
     ),
+    code(
+        "NOE411",
+        "malformed-sugar",
+        "error",
+        "a `choose`/`while`/`until` block is malformed",
+        """
+The authoring sugar blocks need their parts: `choose:` a list of `{when, then: [tasks]}`
+branches (and optionally `{else: [tasks]}`), `while:`/`until:` a condition and `do: [tasks]`.
+See docs/sugar.md.
+
+Example:
+
+    tool:
+      - while: "{{ iter.has_more }}"
+""",
+        "see docs/sugar.md for the syntax",
+    ),
 )

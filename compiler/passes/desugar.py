@@ -17,6 +17,7 @@ from noetlc.compiler.desugar import (
     routing_steps,
     sink,
     step_when,
+    sugar,
     vars_block,
 )
 from noetlc.compiler.desugar.common import Pass
@@ -32,6 +33,7 @@ DESUGAR_PASSES: list[tuple[str, Pass]] = [
     ("vars_block", vars_block.run),
     ("sink", sink.run),
     ("case", case.run),
+    ("sugar", sugar.run),
 ]
 
 
