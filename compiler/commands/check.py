@@ -59,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         if diagnostics:
             print(render_text(diagnostics, sources))
+            sys.stdout.flush()  # the summary (stderr) comes after the diagnostics
         errors = sum(d.is_error for d in diagnostics)
         warnings = len(diagnostics) - errors
         print(
