@@ -69,7 +69,8 @@ Example:
         "a loop needs `in:` and `iterator:`",
         """
 A loop runs its step once per element of `in:` (a template or a list), binding the element
-to `iter.<iterator>`. Both keys are required.
+to `iter.<iterator>`. Both keys are required, and `in:` must be a YAML list or a string with a
+`{{ ... }}` template (a number, a mapping or plain text cannot be iterated over).
 
 Example:
 

@@ -262,6 +262,18 @@ class Normalizer:
                 "NOE204", "the loop has no `in:` (the items to iterate over)", node.span
             )
             ok = False
+        elif isinstance(items, YMap) or (
+            isinstance(items, YScalar)
+            and not (isinstance(items.value, str) and "{{" in items.value)
+        ):
+            self.reporter.report(
+                "NOE204",
+                f"the loop's `in:` must be a list or a template that yields one, not "
+                f"{_show(items)}",
+                items.span,
+                hint='write the items as a YAML list, or as a template: `in: "{{ workload.items }}"`',
+            )
+            ok = False
         if not iterator:
             self.reporter.report(
                 "NOE204", "the loop has no `iterator:` (the name of the current item)", node.span

@@ -377,6 +377,14 @@ def test_entry_is_start_else_first_step_with_a_warning() -> None:
         ("workflow:\n  - step: start\n    tool: [{name: a}]\n", "NOE206"),
         ("workflow:\n  - step: start\n    tool: {kind: noop}\n    loop: {in: [1]}\n", "NOE204"),
         (
+            "workflow:\n  - step: start\n    tool: {kind: noop}\n    loop: {in: items, iterator: x}\n",
+            "NOE204",
+        ),
+        (
+            "workflow:\n  - step: start\n    tool: {kind: noop}\n    loop: {in: 5, iterator: x}\n",
+            "NOE204",
+        ),
+        (
             "workflow:\n  - step: start\n    tool: {kind: noop}\n"
             "    loop: {in: [1], iterator: x, spec: {mode: cursor}}\n",
             "NOE212",
