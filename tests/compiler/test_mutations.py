@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import random
 from pathlib import Path
 from typing import Any
@@ -40,7 +41,7 @@ def _paths(node: Any, here: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
 def _mutate(data: Any, rng: random.Random) -> Any:
     paths = [p for p in _paths(data) if p]
     if not paths:
-        return rng.choice(GARBAGE)
+        return copy.deepcopy(rng.choice(GARBAGE))
     path = rng.choice(paths)
     parent = data
     for step in path[:-1]:
@@ -49,7 +50,8 @@ def _mutate(data: Any, rng: random.Random) -> Any:
     if rng.random() < 0.4:
         del parent[last]
     else:
-        parent[last] = rng.choice(GARBAGE)
+        # a fresh copy: a shared list inserted twice could end up inside itself
+        parent[last] = copy.deepcopy(rng.choice(GARBAGE))
     return data
 
 
