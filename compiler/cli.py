@@ -26,6 +26,9 @@ COMMANDS: list[tuple[str, str, str]] = [
     ("schema", "schema", "print the JSON Schema of playbooks (for editors)"),
     ("expr", "expr", "evaluate one expression against JSON variables"),
     ("migrate", "migrate", "print or rewrite a playbook in canonical form"),
+    ("compile", "compile", "compile a playbook to bytecode (.nbc); dump any pass"),
+    ("dis", "dis", "disassemble bytecode with YAML line numbers"),
+    ("graph", "graph", "draw the steps or the Petri net (DOT, Mermaid)"),
 ]
 
 

@@ -39,6 +39,9 @@ PIPELINE: list[Pass] = [
     Pass("normalize", "normalize", "canonical document -> the canonical tree"),
     Pass("resolve", "resolve", "names: steps, tasks, jump targets, tool kinds, workbook"),
     Pass("expressions", "expressions", "every guard and template -> a compiled expression pool"),
+    Pass("net", "net", "the canonical tree -> the colored Petri net"),
+    Pass("lower", "lower", "net + tree -> control and pipeline programs"),
+    Pass("assemble", "assemble", "pools, programs, debug map -> .nbc bytes"),
 ]
 
 
@@ -95,7 +98,11 @@ def compile_source(
 
 
 def compile_file(
-    path: str | Path, *, until: str | None = None, options: dict[str, Any] | None = None
+    path: str | Path,
+    *,
+    until: str | None = None,
+    options: dict[str, Any] | None = None,
+    after_each: Callable[[str, CompilationUnit], None] | None = None,
 ) -> CompilationUnit:
     from noetlc.compiler.passes.load import read_source
 
@@ -106,4 +113,4 @@ def compile_file(
     )
     if text is None:
         return unit
-    return run_pipeline(unit, until=until)
+    return run_pipeline(unit, until=until, after_each=after_each)

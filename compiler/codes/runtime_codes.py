@@ -32,4 +32,18 @@ Example:
 """,
         "`noetlc explain` without arguments lists every code",
     ),
+    code(
+        "NOE802",
+        "cannot-write",
+        "error",
+        "an output file cannot be written",
+        """
+The output path is in a directory that does not exist or is not writable.
+
+Example:
+
+    noetlc compile playbook.yaml -o /nonexistent/dir/out.nbc
+""",
+        "check the output path",
+    ),
 )

@@ -44,6 +44,7 @@ _EVENT = re.compile(
 )
 _TASK_ACTIONS = {"retry", "fail", "skip", "collect", "set"}
 _ROUTE_ACTIONS = {"next", "step"}
+_IDENTIFIER = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 _UNSUPPORTED = {"call", "result", "sink", "save_item", "pipe", "catch", "finally"}
 
 
@@ -202,7 +203,16 @@ def _rule(
                     key = text[4:] if text.startswith("ctx.") else text
                     writes.append((YScalar(key, k.span), v))
         elif action == "collect" and isinstance(value, YMap):
-            writes.append(_collect(value, at))
+            collected = _collect(value, at)
+            if collected is None:
+                reporter.report(
+                    "NOE410",
+                    f"the `collect` of step `{name}` needs `into:` naming a ctx key",
+                    at,
+                    hint="write `into: pages` (the list is kept in `ctx.pages`)",
+                )
+            else:
+                writes.append(collected)
         elif action in ("retry", "call") and isinstance(value, YMap) and "params" in value:
             # Re-invoking the call with new parameters (pagination): jump back to the task
             # with the parameters in `iter.params`, which the task's arguments read.
@@ -302,13 +312,17 @@ def _task_guard(condition: str | None, names: dict[str, str]) -> str | None:
     return rewrite_expression(text, names, {})
 
 
-def _collect(value: YMap, at: Span) -> tuple[YScalar, YNode]:
+def _collect(value: YMap, at: Span) -> tuple[YScalar, YNode] | None:
+    """`collect` -> a ctx write; None when `into` does not name a ctx key."""
     source = value.get("from")
     path = value.get("path")
     into = value.get("into")
     mode = value.get("mode") or value.get("strategy")
-    target = str(into.value) if isinstance(into, YScalar) else "collected"
-    target = target[4:] if target.startswith("ctx.") else target
+    if not (isinstance(into, YScalar) and isinstance(into.value, str)):
+        return None
+    target = into.value[4:] if into.value.startswith("ctx.") else into.value
+    if not _IDENTIFIER.match(target):
+        return None
     if isinstance(source, YScalar):
         expr = str(source.value)
         expr = guard_body(expr) if "{{" in expr else expr

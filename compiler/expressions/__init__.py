@@ -100,9 +100,9 @@ def _constant(source: str, mode: Mode, value: Any, span: Span) -> CompiledExpres
 
 
 def _compile_single(source: str, expr_text: str, mode: Mode, span: Span) -> CompiledExpression:
-    tree = parser.parse_expression(expr_text)  # raises ExpressionSyntaxError
     gen = codegen.CodeGen()
     try:
+        tree = parser.parse_expression(expr_text)  # raises ExpressionSyntaxError
         node = gen.expr(tree)
     except codegen.Unsafe as exc:
         raise ExpressionUnsafe(str(exc)) from None

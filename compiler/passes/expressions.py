@@ -60,6 +60,10 @@ class _PoolBuilder:
         self.pool = ExpressionPool()
 
     def task(self, task: tree.Task, base: Path) -> None:
+        if task.set_ctx is not None:
+            self.value(task.set_ctx, (*base, "set_ctx"))
+        if task.set_iter is not None:
+            self.value(task.set_iter, (*base, "set_iter"))
         for key, value in task.args.items:
             if (task.kind, key.value) in NOT_TEMPLATES:
                 continue

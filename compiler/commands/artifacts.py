@@ -1,0 +1,36 @@
+"""Shared by `compile`, `dis` and `graph`: get a compiled payload from a .yaml or a .nbc."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from noetlc import FORMAT_VERSION
+from noetlc.compiler.diagnostics import render_text
+from noetlc.compiler.pipeline import compile_file
+from noetlc.ir import nbc
+
+
+def load_payload(path: str) -> dict[str, Any] | None:
+    """Compile a playbook or read a bytecode file; print located errors and return None."""
+    if path.endswith(".nbc"):
+        try:
+            data = Path(path).read_bytes()
+        except OSError as exc:
+            print(f"{path}:1:1: error[NOE004]: cannot read {path}: {exc.strerror}", file=sys.stderr)
+            return None
+        try:
+            _, payload = nbc.decode(data, format_version=FORMAT_VERSION)
+        except nbc.BytecodeError as exc:
+            print(f"{path}:1:1: error[{exc.code}]: {exc}", file=sys.stderr)
+            if exc.hint:
+                print(f"  hint: {exc.hint}", file=sys.stderr)
+            return None
+        return payload
+    unit = compile_file(path)
+    if unit.reporter.has_errors or "payload" not in unit.artifacts:
+        print(render_text(unit.reporter.sorted(), {unit.file: unit.source}), file=sys.stderr)
+        return None
+    compiled: dict[str, Any] = unit.artifacts["payload"]
+    return compiled

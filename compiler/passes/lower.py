@@ -1,0 +1,240 @@
+"""Pass `lower`: the net and the tree -> the control program and the pipeline programs.
+
+Control program: one block per transition (`ON` events, `GUARD`/`GUARD_NOT`, `CONSUME`,
+`ARGS`/`SET_CTX`, `PRODUCE`/`DEAD`, `DISPATCH`/`LOOP`/`JOIN`, `EMIT`). Pipeline program: one
+block per step: for each task `TASK` followed by its policy (`RULE expr -> label`, `ELSE`,
+`UNMATCHED`) and the actions the rules jump to (`SET_ITER`, `SET_CTX_P`, then one of `CONTINUE`,
+`RETRY`, `JUMP`, `BREAK`, `FAIL`), and `END`. Every instruction gets a position (file, line,
+column, YAML path) in the debug map.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from noetlc.compiler import tree
+from noetlc.compiler.diagnostics import Span
+from noetlc.compiler.expressions import ExpressionPool
+from noetlc.compiler.unit import CompilationUnit
+from noetlc.compiler.values import ValuePool
+from noetlc.ir.net import Net, Position, Transition
+from noetlc.ir.opcodes import BY_MNEMONIC
+
+Instruction = list[Any]
+
+
+@dataclass
+class Block:
+    name: str
+    code: list[Instruction] = field(default_factory=list)
+    positions: list[int] = field(default_factory=list)  # index into the position table
+
+
+@dataclass
+class Programs:
+    names: list[str]
+    positions: list[Position]
+    control: list[Block]
+    pipelines: list[Block]
+    task_labels: dict[str, dict[str, int]]  # step -> task name -> pc of its TASK
+
+
+def run(unit: CompilationUnit) -> None:
+    net = unit.artifacts.get("net")
+    pool = unit.artifacts.get("expressions")
+    values = unit.artifacts.get("values")
+    if (
+        unit.playbook is None
+        or not isinstance(net, Net)
+        or not isinstance(pool, ExpressionPool)
+        or not isinstance(values, ValuePool)
+    ):
+        return
+    unit.artifacts["programs"] = Lowerer(unit.playbook, net, pool, values).lower()
+
+
+class Lowerer:
+    def __init__(
+        self, playbook: tree.Playbook, net: Net, pool: ExpressionPool, values: ValuePool
+    ) -> None:
+        self.playbook = playbook
+        self.net = net
+        self.pool = pool
+        self.values = values
+        self.names: list[str] = []
+        self._name_index: dict[str, int] = {}
+        self.positions: list[Position] = []
+        self._position_index: dict[Position, int] = {}
+
+    def name(self, text: str) -> int:
+        index = self._name_index.get(text)
+        if index is None:
+            index = len(self.names)
+            self.names.append(text)
+            self._name_index[text] = index
+        return index
+
+    def position(self, pos: Position) -> int:
+        index = self._position_index.get(pos)
+        if index is None:
+            index = len(self.positions)
+            self.positions.append(pos)
+            self._position_index[pos] = index
+        return index
+
+    def emit(self, block: Block, mnemonic: str, pos: Position, *operands: Any) -> int:
+        block.code.append([BY_MNEMONIC[mnemonic].code, *operands])
+        block.positions.append(self.position(pos))
+        return len(block.code) - 1
+
+    def lower(self) -> Programs:
+        control = [self.transition(t) for t in self.net.transitions]
+        pipelines = []
+        labels: dict[str, dict[str, int]] = {}
+        for index, step in enumerate(self.playbook.workflow):
+            block, task_labels = self.pipeline(index, step)
+            pipelines.append(block)
+            labels[step.name] = task_labels
+        return Programs(self.names, self.positions, control, pipelines, labels)
+
+    # ------------------------------------------------------------------ control
+
+    def transition(self, t: Transition) -> Block:
+        block = Block(t.id)
+        pos = t.pos
+        for event in t.events:
+            self.emit(block, "ON", pos, self.name(event))
+        if t.guard.expr is not None and t.kind != "dead":
+            self.emit(block, "GUARD", pos, t.guard.expr)
+        for negated in t.guard.negated:
+            self.emit(block, "GUARD_NOT", pos, negated)
+        if t.kind in ("admit", "skip"):
+            self.emit(block, "ADMIT", pos, 1 if t.kind == "admit" else 0)
+        for place in t.consume:
+            self.emit(block, "CONSUME", pos, place)
+        if t.args is not None:
+            self.emit(block, "ARGS", pos, t.args)
+        if t.writes is not None:
+            self.emit(block, "SET_CTX", pos, t.writes)
+        if t.kind == "join" and t.target is not None:
+            self.emit(block, "JOIN", pos, self.name(t.target))
+        for place in t.produce:
+            self.emit(block, "DEAD" if t.kind == "dead" else "PRODUCE", pos, place)
+        step = self.playbook.step(t.step) if t.step else None
+        if t.kind in ("start", "admit") and step is not None and step.listener is None:
+            if step.loop is not None:
+                items = self.pool.by_path.get(("workflow", step.name, "loop"))
+                slots = step.loop.max_in_flight if step.loop.mode == "parallel" else 1
+                self.emit(block, "LOOP", pos, items, slots)
+            self.emit(block, "DISPATCH", pos, self.name(step.name))
+        if t.kind == "unhandled":
+            self.emit(block, "FAIL_EXECUTION", pos)
+        emitted = {
+            "route": "next.selected",
+            "join": "join.fired",
+            "skip": "step.skipped",
+            "admit": "step.admitted",
+        }.get(t.kind)
+        if emitted is not None:
+            self.emit(block, "EMIT", pos, self.name(emitted))
+        return block
+
+    # ------------------------------------------------------------------ pipelines
+
+    def pipeline(self, index: int, step: tree.Step) -> tuple[Block, dict[str, int]]:
+        block = Block(step.name)
+        base = f"workflow[{index}].tool"
+        jumps: list[tuple[Instruction, str]] = []  # JUMP instructions to patch with task pcs
+        labels: dict[str, int] = {}
+        for t_index, task in enumerate(step.tasks):
+            tpath = ("workflow", step.name, "tasks", task.name)
+            pos = _pos(task.span, f"{base}[{t_index}]")
+            args = self.values.add(task.args, (*tpath, "args"))
+            spec = self.values.add(task.spec, (*tpath, "spec")) if task.spec is not None else None
+            labels[task.name] = self.emit(
+                block, "TASK", pos, self.name(task.name), self.name(task.kind), args, spec
+            )
+            if task.set_iter is not None:
+                self.emit(
+                    block, "OK_SET_ITER", pos, self.values.add(task.set_iter, (*tpath, "set_iter"))
+                )
+            if task.set_ctx is not None:
+                self.emit(
+                    block, "OK_SET_CTX", pos, self.values.add(task.set_ctx, (*tpath, "set_ctx"))
+                )
+            rules = task.policy.rules if task.policy else ()
+            dispatch: list[tuple[Instruction, tree.Rule, int]] = []
+            for r_index, rule in enumerate(rules):
+                rpos = _pos(rule.span, f"{base}[{t_index}].spec.policy.rules[{r_index}]")
+                if rule.when is None:
+                    pc = self.emit(block, "ELSE", rpos, None)
+                else:
+                    expr = self.pool.by_path.get((*tpath, "rules", r_index, "when"))
+                    pc = self.emit(block, "RULE", rpos, expr, None)
+                dispatch.append((block.code[pc], rule, r_index))
+                if rule.when is None:
+                    break
+            else:
+                mode = (
+                    1 if task.policy is not None and task.policy.on_unmatched == "continue" else 0
+                )
+                self.emit(block, "UNMATCHED", pos, mode)
+            for instruction, rule, r_index in dispatch:
+                action = rule.action
+                apos = _pos(action.span, f"{base}[{t_index}].spec.policy.rules[{r_index}].then")
+                instruction[-1] = len(block.code)  # the rule's label: its action
+                if action.set_iter is not None:
+                    self.emit(
+                        block,
+                        "SET_ITER",
+                        apos,
+                        self.values.add(action.set_iter, (*tpath, "rules", r_index, "set_iter")),
+                    )
+                if action.set_ctx is not None:
+                    self.emit(
+                        block,
+                        "SET_CTX_P",
+                        apos,
+                        self.values.add(action.set_ctx, (*tpath, "rules", r_index, "set_ctx")),
+                    )
+                if action.do == "retry":
+                    self.emit(
+                        block,
+                        "RETRY",
+                        apos,
+                        action.attempts or 1,
+                        self.name(action.backoff),
+                        action.delay,
+                        action.max_delay,
+                        action.jitter,
+                    )
+                elif action.do == "jump":
+                    pc = self.emit(block, "JUMP", apos, None)
+                    jumps.append((block.code[pc], action.to or ""))
+                elif action.do == "break":
+                    self.emit(block, "BREAK", apos)
+                elif action.do == "fail":
+                    self.emit(block, "FAIL", apos)
+                else:
+                    self.emit(block, "CONTINUE", apos)
+        self.emit(block, "END", _pos(step.span, f"workflow[{index}]"))
+        for instruction, target in jumps:
+            instruction[-1] = labels.get(target, 0)
+        if step.set_ctx is not None:
+            # step-level `set` (corpus dialect): ctx writes when the pipeline succeeded
+            end = block.code.pop()
+            end_pos = block.positions.pop()
+            self.emit(
+                block,
+                "SET_CTX_P",
+                _pos(step.set_ctx.span, f"workflow[{index}].set"),
+                self.values.add(step.set_ctx, ("workflow", step.name, "set_ctx")),
+            )
+            block.code.append(end)
+            block.positions.append(end_pos)
+        return block, labels
+
+
+def _pos(span: Span, path: str) -> Position:
+    return Position(span.file, span.line, span.column, path)

@@ -1,0 +1,469 @@
+"""Pass `net`: the canonical tree -> the colored Petri net (`ir/net.py`).
+
+Every step lowers to a fragment (ir/README.md has the table): admission, the pipeline's
+dispatch and completion, loops with a bounded slot place, routing (exclusive arcs carry the
+negation of every earlier arc's guard; inclusive arcs fork), AND-joins with dead-path
+elimination, listener steps, final steps and the execution's sink. The effective guard of each
+arc follows DESIGN §2.4: no `when` = succeeded; a `when` that does not mention `event` =
+succeeded and the guard; a `when` that mentions `event` fires on the events it names.
+"""
+
+from __future__ import annotations
+
+from noetlc.compiler import tree
+from noetlc.compiler.diagnostics import Span
+from noetlc.compiler.expressions import ExpressionPool
+from noetlc.compiler.unit import CompilationUnit
+from noetlc.compiler.values import ValuePool
+from noetlc.ir.net import (
+    Guard,
+    JoinInfo,
+    JoinKind,
+    Net,
+    Place,
+    PlaceKind,
+    Position,
+    Transition,
+    TransitionKind,
+)
+
+BOUNDARY = ("step.done", "loop.done", "step.failed")
+ALWAYS = -1  # marks an unconditional arc in the list of earlier guards
+
+
+def run(unit: CompilationUnit) -> None:
+    playbook = unit.playbook
+    pool = unit.artifacts.get("expressions")
+    if playbook is None or not isinstance(pool, ExpressionPool):
+        return
+    values = ValuePool(pool)
+    builder = NetBuilder(playbook, pool, values)
+    unit.artifacts["net"] = builder.build()
+    unit.artifacts["values"] = values
+
+
+class NetBuilder:
+    def __init__(self, playbook: tree.Playbook, pool: ExpressionPool, values: ValuePool) -> None:
+        self.playbook = playbook
+        self.pool = pool
+        self.values = values
+        self.places: list[Place] = []
+        self.transitions: list[Transition] = []
+        self.steps = {s.name: s for s in playbook.workflow}
+        self.joins = infer_joins(playbook)
+        self.on_join_paths = _steps_between_forks_and_joins(playbook, self.joins)
+
+    # ------------------------------------------------------------------ helpers
+
+    def pos(self, span: Span, path: str) -> Position:
+        return Position(span.file, span.line, span.column, path)
+
+    def place(
+        self,
+        pid: str,
+        kind: PlaceKind,
+        step: str | None,
+        span: Span,
+        path: str,
+        capacity: int | None = None,
+    ) -> str:
+        self.places.append(Place(pid, kind, step, capacity, self.pos(span, path)))
+        return pid
+
+    def trans(
+        self,
+        tid: str,
+        kind: TransitionKind,
+        step: str | None,
+        consume: tuple[str, ...],
+        produce: tuple[str, ...],
+        span: Span,
+        path: str,
+        **extra: object,
+    ) -> None:
+        self.transitions.append(
+            Transition(tid, kind, step, consume, produce, pos=self.pos(span, path), **extra)  # type: ignore[arg-type]
+        )
+
+    def entry_of(self, source: str, target: str) -> str:
+        """Where a token from `source` to `target` goes: the join branch, or the entry."""
+        join = self.joins.get(target)
+        if join is not None and join.kind != "each" and source in join.branches:
+            return f"{target}.from.{source}"
+        return f"{target}.entry"
+
+    # ------------------------------------------------------------------ build
+
+    def build(self) -> Net:
+        sink = self.place("execution.sink", "sink", None, self.playbook.span, "")
+        failure = self.place("execution.failure", "failure", None, self.playbook.span, "")
+        for index, step in enumerate(self.playbook.workflow):
+            self.step(index, step, sink, failure)
+        for join in self.joins.values():
+            self.join(join)
+        return Net(
+            name=self.playbook.metadata.name,
+            entry_step=self.playbook.entry,
+            places=tuple(self.places),
+            transitions=tuple(self.transitions),
+            joins=tuple(self.joins[name] for name in sorted(self.joins)),
+        )
+
+    def step(self, index: int, step: tree.Step, sink: str, failure: str) -> None:
+        name, span, path = step.name, step.span, f"workflow[{index}]"
+        entry = self.place(f"{name}.entry", "entry", name, span, path)
+        running = self.place(f"{name}.running", "running", name, span, path)
+        done = self.place(f"{name}.done", "done", name, span, path)
+        failed = self.place(f"{name}.failed", "failed", name, span, path)
+        # admission
+        if step.admit is None:
+            self.trans(f"{name}.start", "start", name, (entry,), (running,), span, path)
+        else:
+            skipped = self.place(
+                f"{name}.skipped", "skipped", name, step.admit.span, f"{path}.spec.policy.admit"
+            )
+            earlier: list[int] = []
+            for i, rule in enumerate(step.admit.rules):
+                expr = self.pool.by_path.get(("workflow", name, "admit", i)) if rule.when else None
+                guard = Guard(expr, tuple(earlier))
+                kind: TransitionKind = "admit" if rule.allow else "skip"
+                self.trans(
+                    f"{name}.{kind}#{i}",
+                    kind,
+                    name,
+                    (entry,),
+                    (running if rule.allow else skipped,),
+                    rule.span,
+                    f"{path}.spec.policy.admit.rules[{i}]",
+                    guard=guard,
+                )
+                if expr is not None:
+                    earlier.append(expr)
+                if rule.when is None:
+                    break
+            else:
+                # no rule matched: allowed (an omitted policy allows too)
+                self.trans(
+                    f"{name}.admit#default",
+                    "admit",
+                    name,
+                    (entry,),
+                    (running,),
+                    step.admit.span,
+                    f"{path}.spec.policy.admit",
+                    guard=Guard(None, tuple(earlier)),
+                )
+            # a skipped step kills its outgoing paths (dead-path elimination)
+            targets = tuple(dict.fromkeys(a.step for a in step.next.arcs)) if step.next else ()
+            self.trans(
+                f"{name}.skipped.end",
+                "end",
+                name,
+                (skipped,),
+                tuple(self.entry_of(name, t) for t in targets if self._needs_dead(name, t))
+                or (sink,),
+                span,
+                path,
+                events=("step.skipped",),
+            )
+        # the pipeline (or the loop around it)
+        if step.loop is None:
+            self.trans(
+                f"{name}.complete",
+                "complete",
+                name,
+                (running,),
+                (done,),
+                span,
+                path,
+                events=("step.done",),
+            )
+            self.trans(
+                f"{name}.fail",
+                "fail",
+                name,
+                (running,),
+                (failed,),
+                span,
+                path,
+                events=("step.failed",),
+            )
+        else:
+            loop, lpath = step.loop, f"{path}.loop"
+            slots = self.place(
+                f"{name}.slots",
+                "slots",
+                name,
+                loop.span,
+                lpath,
+                capacity=loop.max_in_flight if loop.mode == "parallel" else 1,
+            )
+            pending = self.place(f"{name}.pending", "pending", name, loop.span, lpath)
+            iterating = self.place(f"{name}.iterating", "iterating", name, loop.span, lpath)
+            self.trans(
+                f"{name}.loop_start",
+                "loop_start",
+                name,
+                (running,),
+                (pending,),
+                loop.span,
+                lpath,
+                events=("loop.started",),
+            )
+            self.trans(
+                f"{name}.iter_start",
+                "iter_start",
+                name,
+                (pending, slots),
+                (iterating,),
+                loop.span,
+                lpath,
+                events=("loop.iteration.started",),
+            )
+            self.trans(
+                f"{name}.iter_end",
+                "iter_end",
+                name,
+                (iterating,),
+                (slots,),
+                loop.span,
+                lpath,
+                events=("loop.iteration.done", "loop.iteration.failed"),
+            )
+            self.trans(
+                f"{name}.loop_done",
+                "loop_done",
+                name,
+                (slots,),
+                (done,),
+                loop.span,
+                lpath,
+                events=("loop.done",),
+            )
+            self.trans(
+                f"{name}.loop_failed",
+                "fail",
+                name,
+                (slots,),
+                (failed,),
+                loop.span,
+                lpath,
+                events=("step.failed",),
+            )
+        # routing
+        boundary = done
+        if step.listener is not None:
+            boundary = self.place(
+                f"{name}.waiting", "waiting", name, step.listener.span, f"{path}.eval_mode"
+            )
+            self.trans(
+                f"{name}.listen",
+                "start",
+                name,
+                (done,),
+                (boundary,),
+                step.listener.span,
+                f"{path}.eval_mode",
+                events=("step.done",),
+            )
+        self.route(step, path, boundary, failed, sink, failure)
+
+    def route(
+        self, step: tree.Step, path: str, done: str, failed: str, sink: str, failure: str
+    ) -> None:
+        name = step.name
+        done_event = "loop.done" if step.loop is not None else "step.done"
+        listener = step.listener is not None
+        router = step.next
+        earlier_done: list[int] = []
+        earlier_failed: list[int] = []
+        for i, arc in enumerate(router.arcs if router else ()):
+            apath = f"{path}.next.arcs[{i}]"
+            expr = (
+                self.pool.by_path.get(("workflow", name, "next", i, "when")) if arc.when else None
+            )
+            events = self.arc_events(arc, expr, done_event, listener)
+            args = (
+                self.values.add(arc.args, ("workflow", name, "next", i, "args"))
+                if arc.args is not None
+                else None
+            )
+            writes = (
+                self.values.add(arc.set_ctx, ("workflow", name, "next", i, "set_ctx"))
+                if arc.set_ctx is not None
+                else None
+            )
+            target_place = self.entry_of(name, arc.step)
+            exclusive = router is not None and router.mode == "exclusive"
+            for source, earlier, evs in (
+                (done, earlier_done, tuple(e for e in events if e != "step.failed")),
+                (failed, earlier_failed, tuple(e for e in events if e == "step.failed")),
+            ):
+                if not evs:
+                    continue
+                suffix = "" if source == done else ".failed"
+                if exclusive and ALWAYS in earlier:
+                    continue  # shadowed by an earlier unconditional arc (the linter reports it)
+                guard = Guard(expr, tuple(earlier) if exclusive else ())
+                self.trans(
+                    f"{name}->{arc.step}#{i}{suffix}",
+                    "route",
+                    name,
+                    (source,),
+                    (target_place,),
+                    arc.span,
+                    apath,
+                    guard=guard,
+                    events=evs,
+                    args=args,
+                    writes=writes,
+                    target=arc.step,
+                )
+                if self._needs_dead(name, arc.step) and source == done and expr is not None:
+                    self.trans(
+                        f"{name}->{arc.step}#{i}.dead",
+                        "dead",
+                        name,
+                        (source,),
+                        (target_place,),
+                        arc.span,
+                        apath,
+                        guard=Guard(None, (expr,) if expr is not None else ()),
+                        events=evs,
+                        target=arc.step,
+                    )
+                if expr is not None:
+                    earlier.append(expr)
+                else:
+                    # an unconditional arc always fires: later arcs (exclusive) and the
+                    # "nothing matched" transition can never fire on these events
+                    earlier.append(ALWAYS)
+        # no arc matched: the token ends (success) or the execution fails (failure)
+        if ALWAYS not in earlier_done:
+            self.trans(
+                f"{name}.end",
+                "end",
+                name,
+                (done,),
+                (sink,),
+                step.span,
+                path,
+                guard=Guard(None, tuple(earlier_done)),
+                events=(done_event,),
+            )
+        if ALWAYS not in earlier_failed:
+            self.trans(
+                f"{name}.unhandled",
+                "unhandled",
+                name,
+                (failed,),
+                (failure,),
+                step.span,
+                path,
+                guard=Guard(None, tuple(earlier_failed)),
+                events=("step.failed",),
+            )
+
+    def arc_events(
+        self, arc: tree.Arc, expr: int | None, done_event: str, listener: bool
+    ) -> tuple[str, ...]:
+        if listener:
+            return ("signal.received", "timer.fired")
+        if expr is None:
+            return (done_event,)
+        compiled = self.pool.entries[expr]
+        if not compiled.mentions_event:
+            return (done_event,)
+        named = tuple(e for e in compiled.event_names if e in BOUNDARY)
+        return named or (done_event, "step.failed")
+
+    def _needs_dead(self, source: str, target: str) -> bool:
+        join = self.joins.get(target)
+        if join is not None and join.kind == "all" and source in join.branches:
+            return True
+        return target in self.on_join_paths
+
+    def join(self, join: JoinInfo) -> None:
+        step = self.steps[join.step]
+        path = f"workflow[{self.playbook.workflow.index(step)}]"
+        if join.kind == "each":
+            return
+        for source in join.branches:
+            self.place(f"{join.step}.from.{source}", "branch", join.step, step.span, path)
+        self.trans(
+            f"{join.step}.join",
+            "join",
+            join.step,
+            tuple(f"{join.step}.from.{s}" for s in join.branches),
+            (f"{join.step}.entry",),
+            step.span,
+            path,
+            events=("join.fired",),
+            target=join.step,
+        )
+
+
+def infer_joins(playbook: tree.Playbook) -> dict[str, JoinInfo]:
+    """AND-joins: steps with ≥2 incoming arcs whose sources descend from different branches of
+    one inclusive fork (DESIGN §2.4). `spec.join` overrides the inferred kind."""
+    preds: dict[str, list[str]] = {}
+    succ: dict[str, list[str]] = {}
+    for step in playbook.workflow:
+        for arc in step.next.arcs if step.next else ():
+            preds.setdefault(arc.step, [])
+            if step.name not in preds[arc.step]:
+                preds[arc.step].append(step.name)
+            succ.setdefault(step.name, []).append(arc.step)
+    forks = [
+        s
+        for s in playbook.workflow
+        if s.next is not None and s.next.mode == "inclusive" and len(s.next.arcs) >= 2
+    ]
+    joins: dict[str, JoinInfo] = {}
+    for step in playbook.workflow:
+        sources = preds.get(step.name, [])
+        if step.join is not None and len(sources) >= 2:
+            kind: JoinKind = step.join
+            joins[step.name] = JoinInfo(step.name, kind, None, tuple(sources))
+            continue
+        if len(sources) < 2:
+            continue
+        for fork in forks:
+            reach = [_reachable(arc.step, succ, stop=fork.name) for arc in fork.next.arcs]  # type: ignore[union-attr]
+            hit = {i for i, r in enumerate(reach) for s in sources if s in r or s == fork.name}
+            if len(hit) >= 2:
+                joins[step.name] = JoinInfo(step.name, "all", fork.name, tuple(sources))
+                break
+    return joins
+
+
+def _reachable(start: str, succ: dict[str, list[str]], stop: str) -> set[str]:
+    seen = {start}
+    todo = [start]
+    while todo:
+        for nxt in succ.get(todo.pop(), []):
+            if nxt not in seen and nxt != stop:
+                seen.add(nxt)
+                todo.append(nxt)
+    return seen
+
+
+def _steps_between_forks_and_joins(playbook: tree.Playbook, joins: dict[str, JoinInfo]) -> set[str]:
+    """Steps on some path from a fork to one of its AND-joins: dead tokens must pass them."""
+    succ: dict[str, list[str]] = {}
+    for step in playbook.workflow:
+        for arc in step.next.arcs if step.next else ():
+            succ.setdefault(step.name, []).append(arc.step)
+    out: set[str] = set()
+    for join in joins.values():
+        if join.fork is None or join.kind != "all":
+            continue
+        for first in succ.get(join.fork, []):
+            forward = _reachable(first, succ, stop=join.fork)
+            if join.step in forward:
+                out.update(
+                    s
+                    for s in forward
+                    if join.step in _reachable(s, succ, stop=join.fork) and s != join.step
+                )
+    return out

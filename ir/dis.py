@@ -1,0 +1,84 @@
+"""A dis-style listing of a `.nbc` payload: every instruction with its YAML line.
+
+    control  start->big#0                                   (route, to big)
+        16  0 ON        step.done
+        16  1 GUARD     e1  {{ start.amount > 100 }}
+        ...
+    pipeline start
+         7  0 TASK      start_task python args=v0
+        ...
+
+Jump targets get labels (`>>`), operands are resolved against the pools.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from noetlc.ir.opcodes import BY_CODE
+
+
+def disassemble(payload: dict[str, Any]) -> str:
+    names: list[str] = payload["names"]
+    exprs: list[dict[str, Any]] = payload["expressions"]
+    positions: list[list[Any]] = payload["positions"]
+    meta = payload["metadata"]
+    out = [f"playbook {meta['name']} (entry {payload['entry']})"]
+    out.append(f"  {len(exprs)} expressions, {len(payload['values'])} values, {len(names)} names")
+    for join in payload["joins"]:
+        step, kind, fork, branches = join
+        out.append(f"  join {step}: {kind} (fork {fork or '-'}; branches {', '.join(branches)})")
+    for tid, kind, _step, target, code, pos in payload["control"]:
+        suffix = f", to {target}" if target else ""
+        out.append(f"\ncontrol {tid}  ({kind}{suffix})")
+        out.extend(_block(code, pos, names, exprs, positions))
+    for step, code, pos in payload["pipelines"]:
+        out.append(f"\npipeline {step}")
+        out.extend(_block(code, pos, names, exprs, positions))
+    return "\n".join(out) + "\n"
+
+
+def _block(
+    code: list[list[Any]],
+    pos: list[int],
+    names: list[str],
+    exprs: list[dict[str, Any]],
+    positions: list[list[Any]],
+) -> list[str]:
+    targets = set()
+    for instruction in code:
+        op = BY_CODE.get(instruction[0])
+        if op is None:
+            continue
+        for (_, kind), value in zip(op.operands, instruction[1:]):
+            if kind == "label" and isinstance(value, int):
+                targets.add(value)
+    lines = []
+    for pc, instruction in enumerate(code):
+        op = BY_CODE.get(instruction[0])
+        line = positions[pos[pc]][1] if pc < len(pos) and pos[pc] < len(positions) else 0
+        mark = ">>" if pc in targets else "  "
+        if op is None:
+            lines.append(f"  {line:>5} {mark}{pc:>3} ??? {instruction!r}")
+            continue
+        shown = []
+        for (name, kind), value in zip(op.operands, instruction[1:]):
+            shown.append(_operand(name, kind, value, names, exprs))
+        lines.append(f"  {line:>5} {mark}{pc:>3} {op.mnemonic:<14} {' '.join(shown)}".rstrip())
+    return lines
+
+
+def _operand(
+    name: str, kind: str, value: Any, names: list[str], exprs: list[dict[str, Any]]
+) -> str:
+    if value is None:
+        return f"{name}=-"
+    if kind == "name" and isinstance(value, int) and value < len(names):
+        return names[value]
+    if kind == "expr" and isinstance(value, int) and value < len(exprs):
+        return f"e{value} {exprs[value].get('source')!r}"
+    if kind == "value":
+        return f"v{value}"
+    if kind == "label":
+        return f"-> {value}"
+    return str(value)

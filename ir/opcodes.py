@@ -1,0 +1,224 @@
+"""The opcode table: the single source of truth for both instruction sets.
+
+The assembler (`compiler/passes/lower.py`) emits instructions as tuples `(opcode, *operands)`;
+the disassembler (`ir/dis.py`) and the verifier (`verify_code`) read operand kinds from here;
+`vm/README.md`'s opcode reference is generated from it (`python -m noetlc.ir.opcodes`).
+
+Operand kinds: `expr` (expression pool index), `value` (value pool index), `place`
+(place name), `name` (name pool index: steps, tasks, events), `label` (instruction index in
+the same code block), `int`, `float`.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Literal
+
+Program = Literal["control", "pipeline"]
+OperandKind = Literal["expr", "value", "place", "name", "label", "int", "float"]
+
+
+@dataclass(frozen=True, slots=True)
+class Opcode:
+    code: int
+    mnemonic: str
+    program: Program
+    operands: tuple[tuple[str, OperandKind], ...]
+    doc: str
+
+
+OPCODES: tuple[Opcode, ...] = (
+    # ---- control program: one block per transition --------------------------------------
+    Opcode(
+        1,
+        "ON",
+        "control",
+        (("event", "name"),),
+        "the transition reacts to this boundary event (one ON per event)",
+    ),
+    Opcode(
+        2, "GUARD", "control", (("expr", "expr"),), "evaluate the guard; stop unless it is true"
+    ),
+    Opcode(
+        3,
+        "GUARD_NOT",
+        "control",
+        (("expr", "expr"),),
+        "evaluate an earlier arc's guard; stop if it is true (exclusive routing)",
+    ),
+    Opcode(4, "CONSUME", "control", (("place", "place"),), "take one token from the place"),
+    Opcode(5, "PRODUCE", "control", (("place", "place"),), "put a token into the place"),
+    Opcode(
+        6,
+        "ARGS",
+        "control",
+        (("value", "value"),),
+        "evaluate the arc inscription: the new token's args",
+    ),
+    Opcode(
+        7,
+        "SET_CTX",
+        "control",
+        (("value", "value"),),
+        "evaluate and apply ctx writes (arc or step `set`)",
+    ),
+    Opcode(
+        8,
+        "DISPATCH",
+        "control",
+        (("step", "name"),),
+        "command: run the step's pipeline program on a worker",
+    ),
+    Opcode(
+        9,
+        "LOOP",
+        "control",
+        (("items", "expr"), ("slots", "int")),
+        "evaluate the loop's items once; iterations run with at most `slots` in flight",
+    ),
+    Opcode(10, "EMIT", "control", (("event", "name"),), "record an event"),
+    Opcode(
+        11,
+        "JOIN",
+        "control",
+        (("step", "name"),),
+        "merge the branch tokens' args under args.<upstream step>",
+    ),
+    Opcode(
+        12,
+        "DEAD",
+        "control",
+        (("place", "place"),),
+        "put a dead token into the place (dead-path elimination)",
+    ),
+    Opcode(13, "FAIL_EXECUTION", "control", (), "the execution fails with this step's error"),
+    Opcode(
+        14,
+        "ADMIT",
+        "control",
+        (("allow", "int"),),
+        "admission decision: 1 allow (step.admitted), 0 deny (step.skipped)",
+    ),
+    # ---- pipeline program: one block per step, tasks in order ----------------------------
+    Opcode(
+        32,
+        "TASK",
+        "pipeline",
+        (("task", "name"), ("kind", "name"), ("args", "value"), ("spec", "value")),
+        "start a task: evaluate its arguments, call the tool, bind the outcome",
+    ),
+    Opcode(
+        33,
+        "RULE",
+        "pipeline",
+        (("expr", "expr"), ("then", "label")),
+        "if the rule's condition holds, go to its action",
+    ),
+    Opcode(34, "ELSE", "pipeline", (("then", "label"),), "the `else` rule: go to its action"),
+    Opcode(
+        35,
+        "UNMATCHED",
+        "pipeline",
+        (("mode", "int"),),
+        "no rule matched: 0 = ok continues, error fails; 1 = continue",
+    ),
+    Opcode(
+        36,
+        "SET_ITER",
+        "pipeline",
+        (("value", "value"),),
+        "evaluate and apply iteration-scope writes",
+    ),
+    Opcode(
+        37,
+        "SET_CTX_P",
+        "pipeline",
+        (("value", "value"),),
+        "evaluate and apply execution-scope writes (as task.done payload)",
+    ),
+    Opcode(
+        38,
+        "CONTINUE",
+        "pipeline",
+        (),
+        "go on with the next task (or finish the pipeline after the last)",
+    ),
+    Opcode(
+        39,
+        "RETRY",
+        "pipeline",
+        (
+            ("attempts", "int"),
+            ("backoff", "name"),
+            ("delay", "float"),
+            ("max_delay", "float"),
+            ("jitter", "float"),
+        ),
+        "run the task again after the backoff delay, unless `attempts` tries were made",
+    ),
+    Opcode(40, "JUMP", "pipeline", (("task", "label"),), "go to another task of the pipeline"),
+    Opcode(41, "BREAK", "pipeline", (), "end the pipeline successfully with this task's result"),
+    Opcode(42, "FAIL", "pipeline", (), "end the pipeline as a failure with this task's error"),
+    Opcode(43, "END", "pipeline", (), "the pipeline finished: step.done with the last result"),
+    Opcode(
+        44,
+        "OK_SET_ITER",
+        "pipeline",
+        (("value", "value"),),
+        "task-level `set:` (corpus dialect): iteration writes applied when the outcome is ok, before the rules",
+    ),
+    Opcode(
+        45,
+        "OK_SET_CTX",
+        "pipeline",
+        (("value", "value"),),
+        "task-level `set:` with `ctx.` keys: execution writes applied when the outcome is ok",
+    ),
+)
+
+BY_CODE: dict[int, Opcode] = {op.code: op for op in OPCODES}
+BY_MNEMONIC: dict[str, Opcode] = {op.mnemonic: op for op in OPCODES}
+
+
+def verify_code(code: list[list[object]], program: Program, pools: dict[str, int]) -> list[str]:
+    """Check a block: known opcodes of the right program, operand counts, kinds and ranges."""
+    problems: list[str] = []
+    for pc, instruction in enumerate(code):
+        if not instruction or not isinstance(instruction[0], int) or instruction[0] not in BY_CODE:
+            problems.append(f"{pc}: unknown opcode {instruction[:1]!r}")
+            continue
+        op = BY_CODE[instruction[0]]
+        if op.program != program:
+            problems.append(f"{pc}: {op.mnemonic} is not a {program} instruction")
+        operands = instruction[1:]
+        if len(operands) != len(op.operands):
+            problems.append(
+                f"{pc}: {op.mnemonic} takes {len(op.operands)} operands, got {len(operands)}"
+            )
+            continue
+        for (name, kind), value in zip(op.operands, operands):
+            limit = pools.get(kind)
+            if kind in ("expr", "value", "name", "label") and value is not None:
+                if (
+                    not isinstance(value, int)
+                    or value < 0
+                    or (limit is not None and value >= limit)
+                ):
+                    problems.append(f"{pc}: {op.mnemonic} {name}={value!r} is out of range")
+            elif kind == "place" and not isinstance(value, str):
+                problems.append(f"{pc}: {op.mnemonic} {name} must be a place name")
+    return problems
+
+
+def reference_markdown() -> str:
+    """The opcode reference for vm/README.md."""
+    lines = ["| code | mnemonic | program | operands | meaning |", "|---:|---|---|---|---|"]
+    for op in OPCODES:
+        operands = ", ".join(f"{n}:{k}" for n, k in op.operands) or "—"
+        lines.append(f"| {op.code} | `{op.mnemonic}` | {op.program} | {operands} | {op.doc} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":  # pragma: no cover - `python -m noetlc.ir.opcodes`
+    sys.stdout.write(reference_markdown() + "\n")
