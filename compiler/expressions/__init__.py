@@ -18,6 +18,8 @@ bytecode stores, and `noetlc.vm.expr_runtime.load_pool` rebuilds the callables o
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -73,7 +75,22 @@ class CompiledExpression:
 def compile_expression(
     text: Any, *, mode: Mode = "template", span: Span = NO_SPAN
 ) -> CompiledExpression:
-    """Compile one guard or templated value. Raises `ExpressionSyntaxError` / `ExpressionUnsafe`."""
+    """Compile one guard or templated value. Raises `ExpressionSyntaxError` / `ExpressionUnsafe`.
+
+    Results are cached per (text, mode): playbooks repeat the same expressions a lot, and
+    parsing is the expensive part; the span is set per occurrence."""
+    if isinstance(text, str):
+        compiled = _compile_cached(text, mode)
+        return compiled if span == NO_SPAN else dataclasses.replace(compiled, span=span)
+    return _compile_uncached(text, mode, span)
+
+
+@functools.lru_cache(maxsize=65536)
+def _compile_cached(text: str, mode: Mode) -> CompiledExpression:
+    return _compile_uncached(text, mode, NO_SPAN)
+
+
+def _compile_uncached(text: Any, mode: Mode, span: Span) -> CompiledExpression:
     if not isinstance(text, str):
         if mode == "guard":
             return _constant(

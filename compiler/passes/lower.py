@@ -65,6 +65,7 @@ class Lowerer:
         self.names: list[str] = []
         self._name_index: dict[str, int] = {}
         self.positions: list[Position] = []
+        self.steps = {s.name: s for s in playbook.workflow}
         self._position_index: dict[Position, int] = {}
 
     def name(self, text: str) -> int:
@@ -121,7 +122,7 @@ class Lowerer:
             self.emit(block, "JOIN", pos, self.name(t.target))
         for place in t.produce:
             self.emit(block, "DEAD" if t.kind == "dead" else "PRODUCE", pos, place)
-        step = self.playbook.step(t.step) if t.step else None
+        step = self.steps.get(t.step) if t.step else None
         if t.kind in ("start", "admit") and step is not None and step.listener is None:
             if step.loop is not None:
                 items = self.pool.by_path.get(("workflow", step.name, "loop"))

@@ -18,7 +18,6 @@ from noetlc.compiler.values import ValuePool
 from noetlc.ir.net import (
     Guard,
     JoinInfo,
-    JoinKind,
     Net,
     Place,
     PlaceKind,
@@ -50,8 +49,8 @@ class NetBuilder:
         self.places: list[Place] = []
         self.transitions: list[Transition] = []
         self.steps = {s.name: s for s in playbook.workflow}
-        self.joins = infer_joins(playbook)
-        self.on_join_paths = _steps_between_forks_and_joins(playbook, self.joins)
+        self.joins, self.on_join_paths = _fork_analysis(playbook)
+        self.step_index = {s.name: i for i, s in enumerate(playbook.workflow)}
 
     # ------------------------------------------------------------------ helpers
 
@@ -385,7 +384,7 @@ class NetBuilder:
 
     def join(self, join: JoinInfo) -> None:
         step = self.steps[join.step]
-        path = f"workflow[{self.playbook.workflow.index(step)}]"
+        path = f"workflow[{self.step_index[join.step]}]"
         if join.kind == "each":
             return
         for source in join.branches:
@@ -406,64 +405,77 @@ class NetBuilder:
 def infer_joins(playbook: tree.Playbook) -> dict[str, JoinInfo]:
     """AND-joins: steps with ≥2 incoming arcs whose sources descend from different branches of
     one inclusive fork (DESIGN §2.4). `spec.join` overrides the inferred kind."""
+    joins, _ = _fork_analysis(playbook)
+    return joins
+
+
+def _graph(playbook: tree.Playbook) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
     preds: dict[str, list[str]] = {}
     succ: dict[str, list[str]] = {}
     for step in playbook.workflow:
         for arc in step.next.arcs if step.next else ():
-            preds.setdefault(arc.step, [])
-            if step.name not in preds[arc.step]:
-                preds[arc.step].append(step.name)
+            sources = preds.setdefault(arc.step, [])
+            if step.name not in sources:
+                sources.append(step.name)
             succ.setdefault(step.name, []).append(arc.step)
-    forks = [
-        s
-        for s in playbook.workflow
-        if s.next is not None and s.next.mode == "inclusive" and len(s.next.arcs) >= 2
-    ]
+    return preds, succ
+
+
+def _fork_analysis(playbook: tree.Playbook) -> tuple[dict[str, JoinInfo], set[str]]:
+    """Label propagation from every inclusive fork: each step reached gets the set of the
+    fork's branches that reach it. A step whose incoming steps carry different branches is an
+    AND-join of that fork; propagation stops at a join every branch reached (its output token
+    no longer belongs to the fork), which keeps the analysis linear for structured workflows.
+    Returns the joins and the steps on some fork-to-join path (dead tokens must pass them)."""
+    preds, succ = _graph(playbook)
     joins: dict[str, JoinInfo] = {}
+    on_paths: set[str] = set()
     for step in playbook.workflow:
         sources = preds.get(step.name, [])
         if step.join is not None and len(sources) >= 2:
-            kind: JoinKind = step.join
-            joins[step.name] = JoinInfo(step.name, kind, None, tuple(sources))
+            joins[step.name] = JoinInfo(step.name, step.join, None, tuple(sources))
+    for fork in playbook.workflow:
+        if fork.next is None or fork.next.mode != "inclusive" or len(fork.next.arcs) < 2:
             continue
-        if len(sources) < 2:
-            continue
-        for fork in forks:
-            reach = [_reachable(arc.step, succ, stop=fork.name) for arc in fork.next.arcs]  # type: ignore[union-attr]
-            hit = {i for i, r in enumerate(reach) for s in sources if s in r or s == fork.name}
-            if len(hit) >= 2:
-                joins[step.name] = JoinInfo(step.name, "all", fork.name, tuple(sources))
+        labels: dict[str, set[int]] = {}
+        everything = set(range(len(fork.next.arcs)))
+        todo: list[tuple[str, int]] = [(arc.step, i) for i, arc in enumerate(fork.next.arcs)]
+        held: set[str] = set()  # merge points not expanded yet (they may collect every branch)
+        expanded: set[str] = set()
+        while True:
+            while todo:
+                node, label = todo.pop()
+                if node == fork.name:
+                    continue
+                seen = labels.setdefault(node, set())
+                if label in seen:
+                    continue
+                seen.add(label)
+                if len(preds.get(node, [])) >= 2 and node not in expanded:
+                    held.add(node)
+                    continue
+                todo.extend((nxt, label) for nxt in succ.get(node, []))
+            # A merge point every branch reached is where the fork's tokens end; one reached by
+            # only some branches lets them pass on.
+            partial = sorted(n for n in held if labels[n] != everything)
+            if not partial:
                 break
-    return joins
-
-
-def _reachable(start: str, succ: dict[str, list[str]], stop: str) -> set[str]:
-    seen = {start}
-    todo = [start]
-    while todo:
-        for nxt in succ.get(todo.pop(), []):
-            if nxt not in seen and nxt != stop:
-                seen.add(nxt)
-                todo.append(nxt)
-    return seen
-
-
-def _steps_between_forks_and_joins(playbook: tree.Playbook, joins: dict[str, JoinInfo]) -> set[str]:
-    """Steps on some path from a fork to one of its AND-joins: dead tokens must pass them."""
-    succ: dict[str, list[str]] = {}
-    for step in playbook.workflow:
-        for arc in step.next.arcs if step.next else ():
-            succ.setdefault(step.name, []).append(arc.step)
-    out: set[str] = set()
-    for join in joins.values():
-        if join.fork is None or join.kind != "all":
-            continue
-        for first in succ.get(join.fork, []):
-            forward = _reachable(first, succ, stop=join.fork)
-            if join.step in forward:
-                out.update(
-                    s
-                    for s in forward
-                    if join.step in _reachable(s, succ, stop=join.fork) and s != join.step
-                )
-    return out
+            for node in partial:
+                held.discard(node)
+                expanded.add(node)
+                todo.extend((nxt, label) for nxt in succ.get(node, []) for label in labels[node])
+        found = False
+        for node, seen in labels.items():
+            sources = preds.get(node, [])
+            if len(sources) < 2 or node in joins:
+                continue
+            branch_of = [
+                labels.get(s, set()) | ({-1} if s == fork.name else set()) for s in sources
+            ]
+            distinct = {min(b) for b in branch_of if b}
+            if len(distinct) >= 2:
+                joins[node] = JoinInfo(node, "all", fork.name, tuple(sources))
+                found = True
+        if found:
+            on_paths.update(n for n in labels if n not in joins)
+    return joins, on_paths
