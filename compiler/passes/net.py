@@ -465,7 +465,7 @@ def _fork_analysis(playbook: tree.Playbook) -> tuple[dict[str, JoinInfo], set[st
                 expanded.add(node)
                 todo.extend((nxt, label) for nxt in succ.get(node, []) for label in labels[node])
         found = False
-        for node, seen in labels.items():
+        for node in labels:
             sources = preds.get(node, [])
             if len(sources) < 2 or node in joins:
                 continue
