@@ -73,17 +73,22 @@ def _step(step: YMap, reporter: Reporter) -> YMap | None:
         "error": "outcome.error",
         "this": "outcome",
     }
-    mode_node = step.get("case_mode")
-    inclusive = isinstance(mode_node, YScalar) and mode_node.value == "inclusive"
+    inclusive = _setting(step, "case_mode") == "inclusive"
+    if inclusive and _setting(step, "next_policy") == "end_step":
+        # `end_step`: the first `next` that fires ends the step's routing (spec 000 §2.2),
+        # which is what an exclusive router does
+        inclusive = False
+    rules = [r for r in case.items if isinstance(r, YMap)]
+    if _setting(step, "branch_order") == "priority":
+        # higher priority first, YAML order among equals (spec 000 §1.3)
+        rules.sort(key=lambda r: -_priority(r))
 
     arcs: list[YNode] = []
     case_guards: list[str] = []
     task_rules: list[YNode] = []
     init_writes: list[tuple[YScalar, YNode]] = []
     recall_params: set[str] = set()
-    for rule in case.items:
-        if not isinstance(rule, YMap):
-            continue
+    for rule in rules:
         when = rule.get("when")
         text = _condition_text(when)
         event = _event_of(text)
@@ -115,6 +120,10 @@ def _step(step: YMap, reporter: Reporter) -> YMap | None:
             arcs.append(arc)
 
     new = step.without("case", "case_mode", "branch_order", "priority", "next_policy")
+    spec = new.get("spec")
+    if isinstance(spec, YMap) and any(k in spec for k in _CASE_SETTINGS):
+        rest = spec.without(*_CASE_SETTINGS)
+        new = new.with_item("spec", rest) if rest.items else new.without("spec")
     if arcs:
         new = new.with_item(
             "next",
@@ -427,3 +436,28 @@ def _param_template(key: str, original: YNode | None) -> str:
     else:
         fallback = "none"
     return "{{ iter.params." + key + " if iter.params is defined else " + fallback + " }}"
+
+
+_CASE_SETTINGS = ("case_mode", "branch_order", "next_policy")
+
+
+def _setting(step: YMap, key: str) -> str | None:
+    """A case setting, written on the step or (spec 000) under its `spec:`."""
+    spec = step.get("spec")
+    for holder in (step, spec if isinstance(spec, YMap) else None):
+        if holder is not None:
+            value = holder.get(key)
+            if isinstance(value, YScalar) and isinstance(value.value, str):
+                return value.value
+    return None
+
+
+def _priority(rule: YMap) -> float:
+    value = rule.get("priority")
+    if (
+        isinstance(value, YScalar)
+        and isinstance(value.value, int | float)
+        and not isinstance(value.value, bool)
+    ):
+        return float(value.value)
+    return 0.0
