@@ -28,14 +28,15 @@ class BytecodeError(Exception):
 def encode(
     payload: dict[str, Any], *, format_version: int, compiler_version: str, source: bytes
 ) -> bytes:
-    body = msgpack.packb(payload, use_bin_type=True)
+    body: bytes = msgpack.packb(payload, use_bin_type=True)
     header = {
         "format": format_version,
         "compiler": compiler_version,
         "source_sha256": hashlib.sha256(source).hexdigest(),
         "payload_sha256": hashlib.sha256(body).hexdigest(),
     }
-    return MAGIC + msgpack.packb([header, body], use_bin_type=True)
+    container: bytes = msgpack.packb([header, body], use_bin_type=True)
+    return MAGIC + container
 
 
 def decode(data: bytes, *, format_version: int) -> tuple[dict[str, Any], dict[str, Any]]:
