@@ -16,7 +16,9 @@ EXIT_USAGE = 2
 EXIT_INTERNAL = 70
 
 # (command, module under noetlc.vm.commands, one-line help) — a literal table.
-COMMANDS: list[tuple[str, str, str]] = []
+COMMANDS: list[tuple[str, str, str]] = [
+    ("run", "run", "run a playbook embedded (one process)"),
+]
 
 
 class _Parser(argparse.ArgumentParser):

@@ -120,8 +120,12 @@ class Lowerer:
             self.emit(block, "SET_CTX", pos, t.writes)
         if t.kind == "join" and t.target is not None:
             self.emit(block, "JOIN", pos, self.name(t.target))
+        # a skipped step's outgoing paths are dead (dead-path elimination)
+        dead = t.kind == "dead" or (t.kind == "end" and t.consume[0].endswith(".skipped"))
         for place in t.produce:
-            self.emit(block, "DEAD" if t.kind == "dead" else "PRODUCE", pos, place)
+            self.emit(
+                block, "DEAD" if dead and place != "execution.sink" else "PRODUCE", pos, place
+            )
         step = self.steps.get(t.step) if t.step else None
         if t.kind in ("start", "admit") and step is not None and step.listener is None:
             if step.loop is not None:

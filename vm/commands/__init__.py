@@ -1,0 +1,1 @@
+"""`noetl-vm` subcommands."""
