@@ -48,8 +48,19 @@ def _python(args: dict[str, Any]) -> dict[str, Any]:
         for alias, module in libs.items():
             namespace[str(alias)] = importlib.import_module(str(module))
     namespace.update(local)
+    namespace["input_data"] = dict(local)  # the NoETL corpus reads its input as `input_data`
     try:
-        exec(compile(code, "<python task>", "exec"), namespace)
+        try:
+            compiled = compile(code, "<python task>", "exec")
+        except SyntaxError as exc:
+            if "outside function" not in str(exc):
+                raise
+            # NoETL runs task code as a function body: a top-level `return` gives the result
+            body = "".join(f"    {line}\n" for line in code.splitlines()) or "    pass\n"
+            exec(compile(f"def __task_body__():\n{body}", "<python task>", "exec"), namespace)
+            returned = namespace["__task_body__"]()
+            return _ok(returned if returned is not None else namespace.get("result"))
+        exec(compiled, namespace)  # the tool runs user code by design
         main = namespace.get("main")
         if callable(main):
             params = inspect.signature(main).parameters

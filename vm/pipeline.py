@@ -66,7 +66,10 @@ def run_pipeline(
                     outcome = _error_outcome(exc, "TemplateError")
                 else:
                     emit("task.started", {"task": task, "attempt": attempt})
-                    outcome = call_tool(kind, args, spec)
+                    if kind == "workbook":
+                        outcome = _workbook(program, args, scope, call_tool)
+                    else:
+                        outcome = call_tool(kind, args, spec)
                 emit("task.done", {"task": task, "attempt": attempt, "status": outcome["status"]})
                 scope["outcome"] = outcome
                 scope["output"] = {**outcome, "data": outcome.get("result")}
@@ -175,3 +178,22 @@ def _error_outcome(exc: BaseException, kind: str) -> dict[str, Any]:
         "error": {"type": kind, "message": str(exc)},
         "meta": {},
     }
+
+
+def _workbook(
+    program: Program, args: dict[str, Any], scope: Scope, call_tool: ToolCall
+) -> dict[str, Any]:
+    """`kind: workbook`: run the named root workbook task with the caller's input merged in."""
+    target = args.get("task") or args.get("name")
+    entry = program.workbook.get(str(target))
+    if entry is None:
+        error = {"type": "WorkbookError", "message": f"no workbook task {target!r}"}
+        return {"status": "error", "result": None, "error": error}
+    kind, args_index, spec_index = entry
+    task_args = program.value(args_index, scope) or {}
+    given = args.get("input") if args.get("input") is not None else args.get("args")
+    if isinstance(given, dict):
+        own = task_args.get("input")
+        task_args["input"] = {**(own if isinstance(own, dict) else {}), **given}
+    result: dict[str, Any] = call_tool(kind, task_args, program.value(spec_index, scope))
+    return result

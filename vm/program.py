@@ -69,6 +69,9 @@ class Program:
             self.blocks.append(block)
             for place in consumes[:1]:
                 self.by_place.setdefault(place, []).append(block)
+        self.workbook: dict[str, tuple[str, int, int | None]] = {
+            name: (kind, args, spec) for name, kind, args, spec in payload.get("workbook", [])
+        }
         self.steps: dict[str, StepInfo] = {}
         pipelines = {name: (code, positions) for name, code, positions in payload["pipelines"]}
         for info in payload["steps"]:

@@ -72,6 +72,7 @@ def run(unit: CompilationUnit) -> None:
         ],
         "pipelines": [[block.name, block.code, block.positions] for block in programs.pipelines],
         "positions": [[p.file, p.line, p.column, p.path] for p in programs.positions],
+        "workbook": programs.workbook,
     }
     unit.artifacts["payload"] = payload
     unit.artifacts["nbc"] = nbc.encode(

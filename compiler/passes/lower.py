@@ -38,6 +38,7 @@ class Programs:
     control: list[Block]
     pipelines: list[Block]
     task_labels: dict[str, dict[str, int]]  # step -> task name -> pc of its TASK
+    workbook: list[list[Any]] = field(default_factory=list)  # [name, kind, args value, spec value]
 
 
 def run(unit: CompilationUnit) -> None:
@@ -97,7 +98,18 @@ class Lowerer:
             block, task_labels = self.pipeline(index, step)
             pipelines.append(block)
             labels[step.name] = task_labels
-        return Programs(self.names, self.positions, control, pipelines, labels)
+        workbook = [
+            [
+                task.name,
+                task.kind,
+                self.values.add(task.args, ("workbook", task.name, "args")),
+                self.values.add(task.spec, ("workbook", task.name, "spec"))
+                if task.spec is not None
+                else None,
+            ]
+            for task in self.playbook.workbook
+        ]
+        return Programs(self.names, self.positions, control, pipelines, labels, workbook)
 
     # ------------------------------------------------------------------ control
 

@@ -474,7 +474,10 @@ def _fork_analysis(playbook: tree.Playbook) -> tuple[dict[str, JoinInfo], set[st
             ]
             distinct = {min(b) for b in branch_of if b}
             if len(distinct) >= 2:
-                joins[node] = JoinInfo(node, "all", fork.name, tuple(sources))
+                # only the fork's branches are joined; other incoming arcs (alternative
+                # paths that do not descend from this fork) stay plain merges into the entry
+                branches = tuple(s for s in sources if labels.get(s) or s == fork.name)
+                joins[node] = JoinInfo(node, "all", fork.name, branches)
                 found = True
         if found:
             on_paths.update(n for n in labels if n not in joins)

@@ -392,8 +392,16 @@ class Normalizer:
             present = {k.value for k, _ in args_items}
             args_items.extend((k, v) for k, v in lifted if k.value not in present)
             spec = spec.without(*SPEC_TOOL_ARGUMENTS)
-        if step_input is not None and not any(k.value in ("input", "args") for k, _ in args_items):
-            args_items.append((YScalar("input", step_input.span), step_input))
+        if step_input is not None:
+            # step-level `input:` is the first task's input; keys the task also sets in its
+            # own (often empty) `input:` mapping are overridden by the step's
+            own = next((i for i, (k, _) in enumerate(args_items) if k.value == "input"), None)
+            if own is None:
+                args_items.append((YScalar("input", step_input.span), step_input))
+            elif isinstance(args_items[own][1], YMap):
+                key, mine = args_items[own]
+                merged = deep_merge(mine, step_input)  # type: ignore[arg-type]
+                args_items[own] = (key, merged if merged is not None else step_input)
         policy_node = _map(spec.get("policy")) if spec else None
         effective = deep_merge(outer_spec, spec.without("policy") if spec else None)
         if effective is not None:

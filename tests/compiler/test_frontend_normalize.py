@@ -258,12 +258,14 @@ def test_corpus_dialect_aliases() -> None:
     assert (arc.when, _py(arc.set_ctx)) == (tree.Guard("true"), {"done": True})
 
 
-def test_step_input_does_not_override_a_task_input() -> None:
+def test_step_input_merges_over_the_task_input() -> None:
+    # The corpus (v10 loop_test) writes `input: {}` on the tool and the real input on the
+    # step: the step's keys are merged over the task's.
     pb = _tree(
-        "workflow:\n  - step: start\n    input: {a: 1}\n"
-        "    tool: {kind: python, input: {b: 2}, code: x}\n"
+        "workflow:\n  - step: start\n    input: {a: 1, b: 3}\n"
+        "    tool: {kind: python, input: {b: 2, c: 4}, code: x}\n"
     )
-    assert _py(_step(pb, "start").tasks[0].args) == {"input": {"b": 2}, "code": "x"}
+    assert _py(_step(pb, "start").tasks[0].args) == {"input": {"b": 3, "c": 4, "a": 1}, "code": "x"}
 
 
 @pytest.mark.parametrize(
