@@ -1,5 +1,5 @@
 # The two commands a new user needs (see README.md):
-#   make demo   installs noetlc into .venv and runs an example playbook end to end
+#   make demo   installs noetlc into .venv, checks and runs an example playbook end to end
 #   make test   installs the dev extras and runs ruff, mypy and the whole test suite
 PYTHON ?= python3
 VENV ?= .venv
@@ -19,6 +19,7 @@ install-dev: $(BIN)/python
 
 demo: install
 	$(BIN)/noetlc check examples/hello.yaml
+	$(BIN)/noetl-vm run examples/hello.yaml
 
 lint:
 	$(BIN)/ruff check .
