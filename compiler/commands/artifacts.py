@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,3 +35,20 @@ def load_payload(path: str) -> dict[str, Any] | None:
         return None
     compiled: dict[str, Any] = unit.artifacts["payload"]
     return compiled
+
+
+def render_payload(path: str, render: Callable[[dict[str, Any]], str]) -> int:
+    """Load or compile `path`, render it, print it; a malformed payload is NOE702."""
+    payload = load_payload(path)
+    if payload is None:
+        return 1
+    try:
+        text = render(payload)
+    except (KeyError, IndexError, TypeError, ValueError) as exc:
+        print(
+            f"{path}:1:1: error[NOE702]: the bytecode is malformed ({type(exc).__name__}: {exc})",
+            file=sys.stderr,
+        )
+        return 1
+    sys.stdout.write(text)
+    return 0

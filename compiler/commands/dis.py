@@ -7,9 +7,8 @@ Takes a `.nbc` file or a `.yaml` playbook (compiled on the fly). Jump targets ar
 from __future__ import annotations
 
 import argparse
-import sys
 
-from noetlc.compiler.commands.artifacts import load_payload
+from noetlc.compiler.commands.artifacts import render_payload
 from noetlc.ir.dis import disassemble
 
 
@@ -18,16 +17,4 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    payload = load_payload(args.file)
-    if payload is None:
-        return 1
-    try:
-        text = disassemble(payload)
-    except (KeyError, IndexError, TypeError, ValueError) as exc:
-        print(
-            f"{args.file}:1:1: error[NOE702]: the bytecode is malformed ({type(exc).__name__}: {exc})",
-            file=sys.stderr,
-        )
-        return 1
-    sys.stdout.write(text)
-    return 0
+    return render_payload(args.file, disassemble)

@@ -10,9 +10,9 @@ double border, failure arcs are dashed, dead-path transitions dotted (net view).
 from __future__ import annotations
 
 import argparse
-import sys
+from typing import Any
 
-from noetlc.compiler.commands.artifacts import load_payload
+from noetlc.compiler.commands.artifacts import render_payload
 from noetlc.ir.graph import to_dot, to_mermaid
 
 
@@ -23,18 +23,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    payload = load_payload(args.file)
-    if payload is None:
-        return 1
-    try:
-        text = (
-            to_dot(payload, args.level) if args.format == "dot" else to_mermaid(payload, args.level)
-        )
-    except (KeyError, IndexError, TypeError, ValueError) as exc:
-        print(
-            f"{args.file}:1:1: error[NOE702]: the bytecode is malformed ({type(exc).__name__}: {exc})",
-            file=sys.stderr,
-        )
-        return 1
-    sys.stdout.write(text)
-    return 0
+    def render(payload: dict[str, Any]) -> str:
+        if args.format == "dot":
+            return to_dot(payload, args.level)
+        return to_mermaid(payload, args.level)
+
+    return render_payload(args.file, render)

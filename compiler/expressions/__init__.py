@@ -116,6 +116,43 @@ def _constant(source: str, mode: Mode, value: Any, span: Span) -> CompiledExpres
     return CompiledExpression(source, mode, "const", value=value, constant=value, span=span)
 
 
+def _slow_template(source: str, mode: Mode, span: Span, reason: str) -> CompiledExpression:
+    parser.check_jinja_syntax(source)  # only valid Jinja goes to the slow path
+    return CompiledExpression(
+        source,
+        mode,
+        "jinja_template",
+        jinja=source,
+        slow_reason=reason,
+        text_template=True,
+        span=span,
+    )
+
+
+def _compiled_code(
+    source: str,
+    mode: Mode,
+    span: Span,
+    code: str,
+    names: set[str],
+    event_names: tuple[str, ...],
+    *,
+    text: bool,
+) -> CompiledExpression:
+    return CompiledExpression(
+        source,
+        mode,
+        "code",
+        code=code,
+        names=tuple(sorted(names)),
+        event_names=tuple(sorted(set(event_names))),
+        mentions_event="event" in names,
+        constant=facts.fold(code) if not names else facts.NOT_CONSTANT,
+        text_template=text,
+        span=span,
+    )
+
+
 def _compile_single(source: str, expr_text: str, mode: Mode, span: Span) -> CompiledExpression:
     gen = codegen.CodeGen()
     try:
@@ -135,32 +172,13 @@ def _compile_single(source: str, expr_text: str, mode: Mode, span: Span) -> Comp
         )
     code = codegen.function_source(node)
     found = facts.analyze(tree, gen.names)
-    return CompiledExpression(
-        source,
-        mode,
-        "code",
-        code=code,
-        names=tuple(sorted(gen.names)),
-        event_names=found.event_names,
-        mentions_event="event" in gen.names,
-        constant=facts.fold(code) if not gen.names else facts.NOT_CONSTANT,
-        span=span,
-    )
+    return _compiled_code(source, mode, span, code, gen.names, found.event_names, text=False)
 
 
 def _compile_mixed(source: str, mode: Mode, span: Span) -> CompiledExpression:
     pieces = parser.split_template(source)  # raises ExpressionSyntaxError
     if pieces is None:  # `{% %}` blocks or comments: the slow path
-        parser.check_jinja_syntax(source)
-        return CompiledExpression(
-            source,
-            mode,
-            "jinja_template",
-            jinja=source,
-            slow_reason="template tags",
-            text_template=True,
-            span=span,
-        )
+        return _slow_template(source, mode, span, "template tags")
     gen = codegen.CodeGen()
     parts: list[Any] = []
     trees = []
@@ -175,32 +193,12 @@ def _compile_mixed(source: str, mode: Mode, span: Span) -> CompiledExpression:
     except codegen.Unsafe as exc:
         raise ExpressionUnsafe(str(exc)) from None
     except codegen.Unsupported as exc:
-        parser.check_jinja_syntax(source)
-        return CompiledExpression(
-            source,
-            mode,
-            "jinja_template",
-            jinja=source,
-            slow_reason=str(exc),
-            text_template=True,
-            span=span,
-        )
+        return _slow_template(source, mode, span, str(exc))
     code = codegen.template_source(parts)
     event_names: tuple[str, ...] = ()
     for tree in trees:
         event_names += facts.analyze(tree, gen.names).event_names
-    return CompiledExpression(
-        source,
-        mode,
-        "code",
-        code=code,
-        names=tuple(sorted(gen.names)),
-        event_names=tuple(sorted(set(event_names))),
-        mentions_event="event" in gen.names,
-        constant=facts.fold(code) if not gen.names else facts.NOT_CONSTANT,
-        text_template=True,
-        span=span,
-    )
+    return _compiled_code(source, mode, span, code, gen.names, event_names, text=True)
 
 
 class ExpressionPool:
