@@ -9,6 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from noetlc.ir.opcodes import BY_MNEMONIC
+
+ON = BY_MNEMONIC["ON"].code
+GUARD = BY_MNEMONIC["GUARD"].code
+CONSUME = BY_MNEMONIC["CONSUME"].code
+PRODUCE = BY_MNEMONIC["PRODUCE"].code
+DEAD = BY_MNEMONIC["DEAD"].code
+
 
 def _esc(text: str) -> str:
     return text.replace("\\", "\\\\").replace('"', '\\"')
@@ -25,9 +33,9 @@ def _steps_edges(payload: dict[str, Any]) -> list[tuple[str, str, str, str]]:
         guard = ""
         events = []
         for instruction in code:
-            if instruction[0] == 2 and instruction[1] is not None:  # GUARD
+            if instruction[0] == GUARD and instruction[1] is not None:
                 guard = str(exprs[instruction[1]].get("source", ""))
-            if instruction[0] == 1:  # ON
+            if instruction[0] == ON:
                 events.append(names[instruction[1]])
         style = "dead" if kind == "dead" else ("failed" if events == ["step.failed"] else "ok")
         if kind == "dead":
@@ -55,10 +63,10 @@ def to_dot(payload: dict[str, Any], level: str = "steps") -> str:
             )
             lines.append(f'  "t:{_esc(tid)}" [shape=box, label="{_esc(tid)}\\n{kind}"{style}];')
             for instruction in code:
-                if instruction[0] == 4:
+                if instruction[0] == CONSUME:
                     lines.append(f'  "{_esc(instruction[1])}" -> "t:{_esc(tid)}";')
-                elif instruction[0] in (5, 12):
-                    extra = " [style=dotted, color=grey]" if instruction[0] == 12 else ""
+                elif instruction[0] in (PRODUCE, DEAD):
+                    extra = " [style=dotted, color=grey]" if instruction[0] == DEAD else ""
                     lines.append(f'  "t:{_esc(tid)}" -> "{_esc(instruction[1])}"{extra};')
         lines.append("}")
         return "\n".join(lines) + "\n"
@@ -99,11 +107,11 @@ def to_mermaid(payload: dict[str, Any], level: str = "steps") -> str:
         for tid, kind, _step, _target, code, _ in payload["control"]:
             lines.append(f'  {node_id("t_" + tid)}["{tid} ({kind})"]')
             for instruction in code:
-                if instruction[0] == 4:
+                if instruction[0] == CONSUME:
                     lines.append(f"  {node_id(instruction[1])} --> {node_id('t_' + tid)}")
-                elif instruction[0] == 5:
+                elif instruction[0] == PRODUCE:
                     lines.append(f"  {node_id('t_' + tid)} --> {node_id(instruction[1])}")
-                elif instruction[0] == 12:
+                elif instruction[0] == DEAD:
                     lines.append(f"  {node_id('t_' + tid)} -.-> {node_id(instruction[1])}")
         return "\n".join(lines) + "\n"
     joins = {j[0]: j[1] for j in payload["joins"]}
