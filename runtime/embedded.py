@@ -4,8 +4,7 @@ Commands from the control VM (`dispatch`) are executed in order by the pipeline 
 in-process tools; each step's boundary event goes back to the control VM. Loops run their
 iterations in input order (sequential and parallel alike, one process), collecting results;
 under `fail_fast` the first failed iteration fails the step, under `best_effort` it yields
-`null` and the loop finishes. Events are kept in memory (the durable SQLite store is issue 6's
-remaining work).
+`null` and the loop finishes. Events go to an `EventStore` (runtime/store.py), one batch per step.
 """
 
 from __future__ import annotations
@@ -14,6 +13,7 @@ import uuid
 from collections import deque
 from typing import Any
 
+from noetlc.runtime.store import EventStore
 from noetlc.stdlib_tools.basic import call_tool
 from noetlc.vm.control import Command, ControlVM
 from noetlc.vm.pipeline import run_pipeline
@@ -21,18 +21,38 @@ from noetlc.vm.program import Program
 
 
 def run_embedded(
-    payload: dict[str, Any], overrides: dict[str, Any] | None = None
+    payload: dict[str, Any],
+    overrides: dict[str, Any] | None = None,
+    store: EventStore | None = None,
 ) -> dict[str, Any]:
+    """Run to completion. With a store, the events of every step are committed (one batch)
+    before the next command is executed."""
     program = Program(payload)
     workload = {**program.workload, **(overrides or {})}
     vm = ControlVM(program, workload, execution_id=str(uuid.uuid4()))
+    flushed = 0
+
+    def flush() -> None:
+        nonlocal flushed
+        if store is not None and len(vm.events) > flushed:
+            store.append(vm.execution_id, vm.events[flushed:])
+            flushed = len(vm.events)
+
+    if store is not None:
+        store.create_execution(vm.execution_id, program.name)
     queue: deque[Command] = deque(vm.start())
+    flush()
     while queue and not vm.finished():
         command = queue.popleft()
         queue.extend(vm.step(_execute(program, vm, command)))
+        flush()
     if not vm.finished():
         vm.settle()
-    return summary(vm)
+    flush()
+    result = summary(vm)
+    if store is not None:
+        store.finish_execution(vm.execution_id, vm.status, result)
+    return result
 
 
 def _execute(program: Program, vm: ControlVM, command: Command) -> dict[str, Any]:

@@ -18,6 +18,8 @@ EXIT_INTERNAL = 70
 # (command, module under noetlc.vm.commands, one-line help) — a literal table.
 COMMANDS: list[tuple[str, str, str]] = [
     ("run", "run", "run a playbook embedded (one process)"),
+    ("status", "status", "list executions, or show one"),
+    ("events", "events", "print an execution's events"),
 ]
 
 

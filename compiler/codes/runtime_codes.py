@@ -46,4 +46,34 @@ Example:
 """,
         "check the output path",
     ),
+    code(
+        "NOE803",
+        "bad-store",
+        "error",
+        "the event store cannot be opened",
+        """
+`--db` names the event store: `sqlite:///path/to/file.db` (created if missing) or `memory:`.
+The URL is malformed, names an unsupported backend, or the file cannot be opened.
+
+Example:
+
+    noetl-vm run playbook.yaml --db mysql://localhost/noetl
+""",
+        "use sqlite:///.noetl/noetl.db (the default) or memory:",
+    ),
+    code(
+        "NOE804",
+        "unknown-execution",
+        "error",
+        "no such execution in the event store",
+        """
+`noetl-vm status ID` and `noetl-vm events ID` look the execution up in the store named by
+`--db` (default `sqlite:///.noetl/noetl.db`); it is not there.
+
+Example:
+
+    noetl-vm events 00000000-0000-0000-0000-000000000000
+""",
+        "`noetl-vm status` lists the executions the store has",
+    ),
 )

@@ -28,6 +28,8 @@ COVERED_ELSEWHERE = {
     "NOE702": "tests/ir/test_ir_compile.py::test_bad_bytecode_is_reported",
     "NOE703": "tests/ir/test_ir_compile.py::test_bad_bytecode_is_reported",
     "NOE802": "tests/ir/test_ir_compile.py::test_compile_cli_reports_unwritable_output",
+    "NOE803": "tests/vm/test_vm_store.py::test_bad_store_urls",
+    "NOE804": "tests/vm/test_vm_store.py::test_run_records_events_and_status",
     "NOE900": "tests/compiler/test_cli.py::test_internal_errors_have_a_report_footer",
 }
 

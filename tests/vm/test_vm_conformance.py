@@ -30,7 +30,7 @@ def test_conformance_case(case: Path, capsys: pytest.CaptureFixture[str]) -> Non
     expect = (
         yaml.safe_load(case.with_name(case.stem + ".expect.yaml").read_text(encoding="utf-8")) or {}
     )
-    argv = ["run", str(case), "--json"]
+    argv = ["run", str(case), "--json", "--db", "memory:"]
     for key, value in (expect.get("set") or {}).items():
         argv += ["--set", f"{key}={json.dumps(value)}"]
     code = cli.main(argv)

@@ -40,6 +40,6 @@ pytestmark = pytest.mark.skipif(not NOETL.is_dir(), reason=f"corpus not found at
 
 @pytest.mark.parametrize("name", RUNS)
 def test_self_contained_playbook_completes(name: str, capsys: pytest.CaptureFixture[str]) -> None:
-    code = cli.main(["run", str(NOETL / name), "--json"])
+    code = cli.main(["run", str(NOETL / name), "--json", "--db", "memory:"])
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert (code, summary["status"]) == (0, "completed"), summary["error"]

@@ -15,6 +15,7 @@ import sys
 from typing import Any
 
 from noetlc.runtime.embedded import run_embedded
+from noetlc.runtime.store import DEFAULT_URL, StoreError, open_store
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -28,6 +29,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--workload", metavar="FILE", help="a JSON or YAML file of workload overrides")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON line")
+    p.add_argument(
+        "--db",
+        default=DEFAULT_URL,
+        metavar="URL",
+        help=f"event store: sqlite:///FILE or memory: (default {DEFAULT_URL})",
+    )
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, Any] | None:
@@ -72,7 +79,17 @@ def run(args: argparse.Namespace) -> int:
     payload = load_payload(args.file)
     if payload is None:
         return 1
-    result = run_embedded(payload, overrides)
+    try:
+        store = open_store(args.db)
+    except StoreError as exc:
+        print(f"error[{exc.code}]: {exc}", file=sys.stderr)
+        if exc.hint:
+            print(f"  hint: {exc.hint}", file=sys.stderr)
+        return 2
+    try:
+        result = run_embedded(payload, overrides, store)
+    finally:
+        store.close()
     if args.json:
         print(json.dumps(result, default=str))
     else:

@@ -1,0 +1,101 @@
+"""Event stores (memory, SQLite) and the commands that read them."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from noetlc.runtime.store import MemoryStore, SQLiteStore, StoreError, open_store
+from noetlc.vm import cli
+
+CONFORMANCE = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "conformance"
+
+
+def _events(n: int, start: int = 1) -> list[dict[str, Any]]:
+    return [
+        {"seq": s, "name": "task.done", "step": "start", "payload": {"i": s}}
+        for s in range(start, start + n)
+    ]
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    s = MemoryStore() if request.param == "memory" else SQLiteStore(str(tmp_path / "e.db"))
+    yield s
+    s.close()
+
+
+def test_append_is_idempotent_and_ordered(store: Any) -> None:
+    store.create_execution("x", "p")
+    assert store.append("x", _events(5)) == 5
+    assert store.append("x", _events(5)) == 0  # the same batch again: nothing changes
+    assert store.append("x", _events(3, start=4)) == 1  # only seq 6 is new
+    assert [e["seq"] for e in store.read("x")] == [1, 2, 3, 4, 5, 6]
+    assert [e["seq"] for e in store.read("x", after_seq=4)] == [5, 6]
+    assert len({e["event_id"] for e in store.read("x")}) == 6
+    store.finish_execution("x", "completed", {"ok": True})
+    assert store.executions()[0]["status"] == "completed"
+
+
+def _append_forever(path: str) -> None:
+    s = SQLiteStore(path)
+    s.create_execution("crash", "p")
+    seq = 1
+    while True:
+        s.append("crash", _events(10, start=seq))
+        seq += 10
+
+
+def test_sqlite_survives_a_killed_writer(tmp_path: Path) -> None:
+    path = str(tmp_path / "crash.db")
+    ctx = multiprocessing.get_context("spawn")
+    proc = ctx.Process(target=_append_forever, args=(path,))
+    proc.start()
+    try:
+        for _ in range(200):
+            if Path(path).exists() and SQLiteStore(path).read("crash"):
+                break
+            proc.join(0.05)
+    finally:
+        assert proc.pid is not None
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.join()
+    events = SQLiteStore(path).read("crash")
+    seqs = [e["seq"] for e in events]
+    assert seqs and seqs == list(range(1, len(seqs) + 1))  # committed batches only, no gaps
+    assert len(seqs) % 10 == 0
+
+
+def test_bad_store_urls(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for url in ("mysql://x", "postgresql://localhost/x", "nonsense"):
+        with pytest.raises(StoreError):
+            open_store(url)
+    case = str(CONFORMANCE / "c01_chain.yaml")
+    assert cli.main(["run", case, "--db", "mysql://x"]) == 2
+    assert "error[NOE803]" in capsys.readouterr().err
+    blocked = tmp_path / "file"
+    blocked.write_text("x")
+    assert cli.main(["run", case, "--db", f"sqlite:///{blocked}/sub/e.db"]) == 2
+
+
+@pytest.mark.skipif(not CONFORMANCE.is_dir(), reason="conformance cases not found")
+def test_run_records_events_and_status(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = f"sqlite:///{tmp_path / 'noetl.db'}"
+    assert cli.main(["run", str(CONFORMANCE / "c03_fanout_join.yaml"), "--json", "--db", db]) == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    execution = summary["execution_id"]
+    assert cli.main(["status", "--json", "--db", db]) == 0
+    [row] = json.loads(capsys.readouterr().out)
+    assert (row["execution_id"], row["status"]) == (execution, "completed")
+    assert cli.main(["events", execution, "--json", "--db", db]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == summary["events"]
+    assert json.loads(lines[-1])["name"] == "workflow.finished"
+    assert cli.main(["events", "nope", "--db", db]) == 1
+    assert "error[NOE804]" in capsys.readouterr().err
