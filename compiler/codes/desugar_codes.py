@@ -82,7 +82,7 @@ CODES: tuple[CodeInfo, ...] = (
         "a legacy construct has no canonical rewrite",
         """
 Some actions of the legacy `case`/`retry` forms (`call` re-invocation, `result`, `sink`,
-`save_item`, `pipe`/`catch`/`finally`, `next_call` pagination) depend on runtime behaviour of
+`save_item`, `pipe`/`catch`/`finally`, a per-iteration `sink` inside `retry`) depend on runtime behaviour of
 the old engine that has no one-to-one canonical equivalent. They are reported instead of being
 guessed at; docs/migration.md shows how to write each with canonical tasks and policy rules.
 

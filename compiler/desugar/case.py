@@ -135,9 +135,9 @@ def _step(step: YMap, reporter: Reporter) -> YMap | None:
     if task_rules and tasks:
         last = tasks[-1]
         if recall_params:
-            last = _recallable(last, name, recall_params)
+            last = make_recallable(last, name, recall_params)
             task_name = str(last.get("name").value)  # type: ignore[union-attr]
-            task_rules = [_retarget(r, task_name) for r in task_rules]
+            task_rules = [retarget_self(r, task_name) for r in task_rules]
         tasks[-1] = add_policy_rules(last, task_rules)
     if init_writes:
         init = node(
@@ -212,7 +212,7 @@ def _rule(
                     key = text[4:] if text.startswith("ctx.") else text
                     writes.append((YScalar(key, k.span), v))
         elif action == "collect" and isinstance(value, YMap):
-            collected = _collect(value, at)
+            collected = collect_write(value, at)
             if collected is None:
                 reporter.report(
                     "NOE410",
@@ -321,7 +321,7 @@ def _task_guard(condition: str | None, names: dict[str, str]) -> str | None:
     return rewrite_expression(text, names, {})
 
 
-def _collect(value: YMap, at: Span) -> tuple[YScalar, YNode] | None:
+def collect_write(value: YMap, at: Span) -> tuple[YScalar, YNode] | None:
     """`collect` -> a ctx write; None when `into` does not name a ctx key."""
     source = value.get("from")
     path = value.get("path")
@@ -394,18 +394,18 @@ def _same_arc(a: YMap, b: YNode) -> bool:
     )
 
 
-def _retarget(rule: YNode, task_name: str) -> YNode:
+def retarget_self(rule: YNode, task_name: str) -> YNode:
     """Point `to: __self__` of a re-invocation rule at the task's real name."""
     if isinstance(rule, YMap):
-        return YMap(tuple((k, _retarget(v, task_name)) for k, v in rule.items), rule.span)
+        return YMap(tuple((k, retarget_self(v, task_name)) for k, v in rule.items), rule.span)
     if isinstance(rule, YSeq):
-        return YSeq(tuple(_retarget(v, task_name) for v in rule.items), rule.span)
+        return YSeq(tuple(retarget_self(v, task_name) for v in rule.items), rule.span)
     if rule.value == "__self__":
         return YScalar(task_name, rule.span)
     return rule
 
 
-def _recallable(task: YMap, step: str, keys: set[str]) -> YMap:
+def make_recallable(task: YMap, step: str, keys: set[str]) -> YMap:
     """Name the task and make its `params` read `iter.params` when a re-invocation set them."""
     if "name" not in task:
         task = YMap(

@@ -12,12 +12,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from noetlc.compiler.desugar.case import collect_write, make_recallable, retarget_self
 from noetlc.compiler.desugar.common import (
     add_policy_rules,
     as_guard,
     guard_body,
     map_step_list,
     node,
+    rewrite_expression,
+    rewrite_node,
     step_name,
     tool_tasks,
     with_tasks,
@@ -47,8 +50,17 @@ def run(doc: YMap, reporter: Reporter) -> YMap:
                 f"`retry:` in step `{step_name(step)}` is a task policy rule now",
                 key.span,
             )
-            rules = _rules(source, reporter)
+            recall: set[str] = set()
+            rules = _rules(source, reporter, recall)
             task = task.without("retry")
+            if recall:
+                # success-driven repetition (`next_call`): the task re-runs with new params
+                task = make_recallable(task, step_name(step), recall)
+                name = task.get("name")
+                rules = [
+                    retarget_self(r, str(name.value) if isinstance(name, YScalar) else "")
+                    for r in rules
+                ]
             new_tasks.append(add_policy_rules(task, rules) if rules else task)
         new = step.without("retry") if step_retry is not None else step
         return with_tasks(new, new_tasks) if tasks else new
@@ -56,11 +68,11 @@ def run(doc: YMap, reporter: Reporter) -> YMap:
     return map_step_list(doc, fix)
 
 
-def _rules(source: YNode, reporter: Reporter) -> list[YNode]:
+def _rules(source: YNode, reporter: Reporter, recall: set[str]) -> list[YNode]:
     if isinstance(source, YSeq):
         out: list[YNode] = []
         for item in source.items:
-            out.extend(_rules(item, reporter))
+            out.extend(_rules(item, reporter, recall))
         return out
     if isinstance(source, YScalar):
         if source.value is False or source.value is None:
@@ -77,19 +89,11 @@ def _rules(source: YNode, reporter: Reporter) -> list[YNode]:
     body = source.get("then") if isinstance(source.get("then"), YMap) else source
     assert isinstance(body, YMap)
     if "next_call" in body or "collect" in body:
-        key = body.key_node("next_call") or body.key_node("collect")
-        reporter.report(
-            "NOE410",
-            "retry-driven pagination (`next_call`/`collect`) cannot be rewritten automatically",
-            key.span if key is not None else body.span,
-            hint="write the loop as tasks: fetch, then a policy rule with `do: jump` back to "
-            "the fetch task while more pages remain (see docs/migration.md)",
-        )
-        return []
+        return [_repeat_rule(source, body, reporter, recall)]
     when = source.get("when") or body.get("when")
     condition = ON_ERROR
     if isinstance(when, YScalar) and when.value not in (None, True):
-        condition = "{{ outcome.status == 'error' and (" + guard_body(str(when.value)) + ") }}"
+        condition = "{{ outcome.status == 'error' and (" + _legacy_body(str(when.value)) + ") }}"
     then: dict[str, Any] = {"do": "retry", "attempts": _attempts(body)}
     delay = _first(body, "initial_delay", "delay")
     if delay is not None:
@@ -137,3 +141,65 @@ def _backoff(body: YMap) -> str:
     ):
         return "exponential"
     return "none"
+
+
+# In retry policies (spec 002 §6) `response`/`result` are the call's result, `error` its error.
+LEGACY_NAMES = {
+    "result": "outcome.result",
+    "response": "outcome.result",
+    "error": "outcome.error",
+    "this": "outcome",
+}
+
+
+def _legacy_body(condition: str) -> str:
+    return guard_body(rewrite_expression(as_guard(condition), LEGACY_NAMES, {}))
+
+
+def _repeat_rule(source: YMap, body: YMap, reporter: Reporter, recall: set[str]) -> YNode:
+    """A success-driven retry policy (pagination, polling): while its `when` holds after a
+    successful call, run the task again with `next_call.params`, at most `max_attempts`
+    calls in all, collecting into ctx."""
+    when = source.get("when") or body.get("when")
+    condition = "outcome.status == 'ok'"
+    if isinstance(when, YScalar) and when.value not in (None, True):
+        condition += " and (" + _legacy_body(str(when.value)) + ")"
+    attempts = _attempts(body)
+    bound = attempts.value if isinstance(attempts, YScalar) else attempts
+    condition += (
+        f" and (iter.calls | default(1)) < {int(bound) if isinstance(bound, int | float) else 3}"
+    )
+    then: dict[str, Any] = {"do": "continue"}
+    set_iter: dict[str, Any] = {}
+    next_call = body.get("next_call")
+    if isinstance(next_call, YMap):
+        params = next_call.get("params")
+        if isinstance(params, YMap):
+            recall.update(str(k.value) for k, _ in params.items)
+            set_iter["params"] = rewrite_node(params, LEGACY_NAMES, {})
+        set_iter["calls"] = "{{ (iter.calls | default(1)) + 1 }}"
+        then = {"do": "jump", "to": "__self__"}
+    collect = body.get("collect")
+    if isinstance(collect, YMap):
+        written = collect_write(collect, collect.span)
+        if written is None:
+            reporter.report(
+                "NOE410",
+                "`collect` needs `into:` naming a ctx key",
+                collect.span,
+                hint="write `into: pages` (the list is kept in `ctx.pages`)",
+            )
+        else:
+            key, value = written
+            then["set_ctx"] = YMap(((key, rewrite_node(value, LEGACY_NAMES, {})),), collect.span)
+    if "sink" in body:
+        sink_key = body.key_node("sink")
+        reporter.report(
+            "NOE410",
+            "a per-iteration `sink` inside `retry` has no canonical rewrite",
+            sink_key.span if sink_key is not None else body.span,
+            hint="add the storage call as a task after the fetch, and jump back from it",
+        )
+    if set_iter:
+        then["set_iter"] = set_iter
+    return node({"when": "{{ " + condition + " }}", "then": then}, source.span)
