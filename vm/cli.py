@@ -20,6 +20,7 @@ COMMANDS: list[tuple[str, str, str]] = [
     ("run", "run", "run a playbook embedded (one process)"),
     ("status", "status", "list executions, or show one"),
     ("events", "events", "print an execution's events"),
+    ("db", "db", "create or upgrade the PostgreSQL schema of distributed mode"),
 ]
 
 

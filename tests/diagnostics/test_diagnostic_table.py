@@ -30,6 +30,13 @@ COVERED_ELSEWHERE = {
     "NOE802": "tests/ir/test_ir_compile.py::test_compile_cli_reports_unwritable_output",
     "NOE803": "tests/vm/test_vm_store.py::test_bad_store_urls",
     "NOE804": "tests/vm/test_vm_store.py::test_run_records_events_and_status",
+    "NOE805": "tests/postgres/test_pg_cli.py::test_bad_urls_give_a_code_a_hint_and_exit_1",
+    "NOE806": "tests/postgres/test_pg_cli.py::test_bad_urls_give_a_code_a_hint_and_exit_1",
+    "NOE807": "tests/postgres/test_pg_cli.py::test_a_database_that_rejects_us_gives_noe807",
+    "NOE808": "tests/postgres/test_pg_migrations.py::test_an_unmigrated_schema_is_refused_with_noe808",
+    "NOE809": "tests/postgres/test_pg_migrations.py::test_a_newer_schema_is_refused_with_noe809",
+    "NOE810": "tests/postgres/test_pg_migrations.py::test_a_failing_migration_is_rolled_back_with_noe810",
+    "NOE811": "tests/postgres/test_pg_migrations.py::test_an_edited_migration_is_refused_with_noe811",
     "NOE900": "tests/compiler/test_cli.py::test_internal_errors_have_a_report_footer",
 }
 

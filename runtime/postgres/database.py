@@ -1,0 +1,57 @@
+"""One handle on a noetl PostgreSQL database: the pool, the listener, and the objects on them.
+
+    db = await Database.open("postgresql://postgres@127.0.0.1:5432/noetl")
+    leases = await db.queue.lease("worker-1", limit=10)
+    ...
+    await db.close()
+
+`open` checks that the schema is exactly what this release expects (NOE808 asks for
+`noetl-vm db upgrade`), so servers and workers never run against a half-migrated database.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import asyncpg
+
+from noetlc.runtime.postgres.connect import PgUrl, connect, connection_error, create_pool, parse_url
+from noetlc.runtime.postgres.migrate import require_current
+from noetlc.runtime.postgres.notify import Notifications
+from noetlc.runtime.postgres.queue import PostgresJobQueue, PostgresOwnership
+
+
+@dataclass(slots=True)
+class Database:
+    url: PgUrl
+    pool: asyncpg.Pool
+    notifications: Notifications
+    queue: PostgresJobQueue
+    owners: PostgresOwnership
+
+    @classmethod
+    async def open(
+        cls, url: str | PgUrl, *, min_size: int = 1, max_size: int = 10, check_schema: bool = True
+    ) -> Database:
+        parsed = parse_url(url) if isinstance(url, str) else url
+        if check_schema:
+            conn = await connect(parsed)
+            try:
+                await require_current(conn, parsed.schema)
+            except asyncpg.PostgresError as exc:
+                raise connection_error(parsed, exc) from None
+            finally:
+                await conn.close()
+        pool = await create_pool(parsed, min_size=min_size, max_size=max_size)
+        notes = Notifications(parsed)
+        return cls(
+            parsed,
+            pool,
+            notes,
+            PostgresJobQueue(pool, parsed, notes),
+            PostgresOwnership(pool, parsed, notes),
+        )
+
+    async def close(self) -> None:
+        await self.notifications.close()
+        await self.pool.close()

@@ -1,0 +1,87 @@
+"""LISTEN/NOTIFY wake-ups on one dedicated connection, with polling as the fallback.
+
+Channels: `noetl_jobs` (payload: the pool that got leasable jobs), `noetl_executions`
+(executions became claimable) and `noetl_events` (payload: the execution that got events).
+A waiter registers for (channel, key) and sleeps until a matching notification arrives or its
+timeout passes; when the listening connection is down (PostgreSQL restarted), waiters simply
+sleep their timeout — the caller polls — and the next wait reconnects. Notifications are a
+hint, never a source of truth: callers always query after waking up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import asyncpg
+
+from noetlc.runtime.postgres.connect import PgUrl, connect
+from noetlc.runtime.postgres.errors import DatabaseError
+
+CHANNELS = ("noetl_jobs", "noetl_executions", "noetl_events")
+ANY_KEY = "*"
+
+
+class Notifications:
+    def __init__(self, url: PgUrl) -> None:
+        self._url = url
+        self._conn: asyncpg.Connection | None = None
+        self._waiters: dict[tuple[str, str], set[asyncio.Event]] = {}
+        self._connecting = asyncio.Lock()
+        self.received = 0  # notifications seen (tests and diagnostics)
+
+    @property
+    def listening(self) -> bool:
+        return self._conn is not None and not self._conn.is_closed()
+
+    async def ensure_listening(self) -> bool:
+        """Connect and LISTEN if not yet (or no longer) listening; False when unreachable."""
+        if self.listening:
+            return True
+        async with self._connecting:
+            if self.listening:
+                return True
+            try:
+                conn = await connect(self._url)
+                for channel in CHANNELS:
+                    await conn.add_listener(channel, self._on_notify)
+            except (DatabaseError, asyncpg.PostgresError, OSError):
+                self._conn = None
+                return False
+            self._conn = conn
+            return True
+
+    def _on_notify(self, _conn: Any, _pid: int, channel: str, payload: str) -> None:
+        self.received += 1
+        for key in (payload, ANY_KEY):
+            for event in self._waiters.get((channel, key), ()):
+                event.set()
+
+    def register(self, channel: str, key: str = ANY_KEY) -> asyncio.Event:
+        """Register before checking for work, so a notification in between is not lost."""
+        event = asyncio.Event()
+        self._waiters.setdefault((channel, key), set()).add(event)
+        return event
+
+    def unregister(self, channel: str, key: str, event: asyncio.Event) -> None:
+        waiters = self._waiters.get((channel, key))
+        if waiters is not None:
+            waiters.discard(event)
+            if not waiters:
+                del self._waiters[(channel, key)]
+
+    @staticmethod
+    async def sleep_on(event: asyncio.Event, timeout: float) -> bool:
+        try:
+            await asyncio.wait_for(event.wait(), max(timeout, 0.0))
+        except TimeoutError:
+            return False
+        return True
+
+    async def close(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None and not conn.is_closed():
+            try:
+                await conn.close(timeout=2.0)
+            except (TimeoutError, asyncpg.PostgresError, OSError):
+                conn.terminate()

@@ -1,0 +1,248 @@
+"""The job queue and execution ownership on PostgreSQL (runtime/queue.py's interfaces).
+
+Every operation is one statement from sql/queue.sql or sql/owners.sql, batched over arrays
+(`unnest`), so a worker leasing or completing ten jobs pays one round trip. Leasing is
+`FOR UPDATE SKIP LOCKED` over a partial index of queued jobs, per pool. Operations that are
+safe to repeat are retried on a fresh connection when the connection is lost (a restarted
+server); `lease` is not — a lease whose answer was lost just expires and is re-queued.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import asyncpg
+
+from noetlc.runtime.postgres.connect import PgUrl, with_retry
+from noetlc.runtime.postgres.notify import ANY_KEY, Notifications
+from noetlc.runtime.postgres.queries import q
+from noetlc.runtime.queue import (
+    DEFAULT_POOL,
+    FinalStatus,
+    JobSpec,
+    JobState,
+    Lease,
+    Ownership,
+    ReapedJob,
+)
+
+_NEXT_READY = """
+SELECT CASE
+         WHEN EXISTS (SELECT 1 FROM jobs WHERE status = 'queued' AND pool = $1
+                                         AND available_at <= now()) THEN 0.0
+         ELSE (SELECT extract(epoch FROM min(available_at) - now())::float8
+                 FROM jobs WHERE status = 'queued' AND pool = $1)
+       END
+"""
+_CLAIMABLE = """
+SELECT EXISTS (SELECT 1 FROM execution_owners WHERE owner IS NULL OR lease_expires_at < now())
+"""
+
+
+def _tokens(leases: Sequence[Lease]) -> tuple[list[str], list[str]]:
+    return [lease.job_id for lease in leases], [lease.lease_id for lease in leases]
+
+
+class PostgresJobQueue:
+    def __init__(self, pool: asyncpg.Pool, url: PgUrl, notifications: Notifications) -> None:
+        self._pool = pool
+        self._url = url
+        self._notes = notifications
+
+    async def _fetch(self, query: str, *args: Any, retry: bool = True) -> list[asyncpg.Record]:
+        async def run() -> list[asyncpg.Record]:
+            async with self._pool.acquire() as conn:
+                return list(await conn.fetch(query, *args))
+
+        if retry:
+            return await with_retry(self._url, run)
+        return await run()
+
+    async def enqueue(self, jobs: Sequence[JobSpec]) -> int:
+        if not jobs:
+            return 0
+        rows = await self._fetch(
+            q("enqueue_jobs"),
+            [j.job_id for j in jobs],
+            [j.execution_id for j in jobs],
+            [j.action_id for j in jobs],
+            [j.pool for j in jobs],
+            [json.dumps(j.payload, separators=(",", ":"), default=str) for j in jobs],
+            [j.max_attempts for j in jobs],
+            [float(j.delay) for j in jobs],
+        )
+        return int(rows[0]["inserted"])
+
+    async def lease(
+        self, owner: str, *, pool: str = DEFAULT_POOL, limit: int = 1, ttl: float = 30.0
+    ) -> list[Lease]:
+        rows = await self._fetch(q("lease_jobs"), pool, limit, owner, float(ttl), retry=False)
+        rows.sort(key=lambda r: r["queue_seq"])
+        return [
+            Lease(
+                r["job_id"],
+                r["execution_id"],
+                r["action_id"],
+                r["pool"],
+                json.loads(r["payload"]),
+                r["attempt"],
+                r["max_attempts"],
+                r["lease_owner"],
+                r["lease_id"],
+                r["lease_expires_at"],
+            )
+            for r in rows
+        ]
+
+    async def complete(
+        self, leases: Sequence[Lease], *, status: FinalStatus = "done", error: str | None = None
+    ) -> set[str]:
+        if not leases:
+            return set()
+        rows = await self._fetch(q("complete_jobs"), *_tokens(leases), status, error)
+        return {r["job_id"] for r in rows}
+
+    async def heartbeat(self, leases: Sequence[Lease], *, ttl: float = 30.0) -> set[str]:
+        if not leases:
+            return set()
+        rows = await self._fetch(q("heartbeat_jobs"), *_tokens(leases), float(ttl))
+        return {r["job_id"] for r in rows}
+
+    async def release(self, leases: Sequence[Lease]) -> set[str]:
+        if not leases:
+            return set()
+        rows = await self._fetch(q("release_jobs"), *_tokens(leases))
+        return {r["job_id"] for r in rows}
+
+    async def reap(self, *, limit: int = 1000) -> list[ReapedJob]:
+        rows = await self._fetch(q("reap_jobs"), limit)
+        return [
+            ReapedJob(
+                r["job_id"],
+                r["execution_id"],
+                r["action_id"],
+                r["pool"],
+                r["status"],
+                r["attempt"],
+                r["max_attempts"],
+                r["last_error"],
+            )
+            for r in rows
+        ]
+
+    async def cancel_execution(self, execution_id: str) -> set[str]:
+        rows = await self._fetch(q("cancel_execution_jobs"), execution_id)
+        return {r["job_id"] for r in rows}
+
+    async def wait_for_work(self, pool: str = DEFAULT_POOL, timeout: float = 1.0) -> bool:
+        await self._notes.ensure_listening()
+        event = self._notes.register("noetl_jobs", pool)
+        try:
+            # Checked after registering: a job enqueued in between still wakes us.
+            rows = await self._fetch(_NEXT_READY, pool)
+            next_ready = rows[0][0]
+            if next_ready is not None and next_ready <= 0:
+                return True
+            if next_ready is not None:
+                # A delayed job becomes leasable without a notification: wake up for it.
+                if await self._notes.sleep_on(event, min(timeout, next_ready)):
+                    return True
+                return bool(next_ready <= timeout)
+            return await self._notes.sleep_on(event, timeout)
+        finally:
+            self._notes.unregister("noetl_jobs", pool, event)
+
+    async def get(self, job_id: str) -> JobState | None:
+        rows = await self._fetch(q("get_job"), job_id)
+        if not rows:
+            return None
+        r = rows[0]
+        return JobState(
+            r["job_id"],
+            r["execution_id"],
+            r["action_id"],
+            r["pool"],
+            json.loads(r["payload"]),
+            r["status"],
+            r["attempt"],
+            r["max_attempts"],
+            r["lease_owner"],
+            r["lease_id"],
+            r["last_error"],
+        )
+
+    async def close(self) -> None:
+        """The pool and the listener belong to the `Database` that made this queue."""
+
+
+class PostgresOwnership:
+    def __init__(self, pool: asyncpg.Pool, url: PgUrl, notifications: Notifications) -> None:
+        self._pool = pool
+        self._url = url
+        self._notes = notifications
+
+    async def _fetch(self, query: str, *args: Any) -> list[asyncpg.Record]:
+        async def run() -> list[asyncpg.Record]:
+            async with self._pool.acquire() as conn:
+                return list(await conn.fetch(query, *args))
+
+        return await with_retry(self._url, run)
+
+    async def offer(self, execution_ids: Sequence[str]) -> int:
+        if not execution_ids:
+            return 0
+        rows = await self._fetch(q("offer_executions"), list(execution_ids))
+        return int(rows[0]["offered"])
+
+    async def claim(self, owner: str, *, limit: int = 10, ttl: float = 30.0) -> list[Ownership]:
+        rows = await self._fetch(q("claim_executions"), owner, limit, float(ttl))
+        return [Ownership(r["execution_id"], owner, r["epoch"], r["expires_at"]) for r in rows]
+
+    async def acquire(
+        self, execution_id: str, owner: str, *, ttl: float = 30.0
+    ) -> Ownership | None:
+        rows = await self._fetch(q("acquire_execution"), execution_id, owner, float(ttl))
+        if not rows:
+            return None
+        r = rows[0]
+        return Ownership(r["execution_id"], owner, r["epoch"], r["expires_at"])
+
+    async def renew(
+        self, owner: str, execution_ids: Sequence[str], *, ttl: float = 30.0
+    ) -> set[str]:
+        if not execution_ids:
+            return set()
+        rows = await self._fetch(q("renew_executions"), owner, list(execution_ids), float(ttl))
+        return {r["execution_id"] for r in rows}
+
+    async def release(self, owner: str, execution_ids: Sequence[str]) -> set[str]:
+        if not execution_ids:
+            return set()
+        rows = await self._fetch(q("release_executions"), owner, list(execution_ids))
+        return {r["execution_id"] for r in rows}
+
+    async def retire(self, owner: str, execution_id: str) -> bool:
+        return bool(await self._fetch(q("retire_execution"), execution_id, owner))
+
+    async def owner_of(self, execution_id: str) -> Ownership | None:
+        rows = await self._fetch(q("get_owner"), execution_id)
+        if not rows or not rows[0]["live"]:
+            return None
+        r = rows[0]
+        return Ownership(r["execution_id"], r["owner"], r["epoch"], r["expires_at"])
+
+    async def wait_for_offers(self, timeout: float = 1.0) -> bool:
+        await self._notes.ensure_listening()
+        event = self._notes.register("noetl_executions", ANY_KEY)
+        try:
+            rows = await self._fetch(_CLAIMABLE)
+            if rows[0][0]:
+                return True
+            return await self._notes.sleep_on(event, timeout)
+        finally:
+            self._notes.unregister("noetl_executions", ANY_KEY, event)
+
+    async def close(self) -> None:
+        """The pool and the listener belong to the `Database` that made this object."""

@@ -1,0 +1,40 @@
+-- Executions and the event log. Loaded by name (`-- name: ...`) by runtime/postgres/queries.py.
+
+-- name: create_execution
+INSERT INTO executions (execution_id, playbook, parent_execution_id)
+VALUES ($1, $2, $3)
+ON CONFLICT (execution_id) DO NOTHING;
+
+-- name: append_events
+SELECT out_event_id, out_seq
+  FROM noetl_append_events($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14);
+
+-- name: finish_execution
+UPDATE executions
+   SET status = $2, finished_at = now(), summary = $3::json
+ WHERE execution_id = $1;
+
+-- name: read_events
+SELECT event_id, execution_id, seq, ts, name, source, step, step_run_id, task_run_id,
+       iteration, attempt, parent_id, action_id, pc, payload::text AS payload
+  FROM events
+ WHERE execution_id = $1 AND seq > $2
+ ORDER BY seq
+ LIMIT $3;
+
+-- name: get_execution
+SELECT execution_id, playbook, status, parent_execution_id,
+       extract(epoch FROM created_at)::float8 AS created_at,
+       extract(epoch FROM finished_at)::float8 AS finished_at,
+       summary::text AS summary, last_seq
+  FROM executions
+ WHERE execution_id = $1;
+
+-- name: list_executions
+SELECT execution_id, playbook, status, parent_execution_id,
+       extract(epoch FROM created_at)::float8 AS created_at,
+       extract(epoch FROM finished_at)::float8 AS finished_at,
+       summary::text AS summary, last_seq
+  FROM executions
+ ORDER BY created_at, execution_id
+ LIMIT $1;

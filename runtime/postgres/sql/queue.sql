@@ -1,0 +1,109 @@
+-- The job queue. Every state change that makes a job leasable notifies `noetl_jobs` with the
+-- pool as payload (delivered at commit), so idle workers wake up without polling.
+
+-- name: enqueue_jobs
+WITH incoming AS (
+    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
+                         $6::integer[], $7::float8[])
+           AS t(job_id, execution_id, action_id, pool, payload, max_attempts, delay)
+), stored AS (
+    INSERT INTO jobs (job_id, execution_id, action_id, pool, payload, max_attempts, available_at)
+    SELECT job_id, execution_id, action_id, pool, payload::json, max_attempts,
+           now() + make_interval(secs => delay)
+      FROM incoming
+    ON CONFLICT (job_id) DO NOTHING
+    RETURNING pool
+), notified AS (
+    SELECT pg_notify('noetl_jobs', p.pool) FROM (SELECT DISTINCT pool FROM stored) p
+)
+SELECT (SELECT count(*) FROM stored) AS inserted, (SELECT count(*) FROM notified) AS pools;
+
+-- name: lease_jobs
+-- Oldest leasable jobs of one pool; SKIP LOCKED lets concurrent workers take disjoint sets.
+WITH picked AS (
+    SELECT job_id FROM jobs
+     WHERE status = 'queued' AND pool = $1 AND available_at <= now()
+     ORDER BY queue_seq
+     LIMIT $2
+       FOR UPDATE SKIP LOCKED
+)
+UPDATE jobs j
+   SET status = 'leased', lease_owner = $3, lease_id = gen_random_uuid(),
+       lease_expires_at = now() + make_interval(secs => $4), heartbeat_at = now(),
+       leased_at = now()
+  FROM picked
+ WHERE j.job_id = picked.job_id
+RETURNING j.job_id, j.execution_id, j.action_id, j.pool, j.payload::text AS payload, j.attempt,
+          j.max_attempts, j.lease_owner, j.lease_id::text AS lease_id,
+          extract(epoch FROM j.lease_expires_at)::float8 AS lease_expires_at, j.queue_seq;
+
+-- name: complete_jobs
+-- Only the holder of the current lease may finish a job; a stale lease_id matches nothing.
+UPDATE jobs j
+   SET status = $3, finished_at = now(), lease_expires_at = NULL, last_error = $4
+  FROM unnest($1::text[], $2::uuid[]) AS t(job_id, lease_id)
+ WHERE j.job_id = t.job_id AND j.lease_id = t.lease_id AND j.status = 'leased'
+RETURNING j.job_id;
+
+-- name: heartbeat_jobs
+UPDATE jobs j
+   SET lease_expires_at = now() + make_interval(secs => $3), heartbeat_at = now()
+  FROM unnest($1::text[], $2::uuid[]) AS t(job_id, lease_id)
+ WHERE j.job_id = t.job_id AND j.lease_id = t.lease_id AND j.status = 'leased'
+RETURNING j.job_id;
+
+-- name: release_jobs
+-- Graceful shutdown: back to the queue without spending an attempt.
+WITH released AS (
+    UPDATE jobs j
+       SET status = 'queued', lease_owner = NULL, lease_id = NULL, lease_expires_at = NULL,
+           heartbeat_at = NULL, available_at = now()
+      FROM unnest($1::text[], $2::uuid[]) AS t(job_id, lease_id)
+     WHERE j.job_id = t.job_id AND j.lease_id = t.lease_id AND j.status = 'leased'
+    RETURNING j.job_id, j.pool
+), notified AS (
+    SELECT pg_notify('noetl_jobs', p.pool) FROM (SELECT DISTINCT pool FROM released) p
+)
+SELECT r.job_id FROM released r WHERE (SELECT count(*) FROM notified) >= 0;
+
+-- name: reap_jobs
+-- Expired leases: re-queue with attempt + 1, or fail the job when that was its last attempt.
+WITH expired AS (
+    SELECT job_id FROM jobs
+     WHERE status = 'leased' AND lease_expires_at < now()
+     ORDER BY lease_expires_at
+     LIMIT $1
+       FOR UPDATE SKIP LOCKED
+), reaped AS (
+    UPDATE jobs j
+       SET status = CASE WHEN j.attempt >= j.max_attempts THEN 'failed' ELSE 'queued' END,
+           attempt = CASE WHEN j.attempt >= j.max_attempts THEN j.attempt ELSE j.attempt + 1 END,
+           finished_at = CASE WHEN j.attempt >= j.max_attempts THEN now() END,
+           last_error = 'lease of ' || coalesce(j.lease_owner, '?') || ' expired',
+           lease_owner = NULL, lease_id = NULL, lease_expires_at = NULL, heartbeat_at = NULL,
+           available_at = now()
+      FROM expired
+     WHERE j.job_id = expired.job_id
+    RETURNING j.job_id, j.execution_id, j.action_id, j.pool, j.status, j.attempt,
+              j.max_attempts, j.last_error
+), notified AS (
+    SELECT pg_notify('noetl_jobs', p.pool)
+      FROM (SELECT DISTINCT pool FROM reaped WHERE status = 'queued') p
+)
+SELECT r.* FROM reaped r WHERE (SELECT count(*) FROM notified) >= 0;
+
+-- name: cancel_execution_jobs
+UPDATE jobs
+   SET status = 'cancelled', finished_at = now(), lease_expires_at = NULL
+ WHERE execution_id = $1 AND status IN ('queued', 'leased')
+RETURNING job_id;
+
+-- name: get_job
+SELECT job_id, execution_id, action_id, pool, payload::text AS payload, status, attempt,
+       max_attempts, lease_owner, lease_id::text AS lease_id,
+       extract(epoch FROM lease_expires_at)::float8 AS lease_expires_at, last_error
+  FROM jobs
+ WHERE job_id = $1;
+
+-- name: count_jobs
+SELECT status, count(*) AS n FROM jobs WHERE pool = $1 GROUP BY status;

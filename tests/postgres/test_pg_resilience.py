@@ -1,0 +1,49 @@
+"""The pool and the listener survive their server connections being killed (as in a restart)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from noetlc.runtime.postgres.connect import connect
+from noetlc.runtime.postgres.database import Database
+from noetlc.runtime.postgres.testing import truncate_all
+from noetlc.runtime.queue import JobSpec
+
+pytestmark = pytest.mark.postgres
+
+
+async def _kill(url: str, pids: list[int]) -> None:
+    conn = await connect(url)
+    try:
+        await conn.execute("SELECT pg_terminate_backend(pid) FROM unnest($1::int[]) pid", pids)
+    finally:
+        await conn.close()
+
+
+async def test_operations_continue_after_backends_are_terminated(pg_url):
+    await truncate_all(pg_url)
+    db = await Database.open(pg_url, min_size=2, max_size=2)
+    try:
+        await db.notifications.ensure_listening()
+        held = [await db.pool.acquire() for _ in range(2)]
+        pids = [c.get_server_pid() for c in held]
+        for c in held:
+            await db.pool.release(c)
+        assert db.notifications._conn is not None
+        pids.append(db.notifications._conn.get_server_pid())
+        await _kill(pg_url, pids)
+        await asyncio.sleep(0.2)
+        # Idempotent operations retry on new connections.
+        assert await db.queue.enqueue([JobSpec("j1", "e1", "a1", {})]) == 1
+        (lease,) = await db.queue.lease("w1")
+        assert await db.queue.complete([lease]) == {"j1"}
+        # The listener reconnects on the next wait, and wake-ups work again.
+        waiter = asyncio.create_task(db.queue.wait_for_work("after", timeout=60))
+        await asyncio.sleep(0.3)
+        assert db.notifications.listening
+        await db.queue.enqueue([JobSpec("j2", "e1", "a2", {}, pool="after")])
+        assert await asyncio.wait_for(waiter, 15) is True
+    finally:
+        await db.close()
