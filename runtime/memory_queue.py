@@ -103,6 +103,18 @@ class MemoryJobQueue:
                 accepted.add(job.spec.job_id)
         return accepted
 
+    async def complete_and_lease(
+        self,
+        done: Sequence[Lease],
+        owner: str,
+        *,
+        pool: str = DEFAULT_POOL,
+        limit: int = 1,
+        ttl: float = 30.0,
+    ) -> tuple[set[str], list[Lease]]:
+        accepted = await self.complete(done)
+        return accepted, await self.lease(owner, pool=pool, limit=limit, ttl=ttl)
+
     async def heartbeat(self, leases: Sequence[Lease], *, ttl: float = 30.0) -> set[str]:
         now = self._clock()
         held = set()

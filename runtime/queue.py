@@ -119,6 +119,19 @@ class JobQueue(Protocol):
         expired and the job was re-leased, reaped, released or cancelled) is rejected."""
         ...
 
+    async def complete_and_lease(
+        self,
+        done: Sequence[Lease],
+        owner: str,
+        *,
+        pool: str = DEFAULT_POOL,
+        limit: int = 1,
+        ttl: float = 30.0,
+    ) -> tuple[set[str], list[Lease]]:
+        """`complete(done)` then `lease(owner, ...)` in one step (one round trip on
+        PostgreSQL): a busy worker's loop. Returns (accepted job ids, new leases)."""
+        ...
+
     async def heartbeat(self, leases: Sequence[Lease], *, ttl: float = 30.0) -> set[str]:
         """Extend leases by `ttl` from now; returns the job ids still held (a missing one was
         lost: the worker should stop working on it)."""

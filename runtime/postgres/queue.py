@@ -45,6 +45,24 @@ def _tokens(leases: Sequence[Lease]) -> tuple[list[str], list[str]]:
     return [lease.job_id for lease in leases], [lease.lease_id for lease in leases]
 
 
+def _leases(rows: list[asyncpg.Record]) -> list[Lease]:
+    return [
+        Lease(
+            r["job_id"],
+            r["execution_id"],
+            r["action_id"],
+            r["pool"],
+            json.loads(r["payload"]),
+            r["attempt"],
+            r["max_attempts"],
+            r["lease_owner"],
+            r["lease_id"],
+            r["lease_expires_at"],
+        )
+        for r in sorted(rows, key=lambda r: r["queue_seq"])
+    ]
+
+
 class PostgresJobQueue:
     def __init__(self, pool: asyncpg.Pool, url: PgUrl, notifications: Notifications) -> None:
         self._pool = pool
@@ -79,22 +97,28 @@ class PostgresJobQueue:
         self, owner: str, *, pool: str = DEFAULT_POOL, limit: int = 1, ttl: float = 30.0
     ) -> list[Lease]:
         rows = await self._fetch(q("lease_jobs"), pool, limit, owner, float(ttl), retry=False)
-        rows.sort(key=lambda r: r["queue_seq"])
-        return [
-            Lease(
-                r["job_id"],
-                r["execution_id"],
-                r["action_id"],
-                r["pool"],
-                json.loads(r["payload"]),
-                r["attempt"],
-                r["max_attempts"],
-                r["lease_owner"],
-                r["lease_id"],
-                r["lease_expires_at"],
-            )
-            for r in rows
-        ]
+        return _leases(rows)
+
+    async def complete_and_lease(
+        self,
+        done: Sequence[Lease],
+        owner: str,
+        *,
+        pool: str = DEFAULT_POOL,
+        limit: int = 1,
+        ttl: float = 30.0,
+    ) -> tuple[set[str], list[Lease]]:
+        rows = await self._fetch(
+            q("complete_and_lease_jobs"),
+            *_tokens(done),
+            pool,
+            limit,
+            owner,
+            float(ttl),
+            retry=False,
+        )
+        accepted = {r["job_id"] for r in rows if r["was_completed"]}
+        return accepted, _leases([r for r in rows if not r["was_completed"]])
 
     async def complete(
         self, leases: Sequence[Lease], *, status: FinalStatus = "done", error: str | None = None

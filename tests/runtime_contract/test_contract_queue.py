@@ -51,10 +51,15 @@ async def test_concurrent_consumers_complete_every_job_exactly_once(backend):
     leased: Counter[str] = Counter()
     completed: Counter[str] = Counter()
 
-    async def consumer(name: str) -> None:
+    async def consumer(name: str, combined: bool) -> None:
         idle = 0
+        batch: list = []
         while idle < 3:
-            batch = await q.lease(name, pool="c", limit=7)
+            if combined:  # half the consumers use the one-step loop
+                accepted, batch = await q.complete_and_lease(batch, name, pool="c", limit=7)
+                completed.update(accepted)
+            else:
+                batch = await q.lease(name, pool="c", limit=7)
             if not batch:
                 idle += 1
                 await asyncio.sleep(0)
@@ -62,13 +67,27 @@ async def test_concurrent_consumers_complete_every_job_exactly_once(backend):
             idle = 0
             leased.update(x.job_id for x in batch)
             await asyncio.sleep(0)
-            completed.update(await q.complete(batch))
+            if not combined:
+                completed.update(await q.complete(batch))
 
-    await asyncio.wait_for(asyncio.gather(*(consumer(f"w{i}") for i in range(4))), 60)
+    await asyncio.wait_for(asyncio.gather(*(consumer(f"w{i}", i % 2 == 1) for i in range(4))), 60)
     assert len(leased) == total and set(leased.values()) == {1}
     assert len(completed) == total and set(completed.values()) == {1}
     for i in (0, total - 1):
         assert (await q.get(f"e1:job{i}")).status == "done"
+
+
+async def test_complete_and_lease_in_one_step(backend):
+    q = backend.queue
+    await q.enqueue(jobs(5))
+    accepted, first = await q.complete_and_lease([], "w1", limit=2)
+    assert accepted == set() and [x.job_id for x in first] == ["e1:job0", "e1:job1"]
+    accepted, second = await q.complete_and_lease(first, "w1", limit=2)
+    assert accepted == {"e1:job0", "e1:job1"}
+    assert [x.job_id for x in second] == ["e1:job2", "e1:job3"]
+    assert (await q.get("e1:job0")).status == "done"
+    stale, third = await q.complete_and_lease(first, "w1", limit=5)
+    assert stale == set() and [x.job_id for x in third] == ["e1:job4"]
 
 
 async def test_expired_lease_is_requeued_with_the_next_attempt(backend):

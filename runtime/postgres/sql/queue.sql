@@ -45,6 +45,42 @@ UPDATE jobs j
  WHERE j.job_id = t.job_id AND j.lease_id = t.lease_id AND j.status = 'leased'
 RETURNING j.job_id;
 
+-- name: complete_and_lease_jobs
+-- A worker's steady state in one round trip: finish the jobs it ran, take the next batch.
+-- The two updates touch disjoint rows (leased vs queued), so one statement is safe.
+WITH completed AS (
+    UPDATE jobs j
+       SET status = 'done', finished_at = now(), lease_expires_at = NULL, last_error = NULL
+      FROM unnest($1::text[], $2::uuid[]) AS t(job_id, lease_id)
+     WHERE j.job_id = t.job_id AND j.lease_id = t.lease_id AND j.status = 'leased'
+    RETURNING j.job_id
+), picked AS (
+    SELECT job_id FROM jobs
+     WHERE status = 'queued' AND pool = $3 AND available_at <= now()
+     ORDER BY queue_seq
+     LIMIT $4
+       FOR UPDATE SKIP LOCKED
+), leased AS (
+    UPDATE jobs j
+       SET status = 'leased', lease_owner = $5, lease_id = gen_random_uuid(),
+           lease_expires_at = now() + make_interval(secs => $6), heartbeat_at = now(),
+           leased_at = now()
+      FROM picked
+     WHERE j.job_id = picked.job_id
+    RETURNING j.job_id, j.execution_id, j.action_id, j.pool, j.payload::text AS payload,
+              j.attempt, j.max_attempts, j.lease_owner, j.lease_id::text AS lease_id,
+              extract(epoch FROM j.lease_expires_at)::float8 AS lease_expires_at, j.queue_seq
+)
+SELECT true AS was_completed, c.job_id, NULL AS execution_id, NULL AS action_id, NULL AS pool,
+       NULL AS payload, NULL::integer AS attempt, NULL::integer AS max_attempts,
+       NULL AS lease_owner, NULL AS lease_id, NULL::float8 AS lease_expires_at,
+       NULL::bigint AS queue_seq
+  FROM completed c
+UNION ALL
+SELECT false, l.job_id, l.execution_id, l.action_id, l.pool, l.payload, l.attempt,
+       l.max_attempts, l.lease_owner, l.lease_id, l.lease_expires_at, l.queue_seq
+  FROM leased l;
+
 -- name: heartbeat_jobs
 UPDATE jobs j
    SET lease_expires_at = now() + make_interval(secs => $3), heartbeat_at = now()

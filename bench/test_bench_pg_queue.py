@@ -1,0 +1,255 @@
+"""The PostgreSQL floor of distributed mode: raw queue and event-log throughput.
+
+Run: `.venv/bin/python -m pytest bench/test_bench_pg_queue.py -m bench --benchmark-enable -q -s`
+
+* lease+complete: N jobs are enqueued (untimed), then C consumers (asyncio tasks, one pooled
+  connection each) drain them with `lease(limit=B)` + `complete(batch)` — two statements per
+  batch, the cost every distributed task pays at least once. B ∈ {1, 10}, C ∈ {1, 2, 4}.
+* event appends, per event: one event per transaction vs batches of 100 through
+  `noetl_append_events` (what PostgresEventStore uses: one round trip per batch), and COPY
+  into the log under the same per-execution lock (the alternative we measured and did not pick
+  for small batches).
+
+`test_pg_floor_table` prints jobs/s and µs/event side by side with DESIGN §5's reference
+figures. Skips when PostgreSQL is unreachable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from noetlc.runtime.postgres.connect import connect
+from noetlc.runtime.postgres.database import Database
+from noetlc.runtime.postgres.queries import q
+from noetlc.runtime.postgres.testing import schema_or_skip
+from noetlc.runtime.queue import JobSpec
+
+pytestmark = pytest.mark.bench
+
+JOBS = {1: 2000, 10: 6000}
+CONSUMERS = (1, 2, 4)
+EVENTS = 2000
+REFERENCE = {1: 3000, 10: 18000}  # DESIGN §5, 4 consumers
+
+
+@pytest.fixture(scope="module")
+def pg_bench_url() -> Iterator[str]:
+    yield from schema_or_skip()
+
+
+class Harness:
+    """A database on a private event loop, so pytest-benchmark can time plain calls."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.loop = asyncio.new_event_loop()
+        self.db: Database = self.run(Database.open(url, min_size=4, max_size=8))
+
+    def run(self, coro: Any) -> Any:
+        return self.loop.run_until_complete(coro)
+
+    def close(self) -> None:
+        self.run(self.db.close())
+        self.loop.close()
+
+
+@pytest.fixture(scope="module")
+def harness(pg_bench_url: str) -> Iterator[Harness]:
+    h = Harness(pg_bench_url)
+    yield h
+    h.close()
+
+
+RESULTS: dict[str, float] = {}
+
+
+async def _refill(db: Database, n: int) -> None:
+    async with db.pool.acquire() as conn:
+        await conn.execute("TRUNCATE jobs")
+    specs = [JobSpec(f"j{i}", "bench", f"a{i}", {"i": i}) for i in range(n)]
+    for start in range(0, n, 1000):
+        await db.queue.enqueue(specs[start : start + 1000])
+    async with db.pool.acquire() as conn:
+        await conn.execute("VACUUM ANALYZE jobs")
+
+
+async def _drain(db: Database, batch: int, consumers: int, combined: bool) -> int:
+    done = 0
+
+    async def consumer(name: str) -> None:
+        nonlocal done
+        if combined:
+            leases = await db.queue.lease(name, limit=batch)
+            while leases:
+                accepted, leases = await db.queue.complete_and_lease(leases, name, limit=batch)
+                done += len(accepted)
+            return
+        while leases := await db.queue.lease(name, limit=batch):
+            accepted = await db.queue.complete(leases)
+            done += len(accepted)  # not `done += len(await ...)`: that reads `done` first
+
+    await asyncio.gather(*(consumer(f"w{i}") for i in range(consumers)))
+    return done
+
+
+@pytest.mark.parametrize(
+    ("mode", "batch", "consumers"),
+    [("2 statements", b, c) for b in (1, 10) for c in CONSUMERS]
+    + [("combined", b, c) for b in (1, 10) for c in (1, 4)],
+)
+def test_lease_complete(
+    benchmark: Any, harness: Harness, mode: str, batch: int, consumers: int
+) -> None:
+    n = JOBS[batch]
+
+    def setup() -> tuple[tuple[()], dict[str, Any]]:
+        harness.run(_refill(harness.db, n))
+        return (), {}
+
+    def drain() -> int:
+        return int(harness.run(_drain(harness.db, batch, consumers, mode == "combined")))
+
+    done = benchmark.pedantic(drain, setup=setup, rounds=3, iterations=1)
+    assert done == n
+    rate = n / benchmark.stats.stats.median
+    benchmark.extra_info["jobs_per_s"] = round(rate)
+    RESULTS[f"{mode} b={batch} c={consumers}"] = rate
+
+
+def test_round_trip(benchmark: Any, harness: Harness) -> None:
+    """`SELECT 1` on a pooled connection: the machine's floor under every statement."""
+
+    async def ping(n: int) -> None:
+        async with harness.db.pool.acquire() as conn:
+            for _ in range(n):
+                await conn.fetchval("SELECT 1")
+
+    benchmark.pedantic(lambda: harness.run(ping(500)), rounds=3, iterations=1)
+    RESULTS["round trip"] = benchmark.stats.stats.median / 500
+
+
+def _events(n: int) -> list[tuple[Any, ...]]:
+    return [
+        # event_id, ts, name, source, step, step_run_id, task_run_id, iteration, attempt,
+        # parent_id, action_id, pc, payload
+        (
+            str(uuid.uuid4()),
+            time.time(),
+            "task.done",
+            "worker",
+            "step",
+            None,
+            None,
+            None,
+            1,
+            None,
+            None,
+            None,
+            '{"status":"ok","result":{"n":1}}',
+        )
+        for _ in range(n)
+    ]
+
+
+async def _append(url: str, batch: int, copy: bool) -> float:
+    conn = await connect(url)
+    execution = str(uuid.uuid4())
+    await conn.execute(q("create_execution"), execution, "bench", None)
+    rows = _events(EVENTS)
+    started = time.perf_counter()
+    for start in range(0, EVENTS, batch):
+        chunk = rows[start : start + batch]
+        if copy:
+            await _append_copy(conn, execution, chunk)
+        else:
+            columns = list(zip(*chunk))
+            await conn.fetch(q("append_events"), execution, *[list(c) for c in columns])
+    elapsed = time.perf_counter() - started
+    count = await conn.fetchval("SELECT count(*) FROM events WHERE execution_id = $1", execution)
+    await conn.close()
+    assert count == EVENTS
+    return elapsed / EVENTS
+
+
+async def _append_copy(conn: Any, execution: str, chunk: list[tuple[Any, ...]]) -> None:
+    # The same protocol as noetl_append_events, in four round trips: lock the counter, drop
+    # ids already stored, COPY the rest with their seqs, move the counter.
+    async with conn.transaction():
+        last = await conn.fetchval(
+            "SELECT last_seq FROM executions WHERE execution_id = $1 FOR UPDATE", execution
+        )
+        ids = [r[0] for r in chunk]
+        seen = {
+            r[0]
+            for r in await conn.fetch(
+                "SELECT event_id FROM events WHERE execution_id = $1 AND event_id = ANY($2)",
+                execution,
+                ids,
+            )
+        }
+        fresh = [r for r in chunk if r[0] not in seen]
+        records = [(execution, last + i + 1, *r) for i, r in enumerate(fresh)]
+        await conn.copy_records_to_table(
+            "events",
+            records=records,
+            columns=[
+                "execution_id", "seq", "event_id", "ts", "name", "source", "step",
+                "step_run_id", "task_run_id", "iteration", "attempt", "parent_id",
+                "action_id", "pc", "payload",
+            ],
+        )  # fmt: skip
+        await conn.execute(
+            "UPDATE executions SET last_seq = $2 WHERE execution_id = $1",
+            execution,
+            last + len(records),
+        )
+
+
+@pytest.mark.parametrize(
+    ("label", "batch", "copy"),
+    [
+        ("single", 1, False),
+        ("batch10", 10, False),
+        ("copy10", 10, True),
+        ("batch100", 100, False),
+        ("copy100", 100, True),
+    ],
+)
+def test_event_append(
+    benchmark: Any, pg_bench_url: str, label: str, batch: int, copy: bool
+) -> None:
+    per_event = benchmark.pedantic(
+        lambda: asyncio.run(_append(pg_bench_url, batch, copy)), rounds=3, iterations=1
+    )
+    assert per_event > 0
+    RESULTS[f"append {label}"] = per_event
+    benchmark.extra_info["us_per_event"] = round(per_event * 1e6, 1)
+
+
+def test_pg_floor_table() -> None:
+    """Printed last (file order): the figures docs/distributed.md quotes."""
+    if not RESULTS:
+        pytest.skip("no benchmark ran")
+    trip = RESULTS.get("round trip")
+    if trip is not None:
+        print(f"\nSELECT 1 round trip on this machine: {trip * 1e6:.0f} µs")
+    print("lease+complete                     jobs/s   (DESIGN §5 reference, 4 consumers)")
+    for mode in ("2 statements", "combined"):
+        for batch in (1, 10):
+            for consumers in CONSUMERS:
+                rate = RESULTS.get(f"{mode} b={batch} c={consumers}")
+                if rate is not None:
+                    ref = f"≈{REFERENCE[batch]:,}" if consumers == 4 else ""
+                    label = f"{mode}, batch {batch}, {consumers} consumer(s)"
+                    print(f"  {label:<34} {rate:>7,.0f}   {ref}")
+    print("event append                       µs/event (reference: COPY ≈17–22, single ≈360)")
+    for label in ("single", "batch10", "copy10", "batch100", "copy100"):
+        value = RESULTS.get(f"append {label}")
+        if value is not None:
+            print(f"  {label:<34} {value * 1e6:>7.1f}")
