@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import asyncpg
 
 from noetlc.runtime.postgres.connect import PgUrl, connect, connection_error, create_pool, parse_url
+from noetlc.runtime.postgres.eventlog import PostgresEventLog, PostgresResultStore
 from noetlc.runtime.postgres.migrate import require_current
 from noetlc.runtime.postgres.notify import Notifications
 from noetlc.runtime.postgres.queue import PostgresJobQueue, PostgresOwnership
@@ -28,6 +29,8 @@ class Database:
     notifications: Notifications
     queue: PostgresJobQueue
     owners: PostgresOwnership
+    events: PostgresEventLog
+    results: PostgresResultStore
 
     @classmethod
     async def open(
@@ -50,6 +53,8 @@ class Database:
             notes,
             PostgresJobQueue(pool, parsed, notes),
             PostgresOwnership(pool, parsed, notes),
+            PostgresEventLog(pool, parsed, notes),
+            PostgresResultStore(pool, parsed),
         )
 
     async def close(self) -> None:

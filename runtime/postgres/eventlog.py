@@ -1,0 +1,251 @@
+"""The event log and the result store on PostgreSQL, as plain async operations on envelopes.
+
+Events are dicts with the envelope fields of DESIGN §2.5 (`event_id`, `ts`, `name`, `source`,
+`step`, `step_run_id`, `task_run_id`, `iteration`, `attempt`, `parent_id`, `action_id`, `pc`,
+`payload`). The store assigns `seq`: several writers (a server and its workers) append to one
+execution, and an append holds the execution's counter row, so `seq` is gap-free and an
+event already stored (same `event_id`) is skipped without taking a number. Small batches go
+through `noetl_append_events` (one round trip); batches of `COPY_THRESHOLD` events or more
+are COPYed under the same lock, which is cheaper per event once the batch is large
+(bench/test_bench_pg_queue.py measured both; docs/distributed.md has the figures).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import asyncpg
+
+from noetlc.runtime.postgres.connect import PgUrl, with_retry
+from noetlc.runtime.postgres.errors import DatabaseError
+from noetlc.runtime.postgres.notify import Notifications
+from noetlc.runtime.postgres.queries import q
+
+COPY_THRESHOLD = 64
+_TEXT_FIELDS = ("name", "source", "step", "step_run_id", "task_run_id", "parent_id", "action_id")
+_COLUMNS = (
+    "execution_id",
+    "seq",
+    "event_id",
+    "ts",
+    "name",
+    "source",
+    "step",
+    "step_run_id",
+    "task_run_id",
+    "iteration",
+    "attempt",
+    "parent_id",
+    "action_id",
+    "pc",
+    "payload",
+)
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def encode_payload(payload: Any) -> str:
+    return json.dumps({} if payload is None else payload, separators=(",", ":"), default=str)
+
+
+def _row(event: Mapping[str, Any]) -> tuple[Any, ...]:
+    """An envelope as the column values after (execution_id, seq)."""
+    return (
+        str(event["event_id"]),
+        float(event.get("ts") or time.time()),
+        *(_text(event.get(f)) for f in _TEXT_FIELDS[:5]),
+        _int(event.get("iteration")),
+        _int(event.get("attempt")),
+        *(_text(event.get(f)) for f in _TEXT_FIELDS[5:]),
+        _int(event.get("pc")),
+        encode_payload(event.get("payload")),
+    )
+
+
+def _unique(events: Sequence[Mapping[str, Any]]) -> list[tuple[Any, ...]]:
+    """First occurrence of each event_id, in order."""
+    seen: set[str] = set()
+    rows = []
+    for event in events:
+        row = _row(event)
+        if row[0] not in seen:
+            seen.add(row[0])
+            rows.append(row)
+    return rows
+
+
+class PostgresEventLog:
+    def __init__(self, pool: asyncpg.Pool, url: PgUrl, notifications: Notifications) -> None:
+        self._pool = pool
+        self._url = url
+        self._notes = notifications
+
+    async def create_execution(
+        self, execution_id: str, playbook: str, parent_execution_id: str | None = None
+    ) -> None:
+        async def run() -> None:
+            async with self._pool.acquire() as conn:
+                await conn.execute(
+                    q("create_execution"), execution_id, playbook, parent_execution_id
+                )
+
+        await with_retry(self._url, run)
+
+    async def append(
+        self, execution_id: str, events: Sequence[Mapping[str, Any]]
+    ) -> list[tuple[str, int]]:
+        """Store the events not stored yet; returns their (event_id, seq) in seq order.
+        Idempotent: appending the same batch again returns []."""
+        rows = _unique(events)
+        if not rows:
+            return []
+
+        async def run() -> list[tuple[str, int]]:
+            async with self._pool.acquire() as conn:
+                if len(rows) >= COPY_THRESHOLD:
+                    return await _append_copy(conn, execution_id, rows)
+                columns = [list(c) for c in zip(*rows)]
+                stored = await conn.fetch(q("append_events"), execution_id, *columns)
+                return [(r["out_event_id"], r["out_seq"]) for r in stored]
+
+        try:
+            return await with_retry(self._url, run)
+        except asyncpg.NoDataFoundError:
+            raise DatabaseError(
+                "NOE804",
+                f"cannot append events to execution {execution_id!r}: it was never created",
+                "create the execution before appending its events",
+            ) from None
+
+    async def read(
+        self, execution_id: str, after_seq: int = 0, limit: int | None = None
+    ) -> list[dict[str, Any]]:
+        async def run() -> list[asyncpg.Record]:
+            async with self._pool.acquire() as conn:
+                return list(await conn.fetch(q("read_events"), execution_id, after_seq, limit))
+
+        return [
+            {**dict(r.items()), "payload": json.loads(r["payload"])}
+            for r in await with_retry(self._url, run)
+        ]
+
+    async def finish_execution(
+        self, execution_id: str, status: str, summary: Mapping[str, Any] | None
+    ) -> None:
+        async def run() -> None:
+            async with self._pool.acquire() as conn:
+                await conn.execute(
+                    q("finish_execution"), execution_id, status, encode_payload(summary)
+                )
+
+        await with_retry(self._url, run)
+
+    async def execution(self, execution_id: str) -> dict[str, Any] | None:
+        async def run() -> list[asyncpg.Record]:
+            async with self._pool.acquire() as conn:
+                return list(await conn.fetch(q("get_execution"), execution_id))
+
+        rows = await with_retry(self._url, run)
+        return _execution(rows[0]) if rows else None
+
+    async def executions(self, limit: int | None = None) -> list[dict[str, Any]]:
+        async def run() -> list[asyncpg.Record]:
+            async with self._pool.acquire() as conn:
+                return list(await conn.fetch(q("list_executions"), limit))
+
+        return [_execution(r) for r in await with_retry(self._url, run)]
+
+    async def wait_for_events(self, execution_id: str, after_seq: int, timeout: float) -> bool:
+        """Sleep until the execution has events after `after_seq` (True) or `timeout` passed;
+        woken by the NOTIFY that every append sends (`noetl_events`, the execution id)."""
+        await self._notes.ensure_listening()
+        event = self._notes.register("noetl_events", execution_id)
+        try:
+            record = await self.execution(execution_id)
+            if record is not None and record["last_seq"] > after_seq:
+                return True
+            return await self._notes.sleep_on(event, timeout)
+        finally:
+            self._notes.unregister("noetl_events", execution_id, event)
+
+
+async def _append_copy(
+    conn: asyncpg.Connection, execution_id: str, rows: list[tuple[Any, ...]]
+) -> list[tuple[str, int]]:
+    """The protocol of noetl_append_events, for large batches: lock the counter row, drop the
+    ids already stored, COPY the rest with their seqs, move the counter, notify."""
+    async with conn.transaction():
+        last = await conn.fetchval(
+            "SELECT last_seq FROM executions WHERE execution_id = $1 FOR UPDATE", execution_id
+        )
+        if last is None:
+            raise asyncpg.NoDataFoundError(f"unknown execution {execution_id}")
+        stored = {
+            r[0]
+            for r in await conn.fetch(
+                "SELECT event_id FROM events WHERE execution_id = $1 AND event_id = ANY($2)",
+                execution_id,
+                [row[0] for row in rows],
+            )
+        }
+        fresh = [row for row in rows if row[0] not in stored]
+        if not fresh:
+            return []
+        records = [(execution_id, last + i + 1, *row) for i, row in enumerate(fresh)]
+        await conn.copy_records_to_table("events", records=records, columns=list(_COLUMNS))
+        await conn.execute(
+            "UPDATE executions SET last_seq = $2 WHERE execution_id = $1",
+            execution_id,
+            last + len(records),
+        )
+        await conn.execute("SELECT pg_notify('noetl_events', $1)", execution_id)
+    return [(r[2], r[1]) for r in records]
+
+
+def _execution(r: asyncpg.Record) -> dict[str, Any]:
+    out = dict(r.items())
+    out["summary"] = json.loads(r["summary"]) if r["summary"] else None
+    return out
+
+
+class PostgresResultStore:
+    """Large payloads by key; `put` is idempotent and content-addressed callers may reuse keys."""
+
+    def __init__(self, pool: asyncpg.Pool, url: PgUrl) -> None:
+        self._pool = pool
+        self._url = url
+
+    async def put(self, key: str, data: bytes, execution_id: str | None = None) -> dict[str, Any]:
+        checksum = "sha256:" + hashlib.sha256(data).hexdigest()
+
+        async def run() -> None:
+            async with self._pool.acquire() as conn:
+                await conn.execute(q("put_result"), key, execution_id, len(data), checksum, data)
+
+        await with_retry(self._url, run)
+        return {"store": "postgres", "key": key, "size": len(data), "checksum": checksum}
+
+    async def get(self, key: str) -> bytes | None:
+        async def run() -> list[asyncpg.Record]:
+            async with self._pool.acquire() as conn:
+                return list(await conn.fetch(q("get_result"), key))
+
+        rows = await with_retry(self._url, run)
+        return bytes(rows[0]["content"]) if rows else None
+
+    async def delete_execution(self, execution_id: str) -> int:
+        async def run() -> str:
+            async with self._pool.acquire() as conn:
+                return str(await conn.execute(q("delete_execution_results"), execution_id))
+
+        return int((await with_retry(self._url, run)).split()[-1])

@@ -1,0 +1,137 @@
+"""The PostgreSQL event log and result store: idempotent, gap-free, concurrent appends."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+
+import pytest
+
+from noetlc.runtime.postgres.database import Database
+from noetlc.runtime.postgres.errors import DatabaseError
+from noetlc.runtime.postgres.eventlog import COPY_THRESHOLD
+from noetlc.runtime.postgres.testing import truncate_all
+
+pytestmark = pytest.mark.postgres
+
+
+@pytest.fixture
+async def db(pg_url):
+    await truncate_all(pg_url)
+    database = await Database.open(pg_url, max_size=10)
+    yield database
+    await database.close()
+
+
+def evs(prefix: str, n: int, start: int = 0) -> list[dict]:
+    return [
+        {"event_id": f"{prefix}{i}", "name": "task.done", "step": "s", "payload": {"i": i}}
+        for i in range(start, start + n)
+    ]
+
+
+@pytest.mark.parametrize("size", [3, COPY_THRESHOLD + 10], ids=["function", "copy"])
+async def test_append_is_idempotent_and_numbers_from_one(db, size):
+    log = db.events
+    await log.create_execution("x", "playbook")
+    await log.create_execution("x", "playbook")  # creating twice is harmless
+    first = await log.append("x", evs("e", size))
+    assert [seq for _, seq in first] == list(range(1, size + 1))
+    assert await log.append("x", evs("e", size)) == []
+    # A batch mixing stored and new events numbers only the new ones, after the stored.
+    mixed = await log.append("x", evs("e", size + 2))
+    assert mixed == [(f"e{size}", size + 1), (f"e{size + 1}", size + 2)]
+    # Duplicates inside one batch count once.
+    assert len(await log.append("x", evs("d", 2) + evs("d", 2))) == 2
+    events = await log.read("x")
+    assert [e["seq"] for e in events] == list(range(1, size + 5))
+    assert events[0]["payload"] == {"i": 0} and events[0]["step"] == "s"
+    assert [e["seq"] for e in await log.read("x", after_seq=size)] == list(
+        range(size + 1, size + 5)
+    )
+    assert len(await log.read("x", limit=2)) == 2
+
+
+async def test_concurrent_appenders_get_gap_free_sequences(db):
+    log = db.events
+    await log.create_execution("x", "playbook")
+    rng = random.Random(7)
+    plans = []
+    for writer in range(6):
+        batches, start = [], 0
+        for _ in range(8):
+            n = rng.choice([1, 2, 5, 12, COPY_THRESHOLD + 5])
+            batches.append(evs(f"w{writer}-", n, start))
+            start += n
+        plans.append(batches)
+
+    async def writer(batches: list[list[dict]]) -> None:
+        for batch in batches:
+            await log.append("x", batch)
+            await log.append("x", batch[: len(batch) // 2])  # a retry after a lost answer
+
+    await asyncio.wait_for(asyncio.gather(*(writer(p) for p in plans)), 120)
+    events = await log.read("x")
+    expected = {e["event_id"] for p in plans for b in p for e in b}
+    assert [e["seq"] for e in events] == list(range(1, len(expected) + 1))
+    assert {e["event_id"] for e in events} == expected
+    # Each writer's events keep their order.
+    for w in range(6):
+        mine = [
+            int(e["event_id"].split("-")[1]) for e in events if e["event_id"].startswith(f"w{w}-")
+        ]
+        assert mine == sorted(mine)
+    assert (await log.execution("x"))["last_seq"] == len(expected)
+
+
+async def test_appends_to_different_executions_are_independent(db):
+    log = db.events
+    for x in ("a", "b"):
+        await log.create_execution(x, "p")
+    await asyncio.gather(log.append("a", evs("e", 5)), log.append("b", evs("e", 3)))
+    assert [e["seq"] for e in await log.read("a")] == [1, 2, 3, 4, 5]
+    assert [e["seq"] for e in await log.read("b")] == [1, 2, 3]  # same ids, other execution
+
+
+async def test_appending_to_an_unknown_execution_is_an_error(db):
+    for size in (1, COPY_THRESHOLD):
+        with pytest.raises(DatabaseError) as info:
+            await db.events.append("never-created", evs("e", size))
+        assert info.value.code == "NOE804"
+
+
+async def test_execution_records(db):
+    log = db.events
+    await log.create_execution("p1", "parent")
+    await log.create_execution("c1", "child", parent_execution_id="p1")
+    await log.finish_execution("p1", "completed", {"status": "completed", "result": [1, 2]})
+    parent = await log.execution("p1")
+    assert parent["status"] == "completed" and parent["summary"]["result"] == [1, 2]
+    assert parent["finished_at"] >= parent["created_at"]
+    child = await log.execution("c1")
+    assert child["parent_execution_id"] == "p1" and child["status"] == "running"
+    assert [r["execution_id"] for r in await log.executions()] == ["p1", "c1"]
+    assert await log.execution("nope") is None
+
+
+async def test_an_append_wakes_a_reader(db):
+    log = db.events
+    await log.create_execution("x", "p")
+    assert await log.wait_for_events("x", 0, timeout=0.05) is False
+    waiter = asyncio.create_task(log.wait_for_events("x", 0, timeout=60))
+    await asyncio.sleep(0.2)
+    assert not waiter.done()
+    await log.append("x", evs("e", 1))
+    assert await asyncio.wait_for(waiter, 15) is True
+    assert await log.wait_for_events("x", 0, timeout=60) is True  # already there
+
+
+async def test_result_store_round_trip(db):
+    data = bytes(range(256)) * 4096  # 1 MiB, every byte value
+    ref = await db.results.put("exec1/step/0", data, "exec1")
+    assert ref["size"] == len(data) and ref["checksum"].startswith("sha256:")
+    assert await db.results.get("exec1/step/0") == data
+    assert await db.results.put("exec1/step/0", data, "exec1") == ref  # idempotent
+    assert await db.results.get("missing") is None
+    assert await db.results.delete_execution("exec1") == 1
+    assert await db.results.get("exec1/step/0") is None
