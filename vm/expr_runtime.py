@@ -1,60 +1,98 @@
 """The runtime of compiled expressions: what generated code calls, and the pool loader.
 
 The compiler (`noetlc.compiler.expressions`) turns every playbook expression into the source
-of one Python function `def _e(s): return ...` over a scope `s` (a plain dict of namespaces).
-`load_pool` compiles each entry once, at load time; evaluation then costs a function call and
-a few dict lookups. Semantics are Jinja's (jinja2's own `ChainableUndefined`, filters and
-tests are reused, so the results are identical), with a stricter sandbox: no attribute or key
-starting with `_`, no method calls, bounded `range`.
+of one Python function `def _e(s): ...` over a scope `s`. `load_pool` compiles each entry
+once, at load time; evaluation then costs a function call and a few dict lookups. Semantics
+are Jinja's (jinja2's own `ChainableUndefined`, filters and tests are reused, so the results
+are identical), with a stricter sandbox: no attribute or key starting with `_`, no method
+calls, no string formatting, bounded `range` and `**`.
 
-Expressions outside the compiled subset are evaluated by jinja2's
-`ImmutableSandboxedEnvironment`, compiled once per process and cached.
+The scope (`Scope`) is a plain dict built by the VM per evaluation (docs/expressions.md):
+
+* the namespaces `workload`, `ctx`, `iter`, `args`, `event`, `outcome`, `output`, `_prev`,
+  `_task`, `_attempt`, `keychain`, `execution_id` — each present or absent, never required;
+* every finished step or task bound by name to its result, and any other names the VM wants
+  to provide (the legacy `result`, `response`, `error`, `this` of `case` rules);
+* optionally `"$resolve"` (`RESOLVER_KEY`): a callable that turns the body of a reference
+  `{"$ref": {store, key, size, checksum}}` into its value. Reading a field or an item of a
+  reference (`fetch.rows`, `outcome.result[0]`) resolves it; the reference itself stays a
+  value that passes through unchanged. `$` cannot be written in an expression, so neither the
+  resolver nor `$ref` bodies are reachable by name.
+
+A bare name resolves at the scope root, then in `args` -> `ctx` -> `iter` -> `workload`.
+An evaluation that fails raises `ExpressionError`, which names the expression, where it was
+written, and the original error (`.cause`).
+
+Expressions outside the compiled subset are evaluated by `PlaybookSandbox`, jinja2's
+`ImmutableSandboxedEnvironment` with the same refusals, compiled once per process and cached.
 """
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import json
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-import jinja2
 from jinja2 import ChainableUndefined, Undefined
-from jinja2 import filters as jf
-from jinja2 import tests as jt
 from jinja2.exceptions import SecurityError, UndefinedError
-from jinja2.nodes import EvalContext
 from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+from noetlc.vm.expr_library import FILTERS, GLOBALS, MAX_RANGE, TESTS
 
 Scope = dict[str, Any]
 Evaluator = Callable[[Scope], Any]
 
-MAX_RANGE = 100_000  # the same bound as jinja2's sandbox
 MAX_POWER_EXPONENT = 10_000
 # Namespaces that live at the root of every scope; other bare names fall back through these.
 BARE_NAME_ORDER = ("args", "ctx", "iter", "workload")
+REF_KEY = "$ref"  # a reference-first result: {"$ref": {store, key, size, checksum}}
+RESOLVER_KEY = "$resolve"  # the scope entry holding the reference resolver, if any
+# String formatting reaches attributes through the format spec (`'{0.__class__}'.format(x)`).
+FORMAT_METHODS = frozenset({"format", "format_map"})
 
 __all__ = [
+    "FILTERS",
+    "GLOBALS",
     "MAX_RANGE",
+    "REF_KEY",
+    "RESOLVER_KEY",
+    "TESTS",
+    "Evaluator",
     "ExpressionError",
+    "PlaybookSandbox",
+    "Resolver",
+    "Scope",
     "SecurityError",
     "UndefinedError",
+    "compile_entry",
     "fallback_environment",
     "load_pool",
     "render_value",
+    "to_json_value",
 ]
+
+Resolver = Callable[[Any], Any]
 
 
 class ExpressionError(Exception):
     """An expression failed at run time; names the expression and where it was written."""
 
-    def __init__(self, message: str, source: str, where: str, cause: BaseException) -> None:
+    def __init__(self, source: str, where: str, cause: BaseException) -> None:
         self.source = source
         self.where = where
         self.cause = cause
         self.error_type = type(cause).__name__
-        super().__init__(f"{where}: {message} in `{source}`")
+        super().__init__(f"{where}: {self.error_type}: {cause} in `{source}`")
+
+
+def _failure(source: str, where: str) -> Callable[[BaseException], ExpressionError]:
+    def fail(cause: BaseException) -> ExpressionError:
+        return ExpressionError(source, where, cause)
+
+    return fail
 
 
 # --------------------------------------------------------------------------- undefined values
@@ -78,11 +116,24 @@ _MISSING = object()
 # --------------------------------------------------------------------------- sandboxed access
 
 
-def getattr_(obj: Any, name: str) -> Any:
+def _resolved(obj: dict[Any, Any], s: Scope | None) -> Any:
+    """The value of a reference when the scope has a resolver; else `_MISSING`."""
+    if REF_KEY not in obj or s is None:
+        return _MISSING
+    resolver = s.get(RESOLVER_KEY)
+    return _MISSING if resolver is None else resolver(obj[REF_KEY])
+
+
+def getattr_(obj: Any, name: str, s: Scope | None = None) -> Any:
     """`obj.name`: a mapping's key first (no methods are reachable), else a data attribute."""
     if type(obj) is dict:
         value = obj.get(name, _MISSING)
-        return value if value is not _MISSING else ChainableUndefined(obj=obj, name=name)
+        if value is not _MISSING:
+            return value
+        target = _resolved(obj, s)
+        if target is not _MISSING:
+            return getattr_(target, name, s)
+        return ChainableUndefined(obj=obj, name=name)
     if isinstance(obj, Undefined):
         return obj.__getattr__(name) if isinstance(obj, ChainableUndefined) else obj
     if name.startswith("_"):
@@ -101,13 +152,17 @@ def getattr_(obj: Any, name: str) -> Any:
     return value
 
 
-def getitem_(obj: Any, key: Any) -> Any:
+def getitem_(obj: Any, key: Any, s: Scope | None = None) -> Any:
     """`obj[key]`: the item, else (for a string key) a data attribute, else undefined."""
     if isinstance(key, str) and key.startswith("_"):
         raise SecurityError(f"access to key {key!r} is not allowed")
     try:
         return obj[key]
     except (TypeError, LookupError):
+        if type(obj) is dict:
+            target = _resolved(obj, s)
+            if target is not _MISSING:
+                return getitem_(target, key, s)
         if isinstance(obj, Undefined):
             if isinstance(obj, ChainableUndefined):
                 return obj
@@ -144,185 +199,11 @@ def render_value(value: Any) -> str:
     return str(value)
 
 
-# --------------------------------------------------------------------------- filters and tests
-
-_ENV = ImmutableSandboxedEnvironment(undefined=ChainableUndefined)
-_EVAL_CTX = EvalContext(_ENV)
-
-
-def _safe_range(*args: int) -> range:
-    rng = range(*args)
-    if len(rng) > MAX_RANGE:
-        raise OverflowError(f"range too big, maximum size is {MAX_RANGE}")
-    return rng
-
-
-def lookup(obj: Any, path: Any, default: Any = None) -> Any:
-    """`lookup(obj, 'a.b.0.c', default)`: nested keys / list indexes by a dotted path."""
-    current = obj
-    for part in str(path).split("."):
-        if part.startswith("_"):
-            raise SecurityError(f"access to key {part!r} is not allowed")
-        if isinstance(current, Mapping) and part in current:
-            current = current[part]
-        elif (
-            isinstance(current, Sequence)
-            and not isinstance(current, str)
-            and part.lstrip("-").isdigit()
-        ):
-            index = int(part)
-            if -len(current) <= index < len(current):
-                current = current[index]
-            else:
-                return default
-        else:
-            return default
-    return current
-
-
-def _f_tojson(value: Any, indent: Any = None) -> str:
-    # Jinja's tojson HTML-escapes <, >, &, '; playbooks render into SQL/JSON, not HTML, so we
-    # keep Jinja's exact output for compatibility of existing playbooks.
-    return str(jf.do_tojson(_EVAL_CTX, value, indent))
-
-
-def _f_map(value: Any, *args: Any, **kwargs: Any) -> list[Any]:
-    if args and not kwargs:
-        name = args[0]
-        if name not in FILTERS:
-            raise jinja2.TemplateRuntimeError(f"No filter named {name!r}.")
-        fn = FILTERS[name]
-        return [fn(item, *args[1:]) for item in value]
-    attribute = kwargs.get("attribute")
-    if attribute is not None and str(attribute).startswith("_"):
-        raise SecurityError(f"access to attribute {attribute!r} is not allowed")
-    return list(jf.do_map(_context(), value, *args, **kwargs))
-
-
-def _select(value: Any, args: tuple[Any, ...], attr: bool, keep: bool) -> list[Any]:
-    if attr:
-        if not args:
-            raise jinja2.exceptions.FilterArgumentError("Missing parameter for attribute name")
-        attribute, rest = args[0], args[1:]
-        if str(attribute).startswith("_"):
-            raise SecurityError(f"access to attribute {attribute!r} is not allowed")
-        getter = jf.make_attrgetter(_ENV, attribute)
-    else:
-        rest = args
-
-        def getter(x: Any) -> Any:
-            return x
-
-    if rest:
-        name, params = rest[0], rest[1:]
-        if name not in TESTS:
-            raise jinja2.TemplateRuntimeError(f"No test named {name!r}.")
-        test = TESTS[name]
-
-        def check(item: Any) -> bool:
-            return bool(test(getter(item), *params))
-
-    else:
-
-        def check(item: Any) -> bool:
-            return bool(getter(item))
-
-    return [item for item in value if check(item) == keep]
-
-
-@functools.lru_cache(maxsize=1)
-def _context() -> Any:
-    return _ENV.from_string("").new_context()
-
-
-def _f_list(value: Any) -> list[Any]:
-    return list(value)
-
-
-FILTERS: dict[str, Callable[..., Any]] = {
-    "default": jf.do_default,
-    "d": jf.do_default,
-    "int": jf.do_int,
-    "float": jf.do_float,
-    "string": jf.FILTERS["string"],
-    "bool": lambda v: bool(v),
-    "length": len,
-    "count": len,
-    "lower": jf.do_lower,
-    "upper": jf.do_upper,
-    "trim": jf.do_trim,
-    "capitalize": jf.do_capitalize,
-    "title": jf.do_title,
-    "replace": lambda v, old, new, count=None: jf.do_replace(_EVAL_CTX, v, old, new, count),
-    "join": lambda v, d="", attribute=None: jf.sync_do_join(_EVAL_CTX, v, d, attribute),
-    "list": _f_list,
-    "first": lambda v: jf.sync_do_first(_ENV, v),
-    "last": lambda v: jf.do_last(_ENV, v),
-    "min": lambda v, case_sensitive=False, attribute=None: jf.do_min(
-        _ENV, v, case_sensitive, attribute
-    ),
-    "max": lambda v, case_sensitive=False, attribute=None: jf.do_max(
-        _ENV, v, case_sensitive, attribute
-    ),
-    "sum": lambda v, attribute=None, start=0: jf.sync_do_sum(_ENV, v, attribute, start),
-    "sort": lambda v, reverse=False, case_sensitive=False, attribute=None: jf.do_sort(
-        _ENV, v, reverse, case_sensitive, attribute
-    ),
-    "unique": lambda v, case_sensitive=False, attribute=None: list(
-        jf.do_unique(_ENV, v, case_sensitive, attribute)
-    ),
-    "round": jf.do_round,
-    "abs": abs,
-    "tojson": _f_tojson,
-    "map": _f_map,
-    "select": lambda v, *a: _select(v, a, attr=False, keep=True),
-    "reject": lambda v, *a: _select(v, a, attr=False, keep=False),
-    "selectattr": lambda v, *a: _select(v, a, attr=True, keep=True),
-    "rejectattr": lambda v, *a: _select(v, a, attr=True, keep=False),
-    "reverse": jf.do_reverse,
-    "items": lambda v: list(jf.do_items(v)),
-    "dictsort": jf.do_dictsort,
-}
-
-TESTS: dict[str, Callable[..., bool]] = {
-    "defined": jt.test_defined,
-    "undefined": jt.test_undefined,
-    "none": jt.test_none,
-    "number": jt.test_number,
-    "string": jt.test_string,
-    "mapping": jt.test_mapping,
-    "sequence": jt.test_sequence,
-    "iterable": jt.test_iterable,
-    "boolean": jt.test_boolean,
-    "integer": jt.test_integer,
-    "float": jt.test_float,
-    "true": jt.test_true,
-    "false": jt.test_false,
-    "odd": jt.test_odd,
-    "even": jt.test_even,
-    "divisibleby": jt.test_divisibleby,
-    "lower": jt.test_lower,
-    "upper": jt.test_upper,
-    "in": jt.test_in,
-    "eq": lambda a, b: bool(a == b),
-    "ne": lambda a, b: bool(a != b),
-    "lt": lambda a, b: bool(a < b),
-    "le": lambda a, b: bool(a <= b),
-    "gt": lambda a, b: bool(a > b),
-    "ge": lambda a, b: bool(a >= b),
-    "sameas": jt.test_sameas,
-}
-
-GLOBALS: dict[str, Callable[..., Any]] = {
-    "range": _safe_range,
-    "dict": dict,
-    "lookup": lookup,
-}
-
 # The names generated code refers to; `load_pool` puts them in each function's globals.
 RUNTIME: dict[str, Any] = {
     "__builtins__": {},
     "type": type,  # only for the inlined `type(x) is dict` check of attribute access
+    "Exception": Exception,  # only for the `except` that wraps failures in ExpressionError
     "dict": dict,
     "_name": lookup_name,
     "_attr": getattr_,
@@ -341,12 +222,66 @@ RUNTIME: dict[str, Any] = {
 
 # --------------------------------------------------------------------------- the slow path
 
+# The resolver of the scope being evaluated on the slow path (jinja2 calls `getattr` and
+# `getitem` without the scope).
+_SLOW_RESOLVER: contextvars.ContextVar[Resolver | None] = contextvars.ContextVar(
+    "noetlc_slow_resolver", default=None
+)
+
+
+class PlaybookSandbox(ImmutableSandboxedEnvironment):
+    """jinja2's immutable sandbox with the compiled path's refusals.
+
+    On top of jinja2's own rules: keys (not only attributes) starting with `_` are refused,
+    string formatting methods are refused (not wrapped), a mapping's key wins over a method of
+    the same name (`data.items` is the key, as in compiled code), references resolve.
+    """
+
+    def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
+        if attr in FORMAT_METHODS and isinstance(obj, str):
+            return False
+        return bool(super().is_safe_attribute(obj, attr, value))
+
+    def wrap_str_format(self, value: Any) -> None:
+        return None  # refused by is_safe_attribute instead
+
+    def getattr(self, obj: Any, attribute: str) -> Any:
+        if attribute.startswith("_"):
+            raise SecurityError(f"access to attribute {attribute!r} is not allowed")
+        if type(obj) is dict:
+            if attribute in obj:
+                return obj[attribute]
+            target = self._resolved(obj)
+            if target is not _MISSING:
+                return self.getattr(target, attribute)
+        return super().getattr(obj, attribute)
+
+    def getitem(self, obj: Any, argument: Any) -> Any:
+        if isinstance(argument, str) and argument.startswith("_"):
+            raise SecurityError(f"access to key {argument!r} is not allowed")
+        if type(obj) is dict and argument not in obj:
+            target = self._resolved(obj)
+            if target is not _MISSING:
+                return self.getitem(target, argument)
+        return super().getitem(obj, argument)
+
+    @staticmethod
+    def _resolved(obj: dict[Any, Any]) -> Any:
+        resolver = _SLOW_RESOLVER.get()
+        if resolver is None or REF_KEY not in obj:
+            return _MISSING
+        return resolver(obj[REF_KEY])
+
 
 @functools.lru_cache(maxsize=1)
-def fallback_environment() -> ImmutableSandboxedEnvironment:
-    env = ImmutableSandboxedEnvironment(undefined=ChainableUndefined)
-    env.globals["lookup"] = lookup
-    env.globals["dict"] = dict
+def fallback_environment() -> PlaybookSandbox:
+    """The slow path's environment: the same globals and filters as compiled code."""
+    env = PlaybookSandbox(undefined=ChainableUndefined)
+    # Only the whitelisted globals: no cycler/joiner/lipsum (jinja2's `range` is replaced by
+    # ours, which has the same bound). `namespace` stays: `{% set %}` in loops needs it.
+    for name in ("cycler", "joiner", "lipsum"):
+        env.globals.pop(name, None)
+    env.globals.update(GLOBALS)
     env.filters["bool"] = FILTERS["bool"]  # our extension, so both paths agree
     return env
 
@@ -367,41 +302,67 @@ def _flatten(s: Scope) -> dict[str, Any]:
         if type(space) is dict:
             flat.update(space)
     flat.update(s)
+    flat.pop(RESOLVER_KEY, None)
     return flat
 
 
-def slow_expression(text: str) -> Evaluator:
+def _slow(text: str, mode: str) -> Evaluator:
     def evaluate(s: Scope) -> Any:
-        return _fallback_compiled(text, "expression")(**_flatten(s))
+        compiled = _fallback_compiled(text, mode)
+        token = _SLOW_RESOLVER.set(s.get(RESOLVER_KEY))
+        try:
+            if mode == "expression":
+                return compiled(**_flatten(s))
+            return compiled.render(**_flatten(s))
+        finally:
+            _SLOW_RESOLVER.reset(token)
 
     return evaluate
+
+
+def slow_expression(text: str) -> Evaluator:
+    return _slow(text, "expression")
 
 
 def slow_template(text: str) -> Evaluator:
-    def evaluate(s: Scope) -> Any:
-        return _fallback_compiled(text, "template").render(**_flatten(s))
-
-    return evaluate
+    return _slow(text, "template")
 
 
 # --------------------------------------------------------------------------- loading the pool
 
 
+def _guarded(fn: Evaluator, fail: Callable[[BaseException], ExpressionError]) -> Evaluator:
+    def evaluate(s: Scope) -> Any:
+        try:
+            return fn(s)
+        except Exception as exc:
+            raise fail(exc) from exc
+
+    return evaluate
+
+
 def compile_entry(entry: Mapping[str, Any]) -> Evaluator:
-    """Rebuild one pool entry (see `noetlc.compiler.expressions.ExpressionPool.to_data`)."""
+    """Rebuild one pool entry (see `noetlc.compiler.expressions.ExpressionPool.to_data`).
+
+    Entry kinds: `code` (generated source of `def _e(s)`, run with `RUNTIME` as its only
+    globals), `const` (a value), `jinja_expression` / `jinja_template` (the slow path). An
+    optional `where` ("file:line:col" of the first use) goes into `ExpressionError`."""
     kind = entry["kind"]
+    source = str(entry.get("source", ""))
+    fail = _failure(source, str(entry.get("where") or "<expr>"))
     if kind == "code":
         namespace: dict[str, Any] = dict(RUNTIME)
-        exec(compile(entry["code"], f"<expr {entry['source']!r}>", "exec"), namespace)
+        namespace["_fail"] = fail
+        exec(compile(entry["code"], f"<expr {source!r}>", "exec"), namespace)
         fn: Evaluator = namespace["_e"]
         return fn
     if kind == "const":
         value = entry["value"]
         return lambda s: value
     if kind == "jinja_expression":
-        return slow_expression(entry["jinja"])
+        return _guarded(slow_expression(entry["jinja"]), fail)
     if kind == "jinja_template":
-        return slow_template(entry["jinja"])
+        return _guarded(slow_template(entry["jinja"]), fail)
     raise ValueError(f"unknown expression entry kind {kind!r}")
 
 

@@ -19,7 +19,7 @@ from noetlc.compiler.expressions import (
     Mode,
     compile_expression,
 )
-from noetlc.vm.expr_runtime import compile_entry, to_json_value
+from noetlc.vm.expr_runtime import ExpressionError, compile_entry, to_json_value
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -56,7 +56,11 @@ def run(args: argparse.Namespace) -> int:
         value = compile_entry(compiled.to_entry())(variables)
         if mode == "guard":
             value = bool(value)
-    except Exception as exc:
+    except ExpressionError as exc:
+        cause = exc.cause
+        print(f"<expr>:1:1: error[NOE310]: {type(cause).__name__}: {cause}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # e.g. bool() of a value that refuses it
         print(f"<expr>:1:1: error[NOE310]: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
     print(json.dumps(to_json_value(value)))

@@ -20,17 +20,15 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from noetlc.compiler.diagnostics import Span
 from noetlc.compiler.expressions import codegen, facts, parser
-from noetlc.compiler.expressions.parser import ExpressionSyntaxError
+from noetlc.compiler.expressions.parser import ExpressionSyntaxError, ExprPiece
 from noetlc.compiler.ynodes import NO_SPAN
 
 Mode = Literal["guard", "template"]
-_SINGLE = re.compile(r"^\s*\{\{(?P<expr>.*?)\}\}\s*$", re.DOTALL)
 
 
 class ExpressionUnsafe(Exception):
@@ -51,6 +49,9 @@ class CompiledExpression:
     mentions_event: bool = False
     constant: Any = facts.NOT_CONSTANT  # the folded value when the expression has no names
     text_template: bool = False  # mixed text around `{{ }}` (renders a string)
+    # The expression without braces and surrounding blanks for a single expression (so the
+    # guards `{{ x > 1 }}` and `x > 1` have the same normalized text), else the source.
+    normalized: str = ""
     span: Span = field(default=NO_SPAN, compare=False)
 
     @property
@@ -62,7 +63,11 @@ class CompiledExpression:
         return self.constant is not facts.NOT_CONSTANT
 
     def to_entry(self) -> dict[str, Any]:
+        """The pool's stored form: plain data (msgpack/JSON), rebuilt by
+        `noetlc.vm.expr_runtime.compile_entry`."""
         entry: dict[str, Any] = {"kind": self.kind, "source": self.source, "mode": self.mode}
+        if self.span != NO_SPAN:
+            entry["where"] = str(self.span)
         if self.kind == "code":
             entry["code"] = self.code
         elif self.kind == "const":
@@ -97,23 +102,25 @@ def _compile_uncached(text: Any, mode: Mode, span: Span) -> CompiledExpression:
                 str(text).lower() if isinstance(text, bool) else str(text), mode, bool(text), span
             )
         return _constant(str(text), mode, text, span)
-    if mode == "guard":
-        single = _SINGLE.match(text)
-        if single is not None:
-            return _compile_single(text, single.group("expr"), mode, span)
-        if "{{" in text or "{%" in text:
-            return _compile_mixed(text, mode, span)
-        return _compile_single(text, text, mode, span)
-    single = _SINGLE.match(text)
-    if single is not None and "{{" not in single.group("expr"):
-        return _compile_single(text, single.group("expr"), mode, span)
     if "{{" not in text and "{%" not in text:
-        return _constant(text, mode, text, span)
-    return _compile_mixed(text, mode, span)
+        if mode == "guard":  # a condition without braces
+            return _compile_single(text, text, mode, span)
+        return _constant(text, mode, text, span)  # plain text is data
+    # jinja2's lexer decides where expressions start and end (`'}}'` inside a string, `{{-`).
+    pieces = parser.split_template(text)  # raises ExpressionSyntaxError
+    if pieces is not None:
+        expressions = [p for p in pieces if isinstance(p, ExprPiece)]
+        if len(expressions) == 1 and all(
+            isinstance(p, ExprPiece) or not p.strip() for p in pieces
+        ):  # exactly one `{{ expr }}`, blanks around it: the native value
+            return _compile_single(text, expressions[0].text, mode, span)
+    return _compile_mixed(text, mode, span, pieces)
 
 
 def _constant(source: str, mode: Mode, value: Any, span: Span) -> CompiledExpression:
-    return CompiledExpression(source, mode, "const", value=value, constant=value, span=span)
+    return CompiledExpression(
+        source, mode, "const", value=value, constant=value, normalized=source, span=span
+    )
 
 
 def _slow_template(source: str, mode: Mode, span: Span, reason: str) -> CompiledExpression:
@@ -125,6 +132,7 @@ def _slow_template(source: str, mode: Mode, span: Span, reason: str) -> Compiled
         jinja=source,
         slow_reason=reason,
         text_template=True,
+        normalized=source,
         span=span,
     )
 
@@ -138,6 +146,7 @@ def _compiled_code(
     event_names: tuple[str, ...],
     *,
     text: bool,
+    normalized: str,
 ) -> CompiledExpression:
     return CompiledExpression(
         source,
@@ -149,6 +158,7 @@ def _compiled_code(
         mentions_event="event" in names,
         constant=facts.fold(code) if not names else facts.NOT_CONSTANT,
         text_template=text,
+        normalized=normalized,
         span=span,
     )
 
@@ -168,15 +178,26 @@ def _compile_single(source: str, expr_text: str, mode: Mode, span: Span) -> Comp
             "jinja_expression",
             jinja=expr_text.strip(),
             slow_reason=str(exc),
+            normalized=expr_text.strip(),
             span=span,
         )
     code = codegen.function_source(node)
     found = facts.analyze(tree, gen.names)
-    return _compiled_code(source, mode, span, code, gen.names, found.event_names, text=False)
+    return _compiled_code(
+        source,
+        mode,
+        span,
+        code,
+        gen.names,
+        found.event_names,
+        text=False,
+        normalized=expr_text.strip(),
+    )
 
 
-def _compile_mixed(source: str, mode: Mode, span: Span) -> CompiledExpression:
-    pieces = parser.split_template(source)  # raises ExpressionSyntaxError
+def _compile_mixed(
+    source: str, mode: Mode, span: Span, pieces: list[str | ExprPiece] | None
+) -> CompiledExpression:
     if pieces is None:  # `{% %}` blocks or comments: the slow path
         return _slow_template(source, mode, span, "template tags")
     gen = codegen.CodeGen()
@@ -198,7 +219,9 @@ def _compile_mixed(source: str, mode: Mode, span: Span) -> CompiledExpression:
     event_names: tuple[str, ...] = ()
     for tree in trees:
         event_names += facts.analyze(tree, gen.names).event_names
-    return _compiled_code(source, mode, span, code, gen.names, event_names, text=True)
+    return _compiled_code(
+        source, mode, span, code, gen.names, event_names, text=True, normalized=source
+    )
 
 
 class ExpressionPool:

@@ -14,7 +14,8 @@ from typing import Any
 
 from lark import Token, Tree
 
-from noetlc.vm.expr_runtime import FILTERS, GLOBALS, TESTS
+from noetlc.vm.expr_library import FILTERS, GLOBALS, TESTS
+from noetlc.vm.expr_runtime import FORMAT_METHODS
 
 # Namespaces always present at the scope root: looked up directly, no bare-name fallback.
 ROOT_NAMESPACES = frozenset(
@@ -205,6 +206,12 @@ class CodeGen:
     def n_call(self, ch: list[Any]) -> ast.expr:
         target, call_args = ch
         if not (isinstance(target, Tree) and target.data == "name"):
+            if (
+                isinstance(target, Tree)
+                and target.data == "getattr"
+                and str(target.children[1]) in FORMAT_METHODS
+            ):
+                raise Unsafe(f"string formatting (`.{target.children[1]}()`) is not allowed")
             raise Unsupported("method calls are not compiled")
         name = str(target.children[0])
         if name not in GLOBALS:
@@ -231,11 +238,12 @@ class CodeGen:
         return ast.IfExp(
             test=ast.BoolOp(op=ast.And(), values=[is_dict, has_key]),
             body=ast.Subscript(value=_n(temp), slice=_const(name), ctx=ast.Load()),
-            orelse=_call(_n("_attr"), _n(temp), _const(name)),
+            orelse=_call(_n("_attr"), _n(temp), _const(name), _n("s")),
         )
 
     def n_getattr_int(self, ch: list[Any]) -> ast.expr:
-        return _call(_n("_item"), self.expr(ch[0]), _const(int(str(ch[1]).replace("_", ""))))
+        index = _const(int(str(ch[1]).replace("_", "")))
+        return _call(_n("_item"), self.expr(ch[0]), index, _n("s"))
 
     def n_getitem(self, ch: list[Any]) -> ast.expr:
         key = self.expr(ch[1])
@@ -245,7 +253,7 @@ class CodeGen:
             and key.value.startswith("_")
         ):
             raise Unsafe(f"access to key `{key.value}` is not allowed")
-        return _call(_n("_item"), self.expr(ch[0]), key)
+        return _call(_n("_item"), self.expr(ch[0]), key, _n("s"))
 
     def n_getslice(self, ch: list[Any]) -> ast.expr:
         parts = list(ch[1].children) + [None] * 3
@@ -311,13 +319,28 @@ def _unquote(token: str) -> str:
 
 
 def function_source(expr: ast.expr) -> str:
-    """Wrap an expression AST into the source of `def _e(s): return <expr>`."""
+    """Wrap an expression AST into the source of the function the pool stores:
+
+        def _e(s):
+            try:
+                return <expr>
+            except Exception as e:
+                raise _fail(e) from e
+
+    (`_fail` is bound at load time to the expression's source and position; a `try` costs
+    nothing until something raises.)"""
+    handler = ast.ExceptHandler(
+        type=_n("Exception"),
+        name="e",
+        body=[ast.Raise(exc=_call(_n("_fail"), _n("e")), cause=_n("e"))],
+    )
+    body = ast.Try(body=[ast.Return(value=expr)], handlers=[handler], orelse=[], finalbody=[])
     fn = ast.FunctionDef(
         name="_e",
         args=ast.arguments(
             posonlyargs=[], args=[ast.arg(arg="s")], kwonlyargs=[], kw_defaults=[], defaults=[]
         ),
-        body=[ast.Return(value=expr)],
+        body=[body],
         decorator_list=[],
         returns=None,
     )

@@ -19,7 +19,8 @@ from jinja2 import ChainableUndefined, Undefined
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from noetlc.compiler.expressions import compile_expression
-from noetlc.vm.expr_runtime import _flatten, compile_entry, lookup
+from noetlc.vm.expr_library import lookup
+from noetlc.vm.expr_runtime import ExpressionError, _flatten, compile_entry
 
 ENV = ImmutableSandboxedEnvironment(undefined=ChainableUndefined)
 ENV.globals["lookup"] = lookup
@@ -167,8 +168,8 @@ def _ours(text: str, variables: dict[str, Any], mode: str = "template") -> tuple
     try:
         value = compile_entry(compiled.to_entry())(dict(variables))
         return "ok", _normal(value)
-    except Exception as exc:
-        return "error", type(exc).__name__
+    except ExpressionError as exc:
+        return "error", type(exc.cause).__name__
 
 
 def _same(ours: tuple[str, Any], reference: tuple[str, Any]) -> bool:

@@ -12,7 +12,7 @@ from noetlc.compiler.expressions import (
     ExpressionUnsafe,
     compile_expression,
 )
-from noetlc.vm.expr_runtime import compile_entry, load_pool, slow_expression
+from noetlc.vm.expr_runtime import ExpressionError, compile_entry, load_pool, slow_expression
 
 ESCAPES = [
     "''.__class__.__mro__",
@@ -42,8 +42,9 @@ def test_static_escapes_are_refused_at_compile_time(expr: str) -> None:
 )
 def test_dynamic_escapes_are_refused_at_run_time(expr: str, variables: dict[str, object]) -> None:
     fn = compile_entry(compile_expression("{{ " + expr + " }}").to_entry())
-    with pytest.raises((SecurityError, OverflowError)):
+    with pytest.raises(ExpressionError) as info:
         fn(dict(variables))
+    assert isinstance(info.value.cause, (SecurityError, OverflowError))
 
 
 @pytest.mark.parametrize(
