@@ -182,17 +182,22 @@ class MemoryJobQueue:
 
     async def wait_for_work(self, pool: str = DEFAULT_POOL, timeout: float = 1.0) -> bool:
         now = self._clock()
-        if any(
-            j.status == "queued" and j.spec.pool == pool and j.available_at <= now
+        waiting = [
+            j.available_at
             for j in self._jobs.values()
-        ):
+            if j.status == "queued" and j.spec.pool == pool
+        ]
+        next_ready = min(waiting) - now if waiting else None
+        if next_ready is not None and next_ready <= 0:
             return True
         event = self._wakeups.setdefault(pool, asyncio.Event())
         event.clear()
+        # A delayed job becomes leasable without a wake-up: sleep no longer than until then.
+        sleep = timeout if next_ready is None else min(timeout, next_ready)
         try:
-            await asyncio.wait_for(event.wait(), timeout)
+            await asyncio.wait_for(event.wait(), sleep)
         except TimeoutError:
-            return False
+            return next_ready is not None and next_ready <= timeout
         return True
 
     async def get(self, job_id: str) -> JobState | None:

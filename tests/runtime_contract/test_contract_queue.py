@@ -180,6 +180,15 @@ async def test_delayed_jobs_are_not_leased_early(backend):
     assert (await q.get("e1:job0")).status == "queued"
 
 
+async def test_wait_for_work_wakes_up_for_a_delayed_job(backend):
+    q = backend.queue
+    await q.enqueue(jobs(1, pool="later", delay=0.3))
+    # No notification comes when the delay ends; the wait is shortened to it instead.
+    assert await asyncio.wait_for(q.wait_for_work("later", timeout=60), 15) is True
+    await backend.age(0.5)
+    assert len(await q.lease("w1", pool="later")) == 1
+
+
 async def test_wait_for_work_returns_at_once_when_work_is_there(backend):
     q = backend.queue
     await q.enqueue(jobs(1, pool="ready"))
