@@ -75,6 +75,28 @@ Example:
 CODES = (
     *CODES,
     code(
+        "NOE305",
+        "undefined-name",
+        "warning",
+        "an expression reads a name nothing in the playbook defines",
+        """
+A bare name in an expression resolves at the scope root (the namespaces `workload`, `ctx`,
+`iter`, `args`, `event`, `outcome`/`output`, …, and every step and task by name, bound to its
+result), then as a key of `args`, `ctx`, `iter` and `workload`. This name is none of those:
+no step, task, loop iterator, workload key, `set_ctx`/`set_iter` key or arc argument has it.
+It is undefined — falsy, rendered as `''` — unless the request's workload happens to supply
+it. Names written under `| default(...)` or `is defined` are not reported.
+
+Example (the threshold lives in `workload`, and `spec` is not a namespace):
+
+    workload: {threshold: 30}
+    ...
+        when: "{{ fetch_weather.max_temp > spec.threshold }}"
+""",
+        "use a namespace (`workload.x`, `ctx.x`, `iter.x`) or a step name; "
+        "add `| default(...)` if the value is optional",
+    ),
+    code(
         "NOE310",
         "expression-runtime-error",
         "error",

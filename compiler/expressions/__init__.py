@@ -25,6 +25,7 @@ from typing import Any, Literal
 
 from noetlc.compiler.diagnostics import Span
 from noetlc.compiler.expressions import codegen, facts, parser
+from noetlc.compiler.expressions.codegen import ROOT_NAMESPACES
 from noetlc.compiler.expressions.parser import ExpressionSyntaxError, ExprPiece
 from noetlc.compiler.ynodes import NO_SPAN
 
@@ -45,6 +46,7 @@ class CompiledExpression:
     jinja: str | None = None  # text for the slow path
     slow_reason: str | None = None
     names: tuple[str, ...] = ()  # free root names
+    optional_names: tuple[str, ...] = ()  # names under `| default` / `is defined`
     event_names: tuple[str, ...] = ()  # event names an `event.name` comparison tests
     mentions_event: bool = False
     constant: Any = facts.NOT_CONSTANT  # the folded value when the expression has no names
@@ -143,7 +145,7 @@ def _compiled_code(
     span: Span,
     code: str,
     names: set[str],
-    event_names: tuple[str, ...],
+    found: facts.Facts,
     *,
     text: bool,
     normalized: str,
@@ -154,7 +156,8 @@ def _compiled_code(
         "code",
         code=code,
         names=tuple(sorted(names)),
-        event_names=tuple(sorted(set(event_names))),
+        optional_names=found.optional_names,
+        event_names=found.event_names,
         mentions_event="event" in names,
         constant=facts.fold(code) if not names else facts.NOT_CONSTANT,
         text_template=text,
@@ -189,7 +192,7 @@ def _compile_single(source: str, expr_text: str, mode: Mode, span: Span) -> Comp
         span,
         code,
         gen.names,
-        found.event_names,
+        found,
         text=False,
         normalized=expr_text.strip(),
     )
@@ -216,12 +219,14 @@ def _compile_mixed(
     except codegen.Unsupported as exc:
         return _slow_template(source, mode, span, str(exc))
     code = codegen.template_source(parts)
-    event_names: tuple[str, ...] = ()
+    event_names: set[str] = set()
+    optional: set[str] = set()
     for tree in trees:
-        event_names += facts.analyze(tree, gen.names).event_names
-    return _compiled_code(
-        source, mode, span, code, gen.names, event_names, text=True, normalized=source
-    )
+        found = facts.analyze(tree, gen.names)
+        event_names.update(found.event_names)
+        optional.update(found.optional_names)
+    merged = facts.Facts(tuple(sorted(event_names)), tuple(sorted(optional)))
+    return _compiled_code(source, mode, span, code, gen.names, merged, text=True, normalized=source)
 
 
 class ExpressionPool:
@@ -254,6 +259,7 @@ class ExpressionPool:
 
 
 __all__ = [
+    "ROOT_NAMESPACES",
     "CompiledExpression",
     "ExpressionPool",
     "ExpressionSyntaxError",

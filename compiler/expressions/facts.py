@@ -13,19 +13,50 @@ NOT_CONSTANT: Any = type("NotConstant", (), {"__repr__": lambda self: "NOT_CONST
 @dataclass(frozen=True, slots=True)
 class Facts:
     event_names: tuple[str, ...]
+    # Root names the expression itself expects may be missing: the subject of `| default`
+    # or of `is defined` / `is undefined` (`spec.x | default(1)` makes `spec` optional).
+    optional_names: tuple[str, ...] = ()
+
+
+_DEFAULT_FILTERS = frozenset({"default", "d"})
+_DEFINED_TESTS = frozenset({"defined", "undefined"})
+_ACCESS = frozenset({"getattr", "getattr_int", "getitem", "getslice"})
 
 
 def analyze(tree: Tree[Any], names: set[str]) -> Facts:
     found: set[str] = set()
-    if "event" in names:
-        for node in tree.iter_subtrees():
-            if node.data == "compare" and len(node.children) == 3:
-                left, op, right = node.children
-                op_text = "".join(str(t) for t in op.children)
-                for a, b in ((left, right), (right, left)):
-                    if _is_event_name(a):
-                        found.update(_string_values(b, op_text))
-    return Facts(tuple(sorted(found)))
+    optional: set[str] = set()
+    for node in tree.iter_subtrees():
+        if _tolerates_undefined(node):
+            optional.update(_root_name(node.children[0]))
+        elif "event" in names and node.data == "compare" and len(node.children) == 3:
+            left, op, right = node.children
+            op_text = "".join(str(t) for t in op.children)
+            for a, b in ((left, right), (right, left)):
+                if _is_event_name(a):
+                    found.update(_string_values(b, op_text))
+    return Facts(tuple(sorted(found)), tuple(sorted(optional)))
+
+
+def _tolerates_undefined(node: Tree[Any]) -> bool:
+    if node.data == "filter":
+        return str(node.children[1]) in _DEFAULT_FILTERS
+    return node.data in ("test", "test_not") and _test_name(node) in _DEFINED_TESTS
+
+
+def _test_name(node: Tree[Any]) -> str:
+    name = node.children[1]
+    return "".join(str(t) for t in name.children) if isinstance(name, Tree) else str(name)
+
+
+def _root_name(node: Any) -> list[str]:
+    """The name an access chain starts from (`a` of `a.b[0].c`), if it starts from one."""
+    node = _unwrap(node)
+    while isinstance(node, Tree) and node.data in _ACCESS:
+        node = _unwrap(node.children[0])
+    if isinstance(node, Tree) and node.data == "name":
+        return [str(node.children[0])]
+    return []
 
 
 def _unwrap(node: Any) -> Any:

@@ -4,14 +4,18 @@ Guards: admission rules, task policy rules, arcs. Templated values: tool argumen
 python task's `code`, which is code, not a template), `set_iter`/`set_ctx` values, arc `args`
 and `set`, step-level `set`, loop `in`. Each gets a pool index recorded under its tree path
 (`pool.by_path`), which the net builder uses. Problems are reported at the scalar's position:
-NOE301 syntax, NOE302 sandbox violations, NOE303 (note) slow path, NOE304 text conditions.
+NOE301 syntax, NOE302 sandbox violations, NOE303 (note) slow path, NOE304 text conditions,
+NOE305 names nothing in the playbook defines.
 """
 
 from __future__ import annotations
 
+import difflib
+
 from noetlc.compiler import tree
 from noetlc.compiler.diagnostics import Span
 from noetlc.compiler.expressions import (
+    ROOT_NAMESPACES,
     CompiledExpression,
     ExpressionPool,
     ExpressionSyntaxError,
@@ -24,6 +28,9 @@ from noetlc.compiler.ynodes import YMap, YNode, YScalar, YSeq, walk_scalars
 
 Path = tuple[str | int, ...]
 NOT_TEMPLATES = {("python", "code")}
+# Names the runtime may bind besides the namespaces: the legacy `case` names (desugaring
+# rewrites them, but the VM still provides them) and the corpus's `loop.index` alias.
+RUNTIME_NAMES = frozenset({"result", "response", "error", "this", "loop", "vars"})
 
 
 def run(unit: CompilationUnit) -> None:
@@ -54,10 +61,44 @@ def run(unit: CompilationUnit) -> None:
     unit.artifacts["expressions"] = compiler.pool
 
 
+def defined_names(playbook: tree.Playbook) -> frozenset[str]:
+    """Every bare name some scope can define: namespaces, steps, tasks, iterators, and the
+    keys of workload, set_ctx / set_iter writes and arc arguments."""
+    names: set[str] = set(ROOT_NAMESPACES) | RUNTIME_NAMES | set(playbook.workload.keys())
+
+    def keys(node: YMap | None) -> None:
+        if node is not None:
+            names.update(node.keys())
+
+    def task(t: tree.Task) -> None:
+        names.add(t.name)
+        keys(t.set_ctx)
+        keys(t.set_iter)
+        for rule in t.policy.rules if t.policy is not None else ():
+            keys(rule.action.set_ctx)
+            keys(rule.action.set_iter)
+
+    for t in playbook.workbook:
+        task(t)
+    for step in playbook.workflow:
+        names.add(step.name)
+        keys(step.set_ctx)
+        if step.loop is not None:
+            names.add(step.loop.iterator)
+        for t in step.tasks:
+            task(t)
+        for arc in step.next.arcs if step.next is not None else ():
+            keys(arc.args)
+            keys(arc.set_ctx)
+    return frozenset(names)
+
+
 class _PoolBuilder:
     def __init__(self, unit: CompilationUnit) -> None:
         self.unit = unit
         self.pool = ExpressionPool()
+        assert unit.playbook is not None
+        self.defined = defined_names(unit.playbook)
 
     def task(self, task: tree.Task, base: Path) -> None:
         if task.set_ctx is not None:
@@ -117,4 +158,18 @@ class _PoolBuilder:
             self.unit.reporter.report(
                 "NOE303", f"expression on the slow path (jinja2): {compiled.slow_reason}", span
             )
+        for name in compiled.names:
+            if name not in self.defined and name not in compiled.optional_names:
+                self.undefined_name(name, span)
         return compiled
+
+    def undefined_name(self, name: str, span: Span) -> None:
+        close = difflib.get_close_matches(name, sorted(self.defined), n=1, cutoff=0.75)
+        hint = f"did you mean `{close[0]}`?" if close else None
+        self.unit.reporter.report(
+            "NOE305",
+            f"`{name}` is not defined by this playbook (no step, task, loop iterator, "
+            "workload key, set_ctx/set_iter key or arc argument has that name)",
+            span,
+            hint=hint,
+        )
