@@ -296,6 +296,7 @@ class ControlVM:
             run.items = list(items) if isinstance(items, list | tuple) else []
             run.results = [None] * len(run.items)
             run.best_effort = table.loop.get("failure_mode") == "best_effort"
+            self.firings += 1  # loop_start
             self.record("loop.started", step, {"count": len(run.items)}, run.run_id)
             if not run.items:
                 self._loop_done(run, commands)
@@ -379,6 +380,7 @@ class ControlVM:
         commands: list[Command],
     ) -> None:
         del self.runs[run.run_id]
+        self.firings += 1  # the net's complete / fail / loop_done transition
         self._boundary(run, name, result, error, commands)
 
     def _boundary(
