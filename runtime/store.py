@@ -420,12 +420,9 @@ def open_store(url: str) -> EventStore:
     if url.startswith("sqlite:///"):
         return SQLiteStore(url[len("sqlite:///") :] or ":memory:")
     if url.startswith(("postgresql://", "postgres://")):
-        raise StoreError(
-            "NOE803",
-            "a PostgreSQL URL runs distributed mode: use `noetl-vm submit` with a server and"
-            " workers; `run` is embedded",
-            "use --db sqlite:///.noetl/noetl.db (the default) or --db memory: with `run`",
-        )
+        from noetlc.runtime.pgstore import PostgresStore
+
+        return PostgresStore(url)
     raise StoreError(
         "NOE803", f"unsupported store URL {url!r}", "use sqlite:///path/to/file.db or memory:"
     )

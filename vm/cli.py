@@ -25,6 +25,9 @@ COMMANDS: list[tuple[str, str, str]] = [
     ("cancel", "cancel", "cancel a running execution"),
     ("signal", "signal", "deliver a signal to an execution's listener steps"),
     ("db", "db", "create or upgrade the PostgreSQL schema of distributed mode"),
+    ("server", "server", "distributed mode: run control VMs (PostgreSQL)"),
+    ("worker", "worker", "distributed mode: run tasks (PostgreSQL)"),
+    ("submit", "submit", "distributed mode: start an execution on a running cluster"),
 ]
 
 

@@ -119,6 +119,17 @@ def run(args: argparse.Namespace) -> int:
     overrides = _overrides(args)
     if overrides is None:
         return 2
+    if args.db.startswith(("postgresql://", "postgres://")):
+        print(
+            "error[NOE803]: `run` is embedded; a PostgreSQL database runs distributed mode",
+            file=sys.stderr,
+        )
+        print(
+            "  hint: `noetl-vm submit FILE --db URL --wait` with `noetl-vm server` and"
+            " `noetl-vm worker` running, or `run --db sqlite:///.noetl/noetl.db`",
+            file=sys.stderr,
+        )
+        return 2
     payload = load_payload(args.file)
     if payload is None:
         return 1
