@@ -23,7 +23,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from noetlc.runtime.embedded import decode_program, summary
+from noetlc.runtime.postgres.connect import TRANSIENT
 from noetlc.runtime.postgres.database import Database
+from noetlc.runtime.postgres.errors import DatabaseError
 from noetlc.runtime.postgres.notify import ANY_KEY
 from noetlc.runtime.queue import JobSpec
 from noetlc.runtime.replay import rebuild
@@ -31,6 +33,7 @@ from noetlc.vm.control import Command, ControlVM, is_input
 from noetlc.vm.program import Program
 
 REQUESTED = "playbook.execution.requested"
+RETRYABLE: tuple[type[BaseException], ...] = (DatabaseError, *TRANSIENT)
 
 
 def new_owner(kind: str) -> str:
@@ -86,7 +89,13 @@ class Server:
                 wake_events = notes.register("noetl_events", ANY_KEY)
                 wake_offers = notes.register("noetl_executions", ANY_KEY)
                 try:
-                    progressed = await self.tick()
+                    try:
+                        progressed = await self.tick()
+                    except RETRYABLE as exc:
+                        # the database went away: keep our state, try again (the leases
+                        # may be lost meanwhile; renew() tells)
+                        _warn(self.owner, exc)
+                        progressed = False
                     if not progressed:
                         await _first(
                             [wake_events.wait(), wake_offers.wait(), stop.wait()], self.poll
@@ -273,6 +282,12 @@ class Server:
                 ],
             )
         return bool(reaped)
+
+
+def _warn(owner: str, exc: BaseException) -> None:
+    import sys
+
+    print(f"{owner}: database error, retrying: {type(exc).__name__}: {exc}", file=sys.stderr)
 
 
 async def _first(waits: list[Any], timeout: float) -> None:

@@ -22,7 +22,7 @@ from typing import Any
 from noetlc.runtime.execute import execute, memo_from_events
 from noetlc.runtime.postgres.database import Database
 from noetlc.runtime.queue import Lease
-from noetlc.runtime.server import REQUESTED, new_owner, program_from_requested
+from noetlc.runtime.server import REQUESTED, RETRYABLE, _warn, new_owner, program_from_requested
 from noetlc.vm.program import OP, Program
 
 
@@ -51,40 +51,48 @@ class Worker:
         self.completed = 0
 
     async def run(self, stop: asyncio.Event) -> None:
-        queue = self.db.queue
         finished: list[Lease] = []
         next_heartbeat = time.monotonic() + self.ttl / 3
         try:
             while not stop.is_set():
-                free = self.concurrency - len(self.running)
-                if free > 0 or finished:
-                    _, leases = await queue.complete_and_lease(
-                        finished, self.owner, pool=self.pool, limit=max(free, 0), ttl=self.ttl
-                    )
-                    self.completed += len(finished)
-                    finished = []
-                    for lease in leases:
-                        flag = threading.Event()
-                        task = asyncio.create_task(self._run_job(lease, flag))
-                        self.running[lease.job_id] = (lease, task, flag)
-                if time.monotonic() >= next_heartbeat and self.running:
+                try:
+                    finished = await self._round(finished, next_heartbeat)
+                except RETRYABLE as exc:
+                    _warn(self.owner, exc)  # the database went away: keep going
+                    await asyncio.sleep(self.poll)
+                if time.monotonic() >= next_heartbeat:
                     next_heartbeat = time.monotonic() + self.ttl / 3
-                    held = await queue.heartbeat(
-                        [lease for lease, _, _ in self.running.values()], ttl=self.ttl
-                    )
-                    for job_id, (_, _, flag) in self.running.items():
-                        if job_id not in held:
-                            flag.set()  # lost: someone else runs it now
-                if self.running:
-                    tasks = [task for _, task, _ in self.running.values()]
-                    await asyncio.wait(
-                        tasks, timeout=self.ttl / 3, return_when=asyncio.FIRST_COMPLETED
-                    )
-                    finished.extend(self._collect())
-                else:
-                    await queue.wait_for_work(self.pool, timeout=self.poll)
         finally:
             await self._shutdown(finished)
+
+    async def _round(self, finished: list[Lease], next_heartbeat: float) -> list[Lease]:
+        """Complete what finished, lease more, heartbeat, wait; returns what finished now."""
+        queue = self.db.queue
+        free = self.concurrency - len(self.running)
+        if free > 0 or finished:
+            _, leases = await queue.complete_and_lease(
+                finished, self.owner, pool=self.pool, limit=max(free, 0), ttl=self.ttl
+            )
+            self.completed += len(finished)
+            finished = []
+            for lease in leases:
+                flag = threading.Event()
+                task = asyncio.create_task(self._run_job(lease, flag))
+                self.running[lease.job_id] = (lease, task, flag)
+        if time.monotonic() >= next_heartbeat and self.running:
+            held = await queue.heartbeat(
+                [lease for lease, _, _ in self.running.values()], ttl=self.ttl
+            )
+            for job_id, (_, _, flag) in self.running.items():
+                if job_id not in held:
+                    flag.set()  # lost: someone else runs it now
+        if self.running:
+            tasks = [task for _, task, _ in self.running.values()]
+            await asyncio.wait(tasks, timeout=self.ttl / 3, return_when=asyncio.FIRST_COMPLETED)
+            finished.extend(self._collect())
+        else:
+            await queue.wait_for_work(self.pool, timeout=self.poll)
+        return finished
 
     def _collect(self) -> list[Lease]:
         done: list[Lease] = []
@@ -155,10 +163,13 @@ class Worker:
             event["ts"] = time.time()
             events.append(event)
             if eager and event["name"] == "task.done" and not flag.is_set():
-                batch, flushed = events[flushed:], len(events)
-                asyncio.run_coroutine_threadsafe(
-                    self.db.events.append(lease.execution_id, batch), loop
-                ).result()
+                try:
+                    asyncio.run_coroutine_threadsafe(
+                        self.db.events.append(lease.execution_id, events[flushed:]), loop
+                    ).result()
+                except Exception:  # the final append of the job retries them
+                    return
+                flushed = len(events)
 
         args = (
             program,

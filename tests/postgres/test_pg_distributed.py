@@ -289,3 +289,37 @@ def test_bad_database_urls(url: str, code: str) -> None:
     proc = _vm("worker", "--db", "sqlite:///x.db")
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 2 and "error[NOE800]" in err
+
+
+def _terminate_backends(url: str) -> int:
+    """What every client sees when PostgreSQL restarts: all its connections drop at once."""
+    import asyncio
+
+    from noetlc.runtime.postgres.connect import connect
+
+    async def kill() -> int:
+        conn = await connect(url)
+        try:
+            rows = await conn.fetch(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                " AND backend_type = 'client backend'"
+            )
+            return len(rows)
+        finally:
+            await conn.close()
+
+    return asyncio.run(kill())
+
+
+def test_connections_dropped_mid_execution(cluster: Cluster, tmp_path: Path) -> None:
+    log = tmp_path / "invocations.log"
+    cluster.server()
+    cluster.worker(concurrency=1)
+    cluster.submit(PLAYBOOKS / "crash_loop.yaml", f"log={log}", wait=False)
+    execution_id = _latest_execution(cluster.url)
+    for threshold in (6, 20):
+        _wait_for(lambda t=threshold: sum(_invocations(log).values()) >= t)  # type: ignore[misc]
+        assert _terminate_backends(cluster.url) > 0
+    _check_crash_run(cluster, log, execution_id, set())
+    assert all(p.poll() is None for p in cluster.procs)  # nobody died of it
