@@ -182,6 +182,7 @@ class EmbeddedRuntime:
         assert vm is not None
         self.loop = asyncio.get_running_loop()
         self.queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self.inbox: list[dict[str, Any]] = []  # events of inline actions: no queue round trip
         self.pool = ThreadPoolExecutor(max_workers=self.max_threads, thread_name_prefix="noetl")
         self.started_at = started_at or {}
         try:
@@ -196,14 +197,15 @@ class EmbeddedRuntime:
                 if now >= next_poll:
                     self._poll_requests()
                     next_poll = now + self.poll_interval
-                if self.queue.empty():
+                if self.inbox:
+                    batch, self.inbox = self.inbox, []
+                elif self.queue.empty():
                     try:
-                        first = await asyncio.wait_for(self.queue.get(), self.poll_interval)
+                        batch = [await asyncio.wait_for(self.queue.get(), self.poll_interval)]
                     except TimeoutError:
                         continue
                 else:
-                    first = self.queue.get_nowait()
-                batch = [first]
+                    batch = [self.queue.get_nowait()]
                 while not self.queue.empty():
                     batch.append(self.queue.get_nowait())
                 self._process(batch)
@@ -238,14 +240,15 @@ class EmbeddedRuntime:
         for event in events:
             self.server_events += 1
             event["event_id"] = f"{self.execution_id}:s{self.server_events}"
-            event["ts"] = time.time()
         return events
 
     def _commit(self, events: list[dict[str, Any]]) -> None:
         if not events:
             return
+        now = time.time()
         for event in events:
-            event.setdefault("ts", time.time())
+            if "ts" not in event:
+                event["ts"] = now
         self.store.append(self.execution_id, events)
         self.total_events += len(events)
         if self.on_events is not None:
@@ -286,9 +289,8 @@ class EmbeddedRuntime:
         vm = self.vm
         assert vm is not None
         memo = self.memo.pop(command.action_id, None)
-        scope = dict(vm.scope)
-        scope["ctx"] = dict(vm.ctx)
         if self.inline[command.step] and memo is None:
+            # runs now, on this thread, before the VM changes: its scope needs no copy
             self.active[command.action_id] = _INLINE
             execute(
                 self.program,
@@ -298,11 +300,12 @@ class EmbeddedRuntime:
                 command.args,
                 command.iteration,
                 command.item,
-                scope,
-                self.queue.put_nowait,
+                vm.scope,
+                self.inbox.append,
                 self.call_tool,
             )
             return
+        scope = dict(vm.scope)  # the VM goes on while the thread runs: a snapshot
         flag = self.active[command.action_id] = threading.Event()
         loop = self.loop
 

@@ -72,6 +72,7 @@ def execute(
     """Run the command; emit its events; return the terminal event (also emitted)."""
     info = program.steps[step]
     run_scope = dict(scope)
+    run_scope["ctx"] = dict(scope.get("ctx") or {})
     run_scope["args"] = args
     run_scope.pop("event", None)
     if iteration is not None and info.loop is not None:
@@ -97,9 +98,13 @@ def execute(
     if iteration is None:
         emit(worker_event("step.started", step, step_run_id, action_id, None, {}))
     if wait is None:
-        outcome = run_pipeline(program, info, run_scope, call_tool, on_task_event, memo)
+        outcome = run_pipeline(
+            program, info, run_scope, call_tool, on_task_event, memo, private_scope=True
+        )
     else:
-        outcome = run_pipeline(program, info, run_scope, call_tool, on_task_event, memo, wait)
+        outcome = run_pipeline(
+            program, info, run_scope, call_tool, on_task_event, memo, wait, private_scope=True
+        )
     if iteration is None:
         name = "step.done" if outcome.ok else "step.failed"
     else:

@@ -222,6 +222,7 @@ class MemoryStore:
 class SQLiteStore:
     def __init__(self, path: str) -> None:
         self.path = path
+        self._last_seq: dict[str, int] = {}  # executions this store appended to last
         try:
             if path != ":memory:":
                 Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -278,6 +279,17 @@ class SQLiteStore:
     def append(self, execution_id: str, events: list[dict[str, Any]]) -> int:
         if not events:
             return 0
+        last = self._last_seq.get(execution_id)
+        if last is not None:
+            # fast path: this store wrote the execution's last event, and these ids are new
+            rows = self._rows(execution_id, events, last, set())
+            try:
+                self._insert(rows)
+            except sqlite3.IntegrityError:
+                pass  # a duplicate event_id or another writer: the careful path decides
+            else:
+                self._last_seq[execution_id] = last + len(rows)
+                return len(rows)
         db = self._db
         db.execute("BEGIN IMMEDIATE")  # the write lock: seq is assigned under it
         try:
@@ -294,30 +306,59 @@ class SQLiteStore:
                     ids[chunk : chunk + 500],
                 )
             }
-            rows = []
-            for event in events:
-                if event["event_id"] in known:
-                    continue
-                known.add(event["event_id"])
-                last += 1
-                event["seq"] = last
-                e = _complete(execution_id, event)
-                rows.append(
-                    (
-                        execution_id,
-                        last,
-                        *(e[f] for f in ENVELOPE),
-                        json.dumps(e["payload"], default=str, separators=(",", ":")),
-                    )
-                )
-            db.executemany(
-                f"INSERT INTO events VALUES ({','.join('?' * (len(ENVELOPE) + 3))})", rows
-            )
+            rows = self._rows(execution_id, events, last, known)
+            db.executemany(self._INSERT, rows)
             db.execute("COMMIT")
         except sqlite3.Error:
             db.execute("ROLLBACK")
             raise
+        self._last_seq[execution_id] = last + len(rows)
         return len(rows)
+
+    _INSERT = f"INSERT INTO events VALUES ({','.join('?' * (len(ENVELOPE) + 3))})"
+
+    def _insert(self, rows: list[tuple[Any, ...]]) -> None:
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            db.executemany(self._INSERT, rows)
+            db.execute("COMMIT")
+        except sqlite3.Error:
+            db.execute("ROLLBACK")
+            raise
+
+    @staticmethod
+    def _rows(
+        execution_id: str, events: list[dict[str, Any]], last: int, known: set[str]
+    ) -> list[tuple[Any, ...]]:
+        rows = []
+        seen = set(known)
+        for event in events:
+            if event["event_id"] in seen:
+                continue
+            seen.add(event["event_id"])
+            last += 1
+            event["seq"] = last
+            rows.append(
+                (
+                    execution_id,
+                    last,
+                    event["event_id"],
+                    event.get("ts") or time.time(),
+                    event["name"],
+                    event.get("source"),
+                    event.get("step"),
+                    event.get("step_run_id"),
+                    event.get("task_run_id"),
+                    event.get("iteration"),
+                    event.get("attempt"),
+                    event.get("parent_id"),
+                    event.get("action_id"),
+                    event.get("pc"),
+                    json.dumps(event.get("payload") or {}, default=str, separators=(",", ":")),
+                )
+            )
+        return rows
 
     def finish_execution(self, execution_id: str, status: str, summary: dict[str, Any]) -> None:
         self._db.execute(

@@ -44,20 +44,29 @@ def run_pipeline(
     emit: Emit,
     memo: dict[int, dict[str, Any]] | None = None,
     wait: Wait = _sleep,
+    *,
+    private_scope: bool = False,
 ) -> PipelineResult:
     """Run the step's tasks; `base_scope` has workload, ctx, args, iter and step results.
 
     `memo` maps a tool call's index within this run (0, 1, ...) to the outcome recorded for
     it by an earlier attempt of the same action: those calls are not made again (resume and
     re-leased jobs replay the pipeline deterministically up to the first unrecorded call).
-    ctx writes are applied to a private copy of `ctx` and returned in `ctx_writes`.
+    ctx writes are applied to a private copy of `ctx` and returned in `ctx_writes`. With
+    `private_scope` the caller hands over a scope (and its `ctx` and `iter`) made for this run
+    alone, and no copies are made.
     """
     code = step.pipeline
-    scope: Scope = dict(base_scope)
-    ctx: dict[str, Any] = dict(scope.get("ctx") or {})
-    scope["ctx"] = ctx
-    iter_scope: dict[str, Any] = dict(scope.get("iter") or {})
-    scope["iter"] = iter_scope
+    if private_scope:
+        scope: Scope = base_scope
+        ctx: dict[str, Any] = scope["ctx"]
+        iter_scope: dict[str, Any] = scope["iter"]
+    else:
+        scope = dict(base_scope)
+        ctx = dict(scope.get("ctx") or {})
+        scope["ctx"] = ctx
+        iter_scope = dict(scope.get("iter") or {})
+        scope["iter"] = iter_scope
     names = program.names
     pc = 0
     calls = 0
@@ -104,7 +113,14 @@ def run_pipeline(
                         outcome = _error_outcome(exc, "TemplateError")
                     else:
                         emit("task.started", {"task": task, "attempt": attempt, "call": call})
-                        if kind == "workbook":
+                        if kind == "noop":  # the compiler's pass-through task: no tool call
+                            outcome = {
+                                "status": "ok",
+                                "result": args.get("input"),
+                                "error": None,
+                                "meta": {},
+                            }
+                        elif kind == "workbook":
                             outcome = _workbook(program, args, scope, call_tool, task, attempt)
                         else:
                             outcome = call_tool(kind, args, spec, task, attempt)
