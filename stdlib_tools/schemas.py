@@ -52,6 +52,9 @@ def _conflict(kind: str, names: list[str]) -> PydanticCustomError:
 
 
 class NoopArgs(ToolArgs):
+    # noop tasks carry labels and messages (`message: "{{ n }} items"`): other keys are allowed
+    model_config = ConfigDict(extra="allow")
+
     input: Any = Field(None, description="returned as the result (pass-through)")
     result: Any = Field(None, description="returned as the result (wins over `input`)")
 

@@ -4,8 +4,8 @@ Workflow tasks and root `workbook:` tasks are validated statically: a template s
 accepted wherever a value is expected (its type is only known at run time), so errors on a
 value that is — or lies inside — a template are dropped. Reported: unknown arguments (NOE601,
 with "did you mean"), missing required ones (NOE602, at the task's `kind:`), values of the wrong
-literal type or choice (NOE603), SQL text built from templates (NOE604, a warning: values belong
-in `params:`, DESIGN §6) and two spellings of one argument or arguments that exclude each other
+literal type or choice (NOE603), SQL text with templates spliced in (NOE604, a warning: values
+belong in `params:`, DESIGN §6) and two spellings of one argument or arguments that exclude each other
 (NOE605). Unknown kinds were reported by `resolve` and are skipped here.
 """
 
@@ -75,7 +75,8 @@ def _warn_templated_sql(task: tree.Task, reporter: Reporter) -> None:
     for spelling in SQL_SPELLINGS.split():
         value = task.args.get(spelling)
         key = task.args.key_node(spelling)
-        if isinstance(value, YScalar) and _is_template(value.value) and key is not None:
+        text = value.value if isinstance(value, YScalar) else None
+        if _is_template(text) and not _single_expression(str(text)) and key is not None:
             reporter.report(
                 "NOE604",
                 f"the SQL of task `{task.name}` is built from a template",
@@ -86,7 +87,10 @@ def _warn_templated_sql(task: tree.Task, reporter: Reporter) -> None:
 
 def _report(exc: ValidationError, task: tree.Task, data: dict[str, Any], rep: Reporter) -> None:
     errors = exc.errors()
-    paths = [_data_path(err["loc"], data) for err in errors]
+    paths = [
+        _data_path(err["loc"], data, named=err["type"] in ("extra_forbidden", "missing"))
+        for err in errors
+    ]
     by_path: dict[Path, list[str]] = {}
     for err, path in zip(errors, paths):
         kind = err["type"]
@@ -169,8 +173,9 @@ def _other_spellings(kind: str, name: str) -> list[str]:
 # --------------------------------------------------------------------------- locations
 
 
-def _data_path(loc: tuple[Any, ...], data: Any) -> Path:
-    """pydantic's `loc` without its union tags (`('timeout', 'float')` -> `('timeout',)`)."""
+def _data_path(loc: tuple[Any, ...], data: Any, *, named: bool) -> Path:
+    """pydantic's `loc` without its union tags (`('timeout', 'float')` -> `('timeout',)`);
+    `named`: the last step is a key that is not in the data (unknown or missing)."""
     path: list[str | int] = []
     cursor: Any = data
     for i, step in enumerate(loc):
@@ -178,8 +183,8 @@ def _data_path(loc: tuple[Any, ...], data: Any) -> Path:
         if found:
             path.append(step)
             cursor = child
-        elif i == len(loc) - 1 and isinstance(cursor, dict) and isinstance(step, str):
-            path.append(step)  # an unknown or missing key names itself
+        elif named and i == len(loc) - 1 and isinstance(cursor, dict):
+            path.append(step)
     return tuple(path)
 
 
@@ -214,6 +219,12 @@ def _under_template(data: Any, path: Path) -> bool:
         if _is_template(data):
             return True
     return False
+
+
+def _single_expression(text: str) -> bool:
+    """`"{{ workload.query }}"`: the whole SQL is one value, not text with data spliced in."""
+    body = text.strip()
+    return body.startswith("{{") and body.endswith("}}") and body.count("{{") == 1
 
 
 def _is_template(value: Any) -> bool:
