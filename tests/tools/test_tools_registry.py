@@ -68,3 +68,15 @@ def test_the_old_entry_point_still_works() -> None:
 )  # fmt: skip
 def test_sql_scripts_split_at_top_level_semicolons(sql: str, statements: list[str]) -> None:
     assert split_statements(sql) == statements
+
+
+def test_docs_list_every_argument_spelling() -> None:
+    from pathlib import Path
+
+    from noetlc.stdlib_tools.schemas import argument_names
+
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "tools.md").read_text()
+    for kind in ARG_SCHEMAS:
+        assert f"`{kind}`" in docs, kind
+        for name in argument_names(kind):
+            assert f"`{name}`" in docs, f"docs/tools.md does not mention `{name}` of {kind}"
