@@ -161,11 +161,11 @@ class Keychain:
             found.extend((s, False) for s in _strings(value))
         with self._lock:
             for text, whole in found:
-                if len(text) >= MIN_SUBSTRING:
+                if len(text) >= MIN_SUBSTRING and text not in self._substrings:
                     self._substrings.add(text)
-                elif whole and text:
+                    self._pattern = None  # rebuilt on the next redact
+                elif whole and 0 < len(text) < MIN_SUBSTRING:
                     self._exact.add(text)
-            self._pattern = None
 
     @property
     def has_secrets(self) -> bool:

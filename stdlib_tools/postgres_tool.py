@@ -116,16 +116,29 @@ async def _execute(
     connect: dict[str, Any], sql: str, statements: list[str], params: list[Any]
 ) -> dict[str, Any]:
     pool = await _pool(connect)
-    async with pool.acquire() as conn:
-        if len(statements) <= 1:
-            stmt = await conn.prepare(sql)
-            rows = await stmt.fetch(*params)
-            return _result(stmt, rows, 1)
-        async with conn.transaction():
-            for text in statements:
-                stmt = await conn.prepare(text)
-                rows = await stmt.fetch()
-        return _result(stmt, rows, len(statements))
+    try:
+        conn = await pool.acquire()
+    except OSError:
+        await _close(_key(connect))  # do not keep pools for servers that are not there
+        raise
+    try:
+        return await _run(conn, sql, statements, params)
+    finally:
+        await pool.release(conn)
+
+
+async def _run(
+    conn: asyncpg.Connection, sql: str, statements: list[str], params: list[Any]
+) -> dict[str, Any]:
+    if len(statements) <= 1:
+        stmt = await conn.prepare(sql)
+        rows = await stmt.fetch(*params)
+        return _result(stmt, rows, 1)
+    async with conn.transaction():
+        for text in statements:
+            stmt = await conn.prepare(text)
+            rows = await stmt.fetch()
+    return _result(stmt, rows, len(statements))
 
 
 def _result(stmt: Any, rows: list[asyncpg.Record], count: int) -> dict[str, Any]:
@@ -142,8 +155,12 @@ def _result(stmt: Any, rows: list[asyncpg.Record], count: int) -> dict[str, Any]
     }
 
 
+def _key(connect: dict[str, Any]) -> str:
+    return json.dumps(connect, sort_keys=True)
+
+
 async def _pool(connect: dict[str, Any]) -> asyncpg.Pool:
-    key = json.dumps(connect, sort_keys=True)
+    key = _key(connect)
     pool = _pools.get(key)
     if pool is not None:
         return pool

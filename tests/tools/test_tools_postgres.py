@@ -133,3 +133,16 @@ def test_a_keychain_value_that_is_no_connection_is_an_argument_error() -> None:
     )
     assert out["error"]["type"] == "ToolArgumentError"
     assert "not a PostgreSQL connection" in out["error"]["message"]
+
+
+def test_pools_are_cached_per_connection_and_closed_at_shutdown(dsn: str) -> None:
+    from noetlc.stdlib_tools import aioloop, postgres_tool
+
+    assert pg(dsn, "SELECT 1 AS a")["status"] == "ok"
+    assert pg(dsn, "SELECT 2 AS a")["status"] == "ok"
+    keys = list(postgres_tool._pools)
+    assert keys == [json.dumps({"dsn": dsn})]  # one pool; none kept for unreachable servers
+    pool = postgres_tool._pools[keys[0]]
+    aioloop.shutdown()  # what atexit runs
+    assert postgres_tool._pools == {} and pool.is_closing()
+    assert pg(dsn, "SELECT 3 AS a")["result"]["rows"] == [{"a": 3}]  # type: ignore[index]
