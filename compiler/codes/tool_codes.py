@@ -108,4 +108,25 @@ Example:
 """,
         "keep one of them",
     ),
+    code(
+        "NOE606",
+        "undeclared-keychain-entry",
+        "warning",
+        "a task uses a keychain entry the playbook does not declare",
+        """
+The playbook declares the credentials it needs under the root `keychain:`, and a task names
+another one (`auth:` of postgres, http and python, `key:` of secrets). The keychain's providers
+may still have a value for it, so this is a warning; usually it is a typo, which would otherwise
+surface only at run time as NOE812. Playbooks without a `keychain:` section are not checked.
+
+Example:
+
+    keychain:
+      - {name: pg_main, kind: postgres_credential}
+    workflow:
+      - step: start
+        tool: {kind: postgres, auth: pg_mian, query: "SELECT 1"}
+""",
+        "declare the entry under `keychain:` or fix the name",
+    ),
 )

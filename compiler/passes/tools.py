@@ -5,8 +5,9 @@ accepted wherever a value is expected (its type is only known at run time), so e
 value that is — or lies inside — a template are dropped. Reported: unknown arguments (NOE601,
 with "did you mean"), missing required ones (NOE602, at the task's `kind:`), values of the wrong
 literal type or choice (NOE603), SQL text with templates spliced in (NOE604, a warning: values
-belong in `params:`, DESIGN §6) and two spellings of one argument or arguments that exclude each other
-(NOE605). Unknown kinds were reported by `resolve` and are skipped here.
+belong in `params:`, DESIGN §6), two spellings of one argument or arguments that exclude each
+other (NOE605), and — in a playbook that declares its `keychain:` — credentials it does not
+declare (NOE606, a warning). Unknown kinds were reported by `resolve` and are skipped here.
 """
 
 from __future__ import annotations
@@ -19,12 +20,19 @@ from pydantic import ValidationError
 from noetlc.compiler import tree
 from noetlc.compiler.diagnostics import Reporter, Span
 from noetlc.compiler.unit import CompilationUnit
-from noetlc.compiler.ynodes import YScalar, node_at
+from noetlc.compiler.ynodes import YMap, YScalar, node_at
 from noetlc.stdlib_tools.schemas import ARG_SCHEMAS, SQL_SPELLINGS, argument_names
 
 Path = tuple[str | int, ...]
 
 SQL_KINDS = frozenset({"postgres", "sqlite", "duckdb"})
+# arguments whose literal value names a keychain entry
+CREDENTIAL_ARGUMENTS = {
+    "postgres": ("auth", "connection", "dsn"),
+    "http": ("auth",),
+    "python": ("auth",),
+    "secrets": ("key", "secret", "entry"),
+}
 
 # pydantic error types -> what the value should have been
 _EXPECTED = {
@@ -51,11 +59,38 @@ def run(unit: CompilationUnit) -> None:
     playbook = unit.playbook
     if playbook is None:
         return
-    for task in playbook.workbook:
+    declared = [entry.name for entry in playbook.keychain]
+    tasks = [*playbook.workbook, *(t for step in playbook.workflow for t in step.tasks)]
+    for task in tasks:
         check_task(task, unit.reporter)
-    for step in playbook.workflow:
-        for task in step.tasks:
-            check_task(task, unit.reporter)
+        if declared:
+            _check_keychain_names(task, declared, unit.reporter)
+
+
+def _check_keychain_names(task: tree.Task, declared: list[str], reporter: Reporter) -> None:
+    """A playbook that declares its keychain should name only declared entries: a typo would
+    otherwise surface at run time as a missing credential (NOE812)."""
+    refs: list[YScalar] = []
+    for key in CREDENTIAL_ARGUMENTS.get(task.kind, ()):
+        value = task.args.get(key)
+        if isinstance(value, YScalar):
+            refs.append(value)
+        elif isinstance(value, YMap) and task.kind == "python":  # {alias: entry}
+            refs.extend(v for _, v in value.items if isinstance(v, YScalar))
+    for ref in refs:
+        name = ref.value
+        if not isinstance(name, str) or _is_template(name) or "://" in name or name in declared:
+            continue
+        close = difflib.get_close_matches(name, declared, n=1, cutoff=0.6)
+        reporter.report(
+            "NOE606",
+            f"task `{task.name}` uses keychain entry `{name}`, which the playbook's "
+            "`keychain:` does not declare",
+            ref.span,
+            hint=f"did you mean `{close[0]}`?"
+            if close
+            else f"declare it: `keychain: [{{name: {name}, kind: ...}}]`",
+        )
 
 
 def check_task(task: tree.Task, reporter: Reporter) -> None:

@@ -129,3 +129,26 @@ def test_the_corpus_has_no_tool_argument_errors(path: Path) -> None:
     unit = compile_file(path)
     errors = [d for d in unit.reporter.diagnostics if d.code.startswith("NOE6") and d.is_error]
     assert not errors, errors
+
+
+def test_credentials_are_checked_against_a_declared_keychain_only() -> None:
+    tasks = (
+        "    tool:\n"
+        "      - {name: a, kind: postgres, auth: pg_main, query: SELECT 1}\n"
+        "      - {name: b, kind: http, url: 'https://x', auth: '{{ workload.tok }}'}\n"
+        "      - {name: c, kind: postgres, auth: 'postgresql://u@h/db', query: SELECT 1}\n"
+        "      - {name: d, kind: python, code: x, auth: {pg: pg_main, api: api_tokn}}\n"
+        "      - {name: e, kind: secrets, key: other}\n"
+    )
+    body = "workflow:\n  - step: start\n" + tasks
+    declared = "keychain:\n  - {name: pg_main, kind: postgres_credential}\n  - {name: api_token}\n"
+    found = [
+        (d.code, d.span.line, d.hint)
+        for d in compile_source(declared + body).reporter.sorted()
+        if d.code == "NOE606" and d.span
+    ]
+    assert found == [
+        ("NOE606", 10, "did you mean `api_token`?"),
+        ("NOE606", 11, "declare it: `keychain: [{name: other, kind: ...}]`"),
+    ]
+    assert not [d for d in compile_source(body).reporter.diagnostics if d.code == "NOE606"]
