@@ -39,6 +39,13 @@ COVERED_ELSEWHERE = {
     "NOE811": "tests/postgres/test_pg_migrations.py::test_an_edited_migration_is_refused_with_noe811",
     "NOE812": "tests/tools/test_tools_keychain.py::test_a_missing_entry_is_noe812_naming_the_env_var",
     "NOE813": "tests/tools/test_tools_keychain.py::test_a_bad_keychain_file_is_noe813",
+    "NOE850": "tests/vm/test_vm_control.py::test_the_vm_never_raises",
+    "NOE852": "tests/vm/test_vm_control.py::test_no_admission_rule",
+    "NOE853": "tests/vm/test_vm_control.py::test_unhandled_failure_names_the_step_line",
+    "NOE854": "tests/vm/test_vm_control.py::test_a_join_that_cannot_fire_is_a_deadlock",
+    "NOE855": "tests/vm/test_vm_runtime.py::test_cancel_request_ends_the_execution_cancelled",
+    "NOE856": "tests/vm/test_vm_runtime.py::test_resume_after_sigkill_runs_no_finished_task_again",
+    "NOE857": "tests/vm/test_vm_control.py::test_execution_without_program",
     "NOE900": "tests/compiler/test_cli.py::test_internal_errors_have_a_report_footer",
 }
 
