@@ -37,6 +37,8 @@ COVERED_ELSEWHERE = {
     "NOE809": "tests/postgres/test_pg_migrations.py::test_a_newer_schema_is_refused_with_noe809",
     "NOE810": "tests/postgres/test_pg_migrations.py::test_a_failing_migration_is_rolled_back_with_noe810",
     "NOE811": "tests/postgres/test_pg_migrations.py::test_an_edited_migration_is_refused_with_noe811",
+    "NOE812": "tests/tools/test_tools_keychain.py::test_a_missing_entry_is_noe812_naming_the_env_var",
+    "NOE813": "tests/tools/test_tools_keychain.py::test_a_bad_keychain_file_is_noe813",
     "NOE850": "tests/vm/test_vm_control.py::test_the_vm_never_raises",
     "NOE852": "tests/vm/test_vm_control.py::test_no_admission_rule",
     "NOE853": "tests/vm/test_vm_control.py::test_unhandled_failure_names_the_step_line",
