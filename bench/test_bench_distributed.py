@@ -15,6 +15,7 @@ Run: `.venv/bin/python -m pytest bench/test_bench_distributed.py -m bench -q -s`
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import signal
 import statistics
@@ -61,8 +62,19 @@ def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
 
 def _submit(url: str, playbook: Path) -> str:
     out = subprocess.run(
-        [sys.executable, "-m", "noetlc.vm", "submit", str(playbook), "--db", url, "--wait",
-         "--json", "--timeout", "300"],
+        [
+            sys.executable,
+            "-m",
+            "noetlc.vm",
+            "submit",
+            str(playbook),
+            "--db",
+            url,
+            "--wait",
+            "--json",
+            "--timeout",
+            "300",
+        ],
         capture_output=True,
         text=True,
         check=True,
@@ -94,8 +106,12 @@ def _loop_playbook(folder: Path) -> Path:
 
 
 def _chain_playbook(folder: Path) -> Path:
-    lines = ["apiVersion: noetl.io/v2", "kind: Playbook",
-             "metadata: {name: chain, path: bench/chain}", "workflow:"]
+    lines = [
+        "apiVersion: noetl.io/v2",
+        "kind: Playbook",
+        "metadata: {name: chain, path: bench/chain}",
+        "workflow:",
+    ]
     for i in range(CHAIN):
         lines.append(f"  - step: {'start' if i == 0 else f's{i}'}")
         lines.append("    tool: {kind: noop}")
@@ -149,14 +165,18 @@ def test_distributed_throughput_and_latency(url: str, capsys: pytest.CaptureFixt
                 rate = ITERATIONS / (done - started)
                 if workers == 1:
                     chain_events = _events(url, _submit(url, chain))
-                    ends = {e["step"]: e["ts"] for e in chain_events
-                            if e["name"] == "step.done" and e["source"] == "worker"}
-                    starts = {e["step"]: e["ts"] for e in chain_events
-                              if e["name"] == "step.started" and e["source"] == "worker"}
+                    ends = {
+                        e["step"]: e["ts"]
+                        for e in chain_events
+                        if e["name"] == "step.done" and e["source"] == "worker"
+                    }
+                    starts = {
+                        e["step"]: e["ts"]
+                        for e in chain_events
+                        if e["name"] == "step.started" and e["source"] == "worker"
+                    }
                     order = ["start", *[f"s{i}" for i in range(1, CHAIN)]]
-                    latencies = [
-                        (starts[b] - ends[a]) * 1000 for a, b in zip(order, order[1:], strict=False)
-                    ]
+                    latencies = [(starts[b] - ends[a]) * 1000 for a, b in itertools.pairwise(order)]
             finally:
                 _stop(procs)
             floor = _floor(url, workers, 64, 20_000)
@@ -165,10 +185,12 @@ def test_distributed_throughput_and_latency(url: str, capsys: pytest.CaptureFixt
     p50 = statistics.median(latencies)
     p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))]
     with capsys.disabled():
-        print(f"\n| workers | noop tasks/s end to end | floor: lease+complete jobs/s | of floor |")
+        print("\n| workers | noop tasks/s end to end | floor: lease+complete jobs/s | of floor |")
         print("|---:|---:|---:|---:|")
         for workers, rate, floor in rows:
             print(f"| {workers} | {rate:,.0f} | {floor:,.0f} | {rate / floor:.0%} |")
-        print(f"\nstep-to-step latency over a {CHAIN}-step chain, 1 worker:"
-              f" p50 {p50:.1f} ms, p99 {p99:.1f} ms")
+        print(
+            f"\nstep-to-step latency over a {CHAIN}-step chain, 1 worker:"
+            f" p50 {p50:.1f} ms, p99 {p99:.1f} ms"
+        )
     assert all(rate > 0 for _, rate, _ in rows)

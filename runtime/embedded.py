@@ -22,12 +22,15 @@ import time
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from pathlib import Path
 from typing import Any
 
 import msgpack
 
-from noetlc.runtime.execute import default_tools, execute, memo_from_events
+from noetlc.runtime.execute import ToolEnv, execute, memo_from_events
 from noetlc.runtime.store import EventStore
+from noetlc.stdlib_tools.keychain import Keychain
 from noetlc.vm.control import INPUT_SOURCES, RESULT_EVENTS, Command, ControlVM, is_input
 from noetlc.vm.pipeline import ToolCall
 from noetlc.vm.program import OP, Program
@@ -45,8 +48,10 @@ def run_embedded(
     on_events: OnEvents | None = None,
     call_tool: ToolCall | None = None,
     parent_id: str | None = None,
+    keychain_file: str | None = None,
 ) -> dict[str, Any]:
-    """Run a compiled playbook to completion and return its summary."""
+    """Run a compiled playbook to completion and return its summary. A bad keychain file
+    raises `KeychainError` (NOE813) before anything runs."""
     from noetlc.runtime.store import MemoryStore
 
     runtime = EmbeddedRuntime(
@@ -55,6 +60,7 @@ def run_embedded(
         execution_id or str(uuid.uuid4()),
         on_events=on_events,
         call_tool=call_tool,
+        keychain_file=keychain_file,
     )
     return _run_loop(runtime.start({**(payload["workload"] or {}), **(overrides or {})}, parent_id))
 
@@ -65,6 +71,7 @@ def resume_embedded(
     *,
     on_events: OnEvents | None = None,
     call_tool: ToolCall | None = None,
+    keychain_file: str | None = None,
 ) -> dict[str, Any]:
     """Finish an execution whose process died; the caller checked that it is not finished."""
     record = store.execution(execution_id)
@@ -72,7 +79,12 @@ def resume_embedded(
         raise LookupError(execution_id)
     program = Program(decode_program(record["program"]))
     runtime = EmbeddedRuntime(
-        program, store, execution_id, on_events=on_events, call_tool=call_tool
+        program,
+        store,
+        execution_id,
+        on_events=on_events,
+        call_tool=call_tool,
+        keychain_file=keychain_file,
     )
     return _run_loop(runtime.resume(record.get("workload") or {}))
 
@@ -110,13 +122,17 @@ class EmbeddedRuntime:
         on_events: OnEvents | None = None,
         call_tool: ToolCall | None = None,
         max_threads: int = 8,
+        keychain_file: str | None = None,
     ) -> None:
         self.program = program
         self.store = store
         self.execution_id = execution_id
         self.on_events = on_events
-        self.call_tool: ToolCall = call_tool or default_tools
+        self.call_tool = call_tool  # None: the standard tools through the registry
         self.max_threads = max_threads
+        self.keychain_file = keychain_file
+        self.keychain = Keychain(program.payload.get("keychain") or [], file=keychain_file)
+        self.env = ToolEnv(self.keychain, playbook_folder(program), self._run_child)
         self.inline = {
             name: all(program.names[i[2]] == "noop" for i in info.pipeline if i[0] == OP["TASK"])
             for name, info in program.steps.items()
@@ -140,6 +156,7 @@ class EmbeddedRuntime:
             parent_id=parent_id,
         )
         vm = self.vm = ControlVM(self.program, workload, self.execution_id)
+        vm.scope["keychain"] = self._secrets()
         requested = {
             "event_id": f"{self.execution_id}:requested",
             "name": "playbook.execution.requested",
@@ -155,7 +172,9 @@ class EmbeddedRuntime:
         from noetlc.runtime.replay import rebuild
 
         events = self.store.read(self.execution_id)
-        vm = self.vm = rebuild(self.program, self.execution_id, workload, events)
+        vm = self.vm = rebuild(
+            self.program, self.execution_id, workload, events, {"keychain": self._secrets()}
+        )
         self.server_events = sum(1 for e in events if e.get("source") == "server")
         self.total_events = len(events)
         vm.take_events()
@@ -214,6 +233,8 @@ class EmbeddedRuntime:
                 handle.cancel()
             self.pool.shutdown(wait=True)
         summary_ = summary(vm, self.total_events)
+        if self.keychain.has_secrets:
+            summary_ = self.keychain.redact(summary_)  # it is printed and stored
         self.store.finish_execution(self.execution_id, vm.status, summary_)
         return summary_
 
@@ -246,9 +267,12 @@ class EmbeddedRuntime:
         if not events:
             return
         now = time.time()
+        redact = self.keychain.has_secrets
         for event in events:
             if "ts" not in event:
                 event["ts"] = now
+            if redact:
+                event["payload"] = self.keychain.redact(event.get("payload"))
         self.store.append(self.execution_id, events)
         self.total_events += len(events)
         if self.on_events is not None:
@@ -303,6 +327,7 @@ class EmbeddedRuntime:
                 vm.scope,
                 self.inbox.append,
                 self.call_tool,
+                env=self.env,
             )
             return
         scope = dict(vm.scope)  # the VM goes on while the thread runs: a snapshot
@@ -317,7 +342,7 @@ class EmbeddedRuntime:
 
         self.pool.submit(
             _guarded,
-            execute,
+            partial(execute, env=self.env),
             self.program,
             command.step,
             command.step_run_id,
@@ -331,6 +356,46 @@ class EmbeddedRuntime:
             memo,
             wait,
         )
+
+    # ------------------------------------------------------------------ tools
+
+    def _secrets(self) -> dict[str, Any]:
+        """The `keychain` namespace: every declared entry a provider has (a missing one stays
+        undefined in templates; a tool that needs it reports NOE812)."""
+        return {
+            name: self.keychain.resolve(name)
+            for name in self.keychain.declared
+            if self.keychain.has(name)
+        }
+
+    def _run_child(self, path: str, workload: dict[str, Any]) -> dict[str, Any]:
+        """`kind: playbook`: a child execution in this process and store, with parent_id."""
+        from noetlc.compiler.pipeline import compile_file
+        from noetlc.runtime.store import SQLiteStore
+
+        if not Path(path).is_file():
+            error = {"code": "NOE004", "message": f"no playbook file {path}", "step": None}
+            return {"execution_id": None, "status": "failed", "result": None, "error": error}
+        unit = compile_file(path)
+        if unit.reporter.has_errors or "payload" not in unit.artifacts:
+            first = unit.reporter.sorted()[0]
+            error = {"code": first.code, "message": first.message, "step": None}
+            return {"execution_id": None, "status": "failed", "result": None, "error": error}
+        store = self.store
+        if isinstance(store, SQLiteStore):
+            store = SQLiteStore(store.path)  # its own connection: this runs in a pool thread
+        try:
+            return run_embedded(
+                unit.artifacts["payload"],
+                workload,
+                store,
+                parent_id=self.execution_id,
+                call_tool=self.call_tool,
+                keychain_file=self.keychain_file,
+            )
+        finally:
+            if store is not self.store:
+                store.close()
 
     # ------------------------------------------------------------------ requests
 
@@ -351,6 +416,16 @@ class EmbeddedRuntime:
                     "data": request["data"],
                 }
                 self.queue.put_nowait({**base, "name": "signal.received", "payload": payload})
+
+
+def playbook_folder(program: Program) -> Path:
+    """Where relative paths in tool arguments start: the playbook's own folder."""
+    positions = program.payload.get("positions") or []
+    if positions and positions[0][0]:
+        folder = Path(str(positions[0][0])).parent
+        if folder.is_dir():
+            return folder
+    return Path.cwd()
 
 
 def _guarded(fn: Callable[..., Any], *args: Any) -> None:
@@ -385,6 +460,7 @@ def summary(vm: ControlVM, events: int) -> dict[str, Any]:
             for name, rec in vm.steps.items()
         },
         "ctx": vm.ctx,
+        "result": vm.final_result,
         "events": events,
         "error": vm.error if vm.status != "completed" else None,
     }

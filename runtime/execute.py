@@ -14,9 +14,13 @@ from __future__ import annotations
 import itertools
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from noetlc.stdlib_tools.basic import call_tool as call_basic_tool
+from noetlc.stdlib_tools.context import RunPlaybook, ToolContext
+from noetlc.stdlib_tools.keychain import Keychain
+from noetlc.stdlib_tools.registry import call_tool as call_registry_tool
 from noetlc.vm.pipeline import ToolCall, Wait, run_pipeline
 from noetlc.vm.program import Program
 
@@ -51,8 +55,41 @@ def worker_event(
     }
 
 
-def default_tools(kind: str, args: dict[str, Any], spec: dict[str, Any] | None, *_: Any) -> Any:
-    return call_basic_tool(kind, args, spec)
+@dataclass(frozen=True)
+class ToolEnv:
+    """What the runtime lends every tool call: the keychain, the playbook's folder, and the
+    way to start a child execution (`kind: playbook`)."""
+
+    keychain: Keychain | None = None
+    workdir: Path = field(default_factory=Path.cwd)
+    run_playbook: RunPlaybook | None = None
+
+    def caller(self, execution_id: str, action_id: str, step: str) -> ToolCall:
+        def call(
+            kind: str, args: dict[str, Any], spec: dict[str, Any] | None, task: str, attempt: int
+        ) -> dict[str, Any]:
+            context = ToolContext(
+                execution_id,
+                action_id,
+                step,
+                task,
+                attempt,
+                self.keychain,
+                self.workdir,
+                self.run_playbook,
+            )
+            return call_registry_tool(kind, args, spec, context)
+
+        return call
+
+
+DEFAULT_ENV = ToolEnv()
+
+
+def default_tools(
+    kind: str, args: dict[str, Any], spec: dict[str, Any] | None, *_: Any
+) -> dict[str, Any]:
+    return call_registry_tool(kind, args, spec)
 
 
 def execute(
@@ -65,12 +102,17 @@ def execute(
     item: Any,
     scope: dict[str, Any],
     emit: EmitEvent,
-    call_tool: ToolCall = default_tools,
+    call_tool: ToolCall | None = None,
     memo: dict[int, dict[str, Any]] | None = None,
     wait: Wait | None = None,
+    env: ToolEnv = DEFAULT_ENV,
 ) -> dict[str, Any]:
-    """Run the command; emit its events; return the terminal event (also emitted)."""
+    """Run the command; emit its events; return the terminal event (also emitted).
+    Tools run through the registry with a `ToolContext` from `env`, unless `call_tool` is
+    given (tests)."""
     info = program.steps[step]
+    if call_tool is None:
+        call_tool = env.caller(str(scope.get("execution_id") or ""), action_id, step)
     run_scope = dict(scope)
     run_scope["ctx"] = dict(scope.get("ctx") or {})
     run_scope["args"] = args

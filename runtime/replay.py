@@ -32,9 +32,14 @@ class ReplayReport:
 
 
 def rebuild(
-    program: Program, execution_id: str, workload: dict[str, Any], events: list[dict[str, Any]]
+    program: Program,
+    execution_id: str,
+    workload: dict[str, Any],
+    events: list[dict[str, Any]],
+    scope: dict[str, Any] | None = None,
 ) -> ControlVM:
     vm = ControlVM(program, workload, execution_id)
+    vm.scope.update(scope or {})
     vm.start()
     for event in events:
         if is_input(event):

@@ -19,10 +19,12 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from noetlc.runtime.execute import execute, memo_from_events
+from noetlc.runtime.embedded import playbook_folder
+from noetlc.runtime.execute import ToolEnv, execute, memo_from_events
 from noetlc.runtime.postgres.database import Database
 from noetlc.runtime.queue import Lease
 from noetlc.runtime.server import REQUESTED, RETRYABLE, _warn, new_owner, program_from_requested
+from noetlc.stdlib_tools.keychain import Keychain
 from noetlc.vm.program import OP, Program
 
 
@@ -37,6 +39,7 @@ class Worker:
         ttl: float = 15.0,
         poll: float = 1.0,
         grace: float = 10.0,
+        keychain_file: str | None = None,
     ) -> None:
         self.db = db
         self.owner = owner or new_owner("worker")
@@ -45,6 +48,8 @@ class Worker:
         self.ttl = ttl
         self.poll = poll
         self.grace = grace
+        self.keychain_file = keychain_file
+        self.envs: dict[str, ToolEnv] = {}  # per execution: its keychain and folder
         self.programs: dict[str, tuple[Program, dict[str, Any], dict[str, bool]]] = {}
         self.threads = ThreadPoolExecutor(self.concurrency, thread_name_prefix="noetl-worker")
         self.running: dict[str, tuple[Lease, asyncio.Task[bool], threading.Event]] = {}
@@ -138,6 +143,13 @@ class Worker:
             await self.db.events.append(execution_id, events)
         return done
 
+    def _redact(self, lease: Lease, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        keychain = self.envs[lease.execution_id].keychain
+        if keychain is not None and keychain.has_secrets:
+            for event in events:
+                event["payload"] = keychain.redact(event.get("payload"))
+        return events
+
     def _collect(self) -> list[Lease]:
         done: list[Lease] = []
         for job_id, (lease, task, flag) in list(self.running.items()):
@@ -178,6 +190,8 @@ class Worker:
                 for name, info in program.steps.items()
             }
             cached = self.programs[execution_id] = (program, workload, inline)
+            keychain = Keychain(program.payload.get("keychain") or [], file=self.keychain_file)
+            self.envs[execution_id] = ToolEnv(keychain, playbook_folder(program), None)
             if len(self.programs) > 1000:
                 self.programs.pop(next(iter(self.programs)))
         return cached
@@ -208,8 +222,9 @@ class Worker:
             events.append(event)
             if eager and event["name"] == "task.done" and not flag.is_set():
                 try:
+                    batch = self._redact(lease, events[flushed:])
                     asyncio.run_coroutine_threadsafe(
-                        self.db.events.append(lease.execution_id, events[flushed:]), loop
+                        self.db.events.append(lease.execution_id, batch), loop
                     ).result()
                 except Exception:  # the final append of the job retries them
                     return
@@ -233,8 +248,11 @@ class Worker:
             def wait(seconds: float) -> bool:
                 return flag.wait(seconds) if seconds > 0 else flag.is_set()
 
-            await loop.run_in_executor(self.threads, lambda: execute(*args, memo=memo, wait=wait))
+            env = self.envs[lease.execution_id]
+            await loop.run_in_executor(
+                self.threads, lambda: execute(*args, memo=memo, wait=wait, env=env)
+            )
         if flag.is_set():
             return False
-        await self.db.events.append(lease.execution_id, events[flushed:])
+        await self.db.events.append(lease.execution_id, self._redact(lease, events[flushed:]))
         return True

@@ -147,6 +147,7 @@ class ControlVM:
         self.status = "running"
         self.firings = 0
         self.handled_failures = 0
+        self.final_result: Any = None  # the result of the step that finished last
 
     # ------------------------------------------------------------------ interface
 
@@ -404,6 +405,7 @@ class ControlVM:
             record.result = result
             self.results[step] = result
             self.scope[step] = result
+            self.final_result = result
             data = {"result": result}
             if name == "loop.done":
                 data.update(count=len(run.items), failed=run.failures)
@@ -472,6 +474,7 @@ class ControlVM:
         record.result = data
         self.results[run.step] = data
         self.scope[run.step] = data
+        self.final_result = data
         self.record("step.done", run.step, {"event": event["name"]}, run.run_id)
         self._route(run, routes, event["name"], scope, None)
         return True

@@ -116,7 +116,9 @@ def run_pipeline(
                         if kind == "noop":  # the compiler's pass-through task: no tool call
                             outcome = {
                                 "status": "ok",
-                                "result": args.get("input"),
+                                "result": args["result"]
+                                if args.get("result") is not None
+                                else args.get("input"),
                                 "error": None,
                                 "meta": {},
                             }

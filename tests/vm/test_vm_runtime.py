@@ -225,3 +225,32 @@ def test_cancel_cli_stops_a_running_process(tmp_path: Path) -> None:
     assert proc.returncode == 3
     assert json.loads(out.splitlines()[-1])["status"] == "cancelled"
     assert sum(_invocations(log).values()) < 40
+
+
+def test_playbook_tool_runs_a_child_and_secrets_are_redacted(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("NOETL_KEYCHAIN_API_TOKEN", "s3cr3t-value")
+    store = SQLiteStore(str(tmp_path / "n.db"))
+    summary = run_embedded(_payload(PLAYBOOKS / "parent.yaml"), store=store)
+    assert summary["status"] == "completed", summary["error"]
+    result = summary["steps"]["start"]["result"]
+    assert result["doubled"] == 42 and result["token_length"] == len("s3cr3t-value")
+    assert result["echo"] == "***"  # the summary is printed: redacted too
+    [parent, child] = sorted(store.executions(), key=lambda r: r["parent_id"] is not None)
+    assert child["parent_id"] == parent["execution_id"] and child["status"] == "completed"
+    log = json.dumps(store.read(parent["execution_id"]))
+    assert "s3cr3t-value" not in log and "***" in log  # the task echoed it: redacted
+    store.close()
+
+
+def test_a_bad_keychain_file_is_a_clean_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "keys.yaml"
+    bad.write_text("- not a mapping\n")
+    code = cli.main(
+        ["run", str(PLAYBOOKS / "parent.yaml"), "--db", "memory:", "--keychain", str(bad)]
+    )
+    assert code == 1
+    assert "error[NOE813]" in capsys.readouterr().err

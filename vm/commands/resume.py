@@ -13,18 +13,20 @@ import argparse
 import sys
 
 from noetlc.vm.commands.history import add_db, open_or_report
-from noetlc.vm.commands.run import progress_for, report
+from noetlc.vm.commands.run import add_keychain, progress_for, report
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("execution_id", help="the execution to finish")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON line")
     p.add_argument("--quiet", action="store_true", help="no progress line")
+    add_keychain(p)
     add_db(p)
 
 
 def run(args: argparse.Namespace) -> int:
     from noetlc.runtime.embedded import decode_program, resume_embedded
+    from noetlc.stdlib_tools.keychain import KeychainError
 
     store = open_or_report(args.db)
     if store is None:
@@ -52,7 +54,12 @@ def run(args: argparse.Namespace) -> int:
         payload = decode_program(record["program"])
         progress = progress_for(args, len(payload["steps"]))
         try:
-            result = resume_embedded(store, args.execution_id, on_events=progress)
+            result = resume_embedded(
+                store, args.execution_id, on_events=progress, keychain_file=args.keychain
+            )
+        except KeychainError as exc:
+            print(exc.render(), file=sys.stderr)
+            return 1
         finally:
             if progress is not None:
                 progress.close()

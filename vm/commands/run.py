@@ -32,11 +32,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workload", metavar="FILE", help="a JSON or YAML file of workload overrides")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON line")
     p.add_argument("--quiet", action="store_true", help="no progress line")
+    add_keychain(p)
     p.add_argument(
         "--db",
         default=DEFAULT_URL,
         metavar="URL",
         help=f"event store: sqlite:///FILE or memory: (default {DEFAULT_URL})",
+    )
+
+
+def add_keychain(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--keychain",
+        metavar="FILE",
+        help="a YAML/JSON file of keychain entries (default .noetl/keychain.yaml if present;"
+        " NOETL_KEYCHAIN_<NAME> variables win)",
     )
 
 
@@ -115,6 +125,7 @@ def _step_location(payload: dict[str, Any], step: str | None) -> str | None:
 def run(args: argparse.Namespace) -> int:
     from noetlc.compiler.commands.artifacts import load_payload
     from noetlc.runtime.embedded import run_embedded
+    from noetlc.stdlib_tools.keychain import KeychainError
 
     overrides = _overrides(args)
     if overrides is None:
@@ -138,7 +149,12 @@ def run(args: argparse.Namespace) -> int:
         return 2
     progress = progress_for(args, len(payload["steps"]))
     try:
-        result = run_embedded(payload, overrides, store, on_events=progress)
+        result = run_embedded(
+            payload, overrides, store, on_events=progress, keychain_file=args.keychain
+        )
+    except KeychainError as exc:
+        print(exc.render(), file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("\ninterrupted: `noetl-vm resume ID` finishes the execution", file=sys.stderr)
         return 130

@@ -23,6 +23,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ttl", type=float, default=15.0, help="job lease seconds (15)")
     p.add_argument("--poll", type=float, default=1.0, help="polling fallback seconds (1)")
     p.add_argument("--grace", type=float, default=10.0, help="shutdown grace seconds (10)")
+    p.add_argument("--keychain", metavar="FILE", help="a YAML/JSON file of keychain entries")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -42,6 +43,7 @@ def run(args: argparse.Namespace) -> int:
             ttl=args.ttl,
             poll=args.poll,
             grace=args.grace,
+            keychain_file=args.keychain,
         )
 
     try:
