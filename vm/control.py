@@ -143,6 +143,7 @@ class ControlVM:
         self.listeners: dict[str, StepRun] = {}  # waiting listener steps by step_run_id
         self.timers: set[str] = set()  # step_run_ids with a pending timer
         self.ready: deque[tuple[str, Token]] = deque()
+        self.dead_arrivals: dict[str, int] = {}  # merges: dead alternatives seen so far
         self.error: dict[str, Any] | None = None
         self.status = "running"
         self.firings = 0
@@ -261,8 +262,16 @@ class ControlVM:
     def _admit(self, step: str, token: Token, commands: list[Command]) -> None:
         table = self.tables[step]
         if token.dead:
+            if table.alternatives > 1:
+                # a merge: dead only when every alternative is (one live arrival runs it)
+                seen = self.dead_arrivals.get(step, 0) + 1
+                if seen < table.alternatives:
+                    self.dead_arrivals[step] = seen
+                    return
+                del self.dead_arrivals[step]
             self._announce_dead(table)
             return
+        self.dead_arrivals.pop(step, None)
         scope = self._scope(token.args, None)
         for transition in table.admission:
             if not transition.passes(scope):
@@ -420,11 +429,18 @@ class ControlVM:
         scope: dict[str, Any],
         error: dict[str, Any] | None,
     ) -> bool:
-        """Fire every route listening to `name` whose guard passes; True if a route fired."""
+        """Fire every route listening to `name` whose guard passes; True if a route fired.
+
+        Then dead-path elimination: every place on the way to an AND-join that this decision
+        did not feed gets a dead token (arcs not taken, shadowed, or listening to the other
+        outcome) — unless the token stays in a cycle, which will decide again."""
         step = run.step
         fired_route = False
+        live: set[str] = set()
         for transition in routes:
-            if name not in transition.events or not transition.passes(scope):
+            if transition.kind == "dead" or name not in transition.events:
+                continue
+            if not transition.passes(scope):
                 continue
             self.firings += 1
             if transition.kind == "route":
@@ -438,10 +454,8 @@ class ControlVM:
                     self._apply_writes(transition.writes, scope)
                 self.record("next.selected", step, {"to": transition.id}, run.run_id)
                 for place in transition.targets:
+                    live.add(place)
                     self._put(place, Token(args or {}, source=step))
-            elif transition.kind == "dead":
-                for place in transition.dead_targets:
-                    self._put(place, Token({}, dead=True, source=step))
             elif transition.kind == "unhandled":
                 self._fail(
                     {
@@ -453,9 +467,14 @@ class ControlVM:
                 )
                 return False
         if name == "step.failed" and fired_route:
-            # failed and handled: the success paths it would have fed are dead
             self.handled_failures += 1
-            self._announce_dead(self.tables[step])
+        table = self.tables[step]
+        if table.join_feeds and not any(
+            p.endswith(".entry") and p[: -len(".entry")] in table.back_targets for p in live
+        ):
+            for place in table.join_feeds:
+                if place not in live:
+                    self._put(place, Token({}, dead=True, source=step))
         return fired_route
 
     def _listener_event(self, run: StepRun, event: dict[str, Any], commands: list[Command]) -> bool:
@@ -490,7 +509,7 @@ class ControlVM:
         self._try_join(join)
 
     def _announce_dead(self, table: StepTable) -> None:
-        for place in table.success_dead_targets:
+        for place in table.join_feeds:
             self._put(place, Token({}, dead=True, source=table.name))
 
     def _try_join(self, step: str) -> None:

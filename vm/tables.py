@@ -66,15 +66,17 @@ class StepTable:
 
     __slots__ = (
         "admission",
+        "alternatives",
+        "back_targets",
         "done_routes",
         "failed_routes",
         "items",
+        "join_feeds",
         "listener",
         "listener_timeout",
         "loop",
         "name",
         "slots",
-        "success_dead_targets",
     )
 
     def __init__(self, name: str) -> None:
@@ -82,12 +84,18 @@ class StepTable:
         self.admission: list[Transition] = []  # start / admit / skip, in rule order
         self.done_routes: list[Transition] = []  # route, dead and end transitions on `done`
         self.failed_routes: list[Transition] = []  # route and unhandled on `failed`
-        self.success_dead_targets: tuple[str, ...] = ()  # where a dead path must be announced
+        # every place a route of this step feeds on the way to an AND-join: an arc that does
+        # not fire sends a dead token there (dead-path elimination)
+        self.join_feeds: tuple[str, ...] = ()
+        self.back_targets: frozenset[str] = frozenset()  # successors closing a cycle
         self.loop: dict[str, Any] | None = None
         self.items: Evaluator | None = None
         self.slots = 1
         self.listener_timeout: float | None = None
         self.listener = False
+        # distinct forward predecessors (back edges of cycles excluded): a merge of that many
+        # alternatives is dead only when all of them are (dead-path elimination)
+        self.alternatives = 0
 
 
 def build_tables(program: Program) -> dict[str, StepTable]:
@@ -126,20 +134,64 @@ def build_tables(program: Program) -> dict[str, StepTable]:
         for table in tables.values():
             if table.name in on_join_path:
                 continue
-            for t in table.done_routes:
+            for t in (*table.done_routes, *table.failed_routes):
                 if any(_feeds_join(p, on_join_path) for p in (*t.targets, *t.dead_targets)):
                     on_join_path.add(table.name)
                     changed = True
                     break
+    _count_alternatives(program.entry, tables)
     for table in tables.values():
         targets: dict[str, None] = {}
-        for t in table.done_routes:
+        for t in (*table.done_routes, *table.failed_routes):
             for place in (*t.targets, *t.dead_targets):
                 if _feeds_join(place, on_join_path):
                     targets[place] = None
-        table.success_dead_targets = tuple(targets)
+        table.join_feeds = tuple(targets)
     program._tables = tables  # type: ignore[attr-defined]
     return tables
+
+
+def _successors(table: StepTable) -> list[str]:
+    out: dict[str, None] = {}
+    for t in (*table.done_routes, *table.failed_routes):
+        if t.kind != "route":
+            continue
+        for place in t.targets:
+            if place.endswith(".entry"):
+                out[place[: -len(".entry")]] = None
+    return list(out)
+
+
+def _count_alternatives(entry: str, tables: dict[str, StepTable]) -> None:
+    """Count each step's forward predecessors: a DFS from the entry marks back edges."""
+    state: dict[str, int] = {}  # 1 on the stack, 2 done
+    preds: dict[str, set[str]] = {name: set() for name in tables}
+    back: dict[str, set[str]] = {name: set() for name in tables}
+    stack: list[tuple[str, list[str]]] = []
+    for root in (entry, *tables):
+        if root in state or root not in tables:
+            continue
+        state[root] = 1
+        stack.append((root, _successors(tables[root])))
+        while stack:
+            node, todo = stack[-1]
+            if not todo:
+                state[node] = 2
+                stack.pop()
+                continue
+            nxt = todo.pop(0)
+            if nxt not in tables:
+                continue
+            if state.get(nxt) == 1:
+                back[node].add(nxt)  # a back edge: a cycle, not an alternative
+                continue
+            preds[nxt].add(node)
+            if nxt not in state:
+                state[nxt] = 1
+                stack.append((nxt, _successors(tables[nxt])))
+    for name, table in tables.items():
+        table.alternatives = len(preds[name])
+        table.back_targets = frozenset(back[name])
 
 
 def _feeds_join(place: str, on_join_path: set[str]) -> bool:

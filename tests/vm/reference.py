@@ -73,6 +73,29 @@ class Reference:
         self.arrived: dict[str, list[tuple[str, dict[str, Any] | None]]] = {}
         self.status = "running"
         self.error: str | None = None
+        self.alternatives = self.forward_predecessors()
+        self.dead_seen: dict[str, int] = {}
+
+    def forward_predecessors(self) -> dict[str, int]:
+        """How many distinct steps lead to each step, not counting the back edges of cycles."""
+        preds: dict[str, set[str]] = {name: set() for name in self.steps}
+        on_path: set[str] = set()
+        done: set[str] = set()
+
+        def visit(name: str) -> None:
+            on_path.add(name)
+            step = self.steps[name]
+            for arc in step.next.arcs if step.next else ():
+                if arc.step in on_path:
+                    continue
+                preds[arc.step].add(name)
+                if arc.step not in done:
+                    visit(arc.step)
+            on_path.discard(name)
+            done.add(name)
+
+        visit(self.pb.entry)
+        return {name: len(p) for name, p in preds.items()}
 
     def scope(self, args: dict[str, Any], **extra: Any) -> dict[str, Any]:
         return {
@@ -102,11 +125,19 @@ class Reference:
                 live = {s: a for s, a in arrived if a is not None}
                 args = live if live else None
             if args is None:  # a dead token: the step does not run, its paths are dead
+                if join is None and self.alternatives.get(step, 0) > 1:
+                    seen = self.dead_seen.get(step, 0) + 1  # a merge dies with its last path
+                    if seen < self.alternatives[step]:
+                        self.dead_seen[step] = seen
+                        continue
+                    del self.dead_seen[step]
                 work.extend(self.dead_from(step))
                 continue
+            self.dead_seen.pop(step, None)
             work.extend(self.run_step(self.steps[step], args))
         if self.status == "running":
-            self.status = "completed" if not any(self.arrived.values()) else "failed"
+            stuck = any(a is not None for arrived in self.arrived.values() for _, a in arrived)
+            self.status = "failed" if stuck else "completed"
         return {"status": self.status, "steps": self.record, "ctx": self.ctx}
 
     def dead_from(self, step: str) -> list[tuple[str, str | None, dict[str, Any] | None]]:
