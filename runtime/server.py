@@ -79,6 +79,8 @@ class Server:
         self.finished = 0
         self._next_renew = 0.0
         self._next_reap = 0.0
+        self._next_claim = 0.0
+        self.offered = True
         self._background: set[asyncio.Future[Any]] = set()
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -100,6 +102,8 @@ class Server:
                         await _first(
                             [wake_events.wait(), wake_offers.wait(), stop.wait()], self.poll
                         )
+                    if wake_offers.is_set():
+                        self.offered = True
                 finally:
                     notes.unregister("noetl_events", ANY_KEY, wake_events)
                     notes.unregister("noetl_executions", ANY_KEY, wake_offers)
@@ -120,10 +124,17 @@ class Server:
                 kept = await self.db.owners.renew(self.owner, list(self.owned), ttl=self.ttl)
                 for lost in set(self.owned) - kept:
                     self._drop(lost)
-        for claim in await self.db.owners.claim(self.owner, limit=self.claim_limit, ttl=self.ttl):
-            if claim.execution_id not in self.owned:
-                await self.adopt(claim.execution_id)
-                progressed = True
+        if self.offered or now >= self._next_claim:
+            # claims cost a round trip: only when offers were announced, or once per poll
+            self.offered = False
+            self._next_claim = now + self.poll
+            claims = await self.db.owners.claim(self.owner, limit=self.claim_limit, ttl=self.ttl)
+            for claim in claims:
+                if claim.execution_id not in self.owned:
+                    await self.adopt(claim.execution_id)
+                    progressed = True
+            if len(claims) == self.claim_limit:
+                self.offered = True  # there may be more
         for execution_id in list(self.owned):
             progressed |= await self.advance(self.owned[execution_id])
         if now >= self._next_reap:
