@@ -46,6 +46,8 @@ def truth(entry: CompiledExpression, event: str | None) -> Truth:
 def guard_truth(guard: Guard, entries: list[CompiledExpression], event: str | None) -> Truth:
     """The net's guard `g ∧ ¬n1 ∧ ¬n2 …` under one event."""
     result: Truth = True
+    if guard.expr is not None and guard.expr in guard.negated:
+        return False  # an earlier arc has the same condition
     if guard.expr is not None:
         result = truth(entries[guard.expr], event)
         if result is False:

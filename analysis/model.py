@@ -179,8 +179,8 @@ class _Builder:
                 continue
             if admit.kind == "skip":
                 ends = [t for t in self.by_place.get(f"{step}.skipped", []) if t.kind == "end"]
-                out = Outcome(self.system.dead_rules[self.system.index[f"{step}.entry"]],
-                              CONTINUE, _path(admit, *ends))  # fmt: skip
+                dead = self.system.dead_rules[self.system.index[f"{step}.entry"]]
+                out = Outcome(dead, CONTINUE, _path(admit, *ends))
                 found.setdefault(out.key(), out)
                 continue
             if info.loop is not None:
@@ -193,8 +193,8 @@ class _Builder:
                 if run is None:
                     continue
                 prefix = _path(admit, run)
-                listen = [t for t in self.by_place.get(place, []) if t.produce[:1] == (
-                    f"{step}.waiting",)]  # fmt: skip
+                waiting = f"{step}.waiting"
+                listen = [t for t in self.by_place.get(place, []) if waiting in t.produce]
                 if listen:
                     prefix = prefix + _path(listen[0])
                     place = f"{step}.waiting"

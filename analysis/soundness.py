@@ -109,16 +109,22 @@ def _convert(
         live = [(p, c) for p, color, c in places if color == model.LIVE]
         if v.kind == "deadlock":
             waiting = [p for p, _ in live if ".from." in p]
-            join = waiting[0].split(".from.")[0] if waiting else live[0][0].rsplit(".", 1)[0]
-            arrived = sorted({p.split(".from.")[1] for p in waiting if p.startswith(join)})
-            missing = _missing(ctx, join, arrived)
-            message = (
-                f"the join `{join}` can wait forever: "
-                f"{_names(arrived)} arrived but {_names(missing)} never will"
-            )
-            step = join
+            joins = sorted({p.split(".from.")[0] for p in waiting}) or [
+                live[0][0].rsplit(".", 1)[0]
+            ]
+            for join in joins:
+                if ("deadlock", join) in seen:
+                    continue
+                seen.add(("deadlock", join))
+                arrived = sorted({p.split(".from.")[1] for p in waiting if p.startswith(join)})
+                message = (
+                    f"the join `{join}` can wait forever: {_names(arrived)} arrived but "
+                    f"{_names(_missing(ctx, join, arrived))} never will"
+                )
+                result.findings.append(Finding("deadlock", join, message, _trace(ctx, v.path)))
+            continue
         elif v.kind == "trap":
-            steps = sorted({p.rsplit(".", 1)[0].split(".from.")[0] for p, _ in live})
+            steps = sorted({_step_of_place(p) for p, _ in live})
             if trapped & set(steps):
                 continue
             step = steps[0] if steps else ctx.net.entry_step
@@ -127,7 +133,7 @@ def _convert(
             )
         else:
             grown = [p for p, c in live if c > 1] or [p for p, _ in live]
-            step = grown[0].rsplit(".", 1)[0].split(".from.")[0]
+            step = _step_of_place(grown[0])
             message = (
                 f"tokens pile up at `{step}`: a cycle passes an inclusive fork without its "
                 "join, so each turn leaves one more token"
@@ -137,6 +143,10 @@ def _convert(
             continue
         seen.add(key)
         result.findings.append(Finding(v.kind, step, message, _trace(ctx, v.path)))
+
+
+def _step_of_place(place: str) -> str:
+    return place.split(".from.")[0] if ".from." in place else place.rsplit(".", 1)[0]
 
 
 def _missing(ctx: LintContext, join: str, arrived: list[str]) -> list[str]:

@@ -79,12 +79,12 @@ class _Explorer:
                     new = dict(base)
                     for s, c in o.prods:
                         add(new, s, c)
-                    out.append((freeze(new), o.path))
+                    out.append((self.settle(new), o.path))
             else:
                 new = dict(base)
                 for s, c in system.dead_rules.get(node, ()):
                     add(new, s, c)
-                out.append((freeze(new), Path()))
+                out.append((self.settle(new), Path()))
             if reduced:
                 return out
         for target, rule in system.joins.items():
@@ -101,8 +101,24 @@ class _Explorer:
                         new[s] -= 1
                     live = any(s % 2 == LIVE for s in chosen)
                     add(new, 2 * target + (LIVE if live else DEAD))
-                    out.append((freeze(new), rule.path))
+                    out.append((self.settle(new), rule.path))
         return out
+
+    def settle(self, marking: dict[int, int]) -> Marking:
+        """Dead tokens pass steps at once (the control VM propagates them while settling),
+        so no marking keeps one at a step's entry; a dead cycle is cut after a while."""
+        system = self.system
+        for _ in range(1_000):
+            pending = [
+                s for s, c in marking.items() if c and s % 2 == DEAD and s // 2 in system.outcomes
+            ]
+            if not pending:
+                break
+            for slot in pending:
+                count = marking.pop(slot)
+                for s, c in system.dead_rules.get(slot // 2, ()):
+                    add(marking, s, c * count)
+        return freeze(marking)
 
     def state(self, m: Marking) -> tuple[int, bool]:
         known = self.ids.get(m)

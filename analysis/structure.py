@@ -266,10 +266,12 @@ def _resolve_joins(system: System, node: int, result: Reduction) -> bool:
         rule = system.joins[join]
         slots = {2 * b + color for b in rule.branches for color in (LIVE, DEAD)}
         producers = [
-            (n, o) for n, outs in system.outcomes.items() for o in outs
+            n
+            for n, outs in system.outcomes.items()
+            for o in outs
             if any(s in slots for s, _ in o.prods)
-        ]  # fmt: skip
-        if any(n != node for n, _ in producers) or any(
+        ]
+        if any(n != node for n in producers) or any(
             s in slots for n in system.outcomes for s, _ in system.dead_rules.get(n, ())
         ):
             continue

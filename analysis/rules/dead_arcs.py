@@ -69,6 +69,10 @@ def _why_dead(ctx: LintContext, step: tree.Step, i: int, ts: list[Transition]) -
             f"`{step.name}` emits ({_list(_emits(ctx, step))})"
         )
     for n in t0.guard.negated:
+        if n == t0.guard.expr:
+            earlier = _arc_with_guard(ctx, step, i, n)
+            line = f" (line {earlier.span.line})" if earlier is not None else ""
+            return f"an earlier arc{line} has the same condition and fires first"
         if truth(entries[n], e0) is True:
             earlier = _arc_with_guard(ctx, step, i, n)
             if earlier is not None:
