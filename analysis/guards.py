@@ -83,7 +83,18 @@ def _has_literal_text(source: str) -> bool:
 _UNKNOWN = object()
 
 
+_WRAPPERS = frozenset({"or_", "and_", "compare", "binop", "concat", "power"})
+
+
+def _unwrap(node: Any) -> Any:
+    """The grammar keeps one-child precedence levels (`or_` of one `and_`...): skip them."""
+    while isinstance(node, Tree) and len(node.children) == 1 and node.data in _WRAPPERS:
+        node = node.children[0]
+    return node
+
+
 def _eval(node: Any, names: frozenset[str]) -> Any:
+    node = _unwrap(node)
     if not isinstance(node, Tree):
         return _UNKNOWN
     kind = node.data
@@ -108,6 +119,7 @@ def _eval(node: Any, names: frozenset[str]) -> Any:
         for a, b in ((left, right), (right, left)):
             if _is_event_name(a):
                 return _compare(op_text, b, names, event_first=a is left)
+        return _UNKNOWN
     return _UNKNOWN
 
 
@@ -126,9 +138,11 @@ def _compare(op: str, other: Any, names: frozenset[str], *, event_first: bool) -
 
 
 def _is_event_name(node: Any) -> bool:
+    node = _unwrap(node)
     if not (isinstance(node, Tree) and node.data == "getattr"):
         return False
     base, attr = node.children
+    base = _unwrap(base)
     return (
         str(attr) == "name"
         and isinstance(base, Tree)
@@ -138,6 +152,7 @@ def _is_event_name(node: Any) -> bool:
 
 
 def _string(node: Any) -> str | None:
+    node = _unwrap(node)
     if isinstance(node, Tree) and node.data == "strings":
         import ast
 
@@ -146,6 +161,7 @@ def _string(node: Any) -> str | None:
 
 
 def _string_list(node: Any) -> list[str] | None:
+    node = _unwrap(node)
     if not (isinstance(node, Tree) and node.data in ("list_", "tuple_many", "tuple_one")):
         return None
     out: list[str] = []
