@@ -54,7 +54,9 @@ class Path:
         self.items = items
         self.left = left
         self.right = right
-        self.length = len(items) + (left.length if left else 0) + (right.length if right else 0)
+        self.length: int = (
+            len(items) + (left.length if left else 0) + (right.length if right else 0)
+        )
 
     def __add__(self, other: Path) -> Path:
         if not other.length:

@@ -52,9 +52,11 @@ def run(args: argparse.Namespace) -> int:
     files = expand_paths(args.files)
     diagnostics: list[Diagnostic] = []
     sources: dict[str, str] = {}
-    stats = []
+    stats: list[dict[str, object]] = []
+    reports = []
     for f in files:
         report = lint_file(f, args.budget_states)
+        reports.append(report)
         sources[report.file] = report.source
         diagnostics.extend(report.diagnostics)
         if report.soundness is not None:
@@ -69,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
                     "seconds": round(s.seconds, 6),
                 }
             )
-    states = sum(int(s["states"]) for s in stats)
+    states = sum(s.soundness.states for s in reports if s.soundness is not None)
     if args.format == "json":
         print(render_json(diagnostics, files=len(files), states=states, soundness=stats))
     elif args.format == "sarif":
