@@ -144,7 +144,8 @@ def build_tables(program: Program) -> dict[str, StepTable]:
         targets: dict[str, None] = {}
         for t in (*table.done_routes, *table.failed_routes):
             for place in (*t.targets, *t.dead_targets):
-                if _feeds_join(place, on_join_path):
+                back = place.endswith(".entry") and place[: -len(".entry")] in table.back_targets
+                if _feeds_join(place, on_join_path) and not back:  # never around a cycle
                     targets[place] = None
         table.join_feeds = tuple(targets)
     program._tables = tables  # type: ignore[attr-defined]

@@ -79,6 +79,7 @@ class Reference:
     def forward_predecessors(self) -> dict[str, int]:
         """How many distinct steps lead to each step, not counting the back edges of cycles."""
         preds: dict[str, set[str]] = {name: set() for name in self.steps}
+        self.back: set[tuple[str, str]] = set()
         on_path: set[str] = set()
         done: set[str] = set()
 
@@ -87,6 +88,7 @@ class Reference:
             step = self.steps[name]
             for arc in step.next.arcs if step.next else ():
                 if arc.step in on_path:
+                    self.back.add((name, arc.step))
                     continue
                 preds[arc.step].add(name)
                 if arc.step not in done:
@@ -145,7 +147,7 @@ class Reference:
         return [
             (a.step, step, None)
             for a in (s.next.arcs if s.next else ())
-            if self.on_join_path(a.step)
+            if self.on_join_path(a.step) and (step, a.step) not in self.back
         ]
 
     def on_join_path(self, step: str, seen: frozenset[str] = frozenset()) -> bool:
@@ -217,7 +219,10 @@ class Reference:
                 new_args = render(arc.args, scope) if arc.args is not None else args
                 out.append((arc.step, step.name, new_args or {}))
             elif (succeeded or fired) and self.on_join_path(arc.step):
-                out.append((arc.step, step.name, None))
+                if (step.name, arc.step) not in self.back:  # never around a cycle
+                    out.append((arc.step, step.name, None))
+        if any(o[2] is not None and (step.name, o[0]) in self.back for o in out):
+            out = [o for o in out if o[2] is not None]  # staying in a cycle: nothing is dead
         if not succeeded and not fired:
             self.status, self.error = "failed", f"{step.name} failed unhandled"
         if not succeeded and fired:  # failed and handled: its success paths are dead

@@ -153,3 +153,17 @@ def test_execution_without_program(capsys: pytest.CaptureFixture[str], tmp_path:
     assert cli.main(["resume", "old", "--db", f"sqlite:///{db}"]) == 1
     assert "error[NOE857]" in capsys.readouterr().err
     assert MemoryStore().execution("old") is None
+
+
+def test_a_loop_head_after_a_fork_is_not_a_join() -> None:
+    """A back edge is not a branch: `page` loops on itself inside a fork branch (found by
+    `noetlc lint` as NOE504, and a deadlock at run time before the fix)."""
+    from noetlc.compiler.pipeline import compile_file
+    from noetlc.runtime.embedded import run_embedded
+
+    unit = compile_file(str(Path(__file__).parent / "playbooks" / "loop_head_in_fork.yaml"))
+    joins = {j[0] for j in unit.artifacts["payload"]["joins"]}
+    assert joins == {"merge"}
+    summary = run_embedded(unit.artifacts["payload"])
+    assert summary["status"] == "completed", summary["error"]
+    assert summary["steps"]["page"]["runs"] == 3 and summary["steps"]["merge"]["runs"] == 1

@@ -22,6 +22,7 @@ PLAYBOOKS = [
     *CASES,
     *(p for p in sorted(EXAMPLES.glob("*.yaml")) if p.stem != "http_pagination"),
     HERE / "playbooks" / "handled_branch.yaml",
+    HERE / "playbooks" / "loop_head_in_fork.yaml",
 ]
 
 _spec = importlib.util.spec_from_file_location("noetl_reference", HERE / "reference.py")
