@@ -84,6 +84,11 @@ def gc_paused() -> Iterator[None]:
     try:
         yield
     finally:
+        # Everything allocated meanwhile sits in the youngest generation; the first young
+        # collection after re-enabling would scan all of it at once. freeze + unfreeze moves
+        # it to the oldest generation without scanning (and resets the allocation count).
+        gc.freeze()
+        gc.unfreeze()
         if was_enabled:
             gc.enable()
 
