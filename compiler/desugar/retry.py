@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from noetlc.compiler.desugar.case import collect_write, make_recallable, retarget_self
 from noetlc.compiler.desugar.common import (
     add_policy_rules,
     as_guard,
@@ -25,6 +24,7 @@ from noetlc.compiler.desugar.common import (
     tool_tasks,
     with_tasks,
 )
+from noetlc.compiler.desugar.recall import collect_write, make_recallable, retarget_self
 from noetlc.compiler.diagnostics import Reporter
 from noetlc.compiler.ynodes import YMap, YNode, YScalar, YSeq
 
