@@ -222,10 +222,7 @@ def _attach(state: _Case, tasks: list[YMap], index: int, span: Span) -> list[YMa
     after = tasks[index + 1] if index + 1 < len(tasks) else None
     after_name = after.get("name") if after is not None else None
     call = chains.seal(call, str(after_name.value) if isinstance(after_name, YScalar) else None)
-    generated = [
-        retarget_self(t, state.call)
-        for t in state.chains  # type: ignore[misc]
-    ]
+    generated: list[YNode] = [retarget_self(t, state.call) for t in state.chains]
     if state.needs_done:
         generated.append(chains.pass_through(f"{state.name}__done", state.call, span))
     return [*tasks[:index], call, *generated, *tasks[index + 1 :]]  # type: ignore[list-item]

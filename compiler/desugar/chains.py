@@ -22,7 +22,6 @@ from noetlc.compiler.desugar.common import (
     as_guard,
     guard_body,
     node,
-    rewrite_expression,
     rewrite_node,
 )
 from noetlc.compiler.diagnostics import Span
@@ -75,7 +74,8 @@ def tool_task(value: YNode, name: str, names: dict[str, str]) -> YMap | None:
     fields = [(k, v) for k, v in fields if k.value != "name"]
     body = rewrite_node(YMap(tuple(fields), value.span), names, {})
     assert isinstance(body, YMap)
-    body = YMap(rewrite_retry_vars(body).items, value.span)  # type: ignore[union-attr]
+    body = rewrite_retry_vars(body)
+    assert isinstance(body, YMap)
     return YMap(((YScalar("name", value.span), YScalar(name, value.span)), *body.items), value.span)
 
 
@@ -145,14 +145,25 @@ def seal(task: YMap, after: str | None) -> YMap:
     rules = policy.get("rules") if isinstance(policy, YMap) else None
     items = list(rules.items) if isinstance(rules, YSeq) else []
     sealed = [_retarget_continue(r, target) for r in items]
-    has_else = any(isinstance(r, YMap) and "else" in r for r in items)
-    if not has_else:
+    if not any(_catches_ok(r) for r in items):
         sealed.append(node({"when": ON_OK, "then": target}, task.span))
     spec_map = spec if isinstance(spec, YMap) else YMap((), task.span)
     policy_map = policy if isinstance(policy, YMap) else YMap((), task.span)
     span = rules.span if isinstance(rules, YSeq) else task.span
     policy_map = policy_map.with_item("rules", YSeq(tuple(sealed), span))
     return task.with_item("spec", spec_map.with_item("policy", policy_map))
+
+
+def _catches_ok(rule: YNode) -> bool:
+    """An `else`, or a rule whose condition is exactly "the task succeeded"."""
+    if not isinstance(rule, YMap):
+        return False
+    when = rule.get("when")
+    return "else" in rule or (
+        isinstance(when, YScalar)
+        and isinstance(when.value, str)
+        and guard_body(when.value) == guard_body(ON_OK)
+    )
 
 
 def _retarget_continue(rule: YNode, target: dict[str, Any]) -> YNode:
@@ -178,17 +189,3 @@ def _retarget_then(then: YMap, target: dict[str, Any]) -> YMap:
     if "to" in target:
         new = new.with_item("to", YScalar(target["to"], do.span))
     return new
-
-
-def guard_and(*parts: str | None) -> str | None:
-    """`{{ a and (b) }}` of the guards given (braces or not); None when none is given."""
-    bodies = [guard_body(p) for p in parts if p]
-    if not bodies:
-        return None
-    if len(bodies) == 1:
-        return "{{ " + bodies[0] + " }}"
-    return "{{ " + " and ".join(f"({b})" if " or " in b else b for b in bodies) + " }}"
-
-
-def rename(text: str, names: dict[str, str]) -> str:
-    return rewrite_expression(text, names, {})

@@ -161,6 +161,11 @@ class _Composer:
             Span, (self.file, start.line + 1, start.column + 1, end.line + 1, end.column + 1)
         )
 
+    def between(self, start: Any, end: Any) -> Span:
+        """From the start of `start` to the end of `end` (a collection's two events)."""
+        sm, em = start.start_mark, end.end_mark
+        return _new_tuple(Span, (self.file, sm.line + 1, sm.column + 1, em.line + 1, em.column + 1))
+
     def document(self) -> YNode:
         self.next_event()  # stream start
         start = self.next_event()
@@ -238,12 +243,11 @@ class _Composer:
     def sequence(self, start: Any) -> YSeq:
         items: list[YNode] = []
         next_event, node = self.next_event, self.node
-        event = next_event()
+        event: Any = next_event()
         while type(event) is not _SequenceEnd:
             items.append(node(event)[0])
             event = next_event()
-        sm, em = start.start_mark, event.end_mark
-        span = _new_tuple(Span, (self.file, sm.line + 1, sm.column + 1, em.line + 1, em.column + 1))
+        span = self.between(start, event)
         return YSeq(tuple(items), span)
 
     def mapping(self, start: Any) -> YMap:
@@ -252,7 +256,7 @@ class _Composer:
         seen: dict[object, int] = {}
         merged: list[tuple[YScalar, YNode]] = []
         next_event, node = self.next_event, self.node
-        event = next_event()
+        event: Any = next_event()
         while type(event) is not _MappingEnd:
             key, text = node(event)
             if type(event) is _ScalarEvent and self.tag_of(event) == _MERGE:
@@ -290,8 +294,7 @@ class _Composer:
                     seen[key.value] = -1
                     extra.append((key, value))
             kept = kept + tuple(extra)
-        sm, em = start.start_mark, event.end_mark
-        span = _new_tuple(Span, (self.file, sm.line + 1, sm.column + 1, em.line + 1, em.column + 1))
+        span = self.between(start, event)
         return YMap(kept, span)
 
     def merge_items(self, event: Any) -> list[tuple[YScalar, YNode]]:
