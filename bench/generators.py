@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import yaml
 
 
@@ -90,3 +92,132 @@ def loops(n: int) -> str:
             }
         steps.append(step)
     return _doc(f"loops_{n}", steps)
+
+
+def structured(n: int, seed: int = 0, defect: str | None = None, width: int = 3) -> str:
+    """A random structured workflow of about `n` steps: sequences, exclusive blocks (guarded
+    split, merge), inclusive blocks (fork, inferred AND-join) and loops (guarded back arc, then
+    the exit). Sound by construction; `defect` breaks it in a known way, for the linter's tests:
+
+    * `deadlock` — one exclusive block's merge becomes `spec.join: all` (NOE504);
+    * `no_exit` — one loop's back arc loses its guard and the exit arc (NOE505);
+    * `loop_done` — one plain step routes on `loop.done` (NOE502).
+    """
+    import random
+
+    rng = random.Random(seed)
+    steps: list[dict[str, Any]] = []
+    names = iter(f"s{i}" for i in range(1, 10 * n + 100))
+    marks: dict[str, list[dict[str, Any]]] = {"xor_merge": [], "loop_end": [], "plain": []}
+
+    def new_step(prefix: str = "") -> dict[str, Any]:
+        step: dict[str, Any] = {"step": f"{prefix}{next(names)}", "tool": {"kind": "noop"}}
+        steps.append(step)
+        return step
+
+    def link(source: dict[str, Any], target: str, when: str | None = None) -> None:
+        arcs = source.setdefault("next", {"arcs": []})["arcs"]
+        arcs.append({"step": target, **({"when": when} if when else {})})
+
+    def block(
+        budget: int, depth: int, in_fork: bool = False
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """(entry step, exit steps still without their onward arc)."""
+        if budget <= 1 or depth > 6:
+            step = new_step()
+            if not in_fork:  # a new arc inside a fork would change the joins inferred
+                marks["plain"].append(step)
+            return step, [step]
+        # No loops between a fork and its join: a guarded back arc there sends dead tokens
+        # to the join (the net's dead-path elimination), which NOE504/NOE506 report.
+        kinds = ("seq", "seq", "xor", "and") if in_fork else ("seq", "seq", "xor", "and", "loop")
+        kind = rng.choice(kinds)
+        if kind == "seq":
+            first, exits = block(budget // 2, depth + 1, in_fork)
+            second, tail = block(budget - budget // 2, depth + 1, in_fork)
+            for e in exits:
+                link(e, second["step"])
+            return first, tail
+        if kind in ("xor", "and"):
+            k = rng.randint(2, max(2, min(width, budget - 2)))
+            split = new_step("x" if kind == "xor" else "f")
+            if kind == "and":
+                split["next"] = {"spec": {"mode": "inclusive"}, "arcs": []}
+            inner = in_fork or kind == "and"
+            bodies = [block(max(1, (budget - 2) // k), depth + 1, inner) for _ in range(k)]
+            if kind == "and":
+                # a branch starts with a plain step: a loop head right after the fork would be
+                # inferred as an AND-join of the fork (and deadlock, as NOE504 reports)
+                heads = []
+                for entry, exits in bodies:
+                    head = new_step()
+                    link(head, entry["step"])
+                    heads.append((head, exits))
+                bodies = heads
+            merge = new_step("m" if kind == "xor" else "j")
+            for b, (entry, exits) in enumerate(bodies):
+                guard = f"{{{{ workload.choice == {b} }}}}" if kind == "xor" and b < k - 1 else None
+                link(split, entry["step"], guard)
+                for e in exits:
+                    link(e, merge["step"])
+            if kind == "xor":
+                marks["xor_merge"].append(merge)
+            return split, [merge]
+        entry, exits = block(budget - 1, depth + 1, in_fork)
+        end = new_step("l")
+        for e in exits:
+            link(e, end["step"])
+        link(end, entry["step"], "{{ workload.again }}")  # back arc first, the exit is added later
+        marks["loop_end"].append(end)
+        return entry, [end]
+
+    start = {"step": "start", "tool": {"kind": "noop"}}
+    steps.append(start)
+    body, exits = block(max(1, n - 2), 0)
+    link(start, body["step"])
+    final = new_step("end")
+    for e in exits:
+        link(e, final["step"])
+    if defect == "deadlock" and marks["xor_merge"]:
+        rng.choice(marks["xor_merge"]).setdefault("spec", {})["join"] = "all"
+    elif defect == "no_exit" and marks["loop_end"]:
+        end = rng.choice(marks["loop_end"])
+        end["next"]["arcs"] = [{"step": end["next"]["arcs"][0]["step"]}]  # back, always
+    elif defect == "loop_done" and marks["plain"]:
+        plain = rng.choice([s for s in marks["plain"] if "next" in s] or marks["plain"])
+        link(plain, final["step"], "{{ event.name == 'loop.done' }}")
+    doc = yaml.safe_dump(
+        {
+            "apiVersion": "noetl.io/v2",
+            "kind": "Playbook",
+            "metadata": {"name": f"structured_{n}_{seed}"},
+            "workload": {"choice": 0, "again": False},
+            "workflow": steps,
+        },
+        sort_keys=False,
+    )
+    return doc
+
+
+def wide_fanout(width: int, depth: int = 2) -> str:
+    """One inclusive fork into `width` chains of `depth` steps and one AND-join: 2^width
+    interleavings for a plain reachability graph."""
+    steps: list[dict[str, object]] = [
+        {
+            "step": "start",
+            "tool": {"kind": "noop"},
+            "next": {"spec": {"mode": "inclusive"}, "arcs": [{"step": f"b{w}_0"} for w in range(width)]},
+        }
+    ]  # fmt: skip
+    for w in range(width):
+        for d in range(depth):
+            target = f"b{w}_{d + 1}" if d + 1 < depth else "join"
+            steps.append(
+                {
+                    "step": f"b{w}_{d}",
+                    "tool": {"kind": "noop"},
+                    "next": {"arcs": [{"step": target}]},
+                }
+            )
+    steps.append({"step": "join", "tool": {"kind": "noop"}})
+    return _doc(f"wide_fanout_{width}x{depth}", steps)

@@ -22,6 +22,7 @@ EXIT_INTERNAL = 70
 # (command, module under noetlc.compiler.commands, one-line help) — a literal table.
 COMMANDS: list[tuple[str, str, str]] = [
     ("check", "check", "validate playbooks and print diagnostics"),
+    ("lint", "lint", "static analysis: soundness, reachability, dead arcs (CI-ready)"),
     ("explain", "explain", "print the long explanation of a diagnostic code"),
     ("schema", "schema", "print the JSON Schema of playbooks (for editors)"),
     ("expr", "expr", "evaluate one expression against JSON variables"),

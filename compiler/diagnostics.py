@@ -51,6 +51,8 @@ class TraceStep:
 
     message: str
     span: Span | None = None
+    step: str | None = None  # the playbook step it passes (linter counterexamples)
+    transition: str | None = None  # the net transition that fired
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +90,8 @@ class Diagnostic:
         if self.trace:
             out["trace"] = [
                 {
+                    "step": t.step,
+                    "transition": t.transition,
                     "message": t.message,
                     "file": t.span.file if t.span else None,
                     "line": t.span.line if t.span else None,

@@ -46,6 +46,7 @@ PIPELINE: list[Pass] = [
     Pass("desugar", "desugar", "legacy forms and sugar -> the canonical document"),
     Pass("normalize", "normalize", "canonical document -> the canonical tree"),
     Pass("resolve", "resolve", "names: steps, tasks, jump targets, tool kinds, workbook"),
+    Pass("tools", "tools", "tool arguments against each kind's schema"),
     Pass("expressions", "expressions", "every guard and template -> a compiled expression pool"),
     Pass("net", "net", "the canonical tree -> the colored Petri net"),
     Pass("lower", "lower", "net + tree -> control and pipeline programs"),

@@ -1,112 +1,457 @@
-"""The embedded runtime: one process runs the control VM and the pipeline VM together.
+"""The embedded runtime: one process runs the control VM, the pipeline VM and the tools.
 
-Commands from the control VM (`dispatch`) are executed in order by the pipeline VM with the
-in-process tools; each step's boundary event goes back to the control VM. Loops run their
-iterations in input order (sequential and parallel alike, one process), collecting results;
-under `fail_fast` the first failed iteration fails the step, under `best_effort` it yields
-`null` and the loop finishes. Events go to an `EventStore` (runtime/store.py), one batch per step.
+An asyncio loop (uvloop when installed) owns the control VM and the event store. The VM's
+commands run as actions: a pipeline made only of `noop` tasks runs inline, anything else in
+a thread pool (tools block; parallel loop iterations really overlap). Workers hand their
+events to the loop as they happen; the loop appends everything that arrived in one batch (group
+commit), feeds the input events to the VM, appends the VM's own events in the same batch and
+only then starts the commands they caused — every event is durable before its effects
+(DESIGN §6). Timers are loop timers; `cancel` and `signal` requests from other processes are
+read from the store (`noetl-vm cancel|signal` write them) every `poll_interval` seconds.
+
+`resume` rebuilds the VM from the log (runtime/replay.py) and runs the commands that were
+issued and not answered, with the recorded `task.done` outcomes as the pipeline VM's memo: a
+task that finished before the crash is not called again.
 """
 
 from __future__ import annotations
 
+import asyncio
+import threading
+import time
 import uuid
-from collections import deque
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from pathlib import Path
 from typing import Any
 
+import msgpack
+
+from noetlc.runtime.execute import ToolEnv, execute, memo_from_events
 from noetlc.runtime.store import EventStore
-from noetlc.stdlib_tools.basic import call_tool
-from noetlc.vm.control import Command, ControlVM
-from noetlc.vm.pipeline import run_pipeline
-from noetlc.vm.program import Program
+from noetlc.stdlib_tools.keychain import Keychain
+from noetlc.vm.control import INPUT_SOURCES, RESULT_EVENTS, Command, ControlVM, is_input
+from noetlc.vm.pipeline import ToolCall
+from noetlc.vm.program import OP, Program
+
+OnEvents = Callable[[list[dict[str, Any]]], None]
+_INLINE = threading.Event()  # the cancel flag of inline actions: they finish before any cancel
 
 
 def run_embedded(
     payload: dict[str, Any],
     overrides: dict[str, Any] | None = None,
     store: EventStore | None = None,
+    *,
+    execution_id: str | None = None,
+    on_events: OnEvents | None = None,
+    call_tool: ToolCall | None = None,
+    parent_id: str | None = None,
+    keychain_file: str | None = None,
 ) -> dict[str, Any]:
-    """Run to completion. With a store, the events of every step are committed (one batch)
-    before the next command is executed."""
-    program = Program(payload)
-    workload = {**program.workload, **(overrides or {})}
-    vm = ControlVM(program, workload, execution_id=str(uuid.uuid4()))
-    flushed = 0
+    """Run a compiled playbook to completion and return its summary. A bad keychain file
+    raises `KeychainError` (NOE813) before anything runs."""
+    from noetlc.runtime.store import MemoryStore
 
-    def flush() -> None:
-        nonlocal flushed
-        if store is not None and len(vm.events) > flushed:
-            store.append(vm.execution_id, vm.events[flushed:])
-            flushed = len(vm.events)
-
-    if store is not None:
-        store.create_execution(vm.execution_id, program.name)
-    queue: deque[Command] = deque(vm.start())
-    flush()
-    while queue and not vm.finished():
-        command = queue.popleft()
-        queue.extend(vm.step(_execute(program, vm, command)))
-        flush()
-    if not vm.finished():
-        vm.settle()
-    flush()
-    result = summary(vm)
-    if store is not None:
-        store.finish_execution(vm.execution_id, vm.status, result)
-    return result
+    runtime = EmbeddedRuntime(
+        Program(payload),
+        store if store is not None else MemoryStore(),
+        execution_id or str(uuid.uuid4()),
+        on_events=on_events,
+        call_tool=call_tool,
+        keychain_file=keychain_file,
+    )
+    return _run_loop(runtime.start({**(payload["workload"] or {}), **(overrides or {})}, parent_id))
 
 
-def _execute(program: Program, vm: ControlVM, command: Command) -> dict[str, Any]:
-    step = program.steps[command.step]
-    results = {name: rec.result for name, rec in vm.steps.items() if rec.status == "done"}
+def resume_embedded(
+    store: EventStore,
+    execution_id: str,
+    *,
+    on_events: OnEvents | None = None,
+    call_tool: ToolCall | None = None,
+    keychain_file: str | None = None,
+) -> dict[str, Any]:
+    """Finish an execution whose process died; the caller checked that it is not finished."""
+    record = store.execution(execution_id)
+    if record is None or record.get("program") is None:
+        raise LookupError(execution_id)
+    program = Program(decode_program(record["program"]))
+    runtime = EmbeddedRuntime(
+        program,
+        store,
+        execution_id,
+        on_events=on_events,
+        call_tool=call_tool,
+        keychain_file=keychain_file,
+    )
+    return _run_loop(runtime.resume(record.get("workload") or {}))
 
-    def emit(name: str, payload: dict[str, Any]) -> None:
-        vm.record(name, command.step, payload)
 
-    def apply_ctx(key: str, value: Any) -> None:
-        vm.ctx[key] = value
+def encode_program(payload: dict[str, Any]) -> bytes:
+    data: bytes = msgpack.packb(payload, use_bin_type=True)
+    return data
 
-    def base(iteration: dict[str, Any]) -> dict[str, Any]:
-        scope: dict[str, Any] = dict(results)
-        scope.update(
-            workload=vm.workload,
-            ctx=vm.ctx,
-            args=command.args,
-            iter=iteration,
-            execution_id=vm.execution_id,
+
+def decode_program(data: bytes) -> dict[str, Any]:
+    payload: dict[str, Any] = msgpack.unpackb(data, raw=False, strict_map_key=False)
+    return payload
+
+
+def _run_loop(coroutine: Any) -> dict[str, Any]:
+    try:
+        import uvloop
+
+        result: dict[str, Any] = uvloop.run(coroutine)
+        return result
+    except ImportError:
+        result = asyncio.run(coroutine)
+        return result
+
+
+class EmbeddedRuntime:
+    poll_interval = 0.2
+
+    def __init__(
+        self,
+        program: Program,
+        store: EventStore,
+        execution_id: str,
+        *,
+        on_events: OnEvents | None = None,
+        call_tool: ToolCall | None = None,
+        max_threads: int = 8,
+        keychain_file: str | None = None,
+    ) -> None:
+        self.program = program
+        self.store = store
+        self.execution_id = execution_id
+        self.on_events = on_events
+        self.call_tool = call_tool  # None: the standard tools through the registry
+        self.max_threads = max_threads
+        self.keychain_file = keychain_file
+        self.keychain = Keychain(program.payload.get("keychain") or [], file=keychain_file)
+        self.env = ToolEnv(self.keychain, playbook_folder(program), self._run_child)
+        self.inline = {
+            name: all(program.names[i[2]] == "noop" for i in info.pipeline if i[0] == OP["TASK"])
+            for name, info in program.steps.items()
+        }
+        self.vm: ControlVM | None = None
+        self.server_events = 0
+        self.active: dict[str, threading.Event] = {}  # action_id -> cancel flag
+        self.timers: dict[str, asyncio.TimerHandle] = {}
+        self.memo: dict[str, dict[int, dict[str, Any]]] = {}
+        self.last_request = 0
+        self.total_events = 0
+
+    # ------------------------------------------------------------------ entry points
+
+    async def start(self, workload: dict[str, Any], parent_id: str | None = None) -> dict[str, Any]:
+        self.store.create_execution(
+            self.execution_id,
+            self.program.name,
+            program=encode_program(self.program.payload),
+            workload=workload,
+            parent_id=parent_id,
         )
-        return scope
+        vm = self.vm = ControlVM(self.program, workload, self.execution_id)
+        vm.scope["keychain"] = self._secrets()
+        requested = {
+            "event_id": f"{self.execution_id}:requested",
+            "name": "playbook.execution.requested",
+            "source": "client",
+            "parent_id": parent_id,
+            "payload": {"playbook": self.program.name, "workload": workload},
+        }
+        commands = vm.start()
+        self._commit([requested, *self._server_events()])
+        return await self._loop(commands)
 
-    vm.record("step.started", command.step, {})
-    if step.loop is None:
-        outcome = run_pipeline(program, step, base({}), call_tool, emit, apply_ctx)
-        if outcome.ok:
-            return {"name": "step.done", "step": command.step, "data": {"result": outcome.result}}
-        return {"name": "step.failed", "step": command.step, "data": {"error": outcome.error}}
-    items = command.items or []
-    iterator = step.loop["iterator"]
-    best_effort = step.loop.get("failure_mode") == "best_effort"
-    vm.record("loop.started", command.step, {"count": len(items)})
-    collected: list[Any] = []
-    failures = 0
-    for index, item in enumerate(items):
-        vm.record("loop.iteration.started", command.step, {"index": index})
-        outcome = run_pipeline(
-            program, step, base({iterator: item, "index": index}), call_tool, emit, apply_ctx
+    async def resume(self, workload: dict[str, Any]) -> dict[str, Any]:
+        from noetlc.runtime.replay import rebuild
+
+        events = self.store.read(self.execution_id)
+        vm = self.vm = rebuild(
+            self.program, self.execution_id, workload, events, {"keychain": self._secrets()}
         )
-        if outcome.ok:
-            vm.record("loop.iteration.done", command.step, {"index": index})
-            collected.append(outcome.result)
-            continue
-        vm.record("loop.iteration.failed", command.step, {"index": index, "error": outcome.error})
-        failures += 1
-        if not best_effort:
-            return {"name": "step.failed", "step": command.step, "data": {"error": outcome.error}}
-        collected.append(None)
-    data = {"result": collected, "count": len(items), "failed": failures}
-    return {"name": "loop.done", "step": command.step, "data": data}
+        self.server_events = sum(1 for e in events if e.get("source") == "server")
+        self.total_events = len(events)
+        vm.take_events()
+        self.memo = memo_from_events(events)
+        for event in events:
+            request_id = (event.get("payload") or {}).get("request_id")
+            if event.get("source") == "client" and isinstance(request_id, int):
+                self.last_request = max(self.last_request, request_id)
+        resumed = {
+            "event_id": str(uuid.uuid4()),
+            "name": "execution.resumed",
+            "source": "client",
+            "payload": {"after_seq": len(events)},
+        }
+        self._commit([resumed])
+        return await self._loop(vm.outstanding(), started_at=_started_times(events))
+
+    # ------------------------------------------------------------------ the loop
+
+    async def _loop(
+        self, commands: list[Command], started_at: dict[str, float] | None = None
+    ) -> dict[str, Any]:
+        vm = self.vm
+        assert vm is not None
+        self.loop = asyncio.get_running_loop()
+        self.queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self.inbox: list[dict[str, Any]] = []  # events of inline actions: no queue round trip
+        self.pool = ThreadPoolExecutor(max_workers=self.max_threads, thread_name_prefix="noetl")
+        self.started_at = started_at or {}
+        try:
+            self._dispatch(commands)
+            next_poll = 0.0
+            while not (vm.finished() and not self.active):
+                if vm.finished():
+                    for flag in self.active.values():
+                        if flag is not _INLINE:
+                            flag.set()  # the execution ended: stop what still runs
+                now = time.monotonic()
+                if now >= next_poll:
+                    self._poll_requests()
+                    next_poll = now + self.poll_interval
+                if self.inbox:
+                    batch, self.inbox = self.inbox, []
+                elif self.queue.empty():
+                    try:
+                        batch = [await asyncio.wait_for(self.queue.get(), self.poll_interval)]
+                    except TimeoutError:
+                        continue
+                else:
+                    batch = [self.queue.get_nowait()]
+                while not self.queue.empty():
+                    batch.append(self.queue.get_nowait())
+                self._process(batch)
+        finally:
+            for handle in self.timers.values():
+                handle.cancel()
+            self.pool.shutdown(wait=True)
+        summary_ = summary(vm, self.total_events)
+        if self.keychain.has_secrets:
+            summary_ = self.keychain.redact(summary_)  # it is printed and stored
+        self.store.finish_execution(self.execution_id, vm.status, summary_)
+        return summary_
+
+    def _process(self, batch: list[dict[str, Any]]) -> None:
+        vm = self.vm
+        assert vm is not None
+        out: list[dict[str, Any]] = []
+        commands: list[Command] = []
+        for event in batch:
+            out.append(event)
+            if event["name"] in RESULT_EVENTS and event.get("source") == "worker":
+                self.active.pop(event.get("action_id") or "", None)
+            if is_input(event):
+                if event["name"] == "timer.fired":
+                    self.timers.pop(event.get("step_run_id") or "", None)
+                commands.extend(vm.step(event))
+                out.extend(self._server_events())
+        self._commit(out)
+        self._dispatch(commands)
+
+    def _server_events(self) -> list[dict[str, Any]]:
+        assert self.vm is not None
+        events = self.vm.take_events()
+        for event in events:
+            self.server_events += 1
+            event["event_id"] = f"{self.execution_id}:s{self.server_events}"
+        return events
+
+    def _commit(self, events: list[dict[str, Any]]) -> None:
+        if not events:
+            return
+        now = time.time()
+        redact = self.keychain.has_secrets
+        for event in events:
+            if "ts" not in event:
+                event["ts"] = now
+            if redact:
+                event["payload"] = self.keychain.redact(event.get("payload"))
+        self.store.append(self.execution_id, events)
+        self.total_events += len(events)
+        if self.on_events is not None:
+            self.on_events(events)
+
+    # ------------------------------------------------------------------ commands
+
+    def _dispatch(self, commands: list[Command]) -> None:
+        for command in commands:
+            if command.kind == "run":
+                self._run(command)
+            elif command.kind == "cancel":
+                flag = self.active.get(command.action_id)
+                if flag is not None and flag is not _INLINE:
+                    flag.set()
+                handle = self.timers.pop(command.step_run_id, None)
+                if handle is not None:
+                    handle.cancel()
+            elif command.kind == "timer":
+                self._arm_timer(command)
+
+    def _arm_timer(self, command: Command) -> None:
+        delay = float(command.delay or 0)
+        started = self.started_at.get(command.step_run_id)
+        if started is not None:
+            delay = max(0.0, started + delay - time.time())
+        event = {
+            "event_id": f"{self.execution_id}:timer:{command.step_run_id}",
+            "name": "timer.fired",
+            "source": "timer",
+            "step": command.step,
+            "step_run_id": command.step_run_id,
+            "payload": {"delay": command.delay},
+        }
+        self.timers[command.step_run_id] = self.loop.call_later(delay, self.queue.put_nowait, event)
+
+    def _run(self, command: Command) -> None:
+        vm = self.vm
+        assert vm is not None
+        memo = self.memo.pop(command.action_id, None)
+        if self.inline[command.step] and memo is None:
+            # runs now, on this thread, before the VM changes: its scope needs no copy
+            self.active[command.action_id] = _INLINE
+            execute(
+                self.program,
+                command.step,
+                command.step_run_id,
+                command.action_id,
+                command.args,
+                command.iteration,
+                command.item,
+                vm.scope,
+                self.inbox.append,
+                self.call_tool,
+                env=self.env,
+            )
+            return
+        scope = dict(vm.scope)  # the VM goes on while the thread runs: a snapshot
+        flag = self.active[command.action_id] = threading.Event()
+        loop = self.loop
+
+        def emit(event: dict[str, Any]) -> None:
+            loop.call_soon_threadsafe(self.queue.put_nowait, event)
+
+        def wait(seconds: float) -> bool:
+            return flag.wait(seconds) if seconds > 0 else flag.is_set()
+
+        self.pool.submit(
+            _guarded,
+            partial(execute, env=self.env),
+            self.program,
+            command.step,
+            command.step_run_id,
+            command.action_id,
+            command.args,
+            command.iteration,
+            command.item,
+            scope,
+            emit,
+            self.call_tool,
+            memo,
+            wait,
+        )
+
+    # ------------------------------------------------------------------ tools
+
+    def _secrets(self) -> dict[str, Any]:
+        """The `keychain` namespace: every declared entry a provider has (a missing one stays
+        undefined in templates; a tool that needs it reports NOE812)."""
+        return {
+            name: self.keychain.resolve(name)
+            for name in self.keychain.declared
+            if self.keychain.has(name)
+        }
+
+    def _run_child(self, path: str, workload: dict[str, Any]) -> dict[str, Any]:
+        """`kind: playbook`: a child execution in this process and store, with parent_id."""
+        from noetlc.compiler.pipeline import compile_file
+        from noetlc.runtime.store import SQLiteStore
+
+        if not Path(path).is_file():
+            error = {"code": "NOE004", "message": f"no playbook file {path}", "step": None}
+            return {"execution_id": None, "status": "failed", "result": None, "error": error}
+        unit = compile_file(path)
+        if unit.reporter.has_errors or "payload" not in unit.artifacts:
+            first = unit.reporter.sorted()[0]
+            error = {"code": first.code, "message": first.message, "step": None}
+            return {"execution_id": None, "status": "failed", "result": None, "error": error}
+        store = self.store
+        if isinstance(store, SQLiteStore):
+            store = SQLiteStore(store.path)  # its own connection: this runs in a pool thread
+        try:
+            return run_embedded(
+                unit.artifacts["payload"],
+                workload,
+                store,
+                parent_id=self.execution_id,
+                call_tool=self.call_tool,
+                keychain_file=self.keychain_file,
+            )
+        finally:
+            if store is not self.store:
+                store.close()
+
+    # ------------------------------------------------------------------ requests
+
+    def _poll_requests(self) -> None:
+        for request in self.store.requests(self.execution_id, self.last_request):
+            self.last_request = request["request_id"]
+            base = {
+                "event_id": f"{self.execution_id}:request:{request['request_id']}",
+                "source": "client",
+            }
+            if request["kind"] == "cancel":
+                payload = {"request_id": request["request_id"]}
+                self.queue.put_nowait({**base, "name": "execution.cancelled", "payload": payload})
+            elif request["kind"] == "signal":
+                payload = {
+                    "request_id": request["request_id"],
+                    "name": request["name"],
+                    "data": request["data"],
+                }
+                self.queue.put_nowait({**base, "name": "signal.received", "payload": payload})
 
 
-def summary(vm: ControlVM) -> dict[str, Any]:
+def playbook_folder(program: Program) -> Path:
+    """Where relative paths in tool arguments start: the playbook's own folder."""
+    positions = program.payload.get("positions") or []
+    if positions and positions[0][0]:
+        folder = Path(str(positions[0][0])).parent
+        if folder.is_dir():
+            return folder
+    return Path.cwd()
+
+
+def _guarded(fn: Callable[..., Any], *args: Any) -> None:
+    """A worker thread must always answer: a crash in the runner becomes a failed result."""
+    emit = args[8]
+    try:
+        fn(*args)
+    except BaseException as exc:
+        step, step_run_id, action, iteration = args[1], args[2], args[3], args[5]
+        from noetlc.runtime.execute import worker_event
+
+        name = "step.failed" if iteration is None else "loop.iteration.failed"
+        error = {"type": type(exc).__name__, "message": str(exc)}
+        emit(worker_event(name, step, step_run_id, action, iteration, {"error": error}))
+
+
+def _started_times(events: list[dict[str, Any]]) -> dict[str, float]:
+    return {
+        e["step_run_id"]: float(e["ts"])
+        for e in events
+        if e["name"] == "step.started" and e.get("source") == "server" and e.get("step_run_id")
+    }
+
+
+def summary(vm: ControlVM, events: int) -> dict[str, Any]:
+    """The JSON line of `noetl-vm run --json` (shared/corpus/conformance/README.md)."""
     return {
         "execution_id": vm.execution_id,
         "status": vm.status,
@@ -115,6 +460,10 @@ def summary(vm: ControlVM) -> dict[str, Any]:
             for name, rec in vm.steps.items()
         },
         "ctx": vm.ctx,
-        "events": len(vm.events),
-        "error": vm.error if vm.status == "failed" else None,
+        "result": vm.final_result,
+        "events": events,
+        "error": vm.error if vm.status != "completed" else None,
     }
+
+
+__all__ = ["INPUT_SOURCES", "EmbeddedRuntime", "resume_embedded", "run_embedded", "summary"]

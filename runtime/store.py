@@ -1,10 +1,12 @@
 """Event stores for the embedded runtime: one interface, in-memory and SQLite implementations.
 
-An execution's events are appended in batches (one transaction per batch: group commit) and
-are idempotent on `(execution_id, event_id)`; `event_id` is derived from the execution and the
-event's `seq`, so re-appending a batch after a crash changes nothing. `open_store(url)` takes
-`memory:` or `sqlite:///path/to/file.db` (the default for `noetl-vm run` is
-`sqlite:///.noetl/noetl.db`). The PostgreSQL store (issue 8) implements the same interface.
+An execution's events are appended in batches (one transaction per batch: group commit). The
+store assigns `seq` (gap-free per execution) and skips an event whose `event_id` it already
+holds, so re-appending a batch after a crash changes nothing. Besides the log a store keeps
+the execution's record (the program it runs, its workload, its status and summary), requests
+from other processes (`cancel`, `signal`) that the running process or `resume` picks up, and
+the result store for reference-first payloads (DESIGN §2.4). `open_store(url)` takes `memory:`
+or `sqlite:///path/to/file.db` (the default for `noetl-vm run` is `sqlite:///.noetl/noetl.db`).
 """
 
 from __future__ import annotations
@@ -12,11 +14,26 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-import uuid
 from pathlib import Path
 from typing import Any, Protocol
 
 DEFAULT_URL = "sqlite:///.noetl/noetl.db"
+
+# the envelope of DESIGN §2.5, in column order after (execution_id, seq)
+ENVELOPE = (
+    "event_id",
+    "ts",
+    "name",
+    "source",
+    "step",
+    "step_run_id",
+    "task_run_id",
+    "iteration",
+    "attempt",
+    "parent_id",
+    "action_id",
+    "pc",
+)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS executions (
@@ -25,7 +42,10 @@ CREATE TABLE IF NOT EXISTS executions (
     status TEXT NOT NULL,
     created_at REAL NOT NULL,
     finished_at REAL,
-    summary TEXT
+    summary TEXT,
+    program BLOB,
+    workload TEXT,
+    parent_id TEXT
 );
 CREATE TABLE IF NOT EXISTS events (
     execution_id TEXT NOT NULL,
@@ -33,11 +53,32 @@ CREATE TABLE IF NOT EXISTS events (
     event_id TEXT NOT NULL UNIQUE,
     ts REAL NOT NULL,
     name TEXT NOT NULL,
+    source TEXT,
     step TEXT,
+    step_run_id TEXT,
+    task_run_id TEXT,
+    iteration INTEGER,
+    attempt INTEGER,
+    parent_id TEXT,
+    action_id TEXT,
+    pc INTEGER,
     payload TEXT NOT NULL,
     PRIMARY KEY (execution_id, seq)
 );
+CREATE TABLE IF NOT EXISTS requests (
+    request_id INTEGER PRIMARY KEY AUTOINCREMENT,
+    execution_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    name TEXT,
+    data TEXT,
+    ts REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS results (
+    key TEXT PRIMARY KEY,
+    data BLOB NOT NULL
+);
 """
+_SCHEMA_VERSION = 2
 
 
 class StoreError(Exception):
@@ -50,37 +91,56 @@ class StoreError(Exception):
 
 
 class EventStore(Protocol):
-    def create_execution(self, execution_id: str, playbook: str) -> None: ...
+    def create_execution(
+        self,
+        execution_id: str,
+        playbook: str,
+        *,
+        program: bytes | None = None,
+        workload: dict[str, Any] | None = None,
+        parent_id: str | None = None,
+    ) -> None: ...
     def append(self, execution_id: str, events: list[dict[str, Any]]) -> int: ...
     def finish_execution(self, execution_id: str, status: str, summary: dict[str, Any]) -> None: ...
     def read(self, execution_id: str, after_seq: int = 0) -> list[dict[str, Any]]: ...
     def executions(self) -> list[dict[str, Any]]: ...
+    def execution(self, execution_id: str) -> dict[str, Any] | None: ...
+    def request(
+        self, execution_id: str, kind: str, name: str | None = None, data: Any = None
+    ) -> int: ...
+    def requests(self, execution_id: str, after_id: int = 0) -> list[dict[str, Any]]: ...
+    def put_result(self, key: str, data: bytes) -> None: ...
+    def get_result(self, key: str) -> bytes | None: ...
     def close(self) -> None: ...
 
 
-def event_id(execution_id: str, seq: int) -> str:
-    """Stable per (execution, seq): the idempotency key of an append."""
-    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"noetl:{execution_id}:{seq}"))
-
-
-def envelope(execution_id: str, event: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "event_id": event_id(execution_id, event["seq"]),
-        "execution_id": execution_id,
-        "seq": event["seq"],
-        "ts": event.get("ts", time.time()),
-        "name": event["name"],
-        "step": event.get("step"),
-        "payload": event.get("payload", {}),
-    }
+def _complete(execution_id: str, event: dict[str, Any]) -> dict[str, Any]:
+    out = {f: event.get(f) for f in ENVELOPE}
+    out["execution_id"] = execution_id
+    out["ts"] = out["ts"] or time.time()
+    out["payload"] = event.get("payload") or {}
+    return out
 
 
 class MemoryStore:
+    """The in-memory double: the same interface and semantics, nothing survives the process."""
+
     def __init__(self) -> None:
         self._executions: dict[str, dict[str, Any]] = {}
-        self._events: dict[str, dict[int, dict[str, Any]]] = {}
+        self._events: dict[str, list[dict[str, Any]]] = {}
+        self._ids: set[str] = set()
+        self._requests: list[dict[str, Any]] = []
+        self._results: dict[str, bytes] = {}
 
-    def create_execution(self, execution_id: str, playbook: str) -> None:
+    def create_execution(
+        self,
+        execution_id: str,
+        playbook: str,
+        *,
+        program: bytes | None = None,
+        workload: dict[str, Any] | None = None,
+        parent_id: str | None = None,
+    ) -> None:
         self._executions.setdefault(
             execution_id,
             {
@@ -90,17 +150,26 @@ class MemoryStore:
                 "created_at": time.time(),
                 "finished_at": None,
                 "summary": None,
+                "program": program,
+                "workload": workload,
+                "parent_id": parent_id,
             },
         )
-        self._events.setdefault(execution_id, {})
+        self._events.setdefault(execution_id, [])
 
     def append(self, execution_id: str, events: list[dict[str, Any]]) -> int:
-        log = self._events.setdefault(execution_id, {})
+        log = self._events.setdefault(execution_id, [])
         added = 0
         for event in events:
-            if event["seq"] not in log:
-                log[event["seq"]] = envelope(execution_id, event)
-                added += 1
+            if event["event_id"] in self._ids:
+                continue
+            self._ids.add(event["event_id"])
+            event["execution_id"] = execution_id
+            event["seq"] = len(log) + 1
+            if "payload" not in event:
+                event["payload"] = {}
+            log.append(event)
+            added += 1
         return added
 
     def finish_execution(self, execution_id: str, status: str, summary: dict[str, Any]) -> None:
@@ -108,11 +177,43 @@ class MemoryStore:
         record.update(status=status, finished_at=time.time(), summary=summary)
 
     def read(self, execution_id: str, after_seq: int = 0) -> list[dict[str, Any]]:
-        log = self._events.get(execution_id, {})
-        return [log[s] for s in sorted(log) if s > after_seq]
+        log = self._events.get(execution_id, [])[after_seq:]
+        return [_complete(execution_id, e) | {"seq": e["seq"]} for e in log]
 
     def executions(self) -> list[dict[str, Any]]:
         return sorted(self._executions.values(), key=lambda e: e["created_at"])
+
+    def execution(self, execution_id: str) -> dict[str, Any] | None:
+        return self._executions.get(execution_id)
+
+    def request(
+        self, execution_id: str, kind: str, name: str | None = None, data: Any = None
+    ) -> int:
+        request_id = len(self._requests) + 1
+        self._requests.append(
+            {
+                "request_id": request_id,
+                "execution_id": execution_id,
+                "kind": kind,
+                "name": name,
+                "data": data,
+                "ts": time.time(),
+            }
+        )
+        return request_id
+
+    def requests(self, execution_id: str, after_id: int = 0) -> list[dict[str, Any]]:
+        return [
+            r
+            for r in self._requests
+            if r["execution_id"] == execution_id and r["request_id"] > after_id
+        ]
+
+    def put_result(self, key: str, data: bytes) -> None:
+        self._results[key] = data
+
+    def get_result(self, key: str) -> bytes | None:
+        return self._results.get(key)
 
     def close(self) -> None:
         pass
@@ -120,13 +221,16 @@ class MemoryStore:
 
 class SQLiteStore:
     def __init__(self, path: str) -> None:
+        self.path = path
+        self._last_seq: dict[str, int] = {}  # executions this store appended to last
         try:
             if path != ":memory:":
                 Path(path).parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(path, isolation_level=None)
+            self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            self._db.execute("PRAGMA busy_timeout=5000")
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.executescript(_SCHEMA)
+            self._upgrade()
         except (OSError, sqlite3.Error) as exc:
             raise StoreError(
                 "NOE803",
@@ -134,34 +238,127 @@ class SQLiteStore:
                 "check the path and its permissions",
             ) from None
 
-    def create_execution(self, execution_id: str, playbook: str) -> None:
+    def _upgrade(self) -> None:
+        (version,) = self._db.execute("PRAGMA user_version").fetchone()
+        if version >= _SCHEMA_VERSION:
+            return
+        self._db.executescript(_SCHEMA)
+        # a store written by an earlier noetlc: add the columns it lacks (nothing is lost)
+        for table, columns in (
+            ("executions", ("program BLOB", "workload TEXT", "parent_id TEXT")),
+            ("events", tuple(f"{c} TEXT" for c in ENVELOPE[3:])),
+        ):
+            have = {r[1] for r in self._db.execute(f"PRAGMA table_info({table})")}
+            for column in columns:
+                if column.split()[0] not in have:
+                    self._db.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
+        self._db.execute(f"PRAGMA user_version={_SCHEMA_VERSION}")
+
+    def create_execution(
+        self,
+        execution_id: str,
+        playbook: str,
+        *,
+        program: bytes | None = None,
+        workload: dict[str, Any] | None = None,
+        parent_id: str | None = None,
+    ) -> None:
         self._db.execute(
-            "INSERT OR IGNORE INTO executions (execution_id, playbook, status, created_at) VALUES (?, ?, 'running', ?)",
-            (execution_id, playbook, time.time()),
+            "INSERT OR IGNORE INTO executions (execution_id, playbook, status, created_at,"
+            " program, workload, parent_id) VALUES (?, ?, 'running', ?, ?, ?, ?)",
+            (
+                execution_id,
+                playbook,
+                time.time(),
+                program,
+                None if workload is None else json.dumps(workload, default=str),
+                parent_id,
+            ),
         )
 
     def append(self, execution_id: str, events: list[dict[str, Any]]) -> int:
-        rows = [
-            (
-                e["execution_id"],
-                e["seq"],
-                e["event_id"],
-                e["ts"],
-                e["name"],
-                e["step"],
-                json.dumps(e["payload"], default=str),
-            )
-            for e in (envelope(execution_id, event) for event in events)
-        ]
-        before = self._db.total_changes
-        self._db.execute("BEGIN")
+        if not events:
+            return 0
+        last = self._last_seq.get(execution_id)
+        if last is not None:
+            # fast path: this store wrote the execution's last event, and these ids are new
+            rows = self._rows(execution_id, events, last, set())
+            try:
+                self._insert(rows)
+            except sqlite3.IntegrityError:
+                pass  # a duplicate event_id or another writer: the careful path decides
+            else:
+                self._last_seq[execution_id] = last + len(rows)
+                return len(rows)
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")  # the write lock: seq is assigned under it
         try:
-            self._db.executemany("INSERT OR IGNORE INTO events VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
-            self._db.execute("COMMIT")
+            (last,) = db.execute(
+                "SELECT COALESCE(MAX(seq), 0) FROM events WHERE execution_id = ?", (execution_id,)
+            ).fetchone()
+            ids = [e["event_id"] for e in events]
+            known = {
+                r[0]
+                for chunk in range(0, len(ids), 500)
+                for r in db.execute(
+                    "SELECT event_id FROM events WHERE event_id IN"
+                    f" ({','.join('?' * len(ids[chunk : chunk + 500]))})",
+                    ids[chunk : chunk + 500],
+                )
+            }
+            rows = self._rows(execution_id, events, last, known)
+            db.executemany(self._INSERT, rows)
+            db.execute("COMMIT")
         except sqlite3.Error:
-            self._db.execute("ROLLBACK")
+            db.execute("ROLLBACK")
             raise
-        return self._db.total_changes - before
+        self._last_seq[execution_id] = last + len(rows)
+        return len(rows)
+
+    _INSERT = f"INSERT INTO events VALUES ({','.join('?' * (len(ENVELOPE) + 3))})"
+
+    def _insert(self, rows: list[tuple[Any, ...]]) -> None:
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            db.executemany(self._INSERT, rows)
+            db.execute("COMMIT")
+        except sqlite3.Error:
+            db.execute("ROLLBACK")
+            raise
+
+    @staticmethod
+    def _rows(
+        execution_id: str, events: list[dict[str, Any]], last: int, known: set[str]
+    ) -> list[tuple[Any, ...]]:
+        rows = []
+        seen = set(known)
+        for event in events:
+            if event["event_id"] in seen:
+                continue
+            seen.add(event["event_id"])
+            last += 1
+            event["seq"] = last
+            rows.append(
+                (
+                    execution_id,
+                    last,
+                    event["event_id"],
+                    event.get("ts") or time.time(),
+                    event["name"],
+                    event.get("source"),
+                    event.get("step"),
+                    event.get("step_run_id"),
+                    event.get("task_run_id"),
+                    event.get("iteration"),
+                    event.get("attempt"),
+                    event.get("parent_id"),
+                    event.get("action_id"),
+                    event.get("pc"),
+                    json.dumps(event.get("payload") or {}, default=str, separators=(",", ":")),
+                )
+            )
+        return rows
 
     def finish_execution(self, execution_id: str, status: str, summary: dict[str, Any]) -> None:
         self._db.execute(
@@ -171,37 +368,87 @@ class SQLiteStore:
 
     def read(self, execution_id: str, after_seq: int = 0) -> list[dict[str, Any]]:
         cursor = self._db.execute(
-            "SELECT event_id, execution_id, seq, ts, name, step, payload FROM events WHERE execution_id = ? AND seq > ? ORDER BY seq",
+            f"SELECT seq, {', '.join(ENVELOPE)}, payload FROM events"
+            " WHERE execution_id = ? AND seq > ? ORDER BY seq",
             (execution_id, after_seq),
+        )
+        out = []
+        for row in cursor:
+            event: dict[str, Any] = {"execution_id": execution_id, "seq": row[0]}
+            event.update(zip(ENVELOPE, row[1:-1], strict=True))
+            for field in ("iteration", "attempt", "pc"):
+                if event[field] is not None:
+                    event[field] = int(event[field])
+            event["payload"] = json.loads(row[-1])
+            out.append(event)
+        return out
+
+    _EXECUTION_COLUMNS = (
+        "execution_id, playbook, status, created_at, finished_at, summary, workload, parent_id"
+    )
+
+    def _execution_row(self, r: tuple[Any, ...]) -> dict[str, Any]:
+        return {
+            "execution_id": r[0],
+            "playbook": r[1],
+            "status": r[2],
+            "created_at": r[3],
+            "finished_at": r[4],
+            "summary": json.loads(r[5]) if r[5] else None,
+            "workload": json.loads(r[6]) if r[6] else None,
+            "parent_id": r[7],
+        }
+
+    def executions(self) -> list[dict[str, Any]]:
+        cursor = self._db.execute(
+            f"SELECT {self._EXECUTION_COLUMNS} FROM executions ORDER BY created_at"
+        )
+        return [self._execution_row(r) for r in cursor]
+
+    def execution(self, execution_id: str) -> dict[str, Any] | None:
+        row = self._db.execute(
+            f"SELECT {self._EXECUTION_COLUMNS}, program FROM executions WHERE execution_id = ?",
+            (execution_id,),
+        ).fetchone()
+        if row is None:
+            return None
+        record = self._execution_row(row)
+        record["program"] = row[8]
+        return record
+
+    def request(
+        self, execution_id: str, kind: str, name: str | None = None, data: Any = None
+    ) -> int:
+        cursor = self._db.execute(
+            "INSERT INTO requests (execution_id, kind, name, data, ts) VALUES (?, ?, ?, ?, ?)",
+            (execution_id, kind, name, json.dumps(data, default=str), time.time()),
+        )
+        return int(cursor.lastrowid or 0)
+
+    def requests(self, execution_id: str, after_id: int = 0) -> list[dict[str, Any]]:
+        cursor = self._db.execute(
+            "SELECT request_id, kind, name, data, ts FROM requests"
+            " WHERE execution_id = ? AND request_id > ? ORDER BY request_id",
+            (execution_id, after_id),
         )
         return [
             {
-                "event_id": r[0],
-                "execution_id": r[1],
-                "seq": r[2],
-                "ts": r[3],
-                "name": r[4],
-                "step": r[5],
-                "payload": json.loads(r[6]),
+                "request_id": r[0],
+                "execution_id": execution_id,
+                "kind": r[1],
+                "name": r[2],
+                "data": json.loads(r[3]) if r[3] else None,
+                "ts": r[4],
             }
             for r in cursor
         ]
 
-    def executions(self) -> list[dict[str, Any]]:
-        cursor = self._db.execute(
-            "SELECT execution_id, playbook, status, created_at, finished_at, summary FROM executions ORDER BY created_at"
-        )
-        return [
-            {
-                "execution_id": r[0],
-                "playbook": r[1],
-                "status": r[2],
-                "created_at": r[3],
-                "finished_at": r[4],
-                "summary": json.loads(r[5]) if r[5] else None,
-            }
-            for r in cursor
-        ]
+    def put_result(self, key: str, data: bytes) -> None:
+        self._db.execute("INSERT OR IGNORE INTO results (key, data) VALUES (?, ?)", (key, data))
+
+    def get_result(self, key: str) -> bytes | None:
+        row = self._db.execute("SELECT data FROM results WHERE key = ?", (key,)).fetchone()
+        return None if row is None else bytes(row[0])
 
     def close(self) -> None:
         self._db.close()
@@ -214,11 +461,9 @@ def open_store(url: str) -> EventStore:
     if url.startswith("sqlite:///"):
         return SQLiteStore(url[len("sqlite:///") :] or ":memory:")
     if url.startswith(("postgresql://", "postgres://")):
-        raise StoreError(
-            "NOE803",
-            "the PostgreSQL store is not available yet in embedded mode",
-            "use --db sqlite:///.noetl/noetl.db (the default) or --db memory:",
-        )
+        from noetlc.runtime.pgstore import PostgresStore
+
+        return PostgresStore(url)
     raise StoreError(
         "NOE803", f"unsupported store URL {url!r}", "use sqlite:///path/to/file.db or memory:"
     )

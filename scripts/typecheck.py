@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SUBPACKAGES = ["compiler", "ir", "vm", "runtime", "stdlib_tools", "bench"]
+SUBPACKAGES = ["compiler", "ir", "vm", "runtime", "stdlib_tools", "bench", "analysis"]
 
 
 def main() -> int:

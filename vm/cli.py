@@ -19,8 +19,15 @@ EXIT_INTERNAL = 70
 COMMANDS: list[tuple[str, str, str]] = [
     ("run", "run", "run a playbook embedded (one process)"),
     ("status", "status", "list executions, or show one"),
-    ("events", "events", "print an execution's events"),
+    ("events", "events", "print an execution's events (--follow to wait for more)"),
+    ("replay", "replay", "check that an execution's log replays to the same events"),
+    ("resume", "resume", "finish an execution whose process died"),
+    ("cancel", "cancel", "cancel a running execution"),
+    ("signal", "signal", "deliver a signal to an execution's listener steps"),
     ("db", "db", "create or upgrade the PostgreSQL schema of distributed mode"),
+    ("server", "server", "distributed mode: run control VMs (PostgreSQL)"),
+    ("worker", "worker", "distributed mode: run tasks (PostgreSQL)"),
+    ("submit", "submit", "distributed mode: start an execution on a running cluster"),
 ]
 
 

@@ -1,21 +1,40 @@
 """The control VM: the token game over the control program (DESIGN §2.4, §4).
 
-`ControlVM.start()` and `ControlVM.step(event)` turn events into commands and do no I/O; a
-failure inside them becomes an execution failure, never an exception. Tokens live in places;
-each place indexes the transitions that consume from it (the ready queue is the set of places
-that just received tokens). A boundary event (`step.done`, `loop.done`, `step.failed`) is a
-decision: every transition of that place listening to the event is evaluated, and the token is
-consumed once for all that fire (inclusive routing forks, exclusive guards carry the negations
-of earlier arcs). Dead tokens implement dead-path elimination for AND-joins.
+`start()` and `step(event)` turn events into commands and do no I/O; anything that goes wrong
+inside them becomes an execution failure, never an exception. The VM reacts only to *input
+events* — a step's or an iteration's result from a worker, a signal, a timer, a cancel
+request (`INPUT_SOURCES`) — and everything it decides is a function of those events in order,
+so feeding an execution's recorded inputs to a fresh VM reproduces its marking, its server
+events and its commands (replay, resume).
+
+Tokens wait in join branch places; a step's entry is decided at once (admission). Loop steps
+are orchestrated here: the VM issues one command per iteration, at most `slots` in flight
+(`max_in_flight`; 1 for sequential loops), collects the results in input order and emits
+`loop.done`. Dead tokens implement dead-path elimination for AND-joins: a step that will not
+run (skipped, on a dead path, or failed with the failure handled) announces it to the joins
+downstream.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import hashlib
+from collections import deque
 from typing import Any
 
-from noetlc.vm.expr_runtime import Scope
-from noetlc.vm.program import OP, ControlBlock, Program
+from noetlc.vm.program import Program
+from noetlc.vm.tables import StepTable, Transition, build_tables
+
+INPUT_SOURCES = frozenset({"worker", "client", "timer"})
+RESULT_EVENTS = frozenset(
+    {"step.done", "step.failed", "loop.iteration.done", "loop.iteration.failed"}
+)
+INPUT_NAMES = RESULT_EVENTS | {"signal.received", "timer.fired", "execution.cancelled"}
+
+
+def is_input(event: dict[str, Any]) -> bool:
+    """Does the control VM consume this event? (Everything else in the log is its output or
+    a worker's task events.)"""
+    return event.get("source") in INPUT_SOURCES and event["name"] in INPUT_NAMES
 
 
 class Token:
@@ -27,265 +46,542 @@ class Token:
         self.source = source
 
 
-@dataclass
 class Command:
-    kind: str  # "dispatch"
-    step: str
-    args: dict[str, Any]
-    items: list[Any] | None = None  # loop steps: the evaluated items
+    """What the runtime must do: run a step (or one iteration), cancel one, or set a timer."""
+
+    __slots__ = ("action_id", "args", "delay", "item", "iteration", "kind", "step", "step_run_id")
+
+    def __init__(
+        self,
+        kind: str,
+        step: str,
+        step_run_id: str,
+        args: dict[str, Any],
+        action_id: str = "",
+        iteration: int | None = None,
+        item: Any = None,
+        delay: float | None = None,
+    ) -> None:
+        self.kind = kind  # "run" | "cancel" | "timer"
+        self.step = step
+        self.step_run_id = step_run_id
+        self.args = args
+        self.action_id = action_id
+        self.iteration = iteration
+        self.item = item
+        self.delay = delay
+
+    def key(self) -> tuple[Any, ...]:
+        return (self.kind, self.step, self.step_run_id, self.iteration, self.action_id)
+
+    def __repr__(self) -> str:
+        return f"Command({self.kind} {self.step_run_id} it={self.iteration})"
 
 
-@dataclass
 class StepRecord:
-    runs: int = 0
-    status: str | None = None
-    result: Any = None
+    __slots__ = ("result", "runs", "status")
+
+    def __init__(self) -> None:
+        self.runs = 0
+        self.status: str | None = None
+        self.result: Any = None
 
 
-@dataclass
+class StepRun:
+    """One admitted run of a step: its token and, for loops, the iteration bookkeeping."""
+
+    __slots__ = (
+        "best_effort",
+        "done",
+        "failures",
+        "in_flight",
+        "items",
+        "next_index",
+        "results",
+        "run_id",
+        "step",
+        "token",
+    )
+
+    def __init__(self, step: str, run_id: str, token: Token) -> None:
+        self.step = step
+        self.run_id = run_id
+        self.token = token
+        self.items: list[Any] = []
+        self.results: list[Any] = []
+        self.next_index = 0
+        self.in_flight: set[int] = set()
+        self.done = 0
+        self.failures = 0
+        self.best_effort = False
+
+
+def action_id(execution_id: str, step_run_id: str, iteration: int | None) -> str:
+    """Stable per (step run, iteration): the same for every attempt (tool idempotency key)."""
+    text = f"{execution_id}/{step_run_id}/{'' if iteration is None else iteration}"
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
 class ControlVM:
-    program: Program
-    workload: dict[str, Any]
-    execution_id: str
-    ctx: dict[str, Any] = field(default_factory=dict)
-    marking: dict[str, list[Token]] = field(default_factory=dict)
-    steps: dict[str, StepRecord] = field(default_factory=dict)
-    events: list[dict[str, Any]] = field(default_factory=list)
-    in_flight: int = 0
-    error: dict[str, Any] | None = None
-    status: str = "running"
+    def __init__(self, program: Program, workload: dict[str, Any], execution_id: str) -> None:
+        self.program = program
+        self.tables: dict[str, StepTable] = build_tables(program)
+        self.workload = workload
+        self.execution_id = execution_id
+        self.ctx: dict[str, Any] = {}
+        self.results: dict[str, Any] = {}  # finished steps by name
+        # step results by name plus the namespaces: what guards and arc args see
+        self.scope: dict[str, Any] = {
+            "workload": workload,
+            "ctx": self.ctx,
+            "execution_id": execution_id,
+        }
+        self.steps: dict[str, StepRecord] = {}
+        self.events: list[dict[str, Any]] = []  # server events, in order (drained by runtimes)
+        self.branches: dict[str, list[Token]] = {}  # join branch places
+        self.runs: dict[str, StepRun] = {}  # active step runs by step_run_id
+        self.listeners: dict[str, StepRun] = {}  # waiting listener steps by step_run_id
+        self.timers: set[str] = set()  # step_run_ids with a pending timer
+        self.ready: deque[tuple[str, Token]] = deque()
+        self.dead_arrivals: dict[str, int] = {}  # merges: dead alternatives seen so far
+        self.error: dict[str, Any] | None = None
+        self.status = "running"
+        self.firings = 0
+        self.handled_failures = 0
+        self.final_result: Any = None  # the result of the step that finished last
 
     # ------------------------------------------------------------------ interface
 
     def start(self) -> list[Command]:
-        self.record("workflow.started", None, {})
-        self.put(f"{self.program.entry}.entry", Token({}))
-        return self.settle()
+        commands: list[Command] = []
+        try:
+            self.record("workflow.started", None, {})
+            self.ready.append((self.program.entry, Token({})))
+            self._drain(commands)
+            self._check_complete()
+        except Exception as exc:  # a bug must not take the runtime down
+            self._internal(exc, None)
+        return commands
 
     def step(self, event: dict[str, Any]) -> list[Command]:
-        """Feed one boundary event of a dispatched step; return the commands it causes."""
+        """Feed one input event; return the commands it causes."""
+        commands: list[Command] = []
+        if self.status != "running":
+            return commands
         try:
-            return self._step(event)
+            self._on_event(event, commands)
+            self._drain(commands)
+            self._check_complete()
         except Exception as exc:
-            self.fail(
-                {
-                    "code": "NOE850",
-                    "message": f"{type(exc).__name__}: {exc}",
-                    "step": event.get("step"),
-                }
-            )
-            return []
+            self._internal(exc, event.get("step"))
+        return commands
 
     def finished(self) -> bool:
         return self.status != "running"
 
-    # ------------------------------------------------------------------ internals
+    def outstanding(self) -> list[Command]:
+        """Commands issued and not answered yet (what a resumed runtime must run again)."""
+        out: list[Command] = []
+        for run in self.runs.values():
+            if self.tables[run.step].loop is None:
+                out.append(self._run_command(run, None))
+            else:
+                out.extend(self._run_command(run, i) for i in sorted(run.in_flight))
+        for run_id in sorted(self.timers):
+            run = self.listeners[run_id]
+            out.append(self._timer_command(run))
+        return out
 
-    def record(self, name: str, step: str | None, payload: dict[str, Any]) -> None:
+    def take_events(self) -> list[dict[str, Any]]:
+        events, self.events = self.events, []
+        return events
+
+    # ------------------------------------------------------------------ events
+
+    def record(
+        self,
+        name: str,
+        step: str | None,
+        payload: dict[str, Any],
+        step_run_id: str | None = None,
+        iteration: int | None = None,
+    ) -> None:
         self.events.append(
-            {"seq": len(self.events) + 1, "name": name, "step": step, "payload": payload}
+            {
+                "name": name,
+                "source": "server",
+                "step": step,
+                "step_run_id": step_run_id,
+                "iteration": iteration,
+                "payload": payload,
+            }
         )
 
-    def put(self, place: str, token: Token) -> None:
-        self.marking.setdefault(place, []).append(token)
+    def _on_event(self, event: dict[str, Any], commands: list[Command]) -> None:
+        name = event["name"]
+        if name in RESULT_EVENTS:
+            run = self.runs.get(event.get("step_run_id") or "")
+            if run is None:
+                return  # late or duplicate result of a finished run: ignored
+            data = event.get("payload") or {}
+            self._apply_ctx(data.get("ctx_writes") or ())
+            if name.startswith("loop.iteration."):
+                self._iteration_result(run, event, data, commands)
+            elif name == "step.done":
+                self._finish(run, "step.done", data.get("result"), None, commands)
+            else:
+                self._finish(run, "step.failed", None, data.get("error"), commands)
+        elif name == "signal.received":
+            for run_id in list(self.listeners):
+                self._listener_event(self.listeners[run_id], event, commands)
+        elif name == "timer.fired":
+            run = self.listeners.get(event.get("step_run_id") or "")
+            if run is not None:
+                self.timers.discard(run.run_id)
+                if not self._listener_event(run, event, commands):
+                    error = {"type": "Timeout", "message": f"listener {run.step} timed out"}
+                    del self.listeners[run.run_id]
+                    self.record("step.failed", run.step, {"error": error}, run.run_id)
+                    self._boundary(run, "step.failed", None, error, commands)
+        elif name == "execution.cancelled":
+            self.status = "cancelled"
+            self.error = {"code": "NOE855", "message": "the execution was cancelled", "step": None}
+            for run in self.runs.values():
+                iterations = sorted(run.in_flight) if self.tables[run.step].loop else [None]
+                for i in iterations:
+                    commands.append(self._command("cancel", run, i))
 
-    def take(self, place: str) -> Token | None:
-        tokens = self.marking.get(place)
-        return tokens.pop(0) if tokens else None
+    # ------------------------------------------------------------------ admission
 
-    def scope(self, token: Token | None, event: dict[str, Any] | None) -> Scope:
-        scope: Scope = {
-            name: rec.result for name, rec in self.steps.items() if rec.status == "done"
-        }
-        scope.update(
-            workload=self.workload,
-            ctx=self.ctx,
-            args=token.args if token is not None else {},
-            execution_id=self.execution_id,
+    def _drain(self, commands: list[Command]) -> None:
+        ready = self.ready
+        while ready and self.status == "running":
+            step, token = ready.popleft()
+            self._admit(step, token, commands)
+
+    def _admit(self, step: str, token: Token, commands: list[Command]) -> None:
+        table = self.tables[step]
+        if token.dead:
+            if table.alternatives > 1:
+                # a merge: dead only when every alternative is (one live arrival runs it)
+                seen = self.dead_arrivals.get(step, 0) + 1
+                if seen < table.alternatives:
+                    self.dead_arrivals[step] = seen
+                    return
+                del self.dead_arrivals[step]
+            self._announce_dead(table)
+            return
+        self.dead_arrivals.pop(step, None)
+        scope = self._scope(token.args, None)
+        for transition in table.admission:
+            if not transition.passes(scope):
+                continue
+            self.firings += 1
+            record = self.steps.get(step)
+            if record is None:
+                record = self.steps[step] = StepRecord()
+            if transition.skip:
+                record.status = "skipped"
+                self.record("step.skipped", step, {"transition": transition.id})
+                self._announce_dead(table)
+                return
+            record.runs += 1
+            record.status = "running"
+            run = StepRun(step, f"{step}#{record.runs}", token)
+            if transition.writes is not None:
+                self._apply_writes(transition.writes, scope)
+            if table.listener:
+                self.listeners[run.run_id] = run
+                self.record("step.started", step, {"listener": True}, run.run_id)
+                if table.listener_timeout is not None:
+                    self.timers.add(run.run_id)
+                    commands.append(self._timer_command(run))
+                return
+            self.runs[run.run_id] = run
+            if table.loop is None:
+                self.record("step.scheduled", step, {"args": token.args}, run.run_id)
+                commands.append(self._run_command(run, None))
+                return
+            items = table.items(scope) if table.items is not None else []
+            run.items = list(items) if isinstance(items, list | tuple) else []
+            run.results = [None] * len(run.items)
+            run.best_effort = table.loop.get("failure_mode") == "best_effort"
+            self.firings += 1  # loop_start
+            self.record("loop.started", step, {"count": len(run.items)}, run.run_id)
+            if not run.items:
+                self._loop_done(run, commands)
+                return
+            self._fill_slots(run, table, commands)
+            return
+        self._fail(
+            {"code": "NOE852", "message": f"no admission rule fired for {step}", "step": step}
         )
-        if event is not None:
+
+    def _fill_slots(self, run: StepRun, table: StepTable, commands: list[Command]) -> None:
+        while len(run.in_flight) < table.slots and run.next_index < len(run.items):
+            index = run.next_index
+            run.next_index += 1
+            run.in_flight.add(index)
+            self.firings += 1
+            self.record("loop.iteration.started", run.step, {"index": index}, run.run_id, index)
+            commands.append(self._run_command(run, index))
+
+    def _command(self, kind: str, run: StepRun, iteration: int | None) -> Command:
+        return Command(
+            kind,
+            run.step,
+            run.run_id,
+            run.token.args,
+            action_id(self.execution_id, run.run_id, iteration),
+            iteration,
+            run.items[iteration] if iteration is not None else None,
+        )
+
+    def _run_command(self, run: StepRun, iteration: int | None) -> Command:
+        return self._command("run", run, iteration)
+
+    def _timer_command(self, run: StepRun) -> Command:
+        command = self._command("timer", run, None)
+        command.delay = self.tables[run.step].listener_timeout
+        return command
+
+    # ------------------------------------------------------------------ results
+
+    def _iteration_result(
+        self, run: StepRun, event: dict[str, Any], data: dict[str, Any], commands: list[Command]
+    ) -> None:
+        index = event.get("iteration")
+        if index not in run.in_flight:
+            return  # duplicate
+        assert isinstance(index, int)
+        run.in_flight.discard(index)
+        run.done += 1
+        self.firings += 1
+        if event["name"] == "loop.iteration.done":
+            run.results[index] = data.get("result")
+        else:
+            run.failures += 1
+            if not run.best_effort:
+                # fail_fast: the remaining iterations are cancelled, the step fails
+                for other in sorted(run.in_flight):
+                    commands.append(self._command("cancel", run, other))
+                error = data.get("error") or {"type": "IterationFailed", "message": "failed"}
+                self.record(
+                    "step.failed", run.step, {"error": error, "iteration": index}, run.run_id
+                )
+                self._finish(run, "step.failed", None, error, commands)
+                return
+        if run.done == len(run.items):
+            self._loop_done(run, commands)
+        else:
+            self._fill_slots(run, self.tables[run.step], commands)
+
+    def _loop_done(self, run: StepRun, commands: list[Command]) -> None:
+        data = {"count": len(run.items), "failed": run.failures}
+        self.record("loop.done", run.step, data, run.run_id)
+        self._finish(run, "loop.done", run.results, None, commands)
+
+    def _finish(
+        self,
+        run: StepRun,
+        name: str,
+        result: Any,
+        error: dict[str, Any] | None,
+        commands: list[Command],
+    ) -> None:
+        del self.runs[run.run_id]
+        self.firings += 1  # the net's complete / fail / loop_done transition
+        self._boundary(run, name, result, error, commands)
+
+    def _boundary(
+        self,
+        run: StepRun,
+        name: str,
+        result: Any,
+        error: dict[str, Any] | None,
+        commands: list[Command],
+    ) -> None:
+        """Route a finished step: its boundary event decides the arcs."""
+        step = run.step
+        table = self.tables[step]
+        record = self.steps[step]
+        failed = name == "step.failed"
+        if failed:
+            record.status = "failed"
+            data: dict[str, Any] = {"error": error}
+        else:
+            record.status = "done"
+            record.result = result
+            self.results[step] = result
+            self.scope[step] = result
+            self.final_result = result
+            data = {"result": result}
+            if name == "loop.done":
+                data.update(count=len(run.items), failed=run.failures)
+        scope = self._scope(run.token.args, {"name": name, "step": step, "data": data})
+        self._route(run, table.failed_routes if failed else table.done_routes, name, scope, error)
+
+    def _route(
+        self,
+        run: StepRun,
+        routes: list[Transition],
+        name: str,
+        scope: dict[str, Any],
+        error: dict[str, Any] | None,
+    ) -> bool:
+        """Fire every route listening to `name` whose guard passes; True if a route fired.
+
+        Then dead-path elimination: every place on the way to an AND-join that this decision
+        did not feed gets a dead token (arcs not taken, shadowed, or listening to the other
+        outcome) — unless the token stays in a cycle, which will decide again."""
+        step = run.step
+        fired_route = False
+        live: set[str] = set()
+        for transition in routes:
+            if transition.kind == "dead" or name not in transition.events:
+                continue
+            if not transition.passes(scope):
+                continue
+            self.firings += 1
+            if transition.kind == "route":
+                fired_route = True
+                args = (
+                    self.program.value(transition.args, scope)
+                    if transition.args is not None
+                    else run.token.args
+                )
+                if transition.writes is not None:
+                    self._apply_writes(transition.writes, scope)
+                self.record("next.selected", step, {"to": transition.id}, run.run_id)
+                for place in transition.targets:
+                    live.add(place)
+                    self._put(place, Token(args or {}, source=step))
+            elif transition.kind == "unhandled":
+                self._fail(
+                    {
+                        "code": "NOE853",
+                        "message": str((error or {}).get("message", "step failed")),
+                        "step": step,
+                        "type": (error or {}).get("type"),
+                    }
+                )
+                return False
+        if name == "step.failed" and fired_route:
+            self.handled_failures += 1
+        table = self.tables[step]
+        if table.join_feeds and not any(
+            p.endswith(".entry") and p[: -len(".entry")] in table.back_targets for p in live
+        ):
+            for place in table.join_feeds:
+                if place not in live:
+                    self._put(place, Token({}, dead=True, source=step))
+        return fired_route
+
+    def _listener_event(self, run: StepRun, event: dict[str, Any], commands: list[Command]) -> bool:
+        data = event.get("payload") or {}
+        guard_event = {"name": event["name"], "step": run.step, "data": data}
+        scope = self._scope(run.token.args, guard_event)
+        routes = [t for t in self.tables[run.step].done_routes if t.kind == "route"]
+        if not any(event["name"] in t.events and t.passes(scope) for t in routes):
+            return False
+        del self.listeners[run.run_id]
+        if run.run_id in self.timers:
+            self.timers.discard(run.run_id)
+            commands.append(self._command("cancel", run, None))
+        record = self.steps[run.step]
+        record.status = "done"
+        record.result = data
+        self.results[run.step] = data
+        self.scope[run.step] = data
+        self.final_result = data
+        self.record("step.done", run.step, {"event": event["name"]}, run.run_id)
+        self._route(run, routes, event["name"], scope, None)
+        return True
+
+    # ------------------------------------------------------------------ tokens and joins
+
+    def _put(self, place: str, token: Token) -> None:
+        if place.endswith(".entry"):
+            self.ready.append((place[: -len(".entry")], token))
+            return
+        self.branches.setdefault(place, []).append(token)
+        join = place.split(".from.", 1)[0]
+        self._try_join(join)
+
+    def _announce_dead(self, table: StepTable) -> None:
+        for place in table.join_feeds:
+            self._put(place, Token({}, dead=True, source=table.name))
+
+    def _try_join(self, step: str) -> None:
+        branches = self.program.joins.get(step)
+        if not branches:
+            return
+        kind = self.program.join_kind.get(step, "all")
+        marking = self.branches
+        if kind == "any":
+            for place in branches:
+                tokens = marking.get(place)
+                while tokens:
+                    token = tokens.pop(0)
+                    if not token.dead and self.steps.get(step, StepRecord()).runs == 0:
+                        self.firings += 1
+                        self.record("join.fired", step, {"branches": [token.source], "kind": kind})
+                        self.ready.append((step, Token({token.source or "": token.args})))
+            return
+        if not all(marking.get(b) for b in branches):
+            return
+        tokens = [marking[b].pop(0) for b in branches]
+        self.firings += 1
+        live = [t for t in tokens if not t.dead]
+        if not live:
+            self.ready.append((step, Token({}, dead=True)))
+            return
+        merged = {t.source: t.args for t in live if t.source is not None}
+        self.record("join.fired", step, {"branches": sorted(merged)})
+        self.ready.append((step, Token(merged)))
+
+    # ------------------------------------------------------------------ scopes and ctx
+
+    def _scope(self, args: dict[str, Any], event: dict[str, Any] | None) -> dict[str, Any]:
+        """The one scope of the control VM, updated in place (evaluation is sequential)."""
+        scope = self.scope
+        scope["args"] = args
+        if event is None:
+            scope.pop("event", None)
+        else:
             scope["event"] = event
         return scope
 
-    def guard_passes(self, block: ControlBlock, scope: Scope) -> bool:
-        for instruction in block.code:
-            op = instruction[0]
-            if op == OP["GUARD"] and not self.program.evaluate(instruction[1], scope):
-                return False
-            if op == OP["GUARD_NOT"] and self.program.evaluate(instruction[1], scope):
-                return False
-        return True
+    def _apply_writes(self, value_index: int, scope: dict[str, Any]) -> None:
+        writes = self.program.value(value_index, scope) or {}
+        self._apply_ctx(list(writes.items()) if isinstance(writes, dict) else ())
 
-    def effects(
-        self, block: ControlBlock, token: Token, scope: Scope, commands: list[Command]
-    ) -> None:
-        args: dict[str, Any] = {}
-        for instruction in block.code:
-            op = instruction[0]
-            if op == OP["ARGS"]:
-                args = self.program.value(instruction[1], scope) or {}
-            elif op == OP["SET_CTX"]:
-                self.ctx.update(self.program.value(instruction[1], scope) or {})
-            elif op == OP["PRODUCE"]:
-                self.put(
-                    instruction[1],
-                    Token(args if block.kind == "route" else token.args, source=block.step),
-                )
-            elif op == OP["DEAD"]:
-                self.put(instruction[1], Token({}, dead=True, source=block.step))
-            elif op == OP["EMIT"]:
-                self.record(
-                    self.program.names[instruction[1]],
-                    block.step,
-                    {"transition": block.id, "to": block.target},
-                )
-            elif op == OP["DISPATCH"]:
-                step = self.program.names[instruction[1]]
-                commands.append(Command("dispatch", step, token.args))
-                # LOOP comes before DISPATCH in the block: attach the items now
-                loop = next((i for i in block.code if i[0] == OP["LOOP"]), None)
-                if loop is not None:
-                    items = self.program.evaluate(loop[1], scope) if loop[1] is not None else []
-                    commands[-1].items = list(items) if isinstance(items, list | tuple) else []
-                self.in_flight += 1
-                record = self.steps.setdefault(step, StepRecord())
-                record.runs += 1
-                self.record("step.scheduled", step, {"args": token.args})
-            elif op == OP["FAIL_EXECUTION"]:
-                self.fail(
-                    self.error
-                    or {
-                        "code": "NOE851",
-                        "message": f"step {block.step} failed and no arc handles it",
-                        "step": block.step,
-                    }
-                )
+    def _apply_ctx(self, writes: Any) -> None:
+        for key, value in writes:
+            if isinstance(value, dict) and len(value) == 1 and "append" in value:
+                current = self.ctx.get(key)
+                self.ctx[key] = [*(current if isinstance(current, list) else []), value["append"]]
+            else:
+                self.ctx[key] = value
 
-    def settle(self) -> list[Command]:
-        """Fire every transition that needs no event, until nothing changes."""
-        commands: list[Command] = []
-        changed = True
-        while changed and self.status == "running":
-            changed = False
-            for place in list(self.marking):
-                if not self.marking.get(place):
-                    continue
-                if place.endswith(".entry"):
-                    changed |= self.admit(place, commands)
-                elif ".from." in place:
-                    changed |= self.try_join(place.split(".from.")[0])
-        if self.status == "running" and self.in_flight == 0 and not commands:
-            self.complete()
-        return commands
+    # ------------------------------------------------------------------ completion
 
-    def admit(self, place: str, commands: list[Command]) -> bool:
-        token = self.take(place)
-        if token is None:
-            return False
-        step = place[: -len(".entry")]
-        if token.dead:
-            self.propagate_dead(step)
-            return True
-        scope = self.scope(token, None)
-        for block in self.program.by_place.get(place, []):
-            if block.kind not in ("start", "admit", "skip") or not self.guard_passes(block, scope):
-                continue
-            if block.kind == "skip":
-                self.steps.setdefault(step, StepRecord()).status = "skipped"
-                self.record("step.skipped", step, {})
-                self.propagate_dead(step)
-                return True
-            self.record("step.started", step, {})
-            self.effects(block, token, scope, commands)
-            return True
-        self.fail(
-            {"code": "NOE852", "message": f"no admission transition fired for {step}", "step": step}
-        )
-        return True
-
-    def propagate_dead(self, step: str) -> None:
-        """Dead-path elimination: a step that will not run sends dead tokens downstream."""
-        targets: dict[str, None] = {}
-        for block in self.program.by_place.get(f"{step}.done", []):
-            if block.kind in ("route", "dead"):
-                for instruction in block.code:
-                    if (
-                        instruction[0] in (OP["PRODUCE"], OP["DEAD"])
-                        and instruction[1] != "execution.sink"
-                    ):
-                        targets[instruction[1]] = None
-        for place in targets:
-            # only paths that end in an AND-join need to know (dead-path elimination)
-            if ".from." in place or self._leads_to_join(place[: -len(".entry")]):
-                self.put(place, Token({}, dead=True, source=step))
-
-    def _leads_to_join(self, step: str) -> bool:
-        return any(b.kind == "dead" for b in self.program.by_place.get(f"{step}.done", []))
-
-    def try_join(self, step: str) -> bool:
-        branches = self.program.joins.get(step)
-        if not branches or not all(self.marking.get(b) for b in branches):
-            return False
-        tokens = [self.take(b) for b in branches]
-        live = [t for t in tokens if t is not None and not t.dead]
-        if not live:
-            self.put(f"{step}.entry", Token({}, dead=True))
-            return True
-        merged = {t.source: t.args for t in live if t.source is not None}
-        self.record("join.fired", step, {"branches": sorted(merged)})
-        self.put(f"{step}.entry", Token(merged))
-        return True
-
-    def _step(self, event: dict[str, Any]) -> list[Command]:
-        name, step = event["name"], event["step"]
-        self.in_flight -= 1
-        record = self.steps.setdefault(step, StepRecord())
-        data = event.get("data", {})
-        if name in ("step.done", "loop.done"):
-            record.status = "done"
-            record.result = data.get("result")
-            place = f"{step}.done"
-        else:
-            record.status = "failed"
-            self.error = {
-                "code": "NOE853",
-                "message": str((data.get("error") or {}).get("message", "step failed")),
-                "step": step,
-            }
-            place = f"{step}.failed"
-        self.record(name, step, {"status": record.status})
-        token = Token(event.get("args", {}))
-        guard_event = {"name": name, "step": step, "data": data}
-        scope = self.scope(token, guard_event)
-        scope[step] = record.result
-        firing = [
-            b
-            for b in self.program.by_place.get(place, [])
-            if name in b.events and self.guard_passes(b, scope)
-        ]
-        commands: list[Command] = []
-        for block in firing:
-            self.effects(block, token, scope, commands)
-        if name == "step.failed" and any(b.kind == "route" for b in firing):
-            self.error = None  # handled by a failure arc
-        commands.extend(self.settle())
-        return commands
-
-    def fail(self, error: dict[str, Any]) -> None:
+    def _fail(self, error: dict[str, Any]) -> None:
         if self.status == "running":
             self.status = "failed"
             self.error = error
             self.record("execution.failed", error.get("step"), {"error": error})
 
-    def complete(self) -> None:
-        stuck = [
-            p
-            for p, tokens in self.marking.items()
-            if tokens and ".from." in p and any(not t.dead for t in tokens)
-        ]
+    def _internal(self, exc: BaseException, step: str | None) -> None:
+        self._fail({"code": "NOE850", "message": f"{type(exc).__name__}: {exc}", "step": step})
+
+    def _check_complete(self) -> None:
+        if self.status != "running" or self.runs or self.listeners or self.timers or self.ready:
+            return
+        stuck = [p for p, tokens in self.branches.items() if any(not t.dead for t in tokens)]
         if stuck:
-            step = stuck[0].split(".from.")[0]
-            self.fail(
+            step = stuck[0].split(".from.", 1)[0]
+            self._fail(
                 {
                     "code": "NOE854",
                     "message": f"deadlock: the join `{step}` can never fire",

@@ -18,8 +18,9 @@ from typing import Any
 from noetlc.vm.expr_runtime import Scope
 from noetlc.vm.program import OP, Program, StepInfo
 
-ToolCall = Callable[[str, dict[str, Any], dict[str, Any] | None], dict[str, Any]]
+ToolCall = Callable[[str, dict[str, Any], dict[str, Any] | None, str, int], dict[str, Any]]
 Emit = Callable[[str, dict[str, Any]], None]
+Wait = Callable[[float], bool]  # sleep up to N seconds; True if the run was cancelled meanwhile
 
 
 @dataclass
@@ -30,47 +31,111 @@ class PipelineResult:
     ctx_writes: list[tuple[str, Any]] = field(default_factory=list)
 
 
+def _sleep(seconds: float) -> bool:
+    time.sleep(seconds)
+    return False
+
+
 def run_pipeline(
     program: Program,
     step: StepInfo,
     base_scope: Scope,
     call_tool: ToolCall,
     emit: Emit,
-    apply_ctx: Callable[[str, Any], None],
+    memo: dict[int, dict[str, Any]] | None = None,
+    wait: Wait = _sleep,
+    *,
+    private_scope: bool = False,
 ) -> PipelineResult:
-    """Run the step's tasks; `base_scope` has workload, ctx, args, iter and step results."""
+    """Run the step's tasks; `base_scope` has workload, ctx, args, iter and step results.
+
+    `memo` maps a tool call's index within this run (0, 1, ...) to the outcome recorded for
+    it by an earlier attempt of the same action: those calls are not made again (resume and
+    re-leased jobs replay the pipeline deterministically up to the first unrecorded call).
+    ctx writes are applied to a private copy of `ctx` and returned in `ctx_writes`. With
+    `private_scope` the caller hands over a scope (and its `ctx` and `iter`) made for this run
+    alone, and no copies are made.
+    """
     code = step.pipeline
-    scope: Scope = dict(base_scope)
-    iter_scope: dict[str, Any] = scope.setdefault("iter", {})
+    if private_scope:
+        scope: Scope = base_scope
+        ctx: dict[str, Any] = scope["ctx"]
+        iter_scope: dict[str, Any] = scope["iter"]
+    else:
+        scope = dict(base_scope)
+        ctx = dict(scope.get("ctx") or {})
+        scope["ctx"] = ctx
+        iter_scope = dict(scope.get("iter") or {})
+        scope["iter"] = iter_scope
     names = program.names
     pc = 0
+    calls = 0
     attempts: dict[int, int] = {}
     last_result: Any = None
     current_task_pc = 0
     outcome: dict[str, Any] = {}
+    writes: list[tuple[str, Any]] = []
+
+    def apply_ctx(key: str, value: Any) -> None:
+        writes.append((key, value))
+        if isinstance(value, dict) and len(value) == 1 and "append" in value:
+            current = ctx.get(key)
+            ctx[key] = [*(current if isinstance(current, list) else []), value["append"]]
+        else:
+            ctx[key] = value
+
+    def finish(ok: bool, result: Any = None, error: dict[str, Any] | None = None) -> PipelineResult:
+        return PipelineResult(ok, result, error, writes)
+
     try:
         while True:
             instruction = code[pc]
             op = instruction[0]
             if op == OP["TASK"]:
+                if wait is not _sleep and wait(0):
+                    return finish(False, error=CANCELLED)
                 current_task_pc = pc
                 task, kind = names[instruction[1]], names[instruction[2]]
                 attempt = attempts.get(pc, 0) + 1
                 attempts[pc] = attempt
                 scope["_attempt"] = attempt
                 scope["_task"] = task
-                try:
-                    args = program.value(instruction[3], scope) or {}
-                    spec = program.value(instruction[4], scope)
-                except Exception as exc:
-                    outcome = _error_outcome(exc, "TemplateError")
+                call = calls
+                calls += 1
+                recorded = memo.get(call) if memo else None
+                if recorded is not None:
+                    outcome = recorded
                 else:
-                    emit("task.started", {"task": task, "attempt": attempt})
-                    if kind == "workbook":
-                        outcome = _workbook(program, args, scope, call_tool)
+                    try:
+                        args = program.value(instruction[3], scope) or {}
+                        spec = program.value(instruction[4], scope)
+                    except Exception as exc:
+                        outcome = _error_outcome(exc, "TemplateError")
                     else:
-                        outcome = call_tool(kind, args, spec)
-                emit("task.done", {"task": task, "attempt": attempt, "status": outcome["status"]})
+                        emit("task.started", {"task": task, "attempt": attempt, "call": call})
+                        if kind == "noop":  # the compiler's pass-through task: no tool call
+                            outcome = {
+                                "status": "ok",
+                                "result": args["result"]
+                                if args.get("result") is not None
+                                else args.get("input"),
+                                "error": None,
+                                "meta": {},
+                            }
+                        elif kind == "workbook":
+                            outcome = _workbook(program, args, scope, call_tool, task, attempt)
+                        else:
+                            outcome = call_tool(kind, args, spec, task, attempt)
+                    emit(
+                        "task.done",
+                        {
+                            "task": task,
+                            "attempt": attempt,
+                            "call": call,
+                            "status": outcome["status"],
+                            "outcome": outcome,
+                        },
+                    )
                 scope["outcome"] = outcome
                 scope["output"] = {**outcome, "data": outcome.get("result")}
                 if outcome["status"] == "ok":
@@ -99,14 +164,13 @@ def run_pipeline(
                 if outcome.get("status") == "ok" or instruction[1] == 1:
                     pc = step.next_task_pc[current_task_pc]
                 else:
-                    return PipelineResult(False, error=outcome.get("error"))
+                    return finish(False, error=outcome.get("error"))
             elif op == OP["SET_ITER"]:
                 _apply(iter_scope, program.value(instruction[1], scope))
                 pc += 1
             elif op == OP["SET_CTX_P"]:
                 for key, value in (program.value(instruction[1], scope) or {}).items():
                     apply_ctx(key, value)
-                    scope["ctx"] = base_scope["ctx"]
                 pc += 1
             elif op == OP["CONTINUE"]:
                 pc = step.next_task_pc[current_task_pc]
@@ -116,30 +180,36 @@ def run_pipeline(
                     if outcome.get("status") == "ok":
                         pc = step.next_task_pc[current_task_pc]
                         continue
-                    return PipelineResult(False, error=outcome.get("error"))
-                emit(
-                    "task.retry",
-                    {"task": names[code[current_task_pc][1]], "attempt": attempts[current_task_pc]},
-                )
-                time.sleep(
-                    _backoff(names[backoff], delay, max_delay, jitter, attempts[current_task_pc])
-                )
+                    return finish(False, error=outcome.get("error"))
+                attempt = attempts[current_task_pc]
+                delay_s = _backoff(names[backoff], delay, max_delay, jitter, attempt)
+                if not (memo and calls in memo):  # a recorded next attempt needs no wait
+                    emit(
+                        "task.retry",
+                        {
+                            "task": names[code[current_task_pc][1]],
+                            "attempt": attempt,
+                            "delay": round(delay_s, 3),
+                        },
+                    )
+                    if delay_s > 0 and wait(delay_s):
+                        return finish(False, error=CANCELLED)
                 pc = current_task_pc
             elif op == OP["JUMP"]:
                 pc = instruction[1]
                 attempts.pop(pc, None)
             elif op == OP["BREAK"]:
-                return PipelineResult(True, result=last_result)
+                return finish(True, result=last_result)
             elif op == OP["FAIL"]:
-                return PipelineResult(
+                return finish(
                     False,
                     error=outcome.get("error")
                     or {"type": "PolicyFail", "message": "the task policy failed the pipeline"},
                 )
             elif op == OP["END"]:
-                return PipelineResult(True, result=last_result)
+                return finish(True, result=last_result)
             else:
-                return PipelineResult(
+                return finish(
                     False,
                     error={
                         "type": "BytecodeError",
@@ -147,7 +217,10 @@ def run_pipeline(
                     },
                 )
     except Exception as exc:
-        return PipelineResult(False, error={"type": type(exc).__name__, "message": str(exc)})
+        return finish(False, error={"type": type(exc).__name__, "message": str(exc)})
+
+
+CANCELLED = {"type": "Cancelled", "message": "the run was cancelled"}
 
 
 def _apply(target: dict[str, Any], writes: Any) -> None:
@@ -181,7 +254,12 @@ def _error_outcome(exc: BaseException, kind: str) -> dict[str, Any]:
 
 
 def _workbook(
-    program: Program, args: dict[str, Any], scope: Scope, call_tool: ToolCall
+    program: Program,
+    args: dict[str, Any],
+    scope: Scope,
+    call_tool: ToolCall,
+    task: str,
+    attempt: int,
 ) -> dict[str, Any]:
     """`kind: workbook`: run the named root workbook task with the caller's input merged in."""
     target = args.get("task") or args.get("name")
@@ -195,5 +273,7 @@ def _workbook(
     if isinstance(given, dict):
         own = task_args.get("input")
         task_args["input"] = {**(own if isinstance(own, dict) else {}), **given}
-    result: dict[str, Any] = call_tool(kind, task_args, program.value(spec_index, scope))
+    result: dict[str, Any] = call_tool(
+        kind, task_args, program.value(spec_index, scope), task, attempt
+    )
     return result

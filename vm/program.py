@@ -37,6 +37,7 @@ class StepInfo:
     task_pcs: dict[str, int]
     next_task_pc: dict[int, int]  # pc of a TASK -> pc of the next TASK (or END)
     line: int
+    file: str = ""
 
 
 class Program:
@@ -88,6 +89,7 @@ class Program:
                 task_pcs={self.names[instructions[pc][1]]: pc for pc in task_pcs},
                 next_task_pc={pc: firsts[i + 1] for i, pc in enumerate(task_pcs)},
                 line=self.positions[positions[0]][1] if positions else 0,
+                file=str(self.positions[positions[0]][0]) if positions else "",
             )
 
     def evaluate(self, index: int, scope: Scope) -> Any:

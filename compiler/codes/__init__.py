@@ -39,6 +39,7 @@ def _modules() -> list[ModuleType]:
         runtime_codes,
         schema_codes,
         tool_codes,
+        vm_codes,
         yaml_codes,
     )
 
@@ -52,6 +53,7 @@ def _modules() -> list[ModuleType]:
         tool_codes,
         bytecode_codes,
         runtime_codes,
+        vm_codes,
         internal_codes,
     ]
 

@@ -187,4 +187,44 @@ Example:
 """,
         "use the noetl release that created the database, or migrate into a fresh schema",
     ),
+    code(
+        "NOE812",
+        "keychain-entry-missing",
+        "error",
+        "a keychain entry the playbook uses is not set",
+        """
+A tool names a credential (`auth: pg_main`, `kind: secrets` with `key: api_token`) or the
+playbook declares it under the root `keychain:`, and no keychain provider has a value for it.
+Providers are, in order: the environment variable `NOETL_KEYCHAIN_<NAME>` (the name upper-cased,
+other characters replaced by `_`; a value starting with `{`, `[` or `"` is JSON), then the
+keychain file (`--keychain FILE`, default `.noetl/keychain.yaml` when it exists), a YAML or
+JSON mapping from entry names to values.
+
+Example:
+
+    keychain:
+      - {name: pg_main, kind: postgres_credential}
+    ...
+      tool: {kind: postgres, auth: pg_main, query: "SELECT 1"}
+
+    export NOETL_KEYCHAIN_PG_MAIN=postgresql://app:secret@127.0.0.1:5432/app
+""",
+        "set NOETL_KEYCHAIN_<NAME> or add the entry to the keychain file",
+    ),
+    code(
+        "NOE813",
+        "keychain-file-invalid",
+        "error",
+        "the keychain file cannot be read or is not a mapping",
+        """
+The keychain file (`--keychain FILE`, default `.noetl/keychain.yaml`) must be a YAML or JSON
+mapping from entry names to values: a string (a DSN, a token) or a mapping of fields. The file
+named does not exist, cannot be read, is not valid YAML, or holds something else than a mapping.
+
+Example (a list instead of a mapping):
+
+    - pg_main: postgresql://app:secret@127.0.0.1:5432/app
+""",
+        "write `name: value` pairs at the top level of the file",
+    ),
 )

@@ -62,6 +62,9 @@ TRANSIENT: tuple[type[BaseException], ...] = (
     asyncpg.CrashShutdownError,
     asyncpg.ConnectionFailureError,
     asyncpg.InterfaceError,
+    # a pooled connection whose backend was terminated mid-operation can surface as a
+    # protocol-state error on its next use (MagicStack/asyncpg#1069); a retry gets a fresh one
+    asyncpg.InternalClientError,
 )
 
 

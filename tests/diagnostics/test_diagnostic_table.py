@@ -1,7 +1,8 @@
 """The diagnostics table: one case file per code, each saying where the code must be reported.
 
 A case is `cases/<CODE>_<slug>.yaml` whose first lines are comments of the form
-`# expect: NOE201 at 7:5` (1-based line:column). The case goes through the whole pipeline.
+`# expect: NOE201 at 7:5` (1-based line:column). The case goes through the whole pipeline
+(lint cases, NOE5xx, through `noetlc lint`).
 Codes that cannot come from a playbook file are listed in `COVERED_ELSEWHERE` with the test
 that covers them. See docs/diagnostics.md.
 """
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from noetlc.analysis.lint import lint_source
 from noetlc.compiler.codes import registry
 from noetlc.compiler.pipeline import compile_source
 
@@ -37,7 +39,17 @@ COVERED_ELSEWHERE = {
     "NOE809": "tests/postgres/test_pg_migrations.py::test_a_newer_schema_is_refused_with_noe809",
     "NOE810": "tests/postgres/test_pg_migrations.py::test_a_failing_migration_is_rolled_back_with_noe810",
     "NOE811": "tests/postgres/test_pg_migrations.py::test_an_edited_migration_is_refused_with_noe811",
+    "NOE812": "tests/tools/test_tools_keychain.py::test_a_missing_entry_is_noe812_naming_the_env_var",
+    "NOE813": "tests/tools/test_tools_keychain.py::test_a_bad_keychain_file_is_noe813",
+    "NOE850": "tests/vm/test_vm_control.py::test_the_vm_never_raises",
+    "NOE852": "tests/vm/test_vm_control.py::test_no_admission_rule",
+    "NOE853": "tests/vm/test_vm_control.py::test_unhandled_failure_names_the_step_line",
+    "NOE854": "tests/vm/test_vm_control.py::test_a_join_that_cannot_fire_is_a_deadlock",
+    "NOE855": "tests/vm/test_vm_runtime.py::test_cancel_request_ends_the_execution_cancelled",
+    "NOE856": "tests/vm/test_vm_runtime.py::test_resume_after_sigkill_runs_no_finished_task_again",
+    "NOE857": "tests/vm/test_vm_control.py::test_execution_without_program",
     "NOE900": "tests/compiler/test_cli.py::test_internal_errors_have_a_report_footer",
+    "NOE509": "tests/analysis/test_analysis_cli.py::test_budget_stops_the_search_with_a_note",
 }
 
 
@@ -61,12 +73,12 @@ def test_case_reports_its_code_at_its_position(case: Path) -> None:
     expectations = _expectations(case)
     assert expectations, f"{case.name} has no `# expect: NOE### at L:C` line"
     assert case.name.startswith(expectations[0][0]), "name the file after its first expected code"
-    unit = compile_source(case.read_text(encoding="utf-8"), file=case.name)
-    found = {
-        (d.code, d.span.line, d.span.column)
-        for d in unit.reporter.diagnostics
-        if d.span is not None
-    }
+    text = case.read_text(encoding="utf-8")
+    if expectations[0][0].startswith("NOE5"):  # lint findings: compile to the net, run the rules
+        diagnostics = lint_source(text, file=case.name).diagnostics
+    else:
+        diagnostics = compile_source(text, file=case.name).reporter.diagnostics
+    found = {(d.code, d.span.line, d.span.column) for d in diagnostics if d.span is not None}
     for expected in expectations:
         assert expected in found, f"expected {expected}, got {sorted(found)}"
 

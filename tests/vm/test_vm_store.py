@@ -19,7 +19,7 @@ CONFORMANCE = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "confo
 
 def _events(n: int, start: int = 1) -> list[dict[str, Any]]:
     return [
-        {"seq": s, "name": "task.done", "step": "start", "payload": {"i": s}}
+        {"event_id": f"e{s}", "name": "task.done", "step": "start", "payload": {"i": s}}
         for s in range(start, start + n)
     ]
 
@@ -35,7 +35,7 @@ def test_append_is_idempotent_and_ordered(store: Any) -> None:
     store.create_execution("x", "p")
     assert store.append("x", _events(5)) == 5
     assert store.append("x", _events(5)) == 0  # the same batch again: nothing changes
-    assert store.append("x", _events(3, start=4)) == 1  # only seq 6 is new
+    assert store.append("x", _events(3, start=4)) == 1  # only e6 is new: it gets seq 6
     assert [e["seq"] for e in store.read("x")] == [1, 2, 3, 4, 5, 6]
     assert [e["seq"] for e in store.read("x", after_seq=4)] == [5, 6]
     assert len({e["event_id"] for e in store.read("x")}) == 6

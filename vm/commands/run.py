@@ -1,10 +1,10 @@
-"""Run a playbook in embedded mode (one process, in-memory event log).
+"""Run a playbook in embedded mode (one process; events in a SQLite file by default).
 
-    noetl-vm run playbook.yaml [--set key=value ...] [--workload FILE] [--json]
+    noetl-vm run playbook.yaml [--set key=value ...] [--workload FILE] [--db URL] [--json]
 
-A `.yaml` file is compiled first (its diagnostics are printed); a `.nbc` file is loaded.
-`--json` prints the summary as the last line of standard output. Exit status: 0 completed,
-1 failed, 2 usage errors.
+A `.yaml` file is compiled first (its diagnostics are printed); a `.nbc` file is loaded. On a
+terminal a live progress line is drawn on standard error. `--json` prints the summary as the
+last line of standard output. Exit status: 0 completed, 1 failed, 2 usage errors, 3 cancelled.
 """
 
 from __future__ import annotations
@@ -14,8 +14,10 @@ import json
 import sys
 from typing import Any
 
-from noetlc.runtime.embedded import run_embedded
-from noetlc.runtime.store import DEFAULT_URL, StoreError, open_store
+from noetlc.runtime.store import DEFAULT_URL
+from noetlc.vm.commands.history import open_or_report
+
+EXIT_FOR_STATUS = {"completed": 0, "failed": 1, "cancelled": 3}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -29,11 +31,22 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--workload", metavar="FILE", help="a JSON or YAML file of workload overrides")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON line")
+    p.add_argument("--quiet", action="store_true", help="no progress line")
+    add_keychain(p)
     p.add_argument(
         "--db",
         default=DEFAULT_URL,
         metavar="URL",
         help=f"event store: sqlite:///FILE or memory: (default {DEFAULT_URL})",
+    )
+
+
+def add_keychain(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--keychain",
+        metavar="FILE",
+        help="a YAML/JSON file of keychain entries (default .noetl/keychain.yaml if present;"
+        " NOETL_KEYCHAIN_<NAME> variables win)",
     )
 
 
@@ -70,35 +83,83 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any] | None:
     return out
 
 
-def run(args: argparse.Namespace) -> int:
-    from noetlc.compiler.commands.artifacts import load_payload
+def progress_for(args: argparse.Namespace, total_steps: int) -> Any:
+    if args.json or getattr(args, "quiet", False) or not sys.stderr.isatty():
+        return None
+    from noetlc.runtime.progress import Progress
 
-    overrides = _overrides(args)
-    if overrides is None:
-        return 2
-    payload = load_payload(args.file)
-    if payload is None:
-        return 1
-    try:
-        store = open_store(args.db)
-    except StoreError as exc:
-        print(f"error[{exc.code}]: {exc}", file=sys.stderr)
-        if exc.hint:
-            print(f"  hint: {exc.hint}", file=sys.stderr)
-        return 2
-    try:
-        result = run_embedded(payload, overrides, store)
-    finally:
-        store.close()
-    if args.json:
+    return Progress(total_steps)
+
+
+def report(result: dict[str, Any], payload: dict[str, Any], as_json: bool) -> int:
+    """Print the outcome (summary line or a table) and return the exit status."""
+    if as_json:
         print(json.dumps(result, default=str))
     else:
         for name, step in result["steps"].items():
             print(f"{step['status'] or '-':<8} {name} (runs {step['runs']})")
         print(f"execution {result['execution_id']}: {result['status']} ({result['events']} events)")
-        if result["error"]:
-            print(
-                f"error[{result['error']['code']}]: {result['error']['message']} (step {result['error']['step']})",
-                file=sys.stderr,
-            )
-    return 0 if result["status"] == "completed" else 1
+    error = result.get("error")
+    if error and result["status"] != "completed":
+        where = _step_location(payload, error.get("step"))
+        prefix = f"{where}: " if where else ""
+        step = f" (step {error['step']})" if error.get("step") else ""
+        print(f"{prefix}error[{error['code']}]: {error['message']}{step}", file=sys.stderr)
+    return EXIT_FOR_STATUS.get(result["status"], 1)
+
+
+def _step_location(payload: dict[str, Any], step: str | None) -> str | None:
+    """The failing step's YAML file:line:column, through the debug map."""
+    if not step:
+        return None
+    names = [s["name"] for s in payload.get("steps", [])]
+    if step not in names:
+        return None
+    path = f"workflow[{names.index(step)}]"
+    for file, line, column, where in payload.get("positions", []):
+        if where == path:
+            return f"{file}:{line}:{column}"
+    return None
+
+
+def run(args: argparse.Namespace) -> int:
+    from noetlc.compiler.commands.artifacts import load_payload
+    from noetlc.runtime.embedded import run_embedded
+    from noetlc.stdlib_tools.keychain import KeychainError
+
+    overrides = _overrides(args)
+    if overrides is None:
+        return 2
+    if args.db.startswith(("postgresql://", "postgres://")):
+        print(
+            "error[NOE803]: `run` is embedded; a PostgreSQL database runs distributed mode",
+            file=sys.stderr,
+        )
+        print(
+            "  hint: `noetl-vm submit FILE --db URL --wait` with `noetl-vm server` and"
+            " `noetl-vm worker` running, or `run --db sqlite:///.noetl/noetl.db`",
+            file=sys.stderr,
+        )
+        return 2
+    payload = load_payload(args.file)
+    if payload is None:
+        return 1
+    store = open_or_report(args.db)
+    if store is None:
+        return 2
+    progress = progress_for(args, len(payload["steps"]))
+    try:
+        result = run_embedded(
+            payload, overrides, store, on_events=progress, keychain_file=args.keychain
+        )
+    except KeychainError as exc:
+        print(exc.render(), file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("\ninterrupted: `noetl-vm resume ID` finishes the execution", file=sys.stderr)
+        return 130
+    finally:
+        if progress is not None:
+            progress.close()
+        store.close()
+    return report(result, payload, args.json)

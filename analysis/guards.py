@@ -1,0 +1,173 @@
+"""Guards with three truth values: what is known about a `when` without running anything.
+
+`truth(entry, event)` is True or False when the guard's value is decided statically for a
+boundary event: a folded constant, a mixed-text condition (a non-blank rendered string is always
+true), or a boolean combination whose undecided parts are `event.name` comparisons. Anything
+that depends on data is None ("either way"), which is how the soundness check treats it.
+
+The corpus's legacy event names are aliases at arc level (DESIGN §2.2): `call.done` and
+`step.exit` mean the step's success event, `call.error` its failure.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from lark import Token, Tree
+
+from noetlc.compiler.expressions import CompiledExpression
+from noetlc.compiler.expressions.parser import ExprPiece, parse_expression, split_template
+from noetlc.ir.net import Guard
+
+ALIASES: dict[str, frozenset[str]] = {
+    "step.done": frozenset({"step.done", "call.done", "step.exit"}),
+    "loop.done": frozenset({"loop.done", "call.done", "step.exit"}),
+    "step.failed": frozenset({"step.failed", "call.error"}),
+}
+
+Truth = bool | None
+
+
+def truth(entry: CompiledExpression, event: str | None) -> Truth:
+    if entry.is_constant:
+        return bool(entry.constant)
+    if entry.text_template:
+        return True if _has_literal_text(entry.source) else None
+    if entry.kind != "code" or not entry.mentions_event or event is None:
+        return None
+    tree = _parse(entry.normalized)
+    if tree is None:
+        return None
+    value = _eval(tree, ALIASES.get(event, frozenset({event})))
+    return value if isinstance(value, bool) else None
+
+
+def guard_truth(guard: Guard, entries: list[CompiledExpression], event: str | None) -> Truth:
+    """The net's guard `g ∧ ¬n1 ∧ ¬n2 …` under one event."""
+    result: Truth = True
+    if guard.expr is not None and guard.expr in guard.negated:
+        return False  # an earlier arc has the same condition
+    if guard.expr is not None:
+        result = truth(entries[guard.expr], event)
+        if result is False:
+            return False
+    for n in guard.negated:
+        value = truth(entries[n], event)
+        if value is True:
+            return False
+        if value is None:
+            result = None
+    return result
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse(text: str) -> Tree[Any] | None:
+    try:
+        return parse_expression(text)
+    except Exception:  # the expressions pass already reported it; unknown here
+        return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _has_literal_text(source: str) -> bool:
+    try:
+        pieces = split_template(source)
+    except Exception:
+        return False
+    if pieces is None:
+        return False
+    return any(isinstance(p, str) and p.strip() for p in pieces if not isinstance(p, ExprPiece))
+
+
+_UNKNOWN = object()
+
+
+_WRAPPERS = frozenset({"or_", "and_", "compare", "binop", "concat", "power"})
+
+
+def _unwrap(node: Any) -> Any:
+    """The grammar keeps one-child precedence levels (`or_` of one `and_`...): skip them."""
+    while isinstance(node, Tree) and len(node.children) == 1 and node.data in _WRAPPERS:
+        node = node.children[0]
+    return node
+
+
+def _eval(node: Any, names: frozenset[str]) -> Any:
+    node = _unwrap(node)
+    if not isinstance(node, Tree):
+        return _UNKNOWN
+    kind = node.data
+    if kind == "true":
+        return True
+    if kind == "false":
+        return False
+    if kind in ("or_", "and_"):
+        values = [_eval(c, names) for c in node.children]
+        short = kind == "or_"  # `or` is decided by a True, `and` by a False
+        if any(v is short for v in values):
+            return short
+        if all(isinstance(v, bool) for v in values):
+            return not short
+        return _UNKNOWN
+    if kind == "not_":
+        value = _eval(node.children[0], names)
+        return (not value) if isinstance(value, bool) else _UNKNOWN
+    if kind == "compare" and len(node.children) == 3:
+        left, op, right = node.children
+        op_text = " ".join(str(t) for t in op.children)
+        for a, b in ((left, right), (right, left)):
+            if _is_event_name(a):
+                return _compare(op_text, b, names, event_first=a is left)
+        return _UNKNOWN
+    return _UNKNOWN
+
+
+def _compare(op: str, other: Any, names: frozenset[str], *, event_first: bool) -> Any:
+    if op in ("==", "!="):
+        literal = _string(other)
+        if literal is None:
+            return _UNKNOWN
+        return (literal in names) == (op == "==")
+    if op in ("in", "not in") and event_first:
+        items = _string_list(other)
+        if items is None:
+            return _UNKNOWN
+        return bool(names & set(items)) == (op == "in")
+    return _UNKNOWN
+
+
+def _is_event_name(node: Any) -> bool:
+    node = _unwrap(node)
+    if not (isinstance(node, Tree) and node.data == "getattr"):
+        return False
+    base, attr = node.children
+    base = _unwrap(base)
+    return (
+        str(attr) == "name"
+        and isinstance(base, Tree)
+        and base.data == "name"
+        and str(base.children[0]) == "event"
+    )
+
+
+def _string(node: Any) -> str | None:
+    node = _unwrap(node)
+    if isinstance(node, Tree) and node.data == "strings":
+        import ast
+
+        return "".join(str(ast.literal_eval(str(t))) for t in node.children if isinstance(t, Token))
+    return None
+
+
+def _string_list(node: Any) -> list[str] | None:
+    node = _unwrap(node)
+    if not (isinstance(node, Tree) and node.data in ("list_", "tuple_many", "tuple_one")):
+        return None
+    out: list[str] = []
+    for item in node.children:
+        value = _string(item)
+        if value is None:
+            return None
+        out.append(value)
+    return out

@@ -1,0 +1,16 @@
+"""NOE505: reachable states from which no completion is reachable (option to complete)."""
+
+from __future__ import annotations
+
+from noetlc.analysis.context import LintContext
+
+
+def run(ctx: LintContext) -> None:
+    for finding in ctx.soundness.of("trap"):
+        step = ctx.steps.get(finding.step)
+        ctx.report(
+            "NOE505",
+            finding.message,
+            step.name_span if step is not None else None,
+            trace=finding.trace,
+        )

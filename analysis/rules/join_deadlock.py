@@ -1,0 +1,16 @@
+"""NOE504: AND-joins that can wait forever (the soundness check's proper-completion part)."""
+
+from __future__ import annotations
+
+from noetlc.analysis.context import LintContext
+
+
+def run(ctx: LintContext) -> None:
+    for finding in ctx.soundness.of("deadlock"):
+        step = ctx.steps.get(finding.step)
+        ctx.report(
+            "NOE504",
+            finding.message,
+            step.name_span if step is not None else None,
+            trace=finding.trace,
+        )

@@ -1,0 +1,16 @@
+"""NOE506: tokens multiply without bound (a cycle through an inclusive fork, not its join)."""
+
+from __future__ import annotations
+
+from noetlc.analysis.context import LintContext
+
+
+def run(ctx: LintContext) -> None:
+    for finding in ctx.soundness.of("unbounded"):
+        step = ctx.steps.get(finding.step)
+        ctx.report(
+            "NOE506",
+            finding.message,
+            step.name_span if step is not None else None,
+            trace=finding.trace,
+        )

@@ -1,0 +1,202 @@
+"""Soundness of the workflow net: option to complete, proper completion, no stuck joins.
+
+Guards are abstracted to "either way" (except what `guards.truth` decides). The check runs in
+three stages: build the token system from the net (`model.py`), collapse its structured
+fragments — sequences, exclusive and inclusive blocks, bounded loops (`structure.py`) — and,
+only when something is left, search the remaining state space explicitly with stubborn sets
+and a state budget (`statespace.py`). Every violation comes with a counterexample: the
+steps and transitions (with YAML lines) that lead to it.
+
+Properties and where they are reported:
+
+* proper completion — no execution ends with a live token waiting at an AND-join
+  (NOE504, `rules/join_deadlock.py`);
+* option to complete — from every reachable state some completion is reachable, unless the
+  execution already failed (NOE505, `rules/completion.py`);
+* boundedness — no reachable state strictly covers an earlier one on its path (NOE506);
+* no dead transitions — statically dead arcs (NOE502) and unreachable steps (NOE501); a join
+  that can never fire shows up as a deadlock.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Literal
+
+from noetlc.analysis import model, statespace, structure
+from noetlc.analysis.context import LintContext
+from noetlc.compiler.diagnostics import Span, TraceStep
+
+Kind = Literal["deadlock", "trap", "unbounded"]
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    kind: Kind
+    step: str  # where it is reported: the join, the step of the cycle, the growing step
+    message: str
+    trace: tuple[TraceStep, ...]
+
+
+@dataclass
+class SoundnessResult:
+    states: int = 0  # states explored by the explicit search (0: the structure decided)
+    structural: bool = False  # the reduction alone decided soundness
+    complete: bool = True  # False when the search stopped at the budget
+    nodes: int = 0  # steps left after the reduction
+    max_tokens: int = 0  # the largest marking the search saw
+    seconds: float = 0.0
+    approximate: list[str] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+
+    def of(self, kind: Kind) -> list[Finding]:
+        return [f for f in self.findings if f.kind == kind]
+
+
+def check(ctx: LintContext, *, por: bool = True, reduce: bool = True) -> SoundnessResult:
+    start = time.perf_counter()
+    system = model.build(ctx)
+    result = SoundnessResult(approximate=list(system.approximate))
+    traps: list[structure.Trap] = []
+    growing = structure.growth(system)
+    if reduce:
+        reduction = structure.reduce(system)
+        traps = reduction.traps
+        result.structural = reduction.trivial(system)
+    for step, path in growing:
+        result.findings.append(
+            Finding(
+                "unbounded",
+                step,
+                f"tokens pile up behind `{step}`: it forks inside a cycle that no join closes, "
+                "so each turn leaves one more token in flight",
+                (*ctx.path_to(step), *_trace(ctx, path)),
+            )
+        )
+    result.nodes = len(system.outcomes)
+    for trap in traps:
+        trace = (*ctx.path_to(trap.step), *_trace(ctx, trap.loop))
+        result.findings.append(
+            Finding(
+                "trap",
+                trap.step,
+                f"step `{trap.step}` is on a cycle no arc leaves: once there, the execution "
+                "can only end by failing",
+                trace,
+            )
+        )
+    if not result.structural:
+        search = statespace.explore(system, ctx.budget_states, por=por)
+        result.states = search.states
+        result.complete = search.complete
+        result.max_tokens = search.max_tokens
+        _convert(ctx, system, search, result, {t.step for t in traps})
+    result.seconds = time.perf_counter() - start
+    return result
+
+
+def _convert(
+    ctx: LintContext,
+    system: model.System,
+    search: statespace.Search,
+    result: SoundnessResult,
+    trapped: set[str],
+) -> None:
+    seen: set[tuple[str, str]] = {(f.kind, f.step) for f in result.findings}
+    for v in sorted(search.violations, key=lambda v: v.path.length):
+        places = [(system.places[slot // 2], slot % 2, count) for slot, count in v.marking]
+        live = [(p, c) for p, color, c in places if color == model.LIVE]
+        if v.kind == "deadlock":
+            waiting = [p for p, _ in live if ".from." in p]
+            joins = sorted({p.split(".from.")[0] for p in waiting}) or [
+                live[0][0].rsplit(".", 1)[0]
+            ]
+            for join in joins:
+                if ("deadlock", join) in seen:
+                    continue
+                seen.add(("deadlock", join))
+                arrived = sorted({p.split(".from.")[1] for p in waiting if p.startswith(join)})
+                message = (
+                    f"the join `{join}` can wait forever: {_names(arrived)} arrived but "
+                    f"{_names(_missing(ctx, join, arrived))} never will"
+                )
+                result.findings.append(Finding("deadlock", join, message, _trace(ctx, v.path)))
+            continue
+        elif v.kind == "trap":
+            steps = sorted({_step_of_place(p) for p, _ in live})
+            if trapped & set(steps):
+                continue
+            step = steps[0] if steps else ctx.net.entry_step
+            message = (
+                f"from here no final step can be reached: {_names(steps)} can only loop or fail"
+            )
+        else:
+            grown = [p for p, c in live if c > 1] or [p for p, _ in live]
+            step = _step_of_place(grown[0])
+            message = (
+                f"tokens pile up at `{step}`: a cycle passes an inclusive fork without its "
+                "join, so each turn leaves one more token"
+            )
+        key = (v.kind, step)
+        if key in seen:
+            continue
+        seen.add(key)
+        result.findings.append(Finding(v.kind, step, message, _trace(ctx, v.path)))
+
+
+def _step_of_place(place: str) -> str:
+    return place.split(".from.")[0] if ".from." in place else place.rsplit(".", 1)[0]
+
+
+def _missing(ctx: LintContext, join: str, arrived: list[str]) -> list[str]:
+    for info in ctx.net.joins:
+        if info.step == join:
+            return [b for b in info.branches if b not in arrived]
+    return []
+
+
+def _names(names: list[str]) -> str:
+    return ", ".join(f"`{n}`" for n in names) if names else "nothing"
+
+
+def _trace(ctx: LintContext, path: model.Path) -> tuple[TraceStep, ...]:
+    out: list[TraceStep] = []
+    for item in path.flatten():
+        if item.transition.endswith(".start"):
+            continue  # admission without rules: nothing to see
+        span = ctx.span_of(item.pos)
+        out.append(
+            TraceStep(_describe(item.transition), span, step=item.step, transition=item.transition)
+        )
+    return tuple(out)
+
+
+def _describe(transition: str) -> str:
+    if "->" in transition:
+        source, rest = transition.split("->", 1)
+        target = rest.split("#", 1)[0]
+        if rest.endswith(".dead"):
+            return f"{source}: arc to `{target}` not taken (dead token)"
+        if rest.endswith(".failed"):
+            return f"{source} failed -> {target}"
+        return f"{source} -> {target}"
+    step, _, what = transition.rpartition(".")
+    words = {
+        "complete": "succeeds",
+        "fail": "fails",
+        "loop_done": "loop done",
+        "loop_failed": "loop fails",
+        "end": "ends (no arc matched)",
+        "unhandled": "fails, unhandled",
+        "join": "join fires",
+        "listen": "waits for a signal",
+    }
+    if what.startswith(("admit#", "skip#")) or (what in ("end",) and step.endswith(".skipped")):
+        return f"{step}: {what}"
+    return f"{step} {words.get(what, what)}"
+
+
+def span_of_step(ctx: LintContext, step: str) -> Span | None:
+    info = ctx.steps.get(step)
+    return info.name_span if info is not None else None

@@ -1,0 +1,317 @@
+"""Structural reduction of the token system: structured fragments collapse without a search.
+
+Three rules, applied to a fixpoint; each keeps the soundness verdict of the system:
+
+* **substitution** (sequences, exclusive and inclusive blocks) — a node that does not route to
+  itself is inlined into every outcome that sends a token to it: a token arriving there may
+  as well choose its own outcome at once (its choice is local). A chain collapses into its
+  first step; the branches of a block into the split.
+* **self-loops** (bounded loops) — an outcome that only puts the token back where it was
+  changes nothing and is dropped, provided another outcome exists; when only failures remain,
+  the loop has no exit: a *trap*, reported with the loop's path.
+* **joins** — an outcome that puts a token on every branch place of an AND-join, when no other
+  outcome produces on those places, fires the join at once (a fork-join block).
+
+What does not reduce (unstructured joins, loops through forks, a decision too large to inline)
+is left for the explicit search (`statespace.py`). Dead tokens are pushed through steps
+eagerly: their path is deterministic.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from itertools import combinations_with_replacement
+
+from noetlc.analysis.model import (
+    CONTINUE,
+    DEAD,
+    EMPTY,
+    LIVE,
+    TRAPPED,
+    Marking,
+    Outcome,
+    Path,
+    System,
+    add,
+    freeze,
+)
+
+MAX_OUTCOMES = 256
+
+
+@dataclass(frozen=True, slots=True)
+class Trap:
+    step: str
+    loop: Path  # the outcome that loops back
+
+
+@dataclass
+class Reduction:
+    traps: list[Trap] = field(default_factory=list)
+    substituted: int = 0
+    joins_resolved: int = 0
+
+    def trivial(self, system: System) -> bool:
+        """Only the entry step remains and none of its outcomes leaves a token anywhere."""
+        return list(system.outcomes) == [system.initial] and all(
+            not o.prods for o in system.outcomes[system.initial]
+        )
+
+
+def growth(system: System) -> list[tuple[str, Path]]:
+    """Forks on a cycle that no AND-join closes: each turn leaves one more token (NOE506).
+
+    Checked before the reduction, which keeps completion and deadlocks but not token counts.
+    Edges follow live tokens into step entries only: a token that waits at a join's branch
+    place is synchronized there, so a cycle through the join is bounded."""
+    succ: dict[int, set[int]] = {}
+    for node, outcomes in system.outcomes.items():
+        succ[node] = {s // 2 for o in outcomes for s, _ in o.prods if s % 2 == LIVE}
+    found: list[tuple[str, Path]] = []
+    for node, outcomes in system.outcomes.items():
+        fork = next((o for o in outcomes if sum(c for s, c in o.prods if s % 2 == LIVE) >= 2), None)
+        if fork is None:
+            continue
+        seen: set[int] = set()
+        todo = [s // 2 for s, _ in fork.prods if s % 2 == LIVE]
+        while todo:
+            current = todo.pop()
+            if current == node:
+                found.append((system.step_of.get(node, "?"), fork.path))
+                break
+            if current in seen:
+                continue
+            seen.add(current)
+            todo.extend(succ.get(current, ()))
+    return found
+
+
+def reduce(system: System, max_outcomes: int = MAX_OUTCOMES) -> Reduction:
+    result = Reduction()
+    _push_dead_tokens(system)
+    changed = True
+    while changed:
+        changed = False
+        for node in sorted(system.outcomes, reverse=True):
+            if node not in system.outcomes:
+                continue
+            if _self_loops(system, node, result):
+                changed = True
+            if _resolve_joins(system, node, result):
+                changed = True
+            if node != system.initial and _substitute(system, node, max_outcomes):
+                result.substituted += 1
+                changed = True
+    prune(system)
+    return result
+
+
+# --------------------------------------------------------------------------- dead tokens
+
+
+def _push_dead_tokens(system: System) -> None:
+    """Replace a dead token at a step's entry by where it ends up (joins' branch places)."""
+    done: dict[int, Marking] = {}
+
+    def closure(node: int, visiting: set[int]) -> Marking:
+        if node in done:
+            return done[node]
+        visiting.add(node)
+        out: dict[int, int] = {}
+        for slot, count in system.dead_rules.get(node, ()):
+            place = slot // 2
+            if slot % 2 == DEAD and place in system.outcomes and place not in visiting:
+                for s, c in closure(place, visiting):
+                    add(out, s, c * count)
+            else:
+                add(out, slot, count)
+        visiting.discard(node)
+        done[node] = freeze(out)
+        return done[node]
+
+    for node in list(system.dead_rules):
+        system.dead_rules[node] = closure(node, set())
+    for node, outcomes in system.outcomes.items():
+        system.outcomes[node] = [_expand_dead(system, o) for o in outcomes]
+
+
+def _expand_dead(system: System, o: Outcome) -> Outcome:
+    if not any(s % 2 == DEAD and s // 2 in system.outcomes for s, _ in o.prods):
+        return o
+    out: dict[int, int] = {}
+    for slot, count in o.prods:
+        place = slot // 2
+        if slot % 2 == DEAD and place in system.outcomes:
+            for s, c in system.dead_rules.get(place, ()):
+                add(out, s, c * count)
+        else:
+            add(out, slot, count)
+    return Outcome(freeze(out), o.end, o.path)
+
+
+def _dedupe(outcomes: list[Outcome]) -> list[Outcome]:
+    best: dict[tuple[Marking, int], Outcome] = {}
+    for o in outcomes:
+        key = o.key()
+        if key not in best or o.path.length < best[key].path.length:
+            best[key] = o
+    return list(best.values())
+
+
+# --------------------------------------------------------------------------- rules
+
+
+def _self_loops(system: System, node: int, result: Reduction) -> bool:
+    outcomes = system.outcomes[node]
+    me = ((2 * node + LIVE, 1),)
+    loops = [o for o in outcomes if o.prods == me and o.end == CONTINUE]
+    if not loops:
+        return False
+    rest = [o for o in outcomes if not (o.prods == me and o.end == CONTINUE)]
+    if rest and all(o.end != CONTINUE for o in rest) and any(o.end != TRAPPED for o in rest):
+        # no way out but failure: report the loop once, then stop looking at it
+        result.traps.append(Trap(system.step_of.get(node, "?"), loops[0].path))
+        rest = [Outcome((), TRAPPED, loops[0].path)]
+    if not rest:
+        return False  # nothing but the loop: the explicit search shows it
+    system.outcomes[node] = rest
+    return True
+
+
+def _substitute(system: System, node: int, max_outcomes: int) -> bool:
+    mine = system.outcomes[node]
+    live = 2 * node + LIVE
+    if any(s // 2 == node for o in mine for s, _ in o.prods):
+        return False  # it routes to itself (a loop through other steps)
+    if node in system.joins and _join_pending(system, node):
+        return False  # a join can still put a token here
+    referrers = [
+        n for n, outs in system.outcomes.items() if n != node and any(_count(o, live) for o in outs)
+    ]
+    if not referrers:
+        return False
+    if any(
+        s == 2 * node + DEAD for outs in system.outcomes.values() for o in outs for s, _ in o.prods
+    ):
+        return False  # a dead token still waits to pass through (a dead cycle)
+    replaced: dict[int, list[Outcome]] = {}
+    for n in referrers:
+        new: list[Outcome] = []
+        for o in system.outcomes[n]:
+            c = _count(o, live)
+            if not c:
+                new.append(o)
+                continue
+            for combo in combinations_with_replacement(mine, c):
+                new.append(_compose(o, live, c, combo))
+                if len(new) > max_outcomes:
+                    return False
+        replaced[n] = _dedupe(new)
+    system.outcomes.update(replaced)
+    del system.outcomes[node]
+    return True
+
+
+def _join_pending(system: System, node: int) -> bool:
+    branches = {b for b in system.joins[node].branches}
+    return any(
+        s // 2 in branches for outs in system.outcomes.values() for o in outs for s, _ in o.prods
+    ) or any(s // 2 in branches for n in system.outcomes for s, _ in system.dead_rules.get(n, ()))
+
+
+def prune(system: System) -> None:
+    """Drop the nodes no token can reach any more (inlined everywhere they were used)."""
+    seen = {system.initial}
+    todo = [system.initial]
+    while todo:
+        node = todo.pop()
+        slots = [s for o in system.outcomes.get(node, ()) for s, _ in o.prods]
+        slots += [s for s, _ in system.dead_rules.get(node, ())]
+        for s in slots:
+            place = s // 2
+            nxt = system.branch_join.get(place, place)
+            for candidate in (place, nxt):
+                if candidate in system.outcomes and candidate not in seen:
+                    seen.add(candidate)
+                    todo.append(candidate)
+    for node in [n for n in system.outcomes if n not in seen]:
+        del system.outcomes[node]
+
+
+def _count(o: Outcome, slot: int) -> int:
+    for s, c in o.prods:
+        if s == slot:
+            return c
+    return 0
+
+
+def _compose(o: Outcome, slot: int, count: int, parts: tuple[Outcome, ...]) -> Outcome:
+    end = max([o.end, *(p.end for p in parts)])
+    path = o.path
+    for p in parts:
+        path = path + p.path
+    if end != CONTINUE:
+        return Outcome((), end, path)
+    out = dict(o.prods)
+    out[slot] -= count
+    for p in parts:
+        for s, c in p.prods:
+            add(out, s, c)
+    return Outcome(freeze(out), CONTINUE, path)
+
+
+def _resolve_joins(system: System, node: int, result: Reduction) -> bool:
+    changed = False
+    for join in _joins_fed_by(system, node):
+        rule = system.joins[join]
+        slots = {2 * b + color for b in rule.branches for color in (LIVE, DEAD)}
+        producers = [
+            n
+            for n, outs in system.outcomes.items()
+            for o in outs
+            if any(s in slots for s, _ in o.prods)
+        ]
+        if any(n != node for n in producers) or any(
+            s in slots for n in system.outcomes for s, _ in system.dead_rules.get(n, ())
+        ):
+            continue
+        new: list[Outcome] = []
+        ok = True
+        for o in system.outcomes[node]:
+            prods = dict(o.prods)
+            present = [
+                (prods.get(2 * b + LIVE, 0), prods.get(2 * b + DEAD, 0)) for b in rule.branches
+            ]
+            if not any(lv or dd for lv, dd in present):
+                new.append(o)
+                continue
+            if not all(lv + dd == 1 for lv, dd in present):
+                ok = False  # a branch missing, or both colors: order would matter
+                break
+            any_live = False
+            for b, (lv, _) in zip(rule.branches, present, strict=True):
+                slot = 2 * b + (LIVE if lv else DEAD)
+                prods[slot] -= 1
+                any_live = any_live or bool(lv)
+            out_slot = 2 * rule.target + (LIVE if any_live else DEAD)
+            add(prods, out_slot)
+            fired = Outcome(freeze(prods), o.end, o.path + rule.path)
+            new.append(_expand_dead(system, fired) if not any_live else fired)
+        if ok:
+            system.outcomes[node] = _dedupe(new)
+            result.joins_resolved += 1
+            changed = True
+    return changed
+
+
+def _joins_fed_by(system: System, node: int) -> list[int]:
+    found: list[int] = []
+    for o in system.outcomes[node]:
+        for s, _ in o.prods:
+            join = system.branch_join.get(s // 2)
+            if join is not None and join not in found:
+                found.append(join)
+    return found
+
+
+__all__ = ["EMPTY", "Reduction", "Trap", "reduce"]

@@ -1,0 +1,153 @@
+"""Lint time by playbook size and shape, beside the plain reachability graph of the same net.
+
+Run: `.venv/bin/python -m pytest bench/test_bench_lint.py -m bench -q -s`
+Target (issue #7): 1,000 steps linted in under 2 s. Columns: lint s (compile to the net + every
+rule), states (explored by the soundness search after the structural reduction), explicit s /
+states (the search alone on the whole token system, with stubborn sets), plain states (the
+same search without partial-order reduction, budget 200,000), pm4py s (its reachability graph
+of the net, in a throw-away venv under /tmp; pm4py is AGPL-3.0 and never a dependency).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from noetlc.analysis.lint import context_of, lint_unit
+from noetlc.analysis.soundness import check
+from noetlc.bench.generators import chain, fanout, structured, wide_fanout
+from noetlc.compiler.pipeline import compile_source
+from noetlc.ir.net import Net
+
+pytestmark = pytest.mark.bench
+
+VENV = Path("/tmp/noetlc-bench-pm4py")
+PM4PY_TIMEOUT = 60.0
+PLAIN_BUDGET = 200_000
+SHAPES: dict[str, Callable[[int], str]] = {
+    "chain": chain,
+    "fanout": lambda n: fanout(n, width=8),
+    "structured": lambda n: structured(n, seed=1),
+}
+SIZES = (100, 1_000, 10_000)
+WIDTHS = (4, 8, 12, 16)
+
+PM4PY_SCRIPT = r"""
+import json, sys, time
+from pm4py.objects.petri_net.obj import PetriNet, Marking
+from pm4py.objects.petri_net.utils import petri_utils
+from pm4py.objects.petri_net.utils.reachability_graph import construct_reachability_graph
+data = json.load(sys.stdin)
+net = PetriNet(data["name"])
+places = {p: PetriNet.Place(p) for p in data["places"]}
+for p in places.values():
+    net.places.add(p)
+for tid, consume, produce in data["transitions"]:
+    t = PetriNet.Transition(tid, tid)
+    net.transitions.add(t)
+    for p in consume:
+        petri_utils.add_arc_from_to(places[p], t, net)
+    for p in produce:
+        petri_utils.add_arc_from_to(t, places[p], net)
+im = Marking()
+for p, n in data["marking"].items():
+    im[places[p]] = n
+start = time.perf_counter()
+ts = construct_reachability_graph(net, im)
+print(json.dumps({"seconds": time.perf_counter() - start, "states": len(ts.states)}))
+"""
+
+
+def _pm4py() -> tuple[Path | None, str]:
+    python = VENV / "bin" / "python"
+    if python.exists():
+        return python, ""
+    try:
+        subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True, timeout=120)
+        subprocess.run(
+            [str(python), "-m", "pip", "install", "-q", "pm4py"],
+            check=True,
+            timeout=900,
+            capture_output=True,
+        )
+    except (subprocess.SubprocessError, OSError) as exc:
+        return None, f"pm4py did not install: {type(exc).__name__}"
+    return python, ""
+
+
+def _pm4py_seconds(python: Path | None, net: Net) -> str:
+    if python is None:
+        return "-"
+    data = {
+        "name": net.name,
+        "places": [p.id for p in net.places],
+        "transitions": [[t.id, list(t.consume), list(t.produce)] for t in net.transitions],
+        # loop slots start full (their capacity), the entry step holds the token
+        "marking": {
+            f"{net.entry_step}.entry": 1,
+            **{p.id: p.capacity or 1 for p in net.places if p.kind == "slots"},
+        },
+    }
+    try:
+        out = subprocess.run(
+            [str(python), "-c", PM4PY_SCRIPT],
+            input=json.dumps(data),
+            capture_output=True,
+            text=True,
+            timeout=PM4PY_TIMEOUT,
+        )
+    except subprocess.TimeoutExpired:
+        return f">{PM4PY_TIMEOUT:.0f}"
+    if out.returncode != 0:
+        return "error"
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    return f"{result['seconds']:.3f} ({result['states']} st)"
+
+
+def _row(name: str, n: int, source: str, python: Path | None) -> str:
+    start = time.perf_counter()
+    unit = compile_source(source, until="net")
+    report = lint_unit(unit)
+    lint_s = time.perf_counter() - start
+    assert report.soundness is not None
+    ctx = context_of(unit, budget=PLAIN_BUDGET)
+    assert ctx is not None
+    t0 = time.perf_counter()
+    explicit = check(ctx, reduce=False)
+    explicit_s = time.perf_counter() - t0
+    plain = check(ctx, reduce=False, por=False) if n <= 1_000 else None
+    plain_states = (
+        "-" if plain is None else f"{plain.states}{'' if plain.complete else '+ (budget)'}"
+    )
+    pm4py = _pm4py_seconds(python, ctx.net) if n <= 1_000 else "-"
+    return (
+        f"{name:<12} {n:>6} {lint_s:>8.3f} {report.soundness.states:>7} "
+        f"{explicit_s:>10.3f} {explicit.states:>8} {plain_states:>16}  {pm4py}"
+    )
+
+
+def test_lint_time_table(capsys: pytest.CaptureFixture[str]) -> None:
+    python, why = _pm4py()
+    rows = []
+    for shape, make in SHAPES.items():
+        for n in SIZES:
+            rows.append(_row(shape, n, make(n), python))
+    for width in WIDTHS:
+        rows.append(_row(f"wide x{width}", width * 2 + 2, wide_fanout(width), python))
+    with capsys.disabled():
+        if python is None:
+            print(f"\npm4py skipped: {why}")
+        print("\nshape         steps   lint s  states  explicit s  states    plain states  pm4py s")
+        for row in rows:
+            print(row)
+
+
+def test_lint_1000_steps(benchmark: object) -> None:
+    source = structured(1_000, seed=1)
+    benchmark(lambda: lint_unit(compile_source(source, until="net")))  # type: ignore[operator]

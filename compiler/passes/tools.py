@@ -1,0 +1,296 @@
+"""Pass `tools`: every task's arguments fit its tool kind's schema (`stdlib_tools/schemas.py`).
+
+Workflow tasks and root `workbook:` tasks are validated statically: a template string is
+accepted wherever a value is expected (its type is only known at run time), so errors on a
+value that is — or lies inside — a template are dropped. Reported: unknown arguments (NOE601,
+with "did you mean"), missing required ones (NOE602, at the task's `kind:`), values of the wrong
+literal type or choice (NOE603), SQL text with templates spliced in (NOE604, a warning: values
+belong in `params:`, DESIGN §6), two spellings of one argument or arguments that exclude each
+other (NOE605), and — in a playbook that declares its `keychain:` — credentials it does not
+declare (NOE606, a warning). Unknown kinds were reported by `resolve` and are skipped here.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+from pydantic import ValidationError
+
+from noetlc.compiler import tree
+from noetlc.compiler.diagnostics import Reporter, Span
+from noetlc.compiler.unit import CompilationUnit
+from noetlc.compiler.ynodes import YMap, YScalar, node_at
+from noetlc.stdlib_tools.schemas import ARG_SCHEMAS, SQL_SPELLINGS, argument_names
+
+Path = tuple[str | int, ...]
+
+SQL_KINDS = frozenset({"postgres", "sqlite", "duckdb"})
+# arguments whose literal value names a keychain entry
+CREDENTIAL_ARGUMENTS = {
+    "postgres": ("auth", "connection", "dsn"),
+    "http": ("auth",),
+    "python": ("auth",),
+    "secrets": ("key", "secret", "entry"),
+}
+
+# pydantic error types -> what the value should have been
+_EXPECTED = {
+    "model_type": "a mapping",
+    "model_attributes_type": "a mapping",
+    "dict_type": "a mapping",
+    "list_type": "a list",
+    "string_type": "a string",
+    "int_type": "an integer",
+    "int_parsing": "an integer",
+    "int_from_float": "an integer",
+    "float_type": "a number",
+    "float_parsing": "a number",
+    "bool_type": "a boolean",
+    "bool_parsing": "a boolean",
+}
+_SHOWN_TYPE = {
+    str: "a string", int: "an integer", float: "a number", bool: "a boolean",
+    dict: "a mapping", list: "a list", type(None): "null",
+}  # fmt: skip
+
+
+def run(unit: CompilationUnit) -> None:
+    playbook = unit.playbook
+    if playbook is None:
+        return
+    declared = [entry.name for entry in playbook.keychain]
+    tasks = [*playbook.workbook, *(t for step in playbook.workflow for t in step.tasks)]
+    for task in tasks:
+        check_task(task, unit.reporter)
+        if declared:
+            _check_keychain_names(task, declared, unit.reporter)
+
+
+def _check_keychain_names(task: tree.Task, declared: list[str], reporter: Reporter) -> None:
+    """A playbook that declares its keychain should name only declared entries: a typo would
+    otherwise surface at run time as a missing credential (NOE812)."""
+    refs: list[YScalar] = []
+    for key in CREDENTIAL_ARGUMENTS.get(task.kind, ()):
+        value = task.args.get(key)
+        if isinstance(value, YScalar):
+            refs.append(value)
+        elif isinstance(value, YMap) and task.kind == "python":  # {alias: entry}
+            refs.extend(v for _, v in value.items if isinstance(v, YScalar))
+    for ref in refs:
+        name = ref.value
+        if not isinstance(name, str) or _is_template(name) or "://" in name or name in declared:
+            continue
+        close = difflib.get_close_matches(name, declared, n=1, cutoff=0.6)
+        reporter.report(
+            "NOE606",
+            f"task `{task.name}` uses keychain entry `{name}`, which the playbook's "
+            "`keychain:` does not declare",
+            ref.span,
+            hint=f"did you mean `{close[0]}`?"
+            if close
+            else f"declare it: `keychain: [{{name: {name}, kind: ...}}]`",
+        )
+
+
+def check_task(task: tree.Task, reporter: Reporter) -> None:
+    schema = ARG_SCHEMAS.get(task.kind)
+    if schema is None:
+        return
+    data = task.args.to_python()
+    if task.kind in SQL_KINDS:
+        _warn_templated_sql(task, reporter)
+    try:
+        schema.model_validate(data)
+    except ValidationError as exc:
+        _report(exc, task, data, reporter)
+
+
+def _warn_templated_sql(task: tree.Task, reporter: Reporter) -> None:
+    for spelling in SQL_SPELLINGS.split():
+        value = task.args.get(spelling)
+        key = task.args.key_node(spelling)
+        text = value.value if isinstance(value, YScalar) else None
+        if _is_template(text) and not _single_expression(str(text)) and key is not None:
+            reporter.report(
+                "NOE604",
+                f"the SQL of task `{task.name}` is built from a template",
+                key.span,
+            )
+            return
+
+
+def _report(exc: ValidationError, task: tree.Task, data: dict[str, Any], rep: Reporter) -> None:
+    errors = exc.errors()
+    paths = [
+        _data_path(err["loc"], data, named=err["type"] in ("extra_forbidden", "missing"))
+        for err in errors
+    ]
+    by_path: dict[Path, list[str]] = {}
+    for err, path in zip(errors, paths):
+        kind = err["type"]
+        if kind == "missing" or kind == "missing_argument":
+            field = str(err.get("ctx", {}).get("field") or err["loc"][-1])
+            message = err["msg"] if kind == "missing_argument" else None
+            rep.report(
+                "NOE602",
+                message or f"the {task.kind} tool needs `{field}:`",
+                task.kind_span,
+                hint=f"add `{field}:` to task `{task.name}`",
+            )
+        elif kind == "argument_conflict":
+            _report_conflict(err["msg"], task, rep)
+        elif kind == "extra_forbidden":
+            _report_unknown(path, task, data, rep)
+        elif not _under_template(data, path) and not _deeper_error(path, paths):
+            by_path.setdefault(path, []).append(_expected(err))
+    for path, nouns in by_path.items():
+        value = _value_at(data, path)
+        wanted = " or ".join(dict.fromkeys(nouns))
+        rep.report(
+            "NOE603",
+            f"`{_show_path(path)}` of the {task.kind} tool must be {wanted}, "
+            f"not {_describe(value)}",
+            _span_of(task, path),
+        )
+
+
+def _report_unknown(path: Path, task: tree.Task, data: dict[str, Any], rep: Reporter) -> None:
+    if len(path) == 1:
+        name = str(path[0])
+        same = _other_spellings(task.kind, name)
+        given = [s for s in same if s in data]
+        if given:
+            rep.report(
+                "NOE605",
+                f"`{name}` and `{given[0]}` are two spellings of one argument of the "
+                f"{task.kind} tool",
+                _span_of(task, path),
+                hint=f"keep one of them: {', '.join(f'`{s}`' for s in [given[0], name])}",
+            )
+            return
+        allowed = argument_names(task.kind)
+        close = difflib.get_close_matches(name, allowed, n=1, cutoff=0.6)
+        hint = (
+            f"did you mean `{close[0]}`?"
+            if close
+            else f"the {task.kind} tool takes: {', '.join(allowed)}"
+        )
+        rep.report(
+            "NOE601", f"unknown argument `{name}` for the {task.kind} tool", _span_of(task, path),
+            hint=hint,
+        )  # fmt: skip
+        return
+    rep.report(
+        "NOE601",
+        f"unknown key `{path[-1]}` in `{_show_path(path[:-1])}` of the {task.kind} tool",
+        _span_of(task, path),
+        hint="see `docs/tools.md` for the keys this argument takes",
+    )
+
+
+def _report_conflict(message: str, task: tree.Task, rep: Reporter) -> None:
+    names = [part.strip("` ,") for part in message.split("one of", 1)[-1].split(",")]
+    present = [n for n in names if n in task.args]
+    where = _span_of(task, (present[-1],)) if present else task.kind_span
+    rep.report("NOE605", message, where, hint="keep only one of them")
+
+
+def _other_spellings(kind: str, name: str) -> list[str]:
+    for field, info in ARG_SCHEMAS[kind].model_fields.items():
+        alias = info.validation_alias
+        choices = [str(c) for c in getattr(alias, "choices", ())] or [info.alias or field]
+        if name in choices:
+            return [c for c in choices if c != name]
+    return []
+
+
+# --------------------------------------------------------------------------- locations
+
+
+def _data_path(loc: tuple[Any, ...], data: Any, *, named: bool) -> Path:
+    """pydantic's `loc` without its union tags (`('timeout', 'float')` -> `('timeout',)`);
+    `named`: the last step is a key that is not in the data (unknown or missing)."""
+    path: list[str | int] = []
+    cursor: Any = data
+    for i, step in enumerate(loc):
+        found, child = _child(cursor, step)
+        if found:
+            path.append(step)
+            cursor = child
+        elif named and i == len(loc) - 1 and isinstance(cursor, dict):
+            path.append(step)
+    return tuple(path)
+
+
+def _child(data: Any, step: Any) -> tuple[bool, Any]:
+    if isinstance(data, dict) and isinstance(step, str) and step in data:
+        return True, data[step]
+    if isinstance(data, list) and isinstance(step, int) and 0 <= step < len(data):
+        return True, data[step]
+    return False, None
+
+
+def _deeper_error(path: Path, paths: list[Path]) -> bool:
+    """A union member went deeper than this type error: its errors are the useful ones."""
+    return any(len(other) > len(path) and other[: len(path)] == path for other in paths)
+
+
+def _value_at(data: Any, path: Path) -> Any:
+    for step in path:
+        found, data = _child(data, step)
+        if not found:
+            return None
+    return data
+
+
+def _under_template(data: Any, path: Path) -> bool:
+    if _is_template(data):
+        return True
+    for step in path:
+        found, data = _child(data, step)
+        if not found:
+            return False
+        if _is_template(data):
+            return True
+    return False
+
+
+def _single_expression(text: str) -> bool:
+    """`"{{ workload.query }}"`: the whole SQL is one value, not text with data spliced in."""
+    body = text.strip()
+    return body.startswith("{{") and body.endswith("}}") and body.count("{{") == 1
+
+
+def _is_template(value: Any) -> bool:
+    return isinstance(value, str) and ("{{" in value or "{%" in value)
+
+
+def _span_of(task: tree.Task, path: Path) -> Span:
+    """The offending key (or list item) of the arguments, else the task's `kind:`."""
+    node, key = node_at(task.args, path)
+    if key is not None and path and isinstance(path[-1], str):
+        return key.span
+    if node is not None and path and isinstance(path[-1], int) and node is not task.args:
+        return node.span
+    return task.kind_span
+
+
+def _expected(err: Any) -> str:
+    if err["type"] == "literal_error":
+        return f"one of {err.get('ctx', {}).get('expected', '')}"
+    return _EXPECTED.get(err["type"]) or str(err["msg"]).lower()
+
+
+def _describe(value: Any) -> str:
+    noun = _SHOWN_TYPE.get(type(value), type(value).__name__)
+    if isinstance(value, str | int | float) and not isinstance(value, bool):
+        return f"{noun} ({value!r})" if len(repr(value)) <= 40 else noun
+    return noun
+
+
+def _show_path(path: Path) -> str:
+    out = ""
+    for step in path:
+        out += f"[{step}]" if isinstance(step, int) else (f".{step}" if out else str(step))
+    return out

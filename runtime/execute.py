@@ -1,0 +1,171 @@
+"""Running one command of the control VM: a step's pipeline, or one iteration of a loop step.
+
+Shared by the embedded runtime and distributed workers. The pipeline VM runs with the scope
+the command carries; every `task.*` event it emits becomes a worker event with the full
+envelope (DESIGN §2.5), handed to `emit` as it happens (so a finished task is logged before
+the next one starts), and the run ends with one terminal event: `step.done`/`step.failed`, or
+`loop.iteration.done`/`.failed`, carrying the result and the ctx writes. `memo_from_events`
+turns an action's recorded `task.done` events into the pipeline VM's memo, so a resumed or
+re-leased action does not call a finished tool again.
+"""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from noetlc.stdlib_tools.context import RunPlaybook, ToolContext
+from noetlc.stdlib_tools.keychain import Keychain
+from noetlc.stdlib_tools.registry import call_tool as call_registry_tool
+from noetlc.vm.pipeline import ToolCall, Wait, run_pipeline
+from noetlc.vm.program import Program
+
+EmitEvent = Callable[[dict[str, Any]], None]
+
+# worker event ids: unique per process run (a random prefix) and cheap (a counter)
+_PROCESS = uuid.uuid4().hex[:16]
+_COUNTER = itertools.count(1)
+
+
+def worker_event(
+    name: str,
+    step: str,
+    step_run_id: str,
+    action_id: str,
+    iteration: int | None,
+    payload: dict[str, Any],
+    attempt: int | None = None,
+    task_run_id: str | None = None,
+) -> dict[str, Any]:
+    return {
+        "event_id": f"w:{_PROCESS}:{next(_COUNTER)}",
+        "name": name,
+        "source": "worker",
+        "step": step,
+        "step_run_id": step_run_id,
+        "task_run_id": task_run_id,
+        "iteration": iteration,
+        "attempt": attempt,
+        "action_id": action_id,
+        "payload": payload,
+    }
+
+
+@dataclass(frozen=True)
+class ToolEnv:
+    """What the runtime lends every tool call: the keychain, the playbook's folder, and the
+    way to start a child execution (`kind: playbook`)."""
+
+    keychain: Keychain | None = None
+    workdir: Path = field(default_factory=Path.cwd)
+    run_playbook: RunPlaybook | None = None
+
+    def caller(self, execution_id: str, action_id: str, step: str) -> ToolCall:
+        def call(
+            kind: str, args: dict[str, Any], spec: dict[str, Any] | None, task: str, attempt: int
+        ) -> dict[str, Any]:
+            context = ToolContext(
+                execution_id,
+                action_id,
+                step,
+                task,
+                attempt,
+                self.keychain,
+                self.workdir,
+                self.run_playbook,
+            )
+            return call_registry_tool(kind, args, spec, context)
+
+        return call
+
+
+DEFAULT_ENV = ToolEnv()
+
+
+def default_tools(
+    kind: str, args: dict[str, Any], spec: dict[str, Any] | None, *_: Any
+) -> dict[str, Any]:
+    return call_registry_tool(kind, args, spec)
+
+
+def execute(
+    program: Program,
+    step: str,
+    step_run_id: str,
+    action_id: str,
+    args: dict[str, Any],
+    iteration: int | None,
+    item: Any,
+    scope: dict[str, Any],
+    emit: EmitEvent,
+    call_tool: ToolCall | None = None,
+    memo: dict[int, dict[str, Any]] | None = None,
+    wait: Wait | None = None,
+    env: ToolEnv = DEFAULT_ENV,
+) -> dict[str, Any]:
+    """Run the command; emit its events; return the terminal event (also emitted).
+    Tools run through the registry with a `ToolContext` from `env`, unless `call_tool` is
+    given (tests)."""
+    info = program.steps[step]
+    if call_tool is None:
+        call_tool = env.caller(str(scope.get("execution_id") or ""), action_id, step)
+    run_scope = dict(scope)
+    run_scope["ctx"] = dict(scope.get("ctx") or {})
+    run_scope["args"] = args
+    run_scope.pop("event", None)
+    if iteration is not None and info.loop is not None:
+        run_scope["iter"] = {info.loop["iterator"]: item, "index": iteration}
+    else:
+        run_scope["iter"] = {}
+
+    def on_task_event(name: str, payload: dict[str, Any]) -> None:
+        call = payload.get("call")
+        emit(
+            worker_event(
+                name,
+                step,
+                step_run_id,
+                action_id,
+                iteration,
+                payload,
+                attempt=payload.get("attempt"),
+                task_run_id=None if call is None else f"{action_id}:{call}",
+            )
+        )
+
+    if iteration is None:
+        emit(worker_event("step.started", step, step_run_id, action_id, None, {}))
+    if wait is None:
+        outcome = run_pipeline(
+            program, info, run_scope, call_tool, on_task_event, memo, private_scope=True
+        )
+    else:
+        outcome = run_pipeline(
+            program, info, run_scope, call_tool, on_task_event, memo, wait, private_scope=True
+        )
+    if iteration is None:
+        name = "step.done" if outcome.ok else "step.failed"
+    else:
+        name = "loop.iteration.done" if outcome.ok else "loop.iteration.failed"
+    payload: dict[str, Any] = {"result": outcome.result} if outcome.ok else {"error": outcome.error}
+    if outcome.ctx_writes:
+        payload["ctx_writes"] = [[key, value] for key, value in outcome.ctx_writes]
+    terminal = worker_event(name, step, step_run_id, action_id, iteration, payload)
+    emit(terminal)
+    return terminal
+
+
+def memo_from_events(events: list[dict[str, Any]]) -> dict[str, dict[int, dict[str, Any]]]:
+    """action_id -> {call index -> recorded outcome}, from `task.done` events."""
+    memo: dict[str, dict[int, dict[str, Any]]] = {}
+    for event in events:
+        if event["name"] != "task.done" or event.get("source") != "worker":
+            continue
+        payload = event.get("payload") or {}
+        if "call" in payload and "outcome" in payload and event.get("action_id"):
+            memo.setdefault(event["action_id"], {})[int(payload["call"])] = payload["outcome"]
+    return memo

@@ -1,0 +1,310 @@
+"""`noetl-vm server`: runs the control VMs of distributed executions (DESIGN §4, docs/distributed.md).
+
+Any number of servers share one PostgreSQL. Each running execution is owned by one server at
+a time (an ownership lease, renewed every ttl/3); a server claims new submissions and the
+executions of servers whose lease expired, rebuilds their control VM from the event log
+(replay), appends the server events the log lacks, and (re-)enqueues the commands still
+outstanding — job ids are action ids, so nothing is enqueued twice. Then, for every owned
+execution, new events are read (woken by NOTIFY, with polling as the fallback), the inputs
+are fed to the VM, its events are appended *before* the jobs they cause are enqueued, and a
+finished execution is closed and retired. Every server also reaps expired job leases: a job
+out of attempts becomes a failure event for its step or iteration.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import os
+import socket
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from noetlc.runtime.embedded import decode_program, summary
+from noetlc.runtime.postgres.connect import TRANSIENT
+from noetlc.runtime.postgres.database import Database
+from noetlc.runtime.postgres.errors import DatabaseError
+from noetlc.runtime.postgres.notify import ANY_KEY
+from noetlc.runtime.queue import JobSpec
+from noetlc.runtime.replay import rebuild
+from noetlc.vm.control import Command, ControlVM, is_input
+from noetlc.vm.program import Program
+
+REQUESTED = "playbook.execution.requested"
+RETRYABLE: tuple[type[BaseException], ...] = (DatabaseError, *TRANSIENT)
+
+
+def new_owner(kind: str) -> str:
+    return f"{kind}-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+
+
+def program_from_requested(event: dict[str, Any]) -> tuple[Program, dict[str, Any]]:
+    """The program and workload a submission recorded in its first event."""
+    payload = event["payload"]
+    program = Program(decode_program(base64.b64decode(payload["program"])))
+    return program, dict(payload.get("workload") or {})
+
+
+@dataclass
+class Owned:
+    execution_id: str
+    vm: ControlVM
+    program: Program
+    after_seq: int
+    server_events: int
+    timers: dict[str, asyncio.TimerHandle] = field(default_factory=dict)
+    started_at: dict[str, float] = field(default_factory=dict)
+
+
+class Server:
+    def __init__(
+        self,
+        db: Database,
+        *,
+        owner: str | None = None,
+        ttl: float = 15.0,
+        poll: float = 1.0,
+        claim_limit: int = 50,
+        pool: str = "default",
+    ) -> None:
+        self.db = db
+        self.owner = owner or new_owner("server")
+        self.ttl = ttl
+        self.poll = poll
+        self.claim_limit = claim_limit
+        self.pool = pool
+        self.owned: dict[str, Owned] = {}
+        self.finished = 0
+        self._next_renew = 0.0
+        self._next_reap = 0.0
+        self._next_claim = 0.0
+        self.offered = True
+        self._background: set[asyncio.Future[Any]] = set()
+
+    async def run(self, stop: asyncio.Event) -> None:
+        notes = self.db.notifications
+        await notes.ensure_listening()
+        try:
+            while not stop.is_set():
+                wake_events = notes.register("noetl_events", ANY_KEY)
+                wake_offers = notes.register("noetl_executions", ANY_KEY)
+                try:
+                    try:
+                        progressed = await self.tick()
+                    except RETRYABLE as exc:
+                        # the database went away: keep our state, try again (the leases
+                        # may be lost meanwhile; renew() tells)
+                        _warn(self.owner, exc)
+                        progressed = False
+                    if not progressed:
+                        await _first(
+                            [wake_events.wait(), wake_offers.wait(), stop.wait()], self.poll
+                        )
+                    if wake_offers.is_set():
+                        self.offered = True
+                finally:
+                    notes.unregister("noetl_events", ANY_KEY, wake_events)
+                    notes.unregister("noetl_executions", ANY_KEY, wake_offers)
+        finally:
+            for owned in self.owned.values():
+                for handle in owned.timers.values():
+                    handle.cancel()
+            if self.owned:
+                await self.db.owners.release(self.owner, list(self.owned))
+
+    async def tick(self) -> bool:
+        """One round: claim, renew, advance every owned execution, reap. True if any work."""
+        progressed = False
+        now = time.monotonic()
+        if now >= self._next_renew:
+            self._next_renew = now + self.ttl / 3
+            if self.owned:
+                kept = await self.db.owners.renew(self.owner, list(self.owned), ttl=self.ttl)
+                for lost in set(self.owned) - kept:
+                    self._drop(lost)
+        if self.offered or now >= self._next_claim:
+            # claims cost a round trip: only when offers were announced, or once per poll
+            self.offered = False
+            self._next_claim = now + self.poll
+            claims = await self.db.owners.claim(self.owner, limit=self.claim_limit, ttl=self.ttl)
+            for claim in claims:
+                if claim.execution_id not in self.owned:
+                    await self.adopt(claim.execution_id)
+                    progressed = True
+            if len(claims) == self.claim_limit:
+                self.offered = True  # there may be more
+        for execution_id in list(self.owned):
+            progressed |= await self.advance(self.owned[execution_id])
+        if now >= self._next_reap:
+            self._next_reap = now + min(self.ttl / 3, 5.0)
+            progressed |= await self.reap()
+        return progressed
+
+    async def adopt(self, execution_id: str) -> None:
+        events = await self.db.events.read(execution_id)
+        if not events or events[0]["name"] != REQUESTED:
+            await self.db.owners.retire(self.owner, execution_id)
+            return
+        program, workload = program_from_requested(events[0])
+        vm = rebuild(program, execution_id, workload, events)
+        recorded = sum(1 for e in events if e.get("source") == "server")
+        owned = Owned(execution_id, vm, program, events[-1]["seq"], recorded)
+        owned.started_at = {
+            e["step_run_id"]: float(e["ts"])
+            for e in events
+            if e["name"] == "step.started" and e.get("source") == "server" and e["step_run_id"]
+        }
+        self.owned[execution_id] = owned
+        regenerated = vm.take_events()
+        # server events a dead owner decided but never appended
+        await self._append_server_events(owned, regenerated[recorded:])
+        await self._issue(owned, vm.outstanding())
+        await self._close_if_finished(owned)
+
+    async def advance(self, owned: Owned) -> bool:
+        events = await self.db.events.read(owned.execution_id, owned.after_seq)
+        if not events:
+            return False
+        owned.after_seq = events[-1]["seq"]
+        commands: list[Command] = []
+        for event in events:
+            if is_input(event):
+                if event["name"] == "timer.fired":
+                    owned.timers.pop(event.get("step_run_id") or "", None)
+                commands.extend(owned.vm.step(event))
+        await self._append_server_events(owned, owned.vm.take_events())
+        await self._issue(owned, commands)
+        await self._close_if_finished(owned)
+        return True
+
+    async def _append_server_events(self, owned: Owned, events: list[dict[str, Any]]) -> None:
+        if not events:
+            return
+        for event in events:
+            owned.server_events += 1
+            event["event_id"] = f"{owned.execution_id}:s{owned.server_events}"
+            event["ts"] = time.time()
+            if event["name"] == "step.started" and event.get("step_run_id"):
+                owned.started_at[event["step_run_id"]] = event["ts"]
+        await self.db.events.append(owned.execution_id, events)
+
+    async def _issue(self, owned: Owned, commands: list[Command]) -> None:
+        jobs = []
+        vm = owned.vm
+        for command in commands:
+            if command.kind == "run":
+                payload = {
+                    "step": command.step,
+                    "step_run_id": command.step_run_id,
+                    "args": command.args,
+                    "iteration": command.iteration,
+                    "item": command.item,
+                    "ctx": vm.ctx,
+                    "results": vm.results,
+                }
+                jobs.append(
+                    JobSpec(
+                        command.action_id,
+                        owned.execution_id,
+                        command.action_id,
+                        payload,
+                        pool=self.pool,
+                    )
+                )
+            elif command.kind == "timer":
+                self._arm_timer(owned, command)
+            elif command.kind == "cancel":
+                handle = owned.timers.pop(command.step_run_id, None)
+                if handle is not None:
+                    handle.cancel()
+        if jobs:
+            await self.db.queue.enqueue(jobs)
+
+    def _arm_timer(self, owned: Owned, command: Command) -> None:
+        delay = float(command.delay or 0)
+        started = owned.started_at.get(command.step_run_id)
+        if started is not None:
+            delay = max(0.0, started + delay - time.time())
+        event = {
+            "event_id": f"{owned.execution_id}:timer:{command.step_run_id}",
+            "name": "timer.fired",
+            "source": "timer",
+            "step": command.step,
+            "step_run_id": command.step_run_id,
+            "payload": {"delay": command.delay},
+        }
+
+        def fire() -> None:
+            task = asyncio.ensure_future(self.db.events.append(owned.execution_id, [event]))
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+
+        owned.timers[command.step_run_id] = asyncio.get_running_loop().call_later(delay, fire)
+
+    async def _close_if_finished(self, owned: Owned) -> None:
+        vm = owned.vm
+        if not vm.finished():
+            return
+        if vm.status == "cancelled":
+            await self.db.queue.cancel_execution(owned.execution_id)
+        record = await self.db.events.execution(owned.execution_id)
+        events = int(record["last_seq"]) if record else owned.after_seq
+        await self.db.events.finish_execution(owned.execution_id, vm.status, summary(vm, events))
+        await self.db.owners.retire(self.owner, owned.execution_id)
+        self.finished += 1
+        self._drop(owned.execution_id)
+
+    def _drop(self, execution_id: str) -> None:
+        owned = self.owned.pop(execution_id, None)
+        if owned is not None:
+            for handle in owned.timers.values():
+                handle.cancel()
+
+    async def reap(self) -> bool:
+        reaped = await self.db.queue.reap()
+        for job in reaped:
+            if job.status != "failed":
+                continue
+            state = await self.db.queue.get(job.job_id)
+            if state is None:
+                continue
+            p = state.payload
+            name = "step.failed" if p.get("iteration") is None else "loop.iteration.failed"
+            error = {
+                "type": "LeaseExpired",
+                "message": f"no worker finished the job in {job.max_attempts} attempts"
+                f" ({job.reason})",
+            }
+            await self.db.events.append(
+                job.execution_id,
+                [
+                    {
+                        "event_id": f"{job.action_id}:reaped",
+                        "name": name,
+                        "source": "worker",
+                        "step": p.get("step"),
+                        "step_run_id": p.get("step_run_id"),
+                        "iteration": p.get("iteration"),
+                        "action_id": job.action_id,
+                        "payload": {"error": error},
+                    }
+                ],
+            )
+        return bool(reaped)
+
+
+def _warn(owner: str, exc: BaseException) -> None:
+    import sys
+
+    print(f"{owner}: database error, retrying: {type(exc).__name__}: {exc}", file=sys.stderr)
+
+
+async def _first(waits: list[Any], timeout: float) -> None:
+    tasks = [asyncio.ensure_future(w) for w in waits]
+    try:
+        await asyncio.wait(tasks, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()

@@ -1,0 +1,29 @@
+"""What the runtime tells a tool about the call it is making (re-exported by `registry`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from noetlc.stdlib_tools.keychain import Keychain
+
+# Given a playbook path or catalog name and its workload arguments, run a child execution and
+# return its summary `{"execution_id", "status", "result", "error"}` (the runtime provides it).
+RunPlaybook = Callable[[str, dict[str, Any]], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    execution_id: str | None = None
+    # Stable per step run / task / iteration, the same for every attempt: tools may use it as
+    # an idempotency key for their side effects (DESIGN §2.5, §6).
+    action_id: str | None = None
+    step: str | None = None
+    task: str | None = None
+    attempt: int = 1
+    keychain: Keychain | None = None  # None: the default providers (environment, file)
+    workdir: Path = field(default_factory=Path.cwd)  # the playbook's folder
+    run_playbook: RunPlaybook | None = None

@@ -1,0 +1,220 @@
+"""The keychain: credentials a playbook declares by name, resolved from providers, and redacted.
+
+A playbook declares entries at the root (`keychain: [{name: pg_main, kind: postgres_credential,
+...}]`); tools name them (`auth: pg_main`). Values come from, in order:
+
+1. the environment: `NOETL_KEYCHAIN_<NAME>` (name upper-cased, other characters -> `_`); a
+   value starting with `{`, `[` or `"` is JSON, anything else is the plain string;
+2. a file: `--keychain FILE` (YAML or JSON mapping name -> value), else `.noetl/keychain.yaml`
+   in the working directory when it exists.
+
+Extra fields of a declaration (`host`, `port`, ...) are defaults under a mapping value: they are
+written in the playbook, so they are not secret. Every value a provider gave is: `redact`
+replaces each secret string, and each string field of a secret mapping of 4 characters or more,
+by `"***"` wherever it occurs (secrets shorter than 4 characters only where a whole string
+equals them, so a one-letter secret does not blank every text).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import yaml
+
+DEFAULT_FILE = Path(".noetl") / "keychain.yaml"
+ENV_PREFIX = "NOETL_KEYCHAIN_"
+MASK = "***"
+MIN_SUBSTRING = 4
+
+
+class KeychainError(Exception):
+    """A user-fixable keychain problem with a stable NOE8xx code and a hint."""
+
+    def __init__(self, code: str, message: str, hint: str | None = None) -> None:
+        self.code = code
+        self.hint = hint
+        super().__init__(message)
+
+    def render(self) -> str:
+        text = f"error[{self.code}]: {self}"
+        return f"{text}\n  hint: {self.hint}" if self.hint else text
+
+
+def env_var(name: str) -> str:
+    return ENV_PREFIX + re.sub(r"[^A-Za-z0-9]", "_", name).upper()
+
+
+def _parse_env_value(text: str) -> Any:
+    if text[:1] in '{["':
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError:
+            return text
+    return text
+
+
+def load_file(path: str | Path) -> dict[str, Any]:
+    """A keychain file: a YAML/JSON mapping name -> value (NOE813 when unreadable or invalid)."""
+    p = Path(path)
+    hint = "the file must be a YAML or JSON mapping: `pg_main: postgresql://user:pw@host/db`"
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise KeychainError(
+            "NOE813", f"cannot read keychain file {p}: {exc.strerror}", hint
+        ) from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        raise KeychainError("NOE813", f"keychain file {p} is not valid YAML{where}", hint) from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise KeychainError(
+            "NOE813", f"keychain file {p} must be a mapping, not {type(data).__name__}", hint
+        )
+    return {str(k): v for k, v in data.items()}
+
+
+class Keychain:
+    def __init__(
+        self,
+        declared: Iterable[Mapping[str, Any]] = (),
+        *,
+        file: str | Path | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        """`declared`: the playbook's root `keychain:` entries. `file`: `--keychain FILE`
+        (must exist); without it `.noetl/keychain.yaml` is read when present. `env`: the
+        environment to read (default: `os.environ` at lookup time)."""
+        self.declared: dict[str, dict[str, Any]] = {}
+        for entry in declared:
+            name = entry.get("name")
+            if isinstance(name, str):
+                self.declared[name] = dict(entry)
+        self._file_name: str | None = None
+        if file is not None:
+            self._file: dict[str, Any] = load_file(file)
+            self._file_name = str(file)
+        elif DEFAULT_FILE.is_file():
+            self._file = load_file(DEFAULT_FILE)
+            self._file_name = str(DEFAULT_FILE)
+        else:
+            self._file = {}
+        self._env = env
+        self._lock = threading.Lock()
+        self._substrings: set[str] = set()
+        self._exact: set[str] = set()
+        self._pattern: re.Pattern[str] | None = None
+
+    # ------------------------------------------------------------------ resolution
+
+    def resolve(self, name: str) -> Any:
+        """The value of entry `name` (registered for redaction); NOE812 when no provider has it."""
+        env = os.environ if self._env is None else self._env
+        raw = env.get(env_var(name))
+        value: Any = _parse_env_value(raw) if raw is not None else self._file.get(name)
+        if value is None and raw is None and name not in self._file:
+            raise KeychainError(
+                "NOE812",
+                f"keychain entry `{name}` is not set",
+                f"set the environment variable {env_var(name)} (a string, or JSON for a "
+                f"mapping), or add `{name}:` to "
+                + (self._file_name or f"{DEFAULT_FILE} (or a file given with --keychain FILE)"),
+            )
+        self.register(value)
+        defaults = {
+            k: v for k, v in self.declared.get(name, {}).items() if k not in ("name", "kind")
+        }
+        if defaults and isinstance(value, dict):
+            return {**defaults, **value}
+        return value
+
+    def resolve_all(self) -> dict[str, Any]:
+        """Every declared entry, resolved up front (spec 004 §2.1: before the workflow runs)."""
+        return {name: self.resolve(name) for name in self.declared}
+
+    def has(self, name: str) -> bool:
+        env = os.environ if self._env is None else self._env
+        return env_var(name) in env or name in self._file
+
+    # ------------------------------------------------------------------ redaction
+
+    def register(self, value: Any) -> None:
+        """Treat `value` (a string, or the strings inside a mapping/list) as secret."""
+        found: list[tuple[str, bool]] = []
+        if isinstance(value, str):
+            found.append((value, True))
+            password = _url_password(value)
+            if password:
+                found.append((password, True))
+        else:
+            found.extend((s, False) for s in _strings(value))
+        with self._lock:
+            for text, whole in found:
+                if len(text) >= MIN_SUBSTRING and text not in self._substrings:
+                    self._substrings.add(text)
+                    self._pattern = None  # rebuilt on the next redact
+                elif whole and 0 < len(text) < MIN_SUBSTRING:
+                    self._exact.add(text)
+
+    @property
+    def has_secrets(self) -> bool:
+        return bool(self._substrings or self._exact)
+
+    def redact(self, obj: Any) -> Any:
+        """A copy of a JSON-like object with every secret replaced by `"***"`."""
+        if not self.has_secrets:
+            return obj
+        with self._lock:
+            if self._pattern is None and self._substrings:
+                ordered = sorted(self._substrings, key=len, reverse=True)
+                self._pattern = re.compile("|".join(re.escape(s) for s in ordered))
+            pattern, exact = self._pattern, frozenset(self._exact)
+        return _redact(obj, pattern, exact)
+
+
+def _redact(obj: Any, pattern: re.Pattern[str] | None, exact: frozenset[str]) -> Any:
+    if isinstance(obj, str):
+        if obj in exact:
+            return MASK
+        return pattern.sub(MASK, obj) if pattern is not None else obj
+    if isinstance(obj, Mapping):
+        return {_redact(k, pattern, exact): _redact(v, pattern, exact) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_redact(v, pattern, exact) for v in obj]
+    return obj
+
+
+def _strings(value: Any) -> Iterable[str]:
+    if isinstance(value, str):
+        yield value
+        password = _url_password(value)
+        if password:
+            yield password
+    elif isinstance(value, Mapping):
+        for v in value.values():
+            yield from _strings(v)
+    elif isinstance(value, list | tuple):
+        for v in value:
+            yield from _strings(v)
+
+
+def _url_password(text: str) -> str | None:
+    """The password inside a URL (`postgresql://user:pw@host/db`): error messages that quote
+    only the password must not leak it either."""
+    if "://" not in text or "@" not in text:
+        return None
+    try:
+        return urlsplit(text).password
+    except ValueError:
+        return None

@@ -1,0 +1,210 @@
+"""The `postgres` tool: SQL with parameters through asyncpg, on the tools' background loop.
+
+`auth:` (or `connection:`) names a keychain entry — whose value is a DSN or a mapping of
+connection fields (`host`, `port`, `user`, `password`, `database`, or NoETL's `db_host`,
+`db_port`, `db_user`, `db_password`, `db_name`) — or is a `postgresql://` DSN itself. Values go
+in `params:` as `$1, $2, ...`: the tool never builds SQL from data (DESIGN §6).
+
+A single statement is prepared and run with the parameters; a script of several statements
+(no parameters) runs statement by statement in one transaction. The result is the last
+statement's `rows` (a list of mappings, JSON-safe values), `columns`, `rowcount` (rows returned
+or affected; `row_count` is NoETL's spelling) and the command `status` (`INSERT 0 3`).
+`outcome.pg` is `{code, sqlstate}`: `00000` on success, PostgreSQL's SQLSTATE on a server error,
+`08001` when no connection could be made. Pools are cached per connection and closed at exit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import asyncpg
+
+from noetlc.stdlib_tools import aioloop
+from noetlc.stdlib_tools.context import ToolContext
+from noetlc.stdlib_tools.envelope import error, jsonable, ok
+from noetlc.stdlib_tools.keychain import Keychain
+from noetlc.stdlib_tools.schemas import PostgresArgs
+from noetlc.stdlib_tools.sql_split import split_statements
+
+CONNECT_TIMEOUT = 10.0
+POOL_MAX = 4
+# serialization failure, deadlock, and the connection / operator-intervention classes
+RETRYABLE = ("40001", "40P01", "08", "57P0")
+_FIELDS = {
+    "host": ("host", "db_host", "hostname"),
+    "port": ("port", "db_port"),
+    "user": ("user", "username", "db_user"),
+    "password": ("password", "db_password"),
+    "database": ("database", "dbname", "db_name", "db"),
+}
+
+_pools: dict[str, asyncpg.Pool] = {}
+_pool_locks: dict[str, asyncio.Lock] = {}
+
+
+class ConnectionSpecError(Exception):
+    """`auth:` does not describe a connection."""
+
+
+def run(
+    args: PostgresArgs, spec: dict[str, Any], ctx: ToolContext, keychain: Keychain
+) -> dict[str, Any]:
+    try:
+        connect = connection_of(args.auth, keychain)
+    except ConnectionSpecError as exc:
+        return error("ToolArgumentError", str(exc))
+    statements = split_statements(args.query or "")
+    if args.params and len(statements) > 1:
+        return error(
+            "ToolArgumentError",
+            f"`params:` need a single statement; the SQL has {len(statements)}",
+        )
+    timeout = args.timeout if args.timeout is not None else _number(spec.get("timeout"))
+    try:
+        result = aioloop.run(
+            _execute(connect, args.query or "", statements, list(args.params or [])), timeout
+        )
+    except asyncpg.PostgresError as exc:
+        return _server_error(exc)
+    except TimeoutError as exc:
+        outcome = error("Timeout", f"the statement took too long: {exc}", retryable=True)
+        return _pg(outcome, "57014")  # query_canceled: we gave up on it
+    except (OSError, asyncpg.exceptions.ConnectionDoesNotExistError) as exc:
+        message = f"cannot connect to PostgreSQL: {exc}"
+        return _pg(error("ConnectionError", message, retryable=True), "08001")
+    except asyncpg.InterfaceError as exc:
+        return _pg(error(type(exc).__name__, str(exc)), None)
+    return _pg(ok(result), "00000")
+
+
+def connection_of(auth: str | dict[str, Any] | None, keychain: Keychain) -> dict[str, Any]:
+    """asyncpg connect arguments from `auth:` (a DSN, a keychain entry, or fields)."""
+    if isinstance(auth, str) and auth.startswith(("postgres://", "postgresql://")):
+        return {"dsn": auth}
+    value: Any = keychain.resolve(auth) if isinstance(auth, str) else auth
+    if isinstance(value, dict):
+        ref = value.get("credential") or value.get("key")
+        if isinstance(ref, str) and not _has_fields(value):
+            value = keychain.resolve(ref)
+    if isinstance(value, str) and value.startswith(("postgres://", "postgresql://")):
+        return {"dsn": value}
+    if isinstance(value, dict):
+        dsn = value.get("dsn") or value.get("url")
+        if isinstance(dsn, str):
+            return {"dsn": dsn}
+        out: dict[str, Any] = {}
+        for field, spellings in _FIELDS.items():
+            found = next((value[s] for s in spellings if value.get(s) is not None), None)
+            if found is not None:
+                out[field] = int(found) if field == "port" else str(found)
+        if out:
+            return out
+    named = f"keychain entry `{auth}`" if isinstance(auth, str) else "`auth:`"
+    raise ConnectionSpecError(
+        f"{named} is not a PostgreSQL connection: give a postgresql:// DSN or a mapping with "
+        "host, port, user, password and database"
+    )
+
+
+def _has_fields(value: dict[str, Any]) -> bool:
+    return any(s in value for spellings in _FIELDS.values() for s in spellings) or "dsn" in value
+
+
+async def _execute(
+    connect: dict[str, Any], sql: str, statements: list[str], params: list[Any]
+) -> dict[str, Any]:
+    pool = await _pool(connect)
+    try:
+        conn = await pool.acquire()
+    except OSError:
+        await _close(_key(connect))  # do not keep pools for servers that are not there
+        raise
+    try:
+        return await _run(conn, sql, statements, params)
+    finally:
+        await pool.release(conn)
+
+
+async def _run(
+    conn: asyncpg.Connection, sql: str, statements: list[str], params: list[Any]
+) -> dict[str, Any]:
+    if len(statements) <= 1:
+        stmt = await conn.prepare(sql)
+        rows = await stmt.fetch(*params)
+        return _result(stmt, rows, 1)
+    async with conn.transaction():
+        for text in statements:
+            stmt = await conn.prepare(text)
+            rows = await stmt.fetch()
+    return _result(stmt, rows, len(statements))
+
+
+def _result(stmt: Any, rows: list[asyncpg.Record], count: int) -> dict[str, Any]:
+    status = stmt.get_statusmsg() or ""
+    words = status.split()
+    affected = int(words[-1]) if words and words[-1].isdigit() else len(rows)
+    return {
+        "rows": [jsonable(dict(row)) for row in rows],
+        "columns": [attr.name for attr in stmt.get_attributes()],
+        "rowcount": affected,
+        "row_count": affected,
+        "status": status,
+        "statements": count,
+    }
+
+
+def _key(connect: dict[str, Any]) -> str:
+    return json.dumps(connect, sort_keys=True)
+
+
+async def _pool(connect: dict[str, Any]) -> asyncpg.Pool:
+    key = _key(connect)
+    pool = _pools.get(key)
+    if pool is not None:
+        return pool
+    lock = _pool_locks.setdefault(key, asyncio.Lock())
+    async with lock:
+        pool = _pools.get(key)
+        if pool is None:
+            pool = await asyncpg.create_pool(
+                **connect, min_size=0, max_size=POOL_MAX, timeout=CONNECT_TIMEOUT, init=_init
+            )
+            _pools[key] = pool
+            aioloop.on_close(lambda: _close(key))
+    return pool
+
+
+async def _close(key: str) -> None:
+    pool = _pools.pop(key, None)
+    _pool_locks.pop(key, None)
+    if pool is not None:
+        await pool.close()
+
+
+async def _init(conn: asyncpg.Connection) -> None:
+    # json/jsonb as Python values both ways (asyncpg's default is text)
+    for name in ("json", "jsonb"):
+        await conn.set_type_codec(name, encoder=json.dumps, decoder=json.loads, schema="pg_catalog")
+
+
+def _server_error(exc: asyncpg.PostgresError) -> dict[str, Any]:
+    sqlstate = getattr(exc, "sqlstate", None)
+    outcome = error(
+        type(exc).__name__,
+        str(exc),
+        retryable=bool(sqlstate) and str(sqlstate).startswith(RETRYABLE),
+        detail=getattr(exc, "detail", None),
+        hint=getattr(exc, "hint", None),
+    )
+    return _pg(outcome, sqlstate)
+
+
+def _pg(outcome: dict[str, Any], sqlstate: str | None) -> dict[str, Any]:
+    outcome["pg"] = {"code": sqlstate, "sqlstate": sqlstate}
+    return outcome
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None

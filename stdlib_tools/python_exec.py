@@ -1,0 +1,92 @@
+"""The python tool's executor: runs task code, here or as the body of the isolated child.
+
+Kept free of pydantic, httpx and the keychain, so the `python -c` child of
+`spec.isolation: subprocess` starts fast. `request` is plain JSON: `code`, `locals`, `libs`,
+`auth` (already resolved), `expects` and `returns` (the `assert:` contract).
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import json
+import sys
+from contextlib import redirect_stdout
+from typing import Any
+
+from noetlc.stdlib_tools.envelope import error, ok
+
+
+def execute(request: dict[str, Any]) -> dict[str, Any]:
+    """Run the code of `request` here (also the child process's body)."""
+    local: dict[str, Any] = request["locals"]
+    missing = [name for name in request["expects"] if local.get(name) is None]
+    if missing:
+        return error(
+            "AssertionError",
+            f"the task expects input {', '.join(f'`{m}`' for m in missing)}, which is not set",
+        )
+    namespace: dict[str, Any] = {"__name__": "__noetl_task__"}
+    libs = request["libs"]
+    try:
+        if isinstance(libs, dict):
+            for alias, module in libs.items():
+                namespace[str(alias)] = importlib.import_module(str(module))
+        elif isinstance(libs, list):
+            for module in libs:
+                namespace[str(module).split(".")[0]] = importlib.import_module(str(module))
+        namespace.update(local)
+        namespace["input_data"] = dict(local)  # the NoETL corpus reads its input as `input_data`
+        if request["auth"] is not None:
+            namespace["auth"] = request["auth"]
+        result = _run_code(request["code"], namespace, local)
+    except Exception as exc:
+        outcome = error(type(exc).__name__, str(exc))
+        outcome["py"] = {"exception_type": type(exc).__name__}
+        return outcome
+    absent = [k for k in request["returns"] if not isinstance(result, dict) or k not in result]
+    if absent:
+        return error(
+            "AssertionError",
+            f"the task's result lacks {', '.join(f'`{k}`' for k in absent)}",
+            result=result,
+        )
+    return ok(result)
+
+
+def _run_code(code: str, namespace: dict[str, Any], local: dict[str, Any]) -> Any:
+    try:
+        compiled = compile(code, "<python task>", "exec")
+    except SyntaxError as exc:
+        if "outside function" not in str(exc):
+            raise
+        # NoETL runs task code as a function body: a top-level `return` gives the result
+        body = "".join(f"    {line}\n" for line in code.splitlines()) or "    pass\n"
+        exec(compile(f"def __task_body__():\n{body}", "<python task>", "exec"), namespace)
+        returned = namespace["__task_body__"]()
+        return returned if returned is not None else namespace.get("result")
+    exec(compiled, namespace)  # the tool runs user code by design
+    main = namespace.get("main")
+    if callable(main):
+        params = inspect.signature(main).parameters
+        accepts_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+        kwargs = local if accepts_any else {k: v for k, v in local.items() if k in params}
+        return main(**kwargs)
+    return namespace.get("result")
+
+
+def child_main() -> int:
+    """The child process: read the request from stdin, write the outcome as one JSON line.
+
+    The code's own prints go to stderr, so stdout carries nothing but the outcome."""
+    request = json.loads(sys.stdin.read())
+    real_stdout = sys.stdout
+    with redirect_stdout(sys.stderr):
+        outcome = execute(request)
+    try:
+        line = json.dumps(outcome)
+    except (TypeError, ValueError):
+        line = json.dumps(outcome, default=repr)
+    real_stdout.write(line + "\n")
+    real_stdout.flush()
+    return 0

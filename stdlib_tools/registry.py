@@ -1,0 +1,107 @@
+"""The tool registry: `call_tool(kind, args, spec, context)` runs one tool call and returns its
+outcome envelope (DESIGN §2.3); it never raises.
+
+The arguments are validated against the kind's schema (`ARG_SCHEMAS`, the same the compiler's
+`tools` pass checks statically) before the tool runs; a mismatch is a `ToolArgumentError`
+outcome. Tool modules are imported on first use, so a playbook that only runs python never
+loads httpx or asyncpg. Every outcome gets `meta.duration_ms` and `meta.kind`; the error and
+meta parts are redacted with the keychain (they are meant for people and logs), the result is
+not (later tasks need the values; the runtime redacts events with `Keychain.redact`).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from importlib import import_module
+from typing import Any
+
+from pydantic import ValidationError
+
+from noetlc.stdlib_tools.context import RunPlaybook, ToolContext
+from noetlc.stdlib_tools.envelope import error, ok
+from noetlc.stdlib_tools.keychain import Keychain, KeychainError
+from noetlc.stdlib_tools.schemas import ARG_SCHEMAS, ToolArgs
+
+__all__ = ["ARG_SCHEMAS", "RunPlaybook", "ToolContext", "call_tool", "default_keychain"]
+
+Runner = Callable[[Any, dict[str, Any], ToolContext, Keychain], dict[str, Any]]
+
+# kind -> the module whose `run(args, spec, context, keychain)` implements it
+_MODULES = {
+    "python": "python_tool",
+    "http": "http_tool",
+    "postgres": "postgres_tool",
+    "sqlite": "sqlite_tool",
+    "duckdb": "duckdb_tool",
+    "shell": "shell_tool",
+    "secrets": "secrets_tool",
+    "playbook": "playbook_tool",
+}
+_default: Keychain | None = None
+_default_lock = threading.Lock()
+
+
+def default_keychain() -> Keychain:
+    """The keychain used when the caller gives none: environment and the default file."""
+    global _default
+    with _default_lock:
+        if _default is None:
+            _default = Keychain()
+        return _default
+
+
+def call_tool(
+    kind: str,
+    args: dict[str, Any] | None,
+    spec: dict[str, Any] | None = None,
+    context: ToolContext | None = None,
+) -> dict[str, Any]:
+    started = time.perf_counter()
+    ctx = context if context is not None else ToolContext()
+    keychain: Keychain | None = ctx.keychain
+    try:
+        if keychain is None:
+            keychain = default_keychain()
+        outcome = _dispatch(kind, args or {}, spec or {}, ctx, keychain)
+    except ValidationError as exc:
+        outcome = error("ToolArgumentError", _describe(kind, exc))
+    except KeychainError as exc:
+        outcome = error("KeychainError", str(exc), code=exc.code, hint=exc.hint)
+    except Exception as exc:  # a tool bug or an unexpected library error: still an outcome
+        outcome = error(type(exc).__name__, str(exc))
+        outcome["py"] = {"exception_type": type(exc).__name__}
+    meta = outcome.setdefault("meta", {})
+    meta["kind"] = kind
+    meta["duration_ms"] = round((time.perf_counter() - started) * 1000, 3)
+    if keychain is not None and keychain.has_secrets:
+        outcome["error"] = keychain.redact(outcome.get("error"))
+        outcome["meta"] = keychain.redact(meta)
+    return outcome
+
+
+def _dispatch(
+    kind: str, args: dict[str, Any], spec: dict[str, Any], ctx: ToolContext, keychain: Keychain
+) -> dict[str, Any]:
+    schema: type[ToolArgs] | None = ARG_SCHEMAS.get(kind)
+    if kind == "noop":
+        return ok(args.get("result") if args.get("result") is not None else args.get("input"))
+    if kind == "workbook":
+        return error(
+            "ToolUnavailable", "`workbook` tasks are run by the pipeline VM, not as a tool"
+        )
+    module = _MODULES.get(kind)
+    if module is None or schema is None:
+        return error("ToolUnavailable", f"there is no `{kind}` tool")
+    parsed = schema.model_validate(args)
+    runner: Runner = import_module(f"noetlc.stdlib_tools.{module}").run
+    return runner(parsed, spec, ctx, keychain)
+
+
+def _describe(kind: str, exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        where = ".".join(str(step) for step in err["loc"])
+        parts.append(f"{where}: {err['msg']}" if where else str(err["msg"]))
+    return f"bad arguments for the {kind} tool: " + "; ".join(parts)

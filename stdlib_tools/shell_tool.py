@@ -1,0 +1,111 @@
+"""The `shell` tool: run a command (or several) and capture its output.
+
+`command:` is a command line run by `/bin/sh -c`, or a list run directly (no shell, no quoting
+problems); `cmds:`/`commands:` are command lines run one after another, stopping at the first
+that fails. `env:` is added to the environment, `cwd:` is relative to the playbook's folder.
+The result is `{stdout, stderr, returncode}` (for `cmds:` the outputs are concatenated and
+`returncode` is the last one's). A non-zero exit is an error outcome (`ShellError`) that still
+carries that result; when `timeout:` (else `spec.timeout`) passes, the whole process group is
+killed and the outcome is a `Timeout` error.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from noetlc.stdlib_tools.context import ToolContext
+from noetlc.stdlib_tools.envelope import error, ok
+from noetlc.stdlib_tools.keychain import Keychain
+from noetlc.stdlib_tools.schemas import ShellArgs
+
+KILL_GRACE = 2.0
+
+
+def run(
+    args: ShellArgs, spec: dict[str, Any], ctx: ToolContext, keychain: Keychain
+) -> dict[str, Any]:
+    cwd = ctx.workdir / args.cwd if args.cwd else ctx.workdir
+    if not Path(cwd).is_dir():
+        return error("ToolArgumentError", f"`cwd:` {cwd} is not a directory")
+    env = dict(os.environ)
+    env.update({str(k): "" if v is None else str(v) for k, v in (args.env or {}).items()})
+    timeout = args.timeout if args.timeout is not None else _number(spec.get("timeout"))
+    commands: list[str | list[str]] = (
+        list(args.commands) if args.commands is not None else [args.command or ""]
+    )
+    stdout: list[str] = []
+    stderr: list[str] = []
+    returncode = 0
+    for command in commands:
+        done = _run_one(command, cwd, env, timeout)
+        if done is None:
+            outcome = error(
+                "Timeout",
+                f"the command did not finish within {timeout:g} s; it was killed",
+                retryable=True,
+            )
+            outcome["result"] = {"stdout": "".join(stdout), "stderr": "".join(stderr)}
+            return outcome
+        out, err, returncode = done
+        stdout.append(out)
+        stderr.append(err)
+        if returncode != 0:
+            break
+    err_text = "".join(stderr)
+    result = {"stdout": "".join(stdout), "stderr": err_text, "returncode": returncode}
+    if returncode != 0:
+        last = err_text.strip().splitlines()
+        detail = f": {last[-1]}" if last else ""
+        return error(
+            "ShellError",
+            f"the command exited with code {returncode}{detail}",
+            result=result,
+            returncode=returncode,
+        )
+    return ok(result)
+
+
+def _run_one(
+    command: str | list[str], cwd: Path, env: dict[str, str], timeout: float | None
+) -> tuple[str, str, int] | None:
+    """(stdout, stderr, returncode), or None on timeout (the process group is killed: with
+    `sh -c`, grandchildren would otherwise keep the pipes open and the wait would hang)."""
+    try:
+        process = subprocess.Popen(
+            command,
+            shell=isinstance(command, str),
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            errors="replace",
+            start_new_session=True,
+        )
+    except OSError as exc:  # an argument vector naming a program that does not exist
+        return "", f"{exc.strerror}: {exc.filename or command}\n", 127
+    try:
+        out, err = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(process)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.communicate(timeout=KILL_GRACE)
+        return None
+    return out, err, process.returncode
+
+
+def _kill_group(process: subprocess.Popen[str]) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        process.kill()
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None

@@ -1,0 +1,117 @@
+"""Soundness: the required catches with their counterexamples, generated workflows whose verdict
+is known by construction, agreement of the reduced and the plain search, the corpus."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from noetlc.analysis.lint import context_of, lint_file, lint_source
+from noetlc.analysis.soundness import check
+from noetlc.bench.generators import structured, wide_fanout
+from noetlc.compiler.pipeline import compile_source
+from tests.conftest import CONFORMANCE, NOETL_CORPUS, corpus_files
+
+CASES = Path(__file__).parent.parent / "diagnostics" / "cases"
+
+
+def _findings(name: str) -> list[tuple[str, int, list[tuple[str | None, int | None]]]]:
+    report = lint_file(CASES / name)
+    return [
+        (d.code, d.span.line if d.span else 0, [(t.step, t.span.line if t.span else None)
+                                                for t in d.trace])
+        for d in report.diagnostics
+    ]  # fmt: skip
+
+
+def test_exclusive_split_into_and_join_deadlocks_with_a_path() -> None:
+    [(code, line, trace)] = _findings("NOE504_join_deadlock.yaml")
+    assert (code, line) == ("NOE504", 19)
+    assert ("start", 12) in trace and ("b", 18) in trace  # start -> b -> join, with YAML lines
+
+
+def test_loop_without_exit_is_caught_with_the_cycle() -> None:
+    [(code, line, trace)] = _findings("NOE505_no_option_to_complete.yaml")
+    assert (code, line) == ("NOE505", 9)
+    assert [s for s, _ in trace].count("poll") >= 2  # into the step, then around the cycle
+
+
+def test_loop_done_on_a_step_without_a_loop_is_caught() -> None:
+    [(code, line, _)] = _findings("NOE502_dead_arc.yaml")
+    assert (code, line) == ("NOE502", 11)
+
+
+def _verdict(source: str, **kwargs: bool) -> set[str]:
+    ctx = context_of(compile_source(source, until="net"))
+    assert ctx is not None
+    return {f.kind for f in check(ctx, **kwargs).findings}
+
+
+SEEDS = range(25)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_generated_sound_workflows_are_sound(seed: int) -> None:
+    report = lint_source(structured(40, seed))
+    assert [d.code for d in report.diagnostics] == []
+
+
+@pytest.mark.parametrize(
+    ("defect", "code"), [("deadlock", "NOE504"), ("no_exit", "NOE505"), ("loop_done", "NOE502")]
+)
+@pytest.mark.parametrize("seed", SEEDS)
+def test_generated_defects_are_found(defect: str, code: str, seed: int) -> None:
+    source = structured(40, seed, defect)
+    if source == structured(40, seed):
+        pytest.skip("this workflow has no block of the kind the defect needs")
+    assert code in {d.code for d in lint_source(source).diagnostics}
+
+
+@pytest.mark.parametrize("defect", [None, "deadlock", "no_exit"])
+@pytest.mark.parametrize("seed", range(12))
+def test_reduction_and_partial_order_keep_the_verdict(defect: str | None, seed: int) -> None:
+    source = structured(14, seed, defect, width=2)
+    full = _verdict(source, por=False, reduce=False)
+    assert _verdict(source, por=True, reduce=False) == full
+    assert _verdict(source, por=True, reduce=True) == full
+
+
+def test_stubborn_sets_avoid_the_interleavings_of_a_wide_fork() -> None:
+    ctx = context_of(compile_source(wide_fanout(8), until="net"))
+    assert ctx is not None
+    plain = check(ctx, por=False, reduce=False)
+    reduced = check(ctx, por=True, reduce=False)
+    structural = check(ctx)
+    assert plain.complete and not plain.findings and not reduced.findings
+    assert plain.states >= 2**8  # every subset of finished branches is a state
+    assert reduced.states < 8 * 8  # linear in the branches
+    assert structural.structural and structural.states == 0
+
+
+def test_budget_makes_the_verdict_partial() -> None:
+    ctx = context_of(compile_source(wide_fanout(6), until="net"), budget=10)
+    assert ctx is not None
+    result = check(ctx, por=False, reduce=False)
+    assert not result.complete and result.states <= 10 + 2**6
+
+
+@pytest.mark.parametrize("path", corpus_files(CONFORMANCE), ids=lambda p: p.stem)
+def test_no_lint_finding_on_the_conformance_cases(path: Path) -> None:
+    report = lint_file(path)
+    assert report.soundness is not None and report.soundness.complete
+    assert [d.code for d in report.diagnostics if d.code.startswith("NOE5")] == []
+
+
+@pytest.mark.parametrize("path", corpus_files(NOETL_CORPUS), ids=lambda p: p.stem)
+def test_the_noetl_corpus_lints_without_internal_errors(path: Path) -> None:
+    report = lint_file(path)
+    assert all(d.code != "NOE900" for d in report.diagnostics)
+
+
+def test_corpus_findings_include_the_text_conditions() -> None:
+    path = NOETL_CORPUS / "v2case__automation__examples__conditional_flow.yaml"
+    if not path.exists():
+        pytest.skip("shared corpus not found")
+    found = {(d.code, d.span.line) for d in lint_file(path).diagnostics if d.span}
+    assert ("NOE502", 23) in found and ("NOE501", 38) in found

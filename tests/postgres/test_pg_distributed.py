@@ -1,0 +1,325 @@
+"""Distributed mode with real processes: servers, workers and submit on one PostgreSQL.
+
+Every conformance case gives the same summary as embedded mode; chaos: a SIGKILLed worker
+and a SIGKILLed server mid-execution; concurrent workers never run a job twice; bad URLs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from noetlc.compiler.pipeline import compile_file
+from noetlc.runtime.embedded import run_embedded
+from noetlc.runtime.pgstore import PostgresStore
+from noetlc.runtime.postgres.testing import schema_or_skip
+
+HERE = Path(__file__).resolve().parent
+CONFORMANCE = HERE.parents[2] / "shared" / "corpus" / "conformance"
+PLAYBOOKS = HERE.parent / "vm" / "playbooks"
+CASES = sorted(CONFORMANCE.glob("c[0-9][0-9]_*[!t].yaml")) if CONFORMANCE.is_dir() else []
+
+
+def _vm(*args: str, cwd: Path | None = None) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "noetlc.vm", *args],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+class Cluster:
+    def __init__(self, url: str, tmp: Path) -> None:
+        self.url = url
+        self.tmp = tmp
+        self.procs: list[subprocess.Popen[str]] = []
+
+    def server(self, ttl: float = 2.0) -> subprocess.Popen[str]:
+        proc = _vm("server", "--db", self.url, "--ttl", str(ttl), "--poll", "0.2", cwd=self.tmp)
+        self.procs.append(proc)
+        return proc
+
+    def worker(self, concurrency: int = 4, ttl: float = 2.0) -> subprocess.Popen[str]:
+        proc = _vm(
+            "worker",
+            "--db",
+            self.url,
+            "--concurrency",
+            str(concurrency),
+            "--ttl",
+            str(ttl),
+            "--poll",
+            "0.2",
+            "--grace",
+            "1",
+            cwd=self.tmp,
+        )
+        self.procs.append(proc)
+        return proc
+
+    def submit(self, playbook: Path, *sets: str, wait: bool = True) -> dict[str, Any]:
+        args = ["submit", str(playbook), "--db", self.url, "--json"]
+        for item in sets:
+            args += ["--set", item]
+        if wait:
+            args += ["--wait", "--timeout", "90"]
+        proc = _vm(*args, cwd=self.tmp)
+        out, err = proc.communicate(timeout=120)
+        assert out.strip(), err
+        result: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
+        return result
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+@pytest.fixture(scope="module")
+def cluster_url() -> Iterator[str]:
+    yield from schema_or_skip()
+
+
+@pytest.fixture
+def cluster(cluster_url: str, tmp_path: Path) -> Iterator[Cluster]:
+    c = Cluster(cluster_url, tmp_path)
+    yield c
+    c.stop()
+
+
+def _sets(case: Path) -> list[str]:
+    expect = yaml.safe_load(case.with_name(case.stem + ".expect.yaml").read_text())
+    return [f"{k}={json.dumps(v)}" for k, v in (expect.get("set") or {}).items()]
+
+
+def _comparable(summary: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "status": summary["status"],
+        "steps": summary["steps"],
+        "ctx": summary["ctx"],
+        "error": (summary["error"] or {}).get("code"),
+    }
+
+
+def test_conformance_cases_match_embedded_mode(cluster: Cluster) -> None:
+    cluster.server()
+    cluster.worker()
+    cluster.worker()
+    for case in CASES:
+        sets = _sets(case)
+        distributed = cluster.submit(case, *sets)
+        overrides = {k: json.loads(v) for k, v in (s.split("=", 1) for s in sets)}
+        embedded = run_embedded(compile_file(str(case)).artifacts["payload"], overrides)
+        assert _comparable(distributed) == _comparable(embedded), case.name
+
+
+def _invocations(log: Path) -> Counter[str]:
+    return Counter(log.read_text().splitlines()) if log.exists() else Counter()
+
+
+def _wait_for(predicate: Any, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+def _task_done_before(url: str, execution_id: str) -> set[tuple[int, str]]:
+    store = PostgresStore(url)
+    try:
+        return {
+            (e["iteration"], e["payload"]["task"])
+            for e in store.read(execution_id)
+            if e["name"] == "task.done" and e.get("source") == "worker"
+        }
+    finally:
+        store.close()
+
+
+def _latest_execution(url: str) -> str:
+    store = PostgresStore(url)
+    try:
+        return str(store.executions()[-1]["execution_id"])
+    finally:
+        store.close()
+
+
+def _check_crash_run(cluster: Cluster, log: Path, execution_id: str, done: set[Any]) -> None:
+    store = PostgresStore(cluster.url)
+    try:
+        _wait_for(lambda: store.execution(execution_id)["status"] != "running", 120)  # type: ignore[index]
+        record = store.execution(execution_id)
+        events = store.read(execution_id)
+    finally:
+        store.close()
+    assert record is not None and record["status"] == "completed", record
+    assert record["summary"]["steps"]["total"]["result"] == sum(n * 2 + 1 for n in range(20))
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    calls = _invocations(log)
+    for iteration, task in done:
+        assert calls[f"{task} {iteration}"] == 1, f"{task} {iteration} ran again"
+    for n in range(20):
+        for task in ("first", "second"):
+            assert 1 <= calls[f"{task} {n}"] <= 2
+    terminal = Counter(
+        e["action_id"]
+        for e in events
+        if e["name"].startswith("loop.iteration.") and e["name"] != "loop.iteration.started"
+    )
+    assert len(terminal) == 20
+
+
+def test_sigkill_a_worker_mid_task(cluster: Cluster, tmp_path: Path) -> None:
+    log = tmp_path / "invocations.log"
+    cluster.server()
+    victim = cluster.worker(concurrency=1)
+    cluster.submit(PLAYBOOKS / "crash_loop.yaml", f"log={log}", wait=False)
+    _wait_for(lambda: sum(_invocations(log).values()) >= 9)
+    os.kill(victim.pid, signal.SIGKILL)
+    victim.wait()
+    execution_id = _latest_execution(cluster.url)
+    done = _task_done_before(cluster.url, execution_id)
+    assert done
+    cluster.worker(concurrency=1)  # the job is leased again once the dead lease expires
+    _check_crash_run(cluster, log, execution_id, done)
+
+
+def test_sigkill_a_server_mid_execution(cluster: Cluster, tmp_path: Path) -> None:
+    log = tmp_path / "invocations.log"
+    victim = cluster.server()
+    cluster.worker(concurrency=1)
+    cluster.submit(PLAYBOOKS / "crash_loop.yaml", f"log={log}", wait=False)
+    _wait_for(lambda: sum(_invocations(log).values()) >= 9)
+    os.kill(victim.pid, signal.SIGKILL)
+    victim.wait()
+    execution_id = _latest_execution(cluster.url)
+    done = _task_done_before(cluster.url, execution_id)
+    cluster.server()  # takes the execution over when the dead server's lease expires
+    _check_crash_run(cluster, log, execution_id, done)
+
+
+def test_concurrent_workers_never_run_a_job_twice(cluster: Cluster, tmp_path: Path) -> None:
+    cluster.server()
+    for _ in range(3):
+        cluster.worker(concurrency=4)
+    playbook = tmp_path / "wide.yaml"
+    playbook.write_text(
+        "apiVersion: noetl.io/v2\nkind: Playbook\nmetadata: {name: wide, path: t/wide}\n"
+        f"workload: {{items: {list(range(60))}, log: {str(tmp_path / 'calls.log')!r}}}\n"
+        "workflow:\n  - step: start\n"
+        '    loop: {in: "{{ workload.items }}", iterator: n, spec: {mode: parallel,'
+        " max_in_flight: 12}}\n"
+        "    tool:\n      kind: python\n"
+        '      input: {n: "{{ iter.n }}", log: "{{ workload.log }}"}\n'
+        "      code: |\n"
+        "        with open(log, 'a') as fh:\n"
+        "            fh.write(f'{n}\\n')\n"
+        "        result = n\n"
+    )
+    summary = cluster.submit(playbook)
+    assert summary["status"] == "completed"
+    assert summary["steps"]["start"]["result"] == list(range(60))
+    calls = Counter((tmp_path / "calls.log").read_text().split())
+    assert calls == Counter(str(n) for n in range(60))  # every item exactly once
+
+
+def test_cancel_and_signal_through_the_database(cluster: Cluster) -> None:
+    cluster.server()
+    cluster.worker()
+    started = cluster.submit(PLAYBOOKS / "listener.yaml", wait=False)
+    execution_id = started["execution_id"]
+    proc = _vm("signal", execution_id, "approve", "--data", '{"user": "ada"}', "--db", cluster.url)
+    assert proc.wait(timeout=60) == 0
+    store = PostgresStore(cluster.url)
+    try:
+        _wait_for(lambda: store.execution(execution_id)["status"] != "running")  # type: ignore[index]
+        record = store.execution(execution_id)
+        assert record is not None
+        assert record["summary"]["steps"]["approved"]["result"] == {"approved_by": "ada"}
+    finally:
+        store.close()
+    started = cluster.submit(PLAYBOOKS / "listener.yaml", wait=False)
+    proc = _vm("cancel", started["execution_id"], "--db", cluster.url)
+    assert proc.wait(timeout=60) == 0
+    store = PostgresStore(cluster.url)
+    try:
+        _wait_for(lambda: store.execution(started["execution_id"])["status"] != "running")  # type: ignore[index]
+        assert store.execution(started["execution_id"])["status"] == "cancelled"  # type: ignore[index]
+    finally:
+        store.close()
+    replay = _vm("replay", execution_id, "--db", cluster.url, "--json")
+    out, err = replay.communicate(timeout=60)
+    assert replay.returncode == 0, out + err
+    assert json.loads(out)["ok"]
+
+
+@pytest.mark.parametrize(
+    "url, code",
+    [
+        ("postgresql://postgres@127.0.0.1:1/postgres?connect_timeout=2", "NOE805"),
+        ("postgresql://postgres@127.0.0.1:5432/postgres?bogus=1", "NOE806"),
+    ],
+)
+def test_bad_database_urls(url: str, code: str) -> None:
+    case = str(CASES[0]) if CASES else "x.yaml"
+    for args in (["submit", case, "--db", url], ["worker", "--db", url], ["server", "--db", url]):
+        proc = _vm(*args)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 1, (args, err)
+        assert f"error[{code}]" in err and "Traceback" not in err
+    proc = _vm("worker", "--db", "sqlite:///x.db")
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2 and "error[NOE800]" in err
+
+
+def _terminate_backends(url: str) -> int:
+    """What every client sees when PostgreSQL restarts: all its connections drop at once."""
+    import asyncio
+
+    from noetlc.runtime.postgres.connect import connect
+
+    async def kill() -> int:
+        conn = await connect(url)
+        try:
+            rows = await conn.fetch(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                " AND backend_type = 'client backend'"
+            )
+            return len(rows)
+        finally:
+            await conn.close()
+
+    return asyncio.run(kill())
+
+
+def test_connections_dropped_mid_execution(cluster: Cluster, tmp_path: Path) -> None:
+    log = tmp_path / "invocations.log"
+    cluster.server()
+    cluster.worker(concurrency=1)
+    cluster.submit(PLAYBOOKS / "crash_loop.yaml", f"log={log}", wait=False)
+    execution_id = _latest_execution(cluster.url)
+    for threshold in (6, 20):
+        _wait_for(lambda t=threshold: sum(_invocations(log).values()) >= t)  # type: ignore[misc]
+        assert _terminate_backends(cluster.url) > 0
+    _check_crash_run(cluster, log, execution_id, set())
+    assert all(p.poll() is None for p in cluster.procs)  # nobody died of it

@@ -1,0 +1,200 @@
+"""The control program pre-decoded into per-step handler tables (DESIGN §4).
+
+The control VM never interprets opcodes at run time: each control block becomes one
+`Transition` (slots) with its guard callables, its value indices and the places it feeds, and
+the transitions are indexed by what triggers them — a step's admission rules, its routes on
+`done`/`failed` and its dead-path arcs. Built once per `Program` and cached on it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from noetlc.vm.expr_runtime import Evaluator
+from noetlc.vm.program import OP, ControlBlock, Program
+
+
+class Transition:
+    """One control block, decoded."""
+
+    __slots__ = (
+        "args",
+        "dead_targets",
+        "events",
+        "fails_execution",
+        "guards",
+        "id",
+        "kind",
+        "line",
+        "skip",
+        "step",
+        "targets",
+        "writes",
+    )
+
+    def __init__(self, block: ControlBlock, expressions: list[Evaluator]) -> None:
+        self.id = block.id
+        self.kind = block.kind
+        self.step = block.step
+        self.line = block.line
+        self.events = block.events
+        self.guards: tuple[tuple[Evaluator, bool], ...] = tuple(
+            (expressions[i[1]], i[0] == OP["GUARD_NOT"])
+            for i in block.code
+            if i[0] in (OP["GUARD"], OP["GUARD_NOT"])
+        )
+        self.args: int | None = next((i[1] for i in block.code if i[0] == OP["ARGS"]), None)
+        self.writes: int | None = next((i[1] for i in block.code if i[0] == OP["SET_CTX"]), None)
+        self.targets: tuple[str, ...] = tuple(
+            i[1] for i in block.code if i[0] == OP["PRODUCE"] and i[1] != "execution.sink"
+        )
+        self.dead_targets: tuple[str, ...] = tuple(
+            i[1] for i in block.code if i[0] == OP["DEAD"] and i[1] != "execution.sink"
+        )
+        self.fails_execution = any(i[0] == OP["FAIL_EXECUTION"] for i in block.code)
+        self.skip = any(i[0] == OP["ADMIT"] and i[1] == 0 for i in block.code)
+
+    def passes(self, scope: dict[str, Any]) -> bool:
+        for evaluate, negated in self.guards:  # noqa: SIM110 - a plain loop is faster here
+            if bool(evaluate(scope)) is negated:
+                return False
+        return True
+
+
+class StepTable:
+    """Everything the control VM does for one step."""
+
+    __slots__ = (
+        "admission",
+        "alternatives",
+        "back_targets",
+        "done_routes",
+        "failed_routes",
+        "items",
+        "join_feeds",
+        "listener",
+        "listener_timeout",
+        "loop",
+        "name",
+        "slots",
+    )
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.admission: list[Transition] = []  # start / admit / skip, in rule order
+        self.done_routes: list[Transition] = []  # route, dead and end transitions on `done`
+        self.failed_routes: list[Transition] = []  # route and unhandled on `failed`
+        # every place a route of this step feeds on the way to an AND-join: an arc that does
+        # not fire sends a dead token there (dead-path elimination)
+        self.join_feeds: tuple[str, ...] = ()
+        self.back_targets: frozenset[str] = frozenset()  # successors closing a cycle
+        self.loop: dict[str, Any] | None = None
+        self.items: Evaluator | None = None
+        self.slots = 1
+        self.listener_timeout: float | None = None
+        self.listener = False
+        # distinct forward predecessors (back edges of cycles excluded): a merge of that many
+        # alternatives is dead only when all of them are (dead-path elimination)
+        self.alternatives = 0
+
+
+def build_tables(program: Program) -> dict[str, StepTable]:
+    cached: dict[str, StepTable] | None = getattr(program, "_tables", None)
+    if cached is not None:
+        return cached
+    tables: dict[str, StepTable] = {}
+    for info in program.payload["steps"]:
+        table = tables[info["name"]] = StepTable(info["name"])
+        table.loop = info.get("loop")
+        listener = info.get("listener")
+        table.listener = listener is not None
+        table.listener_timeout = (listener or {}).get("timeout")
+    for block in program.blocks:
+        if block.step is None or block.step not in tables:
+            continue
+        table = tables[block.step]
+        transition = Transition(block, program.expressions)
+        place = block.consumes[0] if block.consumes else ""
+        if block.kind in ("start", "admit", "skip") and place.endswith(".entry"):
+            table.admission.append(transition)
+            loop = next((i for i in block.code if i[0] == OP["LOOP"]), None)
+            if loop is not None:
+                table.items = program.expressions[loop[1]] if loop[1] is not None else None
+                table.slots = max(1, int(loop[2] or 1))
+        elif block.kind in ("route", "dead", "end") and place.endswith((".done", ".waiting")):
+            table.done_routes.append(transition)
+        elif block.kind in ("route", "unhandled") and place.endswith(".failed"):
+            table.failed_routes.append(transition)
+    # Steps whose success can reach a join branch: their dead paths must be announced (when
+    # the step is skipped, receives a dead token, or fails and the failure is handled).
+    on_join_path: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for table in tables.values():
+            if table.name in on_join_path:
+                continue
+            for t in (*table.done_routes, *table.failed_routes):
+                if any(_feeds_join(p, on_join_path) for p in (*t.targets, *t.dead_targets)):
+                    on_join_path.add(table.name)
+                    changed = True
+                    break
+    _count_alternatives(program.entry, tables)
+    for table in tables.values():
+        targets: dict[str, None] = {}
+        for t in (*table.done_routes, *table.failed_routes):
+            for place in (*t.targets, *t.dead_targets):
+                if _feeds_join(place, on_join_path):
+                    targets[place] = None
+        table.join_feeds = tuple(targets)
+    program._tables = tables  # type: ignore[attr-defined]
+    return tables
+
+
+def _successors(table: StepTable) -> list[str]:
+    out: dict[str, None] = {}
+    for t in (*table.done_routes, *table.failed_routes):
+        if t.kind != "route":
+            continue
+        for place in t.targets:
+            if place.endswith(".entry"):
+                out[place[: -len(".entry")]] = None
+    return list(out)
+
+
+def _count_alternatives(entry: str, tables: dict[str, StepTable]) -> None:
+    """Count each step's forward predecessors: a DFS from the entry marks back edges."""
+    state: dict[str, int] = {}  # 1 on the stack, 2 done
+    preds: dict[str, set[str]] = {name: set() for name in tables}
+    back: dict[str, set[str]] = {name: set() for name in tables}
+    stack: list[tuple[str, list[str]]] = []
+    for root in (entry, *tables):
+        if root in state or root not in tables:
+            continue
+        state[root] = 1
+        stack.append((root, _successors(tables[root])))
+        while stack:
+            node, todo = stack[-1]
+            if not todo:
+                state[node] = 2
+                stack.pop()
+                continue
+            nxt = todo.pop(0)
+            if nxt not in tables:
+                continue
+            if state.get(nxt) == 1:
+                back[node].add(nxt)  # a back edge: a cycle, not an alternative
+                continue
+            preds[nxt].add(node)
+            if nxt not in state:
+                state[nxt] = 1
+                stack.append((nxt, _successors(tables[nxt])))
+    for name, table in tables.items():
+        table.alternatives = len(preds[name])
+        table.back_targets = frozenset(back[name])
+
+
+def _feeds_join(place: str, on_join_path: set[str]) -> bool:
+    return ".from." in place or (
+        place.endswith(".entry") and place[: -len(".entry")] in on_join_path
+    )
