@@ -12,6 +12,7 @@ import re
 from noetlc.compiler.desugar.common import guard_body
 from noetlc.compiler.diagnostics import Span
 from noetlc.compiler.ynodes import YMap, YNode, YScalar, YSeq
+from noetlc.stdlib_tools.schemas import ARG_SCHEMAS, argument_names
 
 _IDENTIFIER = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 
@@ -61,6 +62,8 @@ def make_recallable(task: YMap, step: str, keys: set[str]) -> YMap:
         )
     spec = task.get("spec")
     under_spec = "params" not in task and isinstance(spec, YMap) and "params" in spec
+    if not (under_spec or "params" in task or _takes_params(task)):
+        return task  # e.g. python: its arguments read `iter.params` themselves
     holder = spec if under_spec and isinstance(spec, YMap) else task
     params = holder.get("params")
     original = params if isinstance(params, YMap) else YMap((), task.span)
@@ -73,6 +76,16 @@ def make_recallable(task: YMap, step: str, keys: set[str]) -> YMap:
     )
     holder = holder.with_item("params", YMap(tuple(out), original.span))
     return task.with_item("spec", holder) if under_spec else holder
+
+
+def _takes_params(task: YMap) -> bool:
+    """Whether the task's tool kind has a `params:` argument (http, sql kinds)."""
+    kind = task.get("kind")
+    if not (isinstance(kind, YScalar) and isinstance(kind.value, str)):
+        return True
+    if kind.value not in ARG_SCHEMAS:
+        return True  # unknown kinds are reported by `resolve`
+    return "params" in argument_names(kind.value)
 
 
 def _param_template(key: str, original: YNode | None) -> str:

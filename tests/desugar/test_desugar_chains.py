@@ -20,7 +20,6 @@ workflow:
       args: {p: "{{ iter.params.page if iter.params is defined else 1 }}", last: "{{ workload.last }}"}
       code: |
         result = {"page": p, "items": [p], "more": p < last}
-      params: {page: 1}
     case:
       - when: "{{ event.name == 'call.done' and response.more }}"
         then:
@@ -140,7 +139,6 @@ workflow:
       args: {p: "{{ iter.params.page if iter.params is defined else 1 }}"}
       code: |
         result = {"page": p, "items": [p], "more": p < 3}
-      params: {page: 1}
     retry:
       - when: "{{ response.more }}"
         then:
