@@ -259,7 +259,7 @@ class _Composer:
         event: Any = next_event()
         while type(event) is not _MappingEnd:
             key, text = node(event)
-            if type(event) is _ScalarEvent and self.tag_of(event) == _MERGE:
+            if text == "<<" and type(event) is _ScalarEvent and self.tag_of(event) == _MERGE:
                 merged.extend(self.merge_items(next_event()))
                 event = next_event()
                 continue
@@ -332,7 +332,12 @@ class _Composer:
         sm, em = event.start_mark, event.end_mark
         span = _new_tuple(Span, (self.file, sm.line + 1, sm.column + 1, em.line + 1, em.column + 1))
         quoted = bool(event.style)  # None or "" is plain
-        tag = self.tag_of(event)
+        if event.tag is None:  # the common case, inlined: untagged text
+            tag = self.plain_tags.get(event.value) if not quoted else _STR
+            if tag is None:
+                tag = self.tag_of(event)
+        else:
+            tag = self.tag_of(event)
         if tag == _STR:
             return YScalar(event.value, span, quoted)
         if tag not in _KNOWN_SCALAR_TAGS:
