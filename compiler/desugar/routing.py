@@ -9,7 +9,9 @@ fire together with the arcs of its rule, which an exclusive router cannot do. Su
 becomes inclusive, and every other arc keeps its first-match meaning through its guard: it
 fires when its own condition holds and none of the earlier arcs' conditions does. Every guard
 then names the event it fires on (`event.name == 'step.done' and ...`): a negated condition
-would otherwise also hold on `step.failed`.
+would otherwise also hold on `step.failed`. Consecutive first-match arcs to the same target
+(same args) become one arc firing when either holds: the net then has one arc per target, and a
+downstream join is not fed twice by one router.
 """
 
 from __future__ import annotations
@@ -53,6 +55,8 @@ def router_arcs(
     if forks and mode == "exclusive":
         return _first_match_as_inclusive(case_arcs, forks, structural, done), "inclusive"
     arcs = list(case_arcs)
+    if mode == "exclusive":
+        structural = _absorb(arcs, structural, done)
     for arc in structural:
         if case_inclusive and case_guards:
             # inclusive: the structural next fires only when no case rule routed
@@ -63,6 +67,19 @@ def router_arcs(
         if not any(_same_arc(arc, other) for other in arcs):
             arcs.append(arc)
     return arcs, mode
+
+
+def _absorb(case_arcs: list[YMap], structural: list[YMap], done: str) -> list[YMap]:
+    """In an exclusive router, a structural arc right after a case arc to the same target
+    (same args) is folded into it: one arc firing when either held (first-match order)."""
+    if not case_arcs or not structural or not _same_target(case_arcs[-1], structural[0]):
+        return structural
+    union = _union([effective(case_arcs[-1], done), effective(structural[0], done)], done)
+    merged = structural[0].without("when") if union == f"event.name == '{done}'" else None
+    if merged is None:
+        return structural
+    case_arcs[-1] = merged
+    return structural[1:]
 
 
 def effective(arc: YMap, done: str) -> str:
@@ -80,20 +97,52 @@ def effective(arc: YMap, done: str) -> str:
 def _first_match_as_inclusive(
     case_arcs: list[YMap], forks: set[int], structural: list[YMap], done: str
 ) -> list[YMap]:
+    entries = [(arc, i in forks) for i, arc in enumerate(case_arcs)]
+    entries += [(arc, False) for arc in structural]
     out: list[YMap] = []
     earlier: list[str] = []  # conditions of the earlier first-match arcs
-    for index, arc in enumerate([*case_arcs, *structural]):
-        condition = effective(arc, done)
-        fork = index in forks and index < len(case_arcs)
+    for arc, fork, condition in _coalesce(entries, done):
         if not fork and condition in earlier:
             continue  # shadowed by an earlier arc with the same condition: never fired
         if earlier:
             guard = " and ".join([condition, *(f"not ({c})" for c in earlier)])
             arc = arc.with_item("when", YScalar("{{ " + guard + " }}", arc.span))
+        elif condition == f"event.name == '{done}'":
+            arc = arc.without("when")
+        else:
+            arc = arc.with_item("when", YScalar("{{ " + condition + " }}", arc.span))
         out.append(arc)
         if not fork:
             earlier.append(condition)
     return out
+
+
+def _coalesce(entries: list[tuple[YMap, bool]], done: str) -> list[tuple[YMap, bool, str]]:
+    """Consecutive first-match arcs to the same target (same args) as one arc whose condition
+    is the union of theirs: first-match order fires exactly one of them when any holds."""
+    out: list[tuple[YMap, bool, list[str]]] = []
+    for arc, fork in entries:
+        condition = effective(arc, done)
+        last = out[-1] if out else None
+        if last is not None and not fork and not last[1] and _same_target(last[0], arc):
+            last[2].append(condition)
+            continue
+        out.append((arc, fork, [condition]))
+    return [(arc, fork, _union(conditions, done)) for arc, fork, conditions in out]
+
+
+def _union(conditions: list[str], done: str) -> str:
+    succeeded = f"event.name == '{done}'"
+    if succeeded in conditions and all(
+        c == succeeded or c.startswith(succeeded + " and ") for c in conditions
+    ):
+        return succeeded  # every one of them implies "succeeded", and one is exactly that
+    unique = list(dict.fromkeys(conditions))
+    return unique[0] if len(unique) == 1 else " or ".join(f"({c})" for c in unique)
+
+
+def _same_target(a: YMap, b: YMap) -> bool:
+    return a.without("when") == b.without("when")
 
 
 def _same_arc(a: YMap, b: YNode) -> bool:

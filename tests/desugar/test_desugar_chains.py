@@ -3,8 +3,10 @@ what the rewritten playbooks do when run, and where their diagnostics point."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+from noetlc.compiler import cli
 from noetlc.compiler.pipeline import compile_source
 from noetlc.runtime.embedded import run_embedded
 
@@ -174,3 +176,47 @@ def test_tasks_after_a_failed_call_are_refused() -> None:
     source = SAVE.replace("'call.done' and response.v > 10", "'call.error'")
     unit = compile_source(source, "chains.yaml")
     assert [d.code for d in unit.reporter.diagnostics if d.is_error] == ["NOE410"]
+
+
+FORK_JOIN = """
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: fork_join}
+workload: {count: 3}
+workflow:
+  - step: start
+    tool:
+      kind: python
+      args: {count: "{{ workload.count }}"}
+      code: |
+        result = {"count": count}
+    case:
+      - when: "{{ event.name == 'call.done' and response.count > 0 }}"
+        then:
+          - call: {step: helper}
+          - next: [{step: other}]
+    next: [{step: other}]
+  - step: helper
+    tool: {kind: noop}
+    next: [{step: verify}]
+  - step: other
+    tool: {kind: noop}
+    next: [{step: verify}]
+  - step: verify
+    tool: {kind: noop}
+"""
+
+
+def test_a_called_step_and_the_routing_meet_at_a_join(tmp_path: Path) -> None:
+    for count, helper_runs in ((3, 1), (0, 0)):
+        out = _run(FORK_JOIN, count=count)
+        assert out["status"] == "completed", out["error"]
+        assert out["steps"]["verify"]["runs"] == 1
+        assert out["steps"].get("helper", {"runs": 0})["runs"] == helper_runs
+    playbook = tmp_path / "fork_join.yaml"
+    playbook.write_text(FORK_JOIN, encoding="utf-8")
+    unit = compile_source(FORK_JOIN, "fork_join.yaml")
+    assert unit.canonical is not None
+    arcs = unit.canonical.to_python()["workflow"][0]["next"]["arcs"]
+    assert [a["step"] for a in arcs] == ["helper", "other"]  # one arc per target
+    assert cli.main(["lint", str(playbook)]) == 0  # no join waits forever
