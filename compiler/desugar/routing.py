@@ -75,7 +75,7 @@ def _absorb(case_arcs: list[YMap], structural: list[YMap], done: str) -> list[YM
     if not case_arcs or not structural or not _same_target(case_arcs[-1], structural[0]):
         return structural
     union = _union([effective(case_arcs[-1], done), effective(structural[0], done)], done)
-    merged = structural[0].without("when") if union == f"event.name == '{done}'" else None
+    merged = case_arcs[-1].without("when") if union == f"event.name == '{done}'" else None
     if merged is None:
         return structural
     case_arcs[-1] = merged
