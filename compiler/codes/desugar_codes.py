@@ -81,17 +81,20 @@ CODES: tuple[CodeInfo, ...] = (
         "error",
         "a legacy construct has no canonical rewrite",
         """
-Some actions of the legacy `case`/`retry` forms (`call` re-invocation, `result`, `sink`,
-`save_item`, `pipe`/`catch`/`finally`, a per-iteration `sink` inside `retry`) depend on runtime behaviour of
-the old engine that has no one-to-one canonical equivalent. They are reported instead of being
-guessed at; docs/migration.md shows how to write each with canonical tasks and policy rules.
+A few legacy `case`/`retry` actions have no canonical meaning: `catch`/`finally` inside `case`,
+tool calls or `result:` in a rule that runs after the step ended (`step.exit`) or after a
+failed call, tasks in a rule that also retries or skips the call, a `sink` or task without a
+tool `kind:`, a `collect` without `into:`, anything but `set` at `step.enter`. They are reported
+instead of being guessed at; docs/migration.md shows how to write each with canonical tasks
+and policy rules (in a `call.done` rule, `result`, `sink` and named tasks are rewritten).
 
-Example:
+Example (a loop's `step.exit` runs after all iterations: no task can set the result there):
 
+    loop: {in: "{{ workload.items }}", iterator: item}
     case:
-      - when: "{{ event.name == 'call.done' and response.data.hasMore }}"
+      - when: "{{ event.name == 'step.exit' }}"
         then:
-          - call: {params: {page: "{{ response.data.page + 1 }}"}}
+          - result: {from: ctx.items}
 """,
         "write the behaviour with task policy rules (`do: jump`, `set_iter`, `set_ctx`)",
     ),

@@ -1,30 +1,36 @@
-"""Step-level `case:` (specs 000, 002, 003) -> arcs and task policy rules.
+"""Step-level `case:` (specs 000, 002, 003) -> arcs, task policy rules and task chains.
 
 Each rule `{when, then, else}` is classified by the event its condition tests:
 
-* `step.exit` (or no event): its `next` entries (and the shorthand `- step: x`) become arcs of
-  the step's router, in rule order, before the structural `next`, whose arcs only fire when no
-  case rule did (exclusive: by order; inclusive: by an explicit guard). `set` writes ctx when
-  the arc fires. `event.name == 'step.exit'` becomes `'step.done'` (`'loop.done'` for a loop
-  step); `result`/`response` become the step's result (`{{ <step> }}`).
-* `call.done` / `call.error`: `retry`, `fail`, `skip`, `collect` and `set` become a task
-  policy rule of the step's (last) task, where `result`/`response` are `outcome.result`,
-  `error` is `outcome.error` and `this` is `outcome`; `event.name == 'call.done'` becomes
-  `outcome.status == 'ok'` (`'call.error'` -> `'error'`). A `next` in such a rule becomes an
-  arc on `step.done` (`call.done`) or `step.failed` (`call.error`).
+* `step.exit` (or no event, when the rule routes): its `next` entries (and the shorthand
+  `- step: x`) become arcs of the step's router, in rule order, before the structural `next`,
+  whose arcs only fire when no case rule did (exclusive: by order; inclusive: by an explicit
+  guard). `set` writes ctx when the arc fires. `event.name == 'step.exit'` becomes
+  `'step.done'` (`'loop.done'` for a loop step); `result`/`response` become the step's result
+  (`{{ <step> }}`).
+* `call.done` / `call.error` (or no event, when the rule only acts on the call): `retry`,
+  `fail`, `skip`, `collect` and `set` become a task policy rule of the step's call task, where
+  `result`/`response` are `outcome.result`, `error` is `outcome.error` and `this` is `outcome`;
+  `event.name == 'call.done'` becomes `outcome.status == 'ok'` (`'call.error'` -> `'error'`).
+  A `next` in such a rule becomes an arc on `step.done` (`call.done`) or `step.failed`.
+  `sink`, named tasks (`save_item: {tool: ...}`) and `result` become a chain of tasks after
+  the call that the rule jumps to (`chains.py`).
+* `call: {params}` re-invokes the call (a `jump` back with `iter.params`); `call: {step, args}`
+  starts that step besides the routing: an extra arc, with the router made inclusive and
+  the first-match order of the other arcs kept by explicit guards (`routing.py`).
 * `step.enter`: `set` becomes an init task that writes ctx before the tool runs.
 
-`case_mode: inclusive` makes the router inclusive. Actions that have no canonical meaning
-(`call`, `result`, `sink`, `save_item`, `pipe`, `catch`, `finally`) are reported (NOE410) with a
-hint and left out.
+Actions that have no canonical meaning (`pipe`, `catch`, `finally`; tasks or `result` after the
+step ended or after a failed call) are reported (NOE410) with a hint and left out.
 """
 
 from __future__ import annotations
 
-import json
 import re
+from dataclasses import dataclass, field
 from typing import Any
 
+from noetlc.compiler.desugar import chains, routing
 from noetlc.compiler.desugar.common import (
     add_policy_rules,
     guard_body,
@@ -36,16 +42,46 @@ from noetlc.compiler.desugar.common import (
     tool_tasks,
     with_tasks,
 )
+from noetlc.compiler.desugar.recall import (
+    collect_write,
+    make_recallable,
+    retarget_self,
+)
 from noetlc.compiler.diagnostics import Reporter, Span
 from noetlc.compiler.ynodes import YMap, YNode, YScalar, YSeq
 
 _EVENT = re.compile(
     r"""event\.name\s*==\s*(['"])(call\.done|call\.error|step\.exit|step\.enter)\1"""
 )
-_TASK_ACTIONS = {"retry", "fail", "skip", "collect", "set"}
 _ROUTE_ACTIONS = {"next", "step"}
-_IDENTIFIER = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
-_UNSUPPORTED = {"call", "result", "sink", "save_item", "pipe", "catch", "finally"}
+_UNSUPPORTED = {"pipe", "catch", "finally"}
+_KNOWN = {"retry", "fail", "skip", "collect", "set", "call", "result", "sink", *_ROUTE_ACTIONS}
+_TASK_NAMES = {
+    "result": "outcome.result",
+    "response": "outcome.result",
+    "error": "outcome.error",
+    "this": "outcome",
+}
+
+
+@dataclass
+class _Case:
+    """What the rules of one step produce."""
+
+    name: str
+    done: str  # the step's success event: step.done, or loop.done for a loop step
+    call: str  # the name of the call task the task-level rules attach to
+    taken: set[str]  # task names in use (generated names avoid them)
+    arc_names: dict[str, str]
+    arc_strings: dict[str, str]
+    arcs: list[YMap] = field(default_factory=list)
+    forks: set[int] = field(default_factory=set)  # arcs from `call: {step}`: fire besides
+    case_guards: list[str] = field(default_factory=list)
+    task_rules: list[YNode] = field(default_factory=list)
+    init_writes: list[tuple[YScalar, YNode]] = field(default_factory=list)
+    recall_params: set[str] = field(default_factory=set)
+    chains: list[YMap] = field(default_factory=list)  # tasks placed after the call task
+    needs_done: bool = False
 
 
 def run(doc: YMap, reporter: Reporter) -> YMap:
@@ -60,19 +96,18 @@ def _step(step: YMap, reporter: Reporter) -> YMap | None:
     name = step_name(step)
     reporter.report("NOE408", f"step `{name}` uses a legacy `case:` block", key.span)
     done = "loop.done" if "loop" in step else "step.done"
-    arc_names = {
-        "result": name,
-        "response": name,
-        "error": "event.data.error",
-        "this": "event.data",
-    }
-    arc_strings = {"step.exit": done, "call.done": done, "call.error": "step.failed"}
-    task_names = {
-        "result": "outcome.result",
-        "response": "outcome.result",
-        "error": "outcome.error",
-        "this": "outcome",
-    }
+    tasks = tool_tasks(step)
+    call_index = _call_index(tasks)
+    call_default = _default_name(step, name, call_index)
+    taken = {str(t.get("name").value) for t in tasks if isinstance(t.get("name"), YScalar)}  # type: ignore[union-attr]
+    state = _Case(
+        name=name,
+        done=done,
+        call=call_default,
+        taken=taken | {call_default},
+        arc_names={"result": name, "response": name, "error": "event.data.error", "this": "event.data"},
+        arc_strings={"step.exit": done, "call.done": done, "call.error": "step.failed"},
+    )  # fmt: skip
     inclusive = _setting(step, "case_mode") == "inclusive"
     if inclusive and _setting(step, "next_policy") == "end_step":
         # `end_step`: the first `next` that fires ends the step's routing (spec 000 §2.2),
@@ -83,41 +118,30 @@ def _step(step: YMap, reporter: Reporter) -> YMap | None:
         # higher priority first, YAML order among equals (spec 000 §1.3)
         rules.sort(key=lambda r: -_priority(r))
 
-    arcs: list[YNode] = []
-    case_guards: list[str] = []
-    task_rules: list[YNode] = []
-    init_writes: list[tuple[YScalar, YNode]] = []
-    recall_params: set[str] = set()
     for rule in rules:
-        when = rule.get("when")
-        text = _condition_text(when)
+        text = _condition_text(rule.get("when"))
         event = _event_of(text)
         for branch, negate in (("then", False), ("else", True)):
             actions = _actions(rule.get(branch))
-            if not actions:
+            if not actions or (negate and not text):
                 continue
             condition = f"not ({guard_body(text)})" if negate and text else text
-            if negate and not text:
-                continue
-            _rule(
-                name, event, condition, actions, rule.span, reporter,
-                arcs, case_guards, task_rules, init_writes,
-                arc_names, arc_strings, task_names, done, recall_params,
-            )  # fmt: skip
+            _rule(state, event, condition, actions, rule.span, reporter)
 
-    structural = _structural_arcs(step.get("next"))
     router_mode = "inclusive" if inclusive else "exclusive"
     if isinstance(step.get("next"), YMap):
         spec = step.get("next").get("spec")  # type: ignore[union-attr]
         if isinstance(spec, YMap) and isinstance(spec.get("mode"), YScalar) and not inclusive:
             router_mode = str(spec.get("mode").value)  # type: ignore[union-attr]
-    for arc in structural:
-        if inclusive and case_guards:
-            # inclusive: the structural next fires only when no case rule routed
-            none_fired = " and ".join(f"not ({g})" for g in case_guards)
-            arc = arc.with_item("when", YScalar("{{ " + none_fired + " }}", arc.span))
-        if not any(_same_arc(arc, other) for other in arcs):
-            arcs.append(arc)
+    arcs, router_mode = routing.router_arcs(
+        state.arcs,
+        state.forks,
+        state.case_guards,
+        routing.structural_arcs(step.get("next")),
+        router_mode,
+        inclusive,
+        done,
+    )
 
     new = step.without("case", "case_mode", "branch_order", "priority", "next_policy")
     spec = new.get("spec")
@@ -131,15 +155,9 @@ def _step(step: YMap, reporter: Reporter) -> YMap | None:
         )
     else:
         new = new.without("next")
-    tasks = tool_tasks(new)
-    if task_rules and tasks:
-        last = tasks[-1]
-        if recall_params:
-            last = make_recallable(last, name, recall_params)
-            task_name = str(last.get("name").value)  # type: ignore[union-attr]
-            task_rules = [retarget_self(r, task_name) for r in task_rules]
-        tasks[-1] = add_policy_rules(last, task_rules)
-    if init_writes:
+    if (state.task_rules or state.chains) and call_index is not None:
+        tasks = _attach(state, tasks, call_index, key.span)
+    if state.init_writes:
         init = node(
             {
                 "name": f"{name}__enter",
@@ -151,7 +169,7 @@ def _step(step: YMap, reporter: Reporter) -> YMap | None:
                                 "else": {
                                     "then": {
                                         "do": "continue",
-                                        "set_ctx": YMap(tuple(init_writes), key.span),
+                                        "set_ctx": YMap(tuple(state.init_writes), key.span),
                                     }
                                 }
                             }
@@ -167,37 +185,67 @@ def _step(step: YMap, reporter: Reporter) -> YMap | None:
     return new
 
 
+def _call_index(tasks: list[YMap]) -> int | None:
+    """The call task the rules act on: the last task the desugaring did not generate."""
+    for i in range(len(tasks) - 1, -1, -1):
+        if not chains.is_generated(tasks[i]):
+            return i
+    return None
+
+
+def _default_name(step: YMap, name: str, index: int | None) -> str:
+    """The name normalization gives the call task (DESIGN §2.1 task shapes)."""
+    tasks = tool_tasks(step)
+    if index is None:
+        return f"{name}_task"
+    given = tasks[index].get("name")
+    if isinstance(given, YScalar) and given.value is not None:
+        return str(given.value)
+    return f"{name}_task" if isinstance(step.get("tool"), YMap) else f"task_{index}"
+
+
+def _attach(state: _Case, tasks: list[YMap], index: int, span: Span) -> list[YMap]:
+    """Task-level rules onto the call task; chains (and `<step>__done`) after it."""
+    call = tasks[index]
+    rules = state.task_rules
+    if state.chains:  # named first: the chains read its result by this name
+        call, _ = chains.named(call, state.call)
+    if state.recall_params:
+        call = make_recallable(call, state.name, state.recall_params)
+    name_node = call.get("name")
+    if isinstance(name_node, YScalar):
+        rules = [retarget_self(r, str(name_node.value)) for r in rules]
+    call = add_policy_rules(call, rules)
+    if not state.chains:
+        tasks[index] = call
+        return tasks
+    after = tasks[index + 1] if index + 1 < len(tasks) else None
+    after_name = after.get("name") if after is not None else None
+    call = chains.seal(call, str(after_name.value) if isinstance(after_name, YScalar) else None)
+    generated: list[YNode] = [retarget_self(t, state.call) for t in state.chains]
+    if state.needs_done:
+        generated.append(chains.pass_through(f"{state.name}__done", state.call, span))
+    return [*tasks[:index], call, *generated, *tasks[index + 1 :]]  # type: ignore[list-item]
+
+
 def _rule(
-    name: str,
+    state: _Case,
     event: str | None,
     condition: str | None,
     actions: list[tuple[str, YNode, Span]],
     span: Span,
     reporter: Reporter,
-    arcs: list[YNode],
-    case_guards: list[str],
-    task_rules: list[YNode],
-    init_writes: list[tuple[YScalar, YNode]],
-    arc_names: dict[str, str],
-    arc_strings: dict[str, str],
-    task_names: dict[str, str],
-    done: str,
-    recall_params: set[str],
 ) -> None:
+    name = state.name
     writes: list[tuple[YScalar, YNode]] = []
     next_entries: list[YNode] = []
+    fork_entries: list[YMap] = []
+    inline: list[tuple[str, YNode, Span]] = []  # sinks and named tasks, in order
+    result: tuple[YNode, Span] | None = None
     task_then: dict[str, Any] = {}
     for action, value, at in actions:
-        if action in _UNSUPPORTED and not (
-            action == "call" and isinstance(value, YMap) and "params" in value
-        ):
-            reporter.report(
-                "NOE410",
-                f"the case action `{action}` of step `{name}` has no canonical rewrite",
-                at,
-                hint="express it with task policy rules (`set_iter`/`set_ctx`, `do: jump`); "
-                "see docs/migration.md",
-            )
+        if action in _UNSUPPORTED:
+            _refuse(reporter, f"the case action `{action}` of step `{name}`", at)
         elif action in _ROUTE_ACTIONS:
             entries = value.items if isinstance(value, YSeq) else (value,)
             for entry in entries:
@@ -226,45 +274,150 @@ def _rule(
             # Re-invoking the call with new parameters (pagination): jump back to the task
             # with the parameters in `iter.params`, which the task's arguments read.
             params = value.get("params")
-            new_params = rewrite_node(params, task_names, {}) if params is not None else None
+            new_params = rewrite_node(params, _TASK_NAMES, {}) if params is not None else None
             task_then = {"do": "jump", "to": "__self__", "set_iter": {"params": new_params}}
             if isinstance(params, YMap):
-                recall_params.update(str(k.value) for k, _ in params.items)
+                state.recall_params.update(str(k.value) for k, _ in params.items)
+        elif action == "call" and isinstance(value, YMap) and "step" in value:
+            # Calling another step (spec 003 §3): it starts besides the step's routing.
+            fork_entries.append(value.without("params"))
+        elif action == "call":
+            _refuse(reporter, f"the `call` of step `{name}` names no `params` or `step`", at)
+        elif action == "result":
+            result = (value, at)
+        elif action == "sink" or (action not in _KNOWN and _is_task(value)):
+            inline.append((action, value, at))
         elif action == "retry":
             task_then = {"do": "retry", **_retry_fields(value)}
         elif action == "fail":
             task_then = {"do": "fail"}
         elif action == "skip":
             task_then = {"do": "continue"}
+        else:
+            _refuse(reporter, f"the case action `{action}` of step `{name}`", at)
     if event == "step.enter":
-        init_writes.extend(writes)
-        if next_entries or task_then:
+        state.init_writes.extend(writes)
+        if next_entries or fork_entries or task_then or inline or result:
             reporter.report("NOE410", f"a `step.enter` rule of step `{name}` can only `set`", span)
         return
+    if (
+        event is None
+        and not next_entries
+        and not fork_entries
+        and (task_then or writes or inline or result)
+    ):
+        event = "call.done"  # a rule that only acts on the call runs after each call
+    if inline or result:
+        at = result[1] if result is not None else inline[0][2]
+        if event != "call.done":
+            when = "after a failed call" if event == "call.error" else "after the step ended"
+            what = f"`{inline[0][0]}`" if inline else "`result`"
+            _refuse(
+                reporter,
+                f"the case action {what} of step `{name}` {when}",
+                at,
+                "tasks and the step's result come from the pipeline: move the action into a "
+                "`call.done` rule (it then runs after each successful call)",
+            )
+            inline, result = [], None
+        elif task_then.get("do") in ("retry", "continue"):
+            _refuse(reporter, f"a task run by a rule of step `{name}` that retries or skips", at)
+            inline, result = [], None
     task_level = event in ("call.done", "call.error") and (
-        task_then or (writes and not next_entries)
+        task_then or inline or result or (writes and not next_entries and not fork_entries)
     )
     if task_level:
-        guard = _task_guard(condition, task_names)
+        guard = _task_guard(condition)
         then: dict[str, Any] = dict(task_then) if task_then else {"do": "continue"}
+        if inline or result:
+            first = _chain(state, inline, result, then, span, reporter)
+            if first is not None:
+                then = {"do": "jump", "to": first, **_directive_fields(task_then)}
         if writes:
-            then["set_ctx"] = rewrite_node(YMap(tuple(writes), span), task_names, {})
+            then["set_ctx"] = rewrite_node(YMap(tuple(writes), span), _TASK_NAMES, {})
         rule: dict[str, Any] = {"when": guard, "then": then} if guard else {"else": {"then": then}}
-        task_rules.append(node(rule, span))
+        state.task_rules.append(node(rule, span))
         writes = []
-    if not next_entries:
+    if not next_entries and not fork_entries:
         return
-    guard = _arc_guard(condition, arc_names, arc_strings, done)
+    guard = _arc_guard(condition, state.arc_names, state.arc_strings, state.done)
+    if result is not None and task_level:
+        # The rule replaced the step's result, so its arcs cannot test the call's result
+        # again; the result task is the pipeline's exit for this rule: "the step succeeded".
+        guard = None
     if guard:
-        case_guards.append(guard_body(guard))
-    for entry in next_entries:
-        arc = rewrite_node(entry, arc_names, {})
+        state.case_guards.append(guard_body(guard))
+    for entry, fork in [(e, True) for e in fork_entries] + [(e, False) for e in next_entries]:
+        arc = rewrite_node(entry, state.arc_names, {})
         assert isinstance(arc, YMap)
         if guard:
             arc = arc.with_item("when", YScalar(guard, entry.span))
         if writes:
-            arc = arc.with_item("set", rewrite_node(YMap(tuple(writes), span), arc_names, {}))
-        arcs.append(arc)
+            arc = arc.with_item("set", rewrite_node(YMap(tuple(writes), span), state.arc_names, {}))
+        if fork:
+            state.forks.add(len(state.arcs))
+        state.arcs.append(arc)
+
+
+def _chain(
+    state: _Case,
+    inline: list[tuple[str, YNode, Span]],
+    result: tuple[YNode, Span] | None,
+    then: dict[str, Any],
+    span: Span,
+    reporter: Reporter,
+) -> str | None:
+    """Build the chain of tasks of one rule; returns its first task's name."""
+    names = {"result": state.call, "response": state.call}
+    built: list[YMap] = []
+    for action, value, at in inline:
+        base = f"{state.name}__sink" if action == "sink" else action
+        task = chains.tool_task(value, chains.unique(base, state.taken), names)
+        if task is None:
+            _refuse(reporter, f"the `{action}` of step `{state.name}` has no tool `kind:`", at)
+            continue
+        built.append(task)
+    if result is not None:
+        value, at = result
+        built.append(
+            chains.result_task(
+                value, chains.unique(f"{state.name}__result", state.taken), names, at
+            )
+        )
+    if not built:
+        return None
+    if then.get("do") == "jump":
+        end: dict[str, Any] = {"do": "jump", "to": "__self__"}
+    elif then.get("do") == "fail":
+        end = {"do": "fail"}
+    elif result is not None:
+        end = {"do": "break"}
+    else:
+        end = {"do": "jump", "to": f"{state.name}__done"}
+        state.needs_done = True
+    built[-1] = chains.with_rules(built[-1], [{"when": chains.ON_OK, "then": end}], span)
+    state.chains.extend(built)
+    return str(built[0].get("name").value)  # type: ignore[union-attr]
+
+
+def _directive_fields(then: dict[str, Any]) -> dict[str, Any]:
+    """What a re-invocation carries to the chain's jump (its `set_iter`)."""
+    return {k: v for k, v in then.items() if k == "set_iter"}
+
+
+def _is_task(value: YNode) -> bool:
+    return isinstance(value, YMap) and ("tool" in value or "kind" in value)
+
+
+def _refuse(reporter: Reporter, what: str, at: Span, hint: str | None = None) -> None:
+    reporter.report(
+        "NOE410",
+        f"{what} has no canonical rewrite",
+        at,
+        hint=hint
+        or "express it with tasks and task policy rules (`do: jump`, `set_iter`, `set_ctx`); "
+        "see docs/migration.md",
+    )
 
 
 def _condition_text(when: YNode | None) -> str | None:
@@ -307,7 +460,7 @@ def _arc_guard(
     return rewritten
 
 
-def _task_guard(condition: str | None, names: dict[str, str]) -> str | None:
+def _task_guard(condition: str | None, names: dict[str, str] = _TASK_NAMES) -> str | None:
     if not condition:
         return None
     text = condition if "{{" in condition else "{{ " + condition + " }}"
@@ -319,31 +472,6 @@ def _task_guard(condition: str | None, names: dict[str, str]) -> str | None:
 
     text = _EVENT.sub(status, text)
     return rewrite_expression(text, names, {})
-
-
-def collect_write(value: YMap, at: Span) -> tuple[YScalar, YNode] | None:
-    """`collect` -> a ctx write; None when `into` does not name a ctx key."""
-    source = value.get("from")
-    path = value.get("path")
-    into = value.get("into")
-    mode = value.get("mode") or value.get("strategy")
-    if not (isinstance(into, YScalar) and isinstance(into.value, str)):
-        return None
-    target = into.value[4:] if into.value.startswith("ctx.") else into.value
-    if not _IDENTIFIER.match(target):
-        return None
-    if isinstance(source, YScalar):
-        expr = str(source.value)
-        expr = guard_body(expr) if "{{" in expr else expr
-    elif isinstance(path, YScalar):
-        expr = f"result.{path.value}"  # `path` is relative to the call's result
-    else:
-        expr = "result"
-    extend = isinstance(mode, YScalar) and mode.value == "extend"
-    item = f"({expr})" if extend else f"[{expr}]"
-    return YScalar(target, at), YScalar(
-        "{{ (ctx." + target + " | default([])) + " + item + " }}", at
-    )
 
 
 def _retry_fields(value: YNode) -> dict[str, Any]:
@@ -366,76 +494,6 @@ def _retry_fields(value: YNode) -> dict[str, Any]:
     if max_delay is not None:
         fields["max_delay"] = max_delay
     return fields
-
-
-def _structural_arcs(nxt: YNode | None) -> list[YMap]:
-    if isinstance(nxt, YScalar) and nxt.value is not None:
-        return [YMap(((YScalar("step", nxt.span), nxt),), nxt.span)]
-    if isinstance(nxt, YSeq):
-        out = []
-        for entry in nxt.items:
-            if isinstance(entry, YScalar):
-                out.append(YMap(((YScalar("step", entry.span), entry),), entry.span))
-            elif isinstance(entry, YMap):
-                out.append(entry)
-        return out
-    if isinstance(nxt, YMap):
-        arcs = nxt.get("arcs")
-        return [a for a in arcs.items if isinstance(a, YMap)] if isinstance(arcs, YSeq) else []
-    return []
-
-
-def _same_arc(a: YMap, b: YNode) -> bool:
-    return (
-        isinstance(b, YMap)
-        and a.get("step") == b.get("step")
-        and "when" not in a
-        and "when" not in b
-    )
-
-
-def retarget_self(rule: YNode, task_name: str) -> YNode:
-    """Point `to: __self__` of a re-invocation rule at the task's real name."""
-    if isinstance(rule, YMap):
-        return YMap(tuple((k, retarget_self(v, task_name)) for k, v in rule.items), rule.span)
-    if isinstance(rule, YSeq):
-        return YSeq(tuple(retarget_self(v, task_name) for v in rule.items), rule.span)
-    if rule.value == "__self__":
-        return YScalar(task_name, rule.span)
-    return rule
-
-
-def make_recallable(task: YMap, step: str, keys: set[str]) -> YMap:
-    """Name the task and make its `params` read `iter.params` when a re-invocation set them."""
-    if "name" not in task:
-        task = YMap(
-            ((YScalar("name", task.span), YScalar(f"{step}_task", task.span)), *task.items),
-            task.span,
-        )
-    spec = task.get("spec")
-    under_spec = "params" not in task and isinstance(spec, YMap) and "params" in spec
-    holder = spec if under_spec and isinstance(spec, YMap) else task
-    params = holder.get("params")
-    original = params if isinstance(params, YMap) else YMap((), task.span)
-    out = list(original.items)
-    present = {str(k.value) for k, _ in out}
-    out = [(k, YScalar(_param_template(str(k.value), v), v.span)) for k, v in out]
-    out.extend(
-        (YScalar(k, task.span), YScalar(_param_template(k, None), task.span))
-        for k in sorted(keys - present)
-    )
-    holder = holder.with_item("params", YMap(tuple(out), original.span))
-    return task.with_item("spec", holder) if under_spec else holder
-
-
-def _param_template(key: str, original: YNode | None) -> str:
-    if isinstance(original, YScalar) and isinstance(original.value, str) and "{{" in original.value:
-        fallback = "(" + guard_body(original.value) + ")"
-    elif isinstance(original, YScalar):
-        fallback = json.dumps(original.value)
-    else:
-        fallback = "none"
-    return "{{ iter.params." + key + " if iter.params is defined else " + fallback + " }}"
 
 
 _CASE_SETTINGS = ("case_mode", "branch_order", "next_policy")

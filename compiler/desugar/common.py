@@ -15,7 +15,7 @@ from noetlc.compiler.ynodes import YMap, YNode, YScalar, YSeq, from_python
 
 Pass = Callable[[YMap, Reporter], YMap]
 
-_LEXER_ENV = jinja2.Environment()
+_LEXER_ENV = jinja2.Environment(keep_trailing_newline=True)  # the text is kept byte for byte
 
 
 def steps(doc: YMap) -> Iterator[tuple[int, YMap]]:

@@ -4,15 +4,16 @@ Accepted forms: `retry: 3` / `retry: true` (3 tries), a mapping `{max_attempts |
 initial_delay | delay, backoff: none|linear|exponential|fixed, backoff_multiplier, max_delay,
 jitter, when}`, and a list of such mappings or of `{when, then: {...}}` policies, evaluated in
 order. A step-level `retry` is inherited by every task of the step that has none of its own
-(spec 000 §4). The retry rule goes first, so it sees the error before any other rule;
-`next_call` pagination inside retry policies cannot be rewritten mechanically and is an error.
+(spec 000 §4). The retry rule goes first, so it sees the error before any other rule.
+Success-driven policies (spec 002 §6: `next_call`, `collect`, a per-call `sink`) become a
+`jump` back to the task with `iter.params`; a `sink` is a task after the call (`chains.py`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from noetlc.compiler.desugar.case import collect_write, make_recallable, retarget_self
+from noetlc.compiler.desugar import chains
 from noetlc.compiler.desugar.common import (
     add_policy_rules,
     as_guard,
@@ -25,6 +26,7 @@ from noetlc.compiler.desugar.common import (
     tool_tasks,
     with_tasks,
 )
+from noetlc.compiler.desugar.recall import collect_write, make_recallable, retarget_self
 from noetlc.compiler.diagnostics import Reporter
 from noetlc.compiler.ynodes import YMap, YNode, YScalar, YSeq
 
@@ -37,8 +39,8 @@ def run(doc: YMap, reporter: Reporter) -> YMap:
         tasks = tool_tasks(step)
         if step_retry is None and not any("retry" in t for t in tasks):
             return None
-        new_tasks = []
-        for task in tasks:
+        new_tasks: list[YMap] = []
+        for index, task in enumerate(tasks):
             own = task.get("retry")
             source = own if own is not None else step_retry
             key = task.key_node("retry") if own is not None else step.key_node("retry")
@@ -51,28 +53,50 @@ def run(doc: YMap, reporter: Reporter) -> YMap:
                 key.span,
             )
             recall: set[str] = set()
-            rules = _rules(source, reporter, recall)
+            sinks: list[YMap] = []
+            default = f"{step_name(step)}_task" if isinstance(step.get("tool"), YMap) else ""
+            task_name = _name_of(task) or default or f"task_{index}"
+            following = _name_of(tasks[index + 1]) if index + 1 < len(tasks) else None
+            rules = _rules(source, reporter, recall, _Sinks(task_name, sinks, following))
             task = task.without("retry")
+            if sinks:  # named first: the sinks read the call's result by this name
+                task, task_name = chains.named(task, task_name)
             if recall:
                 # success-driven repetition (`next_call`): the task re-runs with new params
                 task = make_recallable(task, step_name(step), recall)
-                name = task.get("name")
-                rules = [
-                    retarget_self(r, str(name.value) if isinstance(name, YScalar) else "")
-                    for r in rules
-                ]
-            new_tasks.append(add_policy_rules(task, rules) if rules else task)
+                task_name = _name_of(task) or task_name
+            rules = [retarget_self(r, task_name) for r in rules]
+            task = add_policy_rules(task, rules) if rules else task
+            if sinks:
+                task = chains.seal(task, following)
+                sinks = [retarget_self(t, task_name) for t in sinks]  # type: ignore[misc]
+            new_tasks.extend([task, *sinks])
         new = step.without("retry") if step_retry is not None else step
         return with_tasks(new, new_tasks) if tasks else new
 
     return map_step_list(doc, fix)
 
 
-def _rules(source: YNode, reporter: Reporter, recall: set[str]) -> list[YNode]:
+class _Sinks:
+    """Where a policy's per-call `sink` tasks go (spec 002 §6: `then.sink`)."""
+
+    def __init__(self, call: str, out: list[YMap], following: str | None) -> None:
+        self.call = call  # the task's name: the sinks read its result by it
+        self.out = out
+        self.following = following  # the task after the call, if any
+        self.taken: set[str] = set()
+
+
+def _name_of(task: YMap) -> str | None:
+    name = task.get("name")
+    return str(name.value) if isinstance(name, YScalar) and name.value is not None else None
+
+
+def _rules(source: YNode, reporter: Reporter, recall: set[str], sinks: _Sinks) -> list[YNode]:
     if isinstance(source, YSeq):
         out: list[YNode] = []
         for item in source.items:
-            out.extend(_rules(item, reporter, recall))
+            out.extend(_rules(item, reporter, recall, sinks))
         return out
     if isinstance(source, YScalar):
         if source.value is False or source.value is None:
@@ -88,8 +112,8 @@ def _rules(source: YNode, reporter: Reporter, recall: set[str]) -> list[YNode]:
     assert isinstance(source, YMap)
     body = source.get("then") if isinstance(source.get("then"), YMap) else source
     assert isinstance(body, YMap)
-    if "next_call" in body or "collect" in body:
-        return [_repeat_rule(source, body, reporter, recall)]
+    if "next_call" in body or "collect" in body or "sink" in body:
+        return [_repeat_rule(source, body, reporter, recall, sinks)]
     when = source.get("when") or body.get("when")
     condition = ON_ERROR
     if isinstance(when, YScalar) and when.value not in (None, True):
@@ -156,10 +180,13 @@ def _legacy_body(condition: str) -> str:
     return guard_body(rewrite_expression(as_guard(condition), LEGACY_NAMES, {}))
 
 
-def _repeat_rule(source: YMap, body: YMap, reporter: Reporter, recall: set[str]) -> YNode:
+def _repeat_rule(
+    source: YMap, body: YMap, reporter: Reporter, recall: set[str], sinks: _Sinks
+) -> YNode:
     """A success-driven retry policy (pagination, polling): while its `when` holds after a
     successful call, run the task again with `next_call.params`, at most `max_attempts`
-    calls in all, collecting into ctx."""
+    calls in all, collecting into ctx. A `sink` runs after each such call: the rule jumps to
+    the sink task, which jumps back to the call (and counts it)."""
     when = source.get("when") or body.get("when")
     condition = "outcome.status == 'ok'"
     if isinstance(when, YScalar) and when.value not in (None, True):
@@ -192,14 +219,33 @@ def _repeat_rule(source: YMap, body: YMap, reporter: Reporter, recall: set[str])
         else:
             key, value = written
             then["set_ctx"] = YMap(((key, rewrite_node(value, LEGACY_NAMES, {})),), collect.span)
-    if "sink" in body:
+    sink = body.get("sink")
+    if sink is not None:
         sink_key = body.key_node("sink")
-        reporter.report(
-            "NOE410",
-            "a per-iteration `sink` inside `retry` has no canonical rewrite",
-            sink_key.span if sink_key is not None else body.span,
-            hint="add the storage call as a task after the fetch, and jump back from it",
-        )
+        at = sink_key.span if sink_key is not None else body.span
+        name = chains.unique(f"{sinks.call}__sink", sinks.taken)
+        task = chains.tool_task(sink, name, {"result": sinks.call, "response": sinks.call})
+        if task is None:
+            reporter.report(
+                "NOE410",
+                "the per-call `sink` of a `retry` policy has no tool `kind:`",
+                at,
+                hint="write `sink: {tool: {kind: postgres, ...}, args: {...}}`",
+            )
+        else:
+            # The sink runs between this call and the next; it counts the call, so
+            # `_retry.index` inside it is this call's number.
+            repeat = then.get("do") == "jump"
+            end: dict[str, Any] = (
+                {"do": "jump", "to": "__self__", "set_iter": {"calls": set_iter.pop("calls")}}
+                if repeat
+                else {"do": "jump", "to": sinks.following}
+                if sinks.following
+                else {"do": "break"}
+            )
+            task = chains.with_rules(task, [{"when": chains.ON_OK, "then": end}], at)
+            sinks.out.append(task)
+            then = {**then, "do": "jump", "to": name}
     if set_iter:
         then["set_iter"] = set_iter
     return node({"when": "{{ " + condition + " }}", "then": then}, source.span)

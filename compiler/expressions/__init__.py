@@ -79,6 +79,9 @@ class CompiledExpression:
         return entry
 
 
+_FIELDS = tuple(f.name for f in dataclasses.fields(CompiledExpression) if f.name != "span")
+
+
 def compile_expression(
     text: Any, *, mode: Mode = "template", span: Span = NO_SPAN
 ) -> CompiledExpression:
@@ -88,8 +91,13 @@ def compile_expression(
     parsing is the expensive part; the span is set per occurrence."""
     if isinstance(text, str):
         compiled = _compile_cached(text, mode)
-        return compiled if span == NO_SPAN else dataclasses.replace(compiled, span=span)
+        return compiled if span == NO_SPAN else _with_span(compiled, span)
     return _compile_uncached(text, mode, span)
+
+
+def _with_span(compiled: CompiledExpression, span: Span) -> CompiledExpression:
+    """A copy at another occurrence (`dataclasses.replace` re-inspects the fields each call)."""
+    return CompiledExpression(**{f: getattr(compiled, f) for f in _FIELDS}, span=span)
 
 
 @functools.lru_cache(maxsize=65536)

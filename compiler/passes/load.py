@@ -1,25 +1,23 @@
 """Pass `load`: YAML text -> located `YMap` (the playbook document).
 
-Uses PyYAML's composer (the C parser when available) so every node keeps its line and column;
-duplicate keys are reported with both locations, and unquoted scalars that YAML 1.1 silently
-coerces (`on`, `no`, `010`, `1:30`) get a warning.
+Builds located nodes straight from PyYAML's event stream (the C parser when available), so
+every node keeps its line and column and the text is visited once: no intermediate yaml node
+tree, no per-node resolver callbacks. Duplicate keys are reported with both locations, and
+unquoted scalars that YAML 1.1 silently coerces (`on`, `no`, `010`, `1:30`) get a warning.
+An alias reuses the (immutable) node its anchor built, so aliased data costs nothing extra.
 """
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import yaml
 
 from noetlc.compiler.diagnostics import Reporter, Span
 from noetlc.compiler.unit import CompilationUnit
 from noetlc.compiler.ynodes import YMap, YNode, YScalar, YSeq
-
-try:  # the C parser is ~10x faster; composition semantics are identical
-    _Loader: type = yaml.CSafeLoader
-except AttributeError:  # pragma: no cover - depends on how PyYAML was built
-    _Loader = yaml.SafeLoader
 
 _STR = "tag:yaml.org,2002:str"
 _INT = "tag:yaml.org,2002:int"
@@ -28,11 +26,52 @@ _BOOL = "tag:yaml.org,2002:bool"
 _NULL = "tag:yaml.org,2002:null"
 _MERGE = "tag:yaml.org,2002:merge"
 _TIMESTAMP = "tag:yaml.org,2002:timestamp"
+_SEQ = "tag:yaml.org,2002:seq"
+_MAP = "tag:yaml.org,2002:map"
 _KNOWN_SCALAR_TAGS = {_STR, _INT, _FLOAT, _BOOL, _NULL, _TIMESTAMP, _MERGE}
 
 _PLAIN_BOOLS = {"true", "false"}
 _SEXAGESIMAL = re.compile(r"^[-+]?[0-9][0-9_]*(:[0-5]?[0-9])+(\.[0-9_]*)?$")
 _CONSTRUCTOR = yaml.SafeLoader("")  # only its scalar constructors are used
+_CONSTRUCTORS = {
+    tag: yaml.SafeLoader.yaml_constructors[tag] for tag in (_INT, _FLOAT, _BOOL, _NULL)
+}
+# YAML 1.1 implicit resolution of plain scalars (first character -> candidate tags).
+_IMPLICIT: dict[Any, list[tuple[str, re.Pattern[str]]]] = (
+    yaml.resolver.Resolver.yaml_implicit_resolvers
+)
+
+_ScalarEvent = yaml.ScalarEvent
+_MappingStart = yaml.MappingStartEvent
+_SequenceStart = yaml.SequenceStartEvent
+_AliasEvent = yaml.AliasEvent
+_MappingEnd = yaml.MappingEndEvent
+_SequenceEnd = yaml.SequenceEndEvent
+
+
+class _PyParser(yaml.reader.Reader, yaml.scanner.Scanner, yaml.parser.Parser):
+    """PyYAML's pure-Python event parser (used when the C extension is missing)."""
+
+    def __init__(self, text: str) -> None:
+        yaml.reader.Reader.__init__(self, text)
+        yaml.scanner.Scanner.__init__(self)
+        yaml.parser.Parser.__init__(self)
+
+    def dispose(self) -> None:
+        return None
+
+
+try:  # the C parser is ~10x faster; the events are the same
+    from yaml._yaml import CParser as _Parser
+except ImportError:  # pragma: no cover - depends on how PyYAML was built
+    _Parser = _PyParser  # type: ignore[misc, assignment]
+
+
+_new_tuple = tuple.__new__  # a Span without NamedTuple's Python-level __new__ (hot path)
+
+
+class _Unusable(Exception):
+    """The text composes into no document (reported by the raiser)."""
 
 
 def read_source(path: str | Path, reporter: Reporter) -> str | None:
@@ -58,28 +97,27 @@ def read_source(path: str | Path, reporter: Reporter) -> str | None:
 
 
 def load(text: str, file: str, reporter: Reporter) -> YMap | None:
-    """Compose `text` into located nodes; returns None when the document is unusable."""
+    """Compose `text` into located nodes; returns None when the document is unusable.
+
+    Diagnostics about the content (duplicate keys, coercions) are only kept when the whole
+    text parses: a syntax error is reported alone.
+    """
+    local = Reporter()
     try:
-        loader = _Loader(text)
+        parser = _Parser(text)
         try:
-            root = loader.get_single_node()
+            node = _Composer(parser, file, local).document()
         finally:
-            loader.dispose()
+            parser.dispose()
+    except _Unusable:
+        reporter.extend(d for d in local.diagnostics if d.is_error)
+        return None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else 1
         column = mark.column + 1 if mark else 1
         problem = exc.problem or exc.context or "invalid YAML"
-        if "but found another document" in str(exc):
-            reporter.report(
-                "NOE006",
-                "a playbook file must contain exactly one YAML document",
-                Span.point(file, line, column),
-            )
-        else:
-            reporter.report(
-                "NOE001", f"YAML syntax error: {problem}", Span.point(file, line, column)
-            )
+        reporter.report("NOE001", f"YAML syntax error: {problem}", Span.point(file, line, column))
         return None
     except yaml.YAMLError as exc:  # reader errors (control characters, bad encoding)
         reporter.report("NOE001", f"YAML error: {exc}", Span.point(file, 1, 1))
@@ -87,15 +125,7 @@ def load(text: str, file: str, reporter: Reporter) -> YMap | None:
     except RecursionError:
         reporter.report("NOE001", "YAML nesting is too deep", Span.point(file, 1, 1))
         return None
-    if root is None:
-        reporter.report("NOE005", "the file is empty", Span.point(file, 1, 1))
-        return None
-    converter = _Converter(file, reporter)
-    try:
-        node = converter.convert(root)
-    except RecursionError:
-        reporter.report("NOE001", "YAML nesting is too deep", Span.point(file, 1, 1))
-        return None
+    reporter.extend(local.diagnostics)
     if not isinstance(node, YMap):
         reporter.report(
             "NOE005",
@@ -114,101 +144,211 @@ def _kind(node: YNode) -> str:
     return type(node.value).__name__ if node.value is not None else "null"
 
 
-def _span(file: str, node: yaml.Node) -> Span:
-    start, end = node.start_mark, node.end_mark
-    return Span(file, start.line + 1, start.column + 1, end.line + 1, end.column + 1)
+class _Composer:
+    """Parser events -> located nodes, one visit per event (linear in the text's size)."""
 
-
-class _Converter:
-    def __init__(self, file: str, reporter: Reporter) -> None:
+    def __init__(self, parser: Any, file: str, reporter: Reporter) -> None:
+        self.next_event = parser.get_event
         self.file = file
         self.reporter = reporter
-        self.active: set[int] = set()  # ids of nodes being converted (alias cycles)
+        self.anchors: dict[str, tuple[YNode, str | None]] = {}  # node, raw text of a scalar
+        self.open_anchors: set[str] = set()  # collections being built (recursive aliases)
+        self.plain_tags: dict[str, str] = {}  # keys and values repeat across steps
 
-    def convert(self, node: yaml.Node) -> YNode:
-        if id(node) in self.active:
-            self.reporter.report("NOE006", "recursive YAML alias", _span(self.file, node))
-            return YScalar(None, _span(self.file, node))
-        self.active.add(id(node))
-        try:
-            if isinstance(node, yaml.ScalarNode):
-                return self.scalar(node)
-            if isinstance(node, yaml.SequenceNode):
-                self.check_tag(node, "tag:yaml.org,2002:seq")
-                return YSeq(tuple(self.convert(v) for v in node.value), _span(self.file, node))
-            assert isinstance(node, yaml.MappingNode)
-            self.check_tag(node, "tag:yaml.org,2002:map")
-            return self.mapping(node)
-        finally:
-            self.active.discard(id(node))
+    def span(self, event: Any) -> Span:
+        start, end = event.start_mark, event.end_mark
+        return _new_tuple(
+            Span, (self.file, start.line + 1, start.column + 1, end.line + 1, end.column + 1)
+        )
 
-    def check_tag(self, node: yaml.Node, expected: str) -> None:
-        if node.tag != expected:
+    def between(self, start: Any, end: Any) -> Span:
+        """From the start of `start` to the end of `end` (a collection's two events)."""
+        sm, em = start.start_mark, end.end_mark
+        return _new_tuple(Span, (self.file, sm.line + 1, sm.column + 1, em.line + 1, em.column + 1))
+
+    def document(self) -> YNode:
+        self.next_event()  # stream start
+        start = self.next_event()
+        if isinstance(start, yaml.StreamEndEvent):
+            self.reporter.report("NOE005", "the file is empty", Span.point(self.file, 1, 1))
+            raise _Unusable
+        root, _ = self.node(self.next_event())
+        self.next_event()  # document end
+        extra = self.next_event()
+        if not isinstance(extra, yaml.StreamEndEvent):
+            mark = extra.start_mark
             self.reporter.report(
-                "NOE006", f"unsupported YAML tag {node.tag}", _span(self.file, node)
+                "NOE006",
+                "a playbook file must contain exactly one YAML document",
+                Span.point(self.file, mark.line + 1, mark.column + 1),
             )
+            raise _Unusable
+        return root
 
-    def mapping(self, node: yaml.MappingNode) -> YMap:
-        items: list[tuple[YScalar, YNode]] = []
-        seen: dict[object, YScalar] = {}
-        pairs = list(node.value)
+    def node(self, event: Any) -> tuple[YNode, str | None]:
+        """The node `event` starts (consuming its events) and, for a scalar, its raw text."""
+        kind = type(event)
+        if kind is _ScalarEvent:
+            scalar = self.scalar(event)
+            if event.anchor is not None:
+                self.define(event, (scalar, event.value))
+            return scalar, event.value
+        if kind is _AliasEvent:
+            return self.alias(event)
+        anchor = event.anchor
+        if anchor is not None:
+            self.open_anchors.add(anchor)
+        if kind is _MappingStart:
+            self.check_tag(event, _MAP)
+            built: YNode = self.mapping(event)
+        else:
+            self.check_tag(event, _SEQ)
+            built = self.sequence(event)
+        if anchor is not None:
+            self.open_anchors.discard(anchor)
+            self.define(event, (built, None))
+        return built, None
+
+    def define(self, event: Any, value: tuple[YNode, str | None]) -> None:
+        anchor = event.anchor
+        if anchor in self.anchors:
+            first = self.anchors[anchor][0].span
+            self.reporter.report(
+                "NOE001",
+                f"YAML syntax error: duplicate anchor &{anchor} (first defined at line "
+                f"{first.line})",
+                self.span(event),
+            )
+            raise _Unusable
+        self.anchors[anchor] = value
+
+    def alias(self, event: Any) -> tuple[YNode, str | None]:
+        anchor = event.anchor
+        if anchor in self.open_anchors:
+            self.reporter.report("NOE006", "recursive YAML alias", self.span(event))
+            return YScalar(None, self.span(event)), None
+        found = self.anchors.get(anchor)
+        if found is None:
+            self.reporter.report(
+                "NOE001", f"YAML syntax error: found undefined alias *{anchor}", self.span(event)
+            )
+            raise _Unusable
+        return found
+
+    def check_tag(self, event: Any, expected: str) -> None:
+        tag = event.tag
+        if tag is not None and tag != "!" and tag != expected:
+            self.reporter.report("NOE006", f"unsupported YAML tag {tag}", self.span(event))
+
+    def sequence(self, start: Any) -> YSeq:
+        items: list[YNode] = []
+        next_event, node = self.next_event, self.node
+        event: Any = next_event()
+        while type(event) is not _SequenceEnd:
+            items.append(node(event)[0])
+            event = next_event()
+        span = self.between(start, event)
+        return YSeq(tuple(items), span)
+
+    def mapping(self, start: Any) -> YMap:
+        # Duplicates are found with one dict: the position of each key in `items`.
+        items: list[tuple[YScalar, YNode] | None] = []
+        seen: dict[object, int] = {}
         merged: list[tuple[YScalar, YNode]] = []
-        for key_node, value_node in pairs:
-            if key_node.tag == _MERGE:
-                merged.extend(self.merge_items(value_node))
+        next_event, node = self.next_event, self.node
+        event: Any = next_event()
+        while type(event) is not _MappingEnd:
+            key, text = node(event)
+            if text == "<<" and type(event) is _ScalarEvent and self.tag_of(event) == _MERGE:
+                merged.extend(self.merge_items(next_event()))
+                event = next_event()
                 continue
-            if not isinstance(key_node, yaml.ScalarNode):
-                self.reporter.report(
-                    "NOE006", "mapping keys must be plain scalars", _span(self.file, key_node)
-                )
+            value = node(next_event())[0]
+            event = next_event()
+            if not isinstance(key, YScalar) or text is None:
+                self.reporter.report("NOE006", "mapping keys must be plain scalars", key.span)
                 continue
-            key = self.scalar(key_node)
             if not isinstance(key.value, str):
                 # Playbook keys are names; `1: x` or `true: x` keys are kept as their text.
-                key = YScalar(str(key_node.value), key.span, key.quoted)
-            if key.value in seen:
-                first = seen[key.value]
+                key = YScalar(text, key.span, key.quoted)
+            at = seen.get(key.value)
+            if at is not None:
+                first = items[at]
+                assert first is not None
                 self.reporter.report(
                     "NOE002",
-                    f"duplicate key '{key.value}' (first defined at line {first.span.line})",
+                    f"duplicate key '{key.value}' (first defined at line {first[0].span.line})",
                     key.span,
-                    related=[("first definition", first.span)],
+                    related=[("first definition", first[0].span)],
                 )
                 # Keep the last one, like YAML loaders, so later passes see one value.
-                items = [(k, v) for k, v in items if k.value != key.value]
-            seen[key.value] = key
-            items.append((key, self.convert(value_node)))
+                items[at] = None
+            seen[key.value] = len(items)
+            items.append((key, value))
+        kept = tuple([item for item in items if item is not None])
         # Merge keys (`<<: *base`) never override explicit keys.
-        for key, value in merged:
-            if key.value not in seen:
-                seen[key.value] = key
-                items.append((key, value))
-        return YMap(tuple(items), _span(self.file, node))
+        if merged:
+            extra: list[tuple[YScalar, YNode]] = []
+            for key, value in merged:
+                if key.value not in seen:
+                    seen[key.value] = -1
+                    extra.append((key, value))
+            kept = kept + tuple(extra)
+        span = self.between(start, event)
+        return YMap(kept, span)
 
-    def merge_items(self, value_node: yaml.Node) -> list[tuple[YScalar, YNode]]:
-        sources = value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
+    def merge_items(self, event: Any) -> list[tuple[YScalar, YNode]]:
+        value = self.node(event)[0]
+        sources = value.items if isinstance(value, YSeq) else (value,)
         out: list[tuple[YScalar, YNode]] = []
         for src in sources:
-            converted = self.convert(src)
-            if isinstance(converted, YMap):
-                out.extend(converted.items)
+            if isinstance(src, YMap):
+                out.extend(src.items)
             else:
-                self.reporter.report("NOE006", "a merge key (<<) needs a mapping", converted.span)
+                self.reporter.report("NOE006", "a merge key (<<) needs a mapping", src.span)
         return out
 
-    def scalar(self, node: yaml.ScalarNode) -> YScalar:
-        span = _span(self.file, node)
-        quoted = node.style is not None and node.style != ""
-        tag = node.tag
+    def tag_of(self, event: Any) -> str:
+        """The resolved tag of a scalar event (YAML 1.1 implicit resolution)."""
+        tag = event.tag
+        if tag is not None and tag != "!":
+            return str(tag)
+        if not event.implicit[0]:
+            return _STR
+        text = event.value
+        found = self.plain_tags.get(text)
+        if found is None:
+            found = _STR
+            for candidate, regexp in _IMPLICIT.get(text[0] if text else "", []) + _IMPLICIT.get(
+                None, []
+            ):
+                if regexp.match(text):
+                    found = candidate
+                    break
+            self.plain_tags[text] = found
+        return found
+
+    def scalar(self, event: Any) -> YScalar:
+        sm, em = event.start_mark, event.end_mark
+        span = _new_tuple(Span, (self.file, sm.line + 1, sm.column + 1, em.line + 1, em.column + 1))
+        quoted = bool(event.style)  # None or "" is plain
+        if event.tag is None:  # the common case, inlined: untagged text
+            tag = self.plain_tags.get(event.value) if not quoted else _STR
+            if tag is None:
+                tag = self.tag_of(event)
+        else:
+            tag = self.tag_of(event)
+        if tag == _STR:
+            return YScalar(event.value, span, quoted)
         if tag not in _KNOWN_SCALAR_TAGS:
             self.reporter.report("NOE006", f"unsupported YAML tag {tag}", span)
-            return YScalar(node.value, span, quoted)
-        if tag in (_STR, _TIMESTAMP, _MERGE):
+            return YScalar(event.value, span, quoted)
+        if tag in (_TIMESTAMP, _MERGE):
             # Timestamps stay text: playbook data must be JSON-compatible.
-            return YScalar(node.value, span, quoted)
-        value = _CONSTRUCTOR.construct_object(node)
+            return YScalar(event.value, span, quoted)
+        value = _CONSTRUCTORS[tag](_CONSTRUCTOR, yaml.ScalarNode(tag, event.value))
         if not quoted:
-            self.check_coercion(node.value, tag, span)
+            self.check_coercion(event.value, tag, span)
         return YScalar(value, span, quoted)
 
     def check_coercion(self, text: str, tag: str, span: Span) -> None:

@@ -68,6 +68,8 @@ class Lowerer:
         self.positions: list[Position] = []
         self.steps = {s.name: s for s in playbook.workflow}
         self._position_index: dict[Position, int] = {}
+        self._last_position: Position | None = None
+        self._last_position_index = 0
 
     def name(self, text: str) -> int:
         index = self._name_index.get(text)
@@ -78,11 +80,14 @@ class Lowerer:
         return index
 
     def position(self, pos: Position) -> int:
+        if pos is self._last_position:  # consecutive instructions share one (hashing is slow)
+            return self._last_position_index
         index = self._position_index.get(pos)
         if index is None:
             index = len(self.positions)
             self.positions.append(pos)
             self._position_index[pos] = index
+        self._last_position, self._last_position_index = pos, index
         return index
 
     def emit(self, block: Block, mnemonic: str, pos: Position, *operands: Any) -> int:

@@ -87,8 +87,9 @@ def _report_rejected(doc: YMap, reporter: Reporter) -> set[Path]:
                 _rejected_step_keys(item, (section, i), reporter, found)
                 _rejected_next_entries(item, (section, i), reporter, found)
             for path, key_node in _walk_structural_keys(item, (section, i)):
-                inside_rejected = any(path[:n] in found for n in range(2, len(path) + 1))
-                if key_node.value in _REJECTED_ANYWHERE and not inside_rejected:
+                if key_node.value not in _REJECTED_ANYWHERE:
+                    continue
+                if not any(path[:n] in found for n in range(2, len(path) + 1)):
                     reporter.report(
                         "NOE105",
                         f"`{key_node.value}:` is not supported",
