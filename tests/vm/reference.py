@@ -218,9 +218,12 @@ class Reference:
                     self.write_ctx(render(arc.set_ctx, scope))
                 new_args = render(arc.args, scope) if arc.args is not None else args
                 out.append((arc.step, step.name, new_args or {}))
-            elif (succeeded or fired) and self.on_join_path(arc.step):
-                if (step.name, arc.step) not in self.back:  # never around a cycle
-                    out.append((arc.step, step.name, None))
+            elif (
+                (succeeded or fired)
+                and self.on_join_path(arc.step)
+                and (step.name, arc.step) not in self.back  # never around a cycle
+            ):
+                out.append((arc.step, step.name, None))
         if any(o[2] is not None and (step.name, o[0]) in self.back for o in out):
             out = [o for o in out if o[2] is not None]  # staying in a cycle: nothing is dead
         if not succeeded and not fired:
