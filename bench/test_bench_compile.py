@@ -1,24 +1,37 @@
 """Compile time by playbook size and shape, with the per-pass breakdown.
 
-Run: `.venv/bin/python -m pytest bench/test_bench_compile.py -m bench -q -s`
-Target (DESIGN §5): linear growth, 10,000 steps in under 10 s.
+Run: `python -m bench -k compile` (the table test prints every pass: `-k table -s`).
+Target (DESIGN §5): linear growth, 10,000 steps in under 10 s. Each size is compared with
+the floor of loading the same text with PyYAML (the loader the compiler's first pass uses).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
 
 import pytest
+import yaml
 
-from noetlc.bench.generators import chain, fanout, loops
+from noetlc.bench.figures import quick, record, target
+from noetlc.bench.generators import chain, fanout, guards, loops
 from noetlc.compiler.pipeline import pass_names, run_pipeline
 from noetlc.compiler.unit import CompilationUnit
 
 pytestmark = pytest.mark.bench
 
-SHAPES: dict[str, Callable[[int], str]] = {"chain": chain, "fanout": fanout, "loops": loops}
-SIZES = (10, 100, 1_000, 10_000)
+SHAPES: dict[str, Callable[[int], str]] = {
+    "chain": chain,
+    "fanout": fanout,
+    "loops": loops,
+    "guards": guards,
+}
+LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def sizes() -> tuple[int, ...]:
+    return (100, 1_000) if quick() else (100, 1_000, 10_000)
 
 
 def compile_timed(source: str) -> tuple[float, dict[str, float]]:
@@ -31,11 +44,17 @@ def compile_timed(source: str) -> tuple[float, dict[str, float]]:
     return total, timings
 
 
+def yaml_floor(source: str) -> float:
+    start = time.perf_counter()
+    yaml.load(source, Loader=LOADER)
+    return time.perf_counter() - start
+
+
 def test_compile_time_table(capsys: pytest.CaptureFixture[str]) -> None:
     passes = pass_names()
     rows = []
     for shape, make in SHAPES.items():
-        for n in SIZES:
+        for n in sizes():
             total, timings = compile_timed(make(n))
             rows.append((shape, n, total, timings))
     with capsys.disabled():
@@ -46,6 +65,45 @@ def test_compile_time_table(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 @pytest.mark.parametrize("shape", SHAPES)
-def test_compile_1000_steps(benchmark: object, shape: str) -> None:
-    source = SHAPES[shape](1_000)
-    benchmark(lambda: compile_timed(source))  # type: ignore[operator]
+def test_compile_growth(benchmark: Any, shape: str) -> None:
+    """Every size of one shape: a figure per size (ms, against PyYAML's load of the same
+    text, with the per-pass times in `detail`) and the growth of µs/step from the smallest
+    to the largest size (linear = 1×)."""
+    per_step: dict[int, tuple[float, float]] = {}
+    sources = {n: SHAPES[shape](n) for n in sizes()}
+    largest = max(sources)
+    timed = benchmark.pedantic(compile_timed, args=(sources[largest],), rounds=1, iterations=1)
+    for n, source in sources.items():
+        if n == largest:  # compiled once above (10,000 steps take seconds)
+            best, timings = timed
+            floor = min(yaml_floor(source) for _ in range(2))
+        else:
+            runs = [compile_timed(source) for _ in range(3)]
+            best, timings = min(runs, key=lambda r: r[0])
+            floor = min(yaml_floor(source) for _ in range(3))
+        per_step[n] = (best / n, floor / n)
+        goal = None
+        if n == 10_000:
+            goal = target("value", "<", 10_000, "DESIGN §5: 10,000 steps < 10 s")
+        record(
+            benchmark,
+            figure=f"compile {shape}, {n:,} steps",
+            value=best * 1e3,
+            unit="ms",
+            against="floor: PyYAML load of the same text",
+            against_value=floor * 1e3,
+            target=goal,
+            group="compile",
+            detail={"passes_ms": {p: round(t * 1e3, 3) for p, t in timings.items()}, "steps": n},
+        )
+    small = min(per_step)
+    record(
+        benchmark,
+        figure=f"compile {shape}: µs/step at {largest:,} ÷ at {small:,}",
+        value=per_step[largest][0] / per_step[small][0],
+        unit="×",
+        against="floor: the same growth of PyYAML load",
+        against_value=per_step[largest][1] / per_step[small][1],
+        target=target("value", "<=", 2, "DESIGN §5: linear (≤ 2×)"),
+        group="compile",
+    )
