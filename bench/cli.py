@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m bench", description="Run every benchmark.")
     p.add_argument("--quick", action="store_true", help="smaller sizes, fewer rounds (< 5 min)")
     p.add_argument("--json", metavar="OUT", help="the result file (default: .benchmarks/…)")
     p.add_argument("-k", metavar="EXPR", help="only benchmarks matching (pytest -k)")

@@ -31,8 +31,8 @@ def chain(n: int) -> None:
     model = type("Model", (), {})()
     Machine(model=model, states=states, transitions=transitions, initial="s0")
     for _ in range(n - 1):
-        model.next()  # type: ignore[attr-defined]
-    assert model.state == f"s{n - 1}"  # type: ignore[attr-defined]
+        model.next()
+    assert model.state == f"s{n - 1}"
 
 
 def loop(n: int) -> None:

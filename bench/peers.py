@@ -48,6 +48,8 @@ PEERS: dict[str, Peer] = {
                 ("PREFECT_LOGGING_LEVEL", "WARNING"),
                 ("PREFECT_SERVER_ANALYTICS_ENABLED", "false"),
                 ("PREFECT_UI_ENABLED", "false"),
+                # its local server takes more than the default 20 s to start on a busy machine
+                ("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180"),
             ),
         ),
         Peer("NoETL CLI", "noetl", ("noetl",), "peer_noetl.py"),

@@ -51,6 +51,14 @@ def target_cell(figure: dict[str, Any]) -> str:
     return f"{mark}: {goal['text']}"
 
 
+def grouped(figures: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Figures by group, groups in the order they first appear, figures in run order."""
+    order: dict[str, int] = {}
+    for f in figures:
+        order.setdefault(f["group"], len(order))
+    return sorted(figures, key=lambda f: order[f["group"]])
+
+
 def terminal_table(result: dict[str, Any]) -> str:
     header = (
         "group",
@@ -63,7 +71,7 @@ def terminal_table(result: dict[str, Any]) -> str:
         "target",
     )
     rows = [header]
-    for f in result["figures"]:
+    for f in grouped(result["figures"]):
         rows.append(
             (
                 f["group"],
@@ -146,7 +154,7 @@ def readme_section(result: dict[str, Any], source: str) -> str:
         "|---|---:|---|---:|---:|---|",
     ]
     group = None
-    for f in result["figures"]:
+    for f in grouped(result["figures"]):
         if f["group"] != group:
             group = f["group"]
             lines.append(f"| **{_md(group)}** | | | | | |")

@@ -24,7 +24,8 @@ import pytest
 
 from noetlc.bench import peers
 from noetlc.bench.figures import quick, record, target
-from noetlc.bench.workflows import WORKFLOWS, best_ms, label, payload, tool_calls
+from noetlc.bench.workflows import WORKFLOWS, best_ms, label, payload, run, tool_calls
+from noetlc.runtime.store import open_store
 from noetlc.stdlib_tools.basic import call_tool
 from noetlc.vm.control import ControlVM
 from noetlc.vm.program import Program
@@ -49,8 +50,10 @@ def test_embedded(benchmark: Any, name: str) -> None:
     n = WORKFLOWS[name][1]
     compiled = payload(name)
     repeat = 3 if quick() else 7
-    benchmark.pedantic(best_ms, args=(compiled, "memory", 1), rounds=repeat, iterations=1)
-    memory_ms, summary = best_ms(compiled, "memory", repeat)
+    summary = benchmark.pedantic(
+        run, setup=lambda: ((compiled, open_store("memory:")), {}), rounds=repeat, iterations=1
+    )
+    memory_ms = benchmark.stats.stats.min * 1e3
     sqlite_ms, _ = best_ms(compiled, "sqlite", repeat)
     calls = tool_calls(name, n)
     goal = LOOP_TARGET if name == "loop" else None

@@ -80,7 +80,8 @@ def test_group_of() -> None:
 
 def test_record_follows_the_convention() -> None:
     class Fake:
-        extra_info: dict[str, Any] = {}
+        def __init__(self) -> None:
+            self.extra_info: dict[str, Any] = {}
 
     fake = Fake()
     entry = record(fake, figure="x", value=3.0, unit="ms", against="y", against_value=2.0,
