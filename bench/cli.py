@@ -54,6 +54,7 @@ def _run(argv: list[str]) -> int:
     p.add_argument("--no-peers", action="store_true", help="skip SpiffWorkflow, Prefect, …")
     args = p.parse_args(argv)
     started = time.time()
+    load_before = describe()["load_average"]
     stamp = datetime.fromtimestamp(started, UTC).strftime("%Y%m%dT%H%M%SZ")
     out = Path(
         args.json
@@ -83,7 +84,7 @@ def _run(argv: list[str]) -> int:
         quick=args.quick,
         started=datetime.fromtimestamp(started, UTC).strftime("%Y-%m-%d %H:%M UTC"),
         duration_s=round(time.time() - started, 1),
-        machine=describe(),
+        machine={**describe(), "load_average_before": load_before},
     )
     out.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(terminal_table(result))

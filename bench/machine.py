@@ -28,4 +28,5 @@ def describe() -> dict[str, Any]:
         "memory_gib": memory,
         "python": f"{platform.python_implementation()} {platform.python_version()}",
         "platform": f"{platform.system()} {platform.release()}",
+        "load_average": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None,
     }

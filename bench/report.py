@@ -132,11 +132,17 @@ def compare_markdown(a: dict[str, Any], b: dict[str, Any], names: tuple[str, str
 
 
 def machine_line(machine: dict[str, Any]) -> str:
-    return (
+    line = (
         f"{machine.get('cpu', 'unknown CPU')}, {machine.get('cores', '?')} cores, "
         f"{machine.get('memory_gib', '?')} GiB, {machine.get('python', '?')} on "
         f"{machine.get('platform', '?')}"
     )
+    if machine.get("load_average_before") is not None:
+        line += (
+            f" (1-minute load average {machine['load_average_before']} before the run, "
+            f"{machine.get('load_average')} after)"
+        )
+    return line
 
 
 def readme_section(result: dict[str, Any], source: str) -> str:

@@ -19,6 +19,7 @@ from noetlc.bench.report import (
     END,
     ReadmeError,
     compare_markdown,
+    machine_line,
     readme_section,
     terminal_table,
     update_readme,
@@ -119,6 +120,13 @@ def test_compare_markdown() -> None:
     assert row["1,000-iteration noop loop, in-memory log"].endswith("| same (±5%) |")
     assert row["compile chain, 100 steps"].endswith("| only in A |")
     assert row["new one"].endswith("| only in B |")
+
+
+def test_machine_line_reports_the_load() -> None:
+    machine = {"cpu": "C", "cores": 2, "memory_gib": 1.0, "python": "P", "platform": "L"}
+    assert machine_line(machine) == "C, 2 cores, 1.0 GiB, P on L"
+    loaded = {**machine, "load_average_before": 3.5, "load_average": 4.0}
+    assert machine_line(loaded).endswith("(1-minute load average 3.5 before the run, 4.0 after)")
 
 
 def test_readme_section_and_replacement() -> None:
