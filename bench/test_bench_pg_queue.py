@@ -1,6 +1,6 @@
 """The PostgreSQL floor of distributed mode: raw queue and event-log throughput.
 
-Run: `.venv/bin/python -m pytest bench/test_bench_pg_queue.py -m bench --benchmark-enable -q -s`
+Run: `python -m bench -k pg_queue` (or pytest: `-m bench --benchmark-enable -s`).
 
 * lease+complete: N jobs are enqueued (untimed), then C consumers (asyncio tasks, one pooled
   connection each) drain them with `lease(limit=B)` + `complete(batch)` — two statements per
@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from noetlc.bench.figures import quick, record, target
 from noetlc.runtime.postgres.connect import connect
 from noetlc.runtime.postgres.database import Database
 from noetlc.runtime.postgres.queries import q
@@ -32,9 +33,10 @@ from noetlc.runtime.queue import JobSpec
 
 pytestmark = pytest.mark.bench
 
-JOBS = {1: 2000, 10: 6000}
+JOBS = {1: 500, 10: 2000} if quick() else {1: 2000, 10: 6000}
 CONSUMERS = (1, 2, 4)
-EVENTS = 2000
+EVENTS = 500 if quick() else 2000
+ROUNDS = 2 if quick() else 3
 REFERENCE = {1: 3000, 10: 18000}  # DESIGN §5, 4 consumers
 
 
@@ -98,11 +100,28 @@ async def _drain(db: Database, batch: int, consumers: int, combined: bool) -> in
     return done
 
 
-@pytest.mark.parametrize(
-    ("mode", "batch", "consumers"),
-    [("2 statements", b, c) for b in (1, 10) for c in CONSUMERS]
-    + [("combined", b, c) for b in (1, 10) for c in (1, 4)],
+LEASE_CASES = (
+    [("2 statements", 1, 4), ("combined", 10, 4)]
+    if quick()
+    else [("2 statements", b, c) for b in (1, 10) for c in CONSUMERS]
+    + [("combined", b, c) for b in (1, 10) for c in (1, 4)]
 )
+
+
+def round_trip_s(harness: Harness, n: int = 200) -> float:
+    """Seconds per `SELECT 1` on a pooled connection: the floor under every statement."""
+
+    async def ping() -> float:
+        async with harness.db.pool.acquire() as conn:
+            start = time.perf_counter()
+            for _ in range(n):
+                await conn.fetchval("SELECT 1")
+            return (time.perf_counter() - start) / n
+
+    return float(harness.run(ping()))
+
+
+@pytest.mark.parametrize(("mode", "batch", "consumers"), LEASE_CASES)
 def test_lease_complete(
     benchmark: Any, harness: Harness, mode: str, batch: int, consumers: int
 ) -> None:
@@ -115,11 +134,28 @@ def test_lease_complete(
     def drain() -> int:
         return int(harness.run(_drain(harness.db, batch, consumers, mode == "combined")))
 
-    done = benchmark.pedantic(drain, setup=setup, rounds=3, iterations=1)
+    done = benchmark.pedantic(drain, setup=setup, rounds=ROUNDS, iterations=1)
     assert done == n
     rate = n / benchmark.stats.stats.median
     benchmark.extra_info["jobs_per_s"] = round(rate)
     RESULTS[f"{mode} b={batch} c={consumers}"] = rate
+    # Floor: one consumer's round trips, `batch` jobs per lease, 1 or 2 statements per batch.
+    statements = 1 if mode == "combined" else 2
+    floor = batch / (statements * round_trip_s(harness))
+    goal = None
+    if batch == 10 and consumers == 4:
+        goal = target("value", ">=", 10_000, "DESIGN §5 distributed ≥ 10,000 tasks/s (queue alone)")
+    record(
+        benchmark,
+        figure=f"queue lease+complete ({mode}), batch {batch}, {consumers} consumer(s)",
+        value=rate,
+        unit="jobs/s",
+        better="higher",
+        against="floor: one connection's SELECT 1 round trips, as jobs/s",
+        against_value=floor,
+        target=goal,
+        group="postgres",
+    )
 
 
 def test_round_trip(benchmark: Any, harness: Harness) -> None:
@@ -130,7 +166,7 @@ def test_round_trip(benchmark: Any, harness: Harness) -> None:
             for _ in range(n):
                 await conn.fetchval("SELECT 1")
 
-    benchmark.pedantic(lambda: harness.run(ping(500)), rounds=3, iterations=1)
+    benchmark.pedantic(lambda: harness.run(ping(500)), rounds=ROUNDS, iterations=1)
     RESULTS["round trip"] = benchmark.stats.stats.median / 500
 
 
@@ -211,25 +247,37 @@ async def _append_copy(conn: Any, execution: str, chunk: list[tuple[Any, ...]]) 
         )
 
 
+APPEND_CASES = [
+    ("single", 1, False),
+    ("batch10", 10, False),
+    ("copy10", 10, True),
+    ("batch100", 100, False),
+    ("copy100", 100, True),
+]
+
+
 @pytest.mark.parametrize(
     ("label", "batch", "copy"),
-    [
-        ("single", 1, False),
-        ("batch10", 10, False),
-        ("copy10", 10, True),
-        ("batch100", 100, False),
-        ("copy100", 100, True),
-    ],
+    [c for c in APPEND_CASES if not quick() or c[0] in ("single", "batch100")],
 )
 def test_event_append(
-    benchmark: Any, pg_bench_url: str, label: str, batch: int, copy: bool
+    benchmark: Any, harness: Harness, pg_bench_url: str, label: str, batch: int, copy: bool
 ) -> None:
     per_event = benchmark.pedantic(
-        lambda: asyncio.run(_append(pg_bench_url, batch, copy)), rounds=3, iterations=1
+        lambda: asyncio.run(_append(pg_bench_url, batch, copy)), rounds=ROUNDS, iterations=1
     )
     assert per_event > 0
     RESULTS[f"append {label}"] = per_event
     benchmark.extra_info["us_per_event"] = round(per_event * 1e6, 1)
+    record(
+        benchmark,
+        figure=f"event append, {label} (batch {batch}{', COPY' if copy else ''}), per event",
+        value=per_event * 1e6,
+        unit="µs",
+        against="floor: one SELECT 1 round trip per batch, per event",
+        against_value=round_trip_s(harness) * 1e6 / batch,
+        group="postgres",
+    )
 
 
 def test_pg_floor_table() -> None:

@@ -1,0 +1,127 @@
+"""End-to-end embedded runs of the DESIGN §5 workflows, events per execution, and memory
+per waiting execution.
+
+Run: `python -m bench -k embedded`.
+
+* Each workflow is compiled once, then run by `run_embedded` with the in-memory log
+  (against the floor of calling the noop tool as often as the run does) and with the SQLite
+  log, one database per run (against the in-memory run measured in the same test).
+* Events per execution, against the floor of one event per tool call.
+* Memory per waiting execution: N control VMs of one program, each started and parked on
+  its first dispatched step (the state a server keeps while a worker runs the step),
+  measured with tracemalloc; compared with `transitions` (N models parked in a state on one
+  machine) when that peer is installed.
+"""
+
+from __future__ import annotations
+
+import time
+import tracemalloc
+import uuid
+from typing import Any
+
+import pytest
+
+from noetlc.bench import peers
+from noetlc.bench.figures import quick, record, target
+from noetlc.bench.workflows import WORKFLOWS, best_ms, label, payload, run, tool_calls
+from noetlc.runtime.store import open_store
+from noetlc.stdlib_tools.basic import call_tool
+from noetlc.vm.control import ControlVM
+from noetlc.vm.program import Program
+
+pytestmark = pytest.mark.bench
+
+LOOP_TARGET = target("value", "<", 50, "DESIGN §5: < 50 ms")
+
+
+def _floor_ms(calls: int, repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        for _ in range(calls):
+            call_tool("noop", {"input": None}, None)
+        best = min(best, time.perf_counter() - start)
+    return best * 1e3
+
+
+@pytest.mark.parametrize("name", list(WORKFLOWS))
+def test_embedded(benchmark: Any, name: str) -> None:
+    n = WORKFLOWS[name][1]
+    compiled = payload(name)
+    repeat = 3 if quick() else 7
+    summary = benchmark.pedantic(
+        run, setup=lambda: ((compiled, open_store("memory:")), {}), rounds=repeat, iterations=1
+    )
+    memory_ms = benchmark.stats.stats.min * 1e3
+    sqlite_ms, _ = best_ms(compiled, "sqlite", repeat)
+    calls = tool_calls(name, n)
+    goal = LOOP_TARGET if name == "loop" else None
+    record(
+        benchmark,
+        figure=f"{label(name, n)}, in-memory log",
+        value=memory_ms,
+        unit="ms",
+        against="floor: calling the noop tool as often",
+        against_value=_floor_ms(calls, repeat),
+        target=goal,
+    )
+    record(
+        benchmark,
+        figure=f"{label(name, n)}, SQLite log",
+        value=sqlite_ms,
+        unit="ms",
+        against="the same run, in-memory log",
+        against_value=memory_ms,
+        target=goal,
+    )
+    record(
+        benchmark,
+        figure=f"events per execution: {label(name, n)}",
+        value=summary["events"],
+        unit="events",
+        against="floor: one per tool call",
+        against_value=calls,
+        group="events",
+    )
+
+
+def parked_bytes(count: int) -> float:
+    program = Program(payload("chain", 10))
+    tracemalloc.start()
+    before = tracemalloc.take_snapshot()
+    parked = []
+    for _ in range(count):
+        vm = ControlVM(program, dict(program.workload), execution_id=str(uuid.uuid4()))
+        commands = vm.start()
+        assert commands and not vm.finished()
+        parked.append(vm)
+    after = tracemalloc.take_snapshot()
+    tracemalloc.stop()
+    return sum(s.size_diff for s in after.compare_to(before, "filename")) / count
+
+
+def test_memory_per_waiting_execution(benchmark: Any) -> None:
+    count = 1_000
+    ours = benchmark.pedantic(parked_bytes, args=(count,), rounds=1, iterations=1)
+    against, theirs, fair = None, None, None
+    try:
+        result = peers.run("transitions", {"sizes": {}, "waiting": count}, timeout=120)
+        against, theirs = (
+            "transitions (a model parked in a state)",
+            result["results"]["waiting"]["bytes"],
+        )
+        fair = "transitions keeps only the state name; we keep the marking, ctx and event log"
+    except peers.PeerUnavailable as exc:
+        fair = f"no peer: {exc}"
+    record(
+        benchmark,
+        figure=f"memory per waiting execution ({count:,} parked control VMs)",
+        value=ours,
+        unit="B",
+        against=against,
+        against_value=theirs,
+        target=target("value", "<", 10_000, "DESIGN §5: < 10 KB"),
+        fair=fair,
+        group="memory",
+    )

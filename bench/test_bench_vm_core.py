@@ -1,0 +1,224 @@
+"""The two VMs without the embedded runner around them.
+
+Run: `python -m bench -k vm_core`.
+
+* Control VM firings/s: a driver feeds `ControlVM.step` the boundary event of every command
+  it returns, on the guarded self-loop of `generators.decisions` (each round: the route
+  transition's guard, the admission, the dispatch). The driver does what the pipeline would
+  (`ctx.i += 1`). Transitions fired are the VM's own count (`ControlVM.firings`: every net
+  transition, admission, completion and route alike). Floor: a pure-Python token game with a list
+  marking (DESIGN §5's 65–180 ns per firing). With SQLite, the events of every step are
+  appended as one batch (what the embedded runner commits); floor: the same batches appended
+  with plain sqlite3.
+* Pipeline VM tasks/s: one step of 100 noop tasks run by `run_pipeline`; floor: calling the
+  noop tool directly the same number of times.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from noetlc.bench.figures import quick, record, target
+from noetlc.bench.generators import _playbook, decisions
+from noetlc.compiler.pipeline import compile_source
+from noetlc.runtime.store import SQLiteStore
+from noetlc.stdlib_tools.basic import call_tool
+from noetlc.vm.control import ControlVM
+from noetlc.vm.pipeline import run_pipeline
+from noetlc.vm.program import Program
+
+pytestmark = pytest.mark.bench
+
+
+def compiled(source: str) -> dict[str, Any]:
+    unit = compile_source(source)
+    assert not unit.reporter.has_errors, unit.reporter.diagnostics[:3]
+    payload: dict[str, Any] = unit.artifacts["payload"]
+    return payload
+
+
+def drive(
+    program: Program, flush: Callable[[ControlVM, dict[str, Any]], None] | None = None
+) -> ControlVM:
+    """Answer every command with its result event at once (the pipeline's part)."""
+    vm = ControlVM(program, dict(program.workload), str(uuid.uuid4()))
+    queue = list(vm.start())
+    while queue and not vm.finished():
+        command = queue.pop()
+        if command.step == "decide":
+            vm.ctx["i"] = vm.ctx.get("i", 0) + 1
+        event = {
+            "name": "step.done",
+            "source": "worker",
+            "step": command.step,
+            "step_run_id": command.step_run_id,
+            "payload": {"result": None},
+        }
+        queue.extend(vm.step(event))
+        if flush is not None:
+            flush(vm, event)
+    assert vm.status == "completed", vm.error
+    return vm
+
+
+def token_game(rounds: int) -> int:
+    """The floor: a cycle of 3 transitions over a list marking, fired `rounds` times each."""
+    marking = [1, 0, 0]
+    transitions = [((0,), (1,)), ((1,), (2,)), ((2,), (0,))]
+    fired = 0
+    for _ in range(rounds):
+        for inputs, outputs in transitions:
+            if all(marking[p] for p in inputs):
+                for p in inputs:
+                    marking[p] -= 1
+                for p in outputs:
+                    marking[p] += 1
+                fired += 1
+    return fired
+
+
+def best_of(fn: Callable[[], Any], rounds: int) -> float:
+    times = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+N = 300 if quick() else 2_000
+
+
+def test_control_vm_firings_memory(benchmark: Any) -> None:
+    program = Program(compiled(decisions(N)))
+    fired = drive(program).firings
+    benchmark.pedantic(drive, args=(program,), rounds=5, iterations=1)
+    ours = fired / best_of(lambda: drive(program), 5)
+    floor = 3 * 10_000 / best_of(lambda: token_game(10_000), 5)
+    record(
+        benchmark,
+        figure=f"control VM firings/s, in-memory log ({fired:,} firings)",
+        value=ours,
+        unit="firings/s",
+        better="higher",
+        against="floor: pure-Python token game, list marking",
+        against_value=floor,
+        target=target("value", ">=", 1_000_000, "DESIGN §5: ≥ 1,000,000/s"),
+    )
+
+
+def _raw_append(
+    db: sqlite3.Connection, execution: str, batches: list[list[dict[str, Any]]]
+) -> None:
+    seq = 0
+    for batch in batches:
+        rows = []
+        for e in batch:
+            seq += 1
+            rows.append((execution, seq, f"{execution}:{seq}", time.time(), e["name"],
+                         e["step"], json.dumps(e["payload"])))  # fmt: skip
+        db.execute("BEGIN")
+        db.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+        db.execute("COMMIT")
+
+
+def test_control_vm_firings_sqlite(benchmark: Any, tmp_path: Path) -> None:
+    program = Program(compiled(decisions(N)))
+    batches: list[list[dict[str, Any]]] = []
+
+    def capture(vm: ControlVM, event: dict[str, Any]) -> None:
+        batches.append([event, *vm.take_events()])
+
+    fired = drive(program, capture).firings
+    store = SQLiteStore(str(tmp_path / "bench.db"))
+
+    def durable() -> None:
+        execution = str(uuid.uuid4())
+        count = 0
+        store.create_execution(execution, program.name)
+
+        def flush(vm: ControlVM, event: dict[str, Any]) -> None:
+            # the embedded runtime's batch: the worker's result and the VM's answer
+            nonlocal count
+            batch = [event, *vm.take_events()]
+            for e in batch:
+                count += 1
+                e["event_id"] = f"{execution}:{count}"
+            store.append(execution, batch)
+
+        drive(program, flush=flush)
+
+    benchmark.pedantic(durable, rounds=3, iterations=1)
+    ours = fired / best_of(durable, 3)
+    with tempfile.TemporaryDirectory() as scratch:
+        raw = sqlite3.connect(str(Path(scratch) / "raw.db"), isolation_level=None)
+        raw.execute("PRAGMA journal_mode=WAL")
+        raw.execute("PRAGMA synchronous=NORMAL")
+        raw.execute(
+            "CREATE TABLE events (execution_id TEXT, seq INTEGER, event_id TEXT UNIQUE, ts REAL,"
+            " name TEXT, step TEXT, payload TEXT, PRIMARY KEY (execution_id, seq))"
+        )
+        floor = fired / best_of(lambda: _raw_append(raw, str(uuid.uuid4()), batches), 3)
+        raw.close()
+    store.close()
+    record(
+        benchmark,
+        figure=f"control VM firings/s, SQLite log ({len(batches):,} commits)",
+        value=ours,
+        unit="firings/s",
+        better="higher",
+        against="floor: the same batches appended with plain sqlite3",
+        against_value=floor,
+        target=target("value", ">=", 100_000, "DESIGN §5: ≥ 100,000/s"),
+    )
+
+
+def test_pipeline_vm_tasks(benchmark: Any) -> None:
+    tasks = 100
+    source = _playbook(
+        "pipeline_100",
+        {},
+        [{"step": "start", "tool": [{"name": f"t{i}", "kind": "noop"} for i in range(tasks)]}],
+    )
+    program = Program(compiled(source))
+    step = program.steps["start"]
+    repeat = 20 if quick() else 100
+
+    def pipelines() -> None:
+        for _ in range(repeat):
+            scope = {"workload": {}, "ctx": {}, "args": {}, "iter": {}, "execution_id": "x"}
+            outcome = run_pipeline(program, step, scope, _tool, _ignore)
+            assert outcome.ok
+
+    def direct() -> None:
+        for _ in range(repeat * tasks):
+            call_tool("noop", {"input": None}, None)
+
+    benchmark.pedantic(pipelines, rounds=3, iterations=1)
+    record(
+        benchmark,
+        figure="pipeline VM tasks/s (steps of 100 noop tasks)",
+        value=repeat * tasks / best_of(pipelines, 3),
+        unit="tasks/s",
+        better="higher",
+        against="floor: calling the noop tool directly",
+        against_value=repeat * tasks / best_of(direct, 3),
+    )
+
+
+def _ignore(*_args: Any) -> None:
+    return None
+
+
+def _tool(kind: str, args: dict[str, Any], spec: Any, *_: Any) -> dict[str, Any]:
+    result: dict[str, Any] = call_tool(kind, args, spec)
+    return result
