@@ -98,6 +98,12 @@ Example (a loop's `step.exit` runs after all iterations: no task can set the res
 """,
         "write the behaviour with task policy rules (`do: jump`, `set_iter`, `set_ctx`)",
     ),
+    _legacy(
+        "NOE412",
+        "legacy-event-names",
+        "legacy event names in arc guards",
+        "    next:\n      arcs:\n        - step: done\n          when: \"{{ event.name == 'call.done' }}\"",
+    ),
     code(
         "NOE411",
         "malformed-sugar",

@@ -9,6 +9,7 @@ reported as a NOE4xx warning. `noetlc migrate` prints the result as YAML.
 from __future__ import annotations
 
 from noetlc.compiler.desugar import (
+    arc_events,
     case,
     labelled_tasks,
     loop_keys,
@@ -33,6 +34,7 @@ DESUGAR_PASSES: list[tuple[str, Pass]] = [
     ("vars_block", vars_block.run),
     ("sink", sink.run),
     ("case", case.run),
+    ("arc_events", arc_events.run),
     ("sugar", sugar.run),
 ]
 

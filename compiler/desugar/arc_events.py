@@ -1,0 +1,37 @@
+"""Legacy event names in arc guards -> the boundary events the control VM routes on.
+
+DESIGN §2.2/§2.5: `call.done` is the step's call finishing well, `call.error` its failure,
+`step.exit` the step ending. On an arc (which is decided when the step ends) they mean
+`step.done` (`loop.done` for a loop step), `step.failed`, and `step.done`/`loop.done`. Without
+the rewrite such an arc tests an event the step never emits and can never fire.
+"""
+
+from __future__ import annotations
+
+from noetlc.compiler.desugar.common import map_step_list, rewrite_node, step_name
+from noetlc.compiler.diagnostics import Reporter
+from noetlc.compiler.ynodes import YMap
+
+LEGACY = ("call.done", "call.error", "step.exit")
+
+
+def run(doc: YMap, reporter: Reporter) -> YMap:
+    def fix(step: YMap) -> YMap | None:
+        routes = step.get("next")
+        if routes is None:
+            return None
+        done = "loop.done" if step.get("loop") is not None else "step.done"
+        strings = {"call.done": done, "call.error": "step.failed", "step.exit": done}
+        new = rewrite_node(routes, {}, strings)
+        if new == routes:
+            return None
+        key = step.key_node("next")
+        reporter.report(
+            "NOE412",
+            f"step `{step_name(step)}` routes on legacy event names"
+            f" ({', '.join(LEGACY)}): rewritten to {done} / step.failed",
+            key.span if key is not None else step.span,
+        )
+        return step.with_item("next", new)
+
+    return map_step_list(doc, fix)
