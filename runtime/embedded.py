@@ -29,9 +29,11 @@ from typing import Any
 import msgpack
 
 from noetlc.runtime.execute import ToolEnv, execute, memo_from_events
+from noetlc.runtime.results import References, payload_limit
 from noetlc.runtime.store import EventStore
 from noetlc.stdlib_tools.keychain import Keychain
 from noetlc.vm.control import INPUT_SOURCES, RESULT_EVENTS, Command, ControlVM, is_input
+from noetlc.vm.expr_runtime import RESOLVER_KEY
 from noetlc.vm.pipeline import ToolCall
 from noetlc.vm.program import OP, Program
 
@@ -133,6 +135,7 @@ class EmbeddedRuntime:
         self.keychain_file = keychain_file
         self.keychain = Keychain(program.payload.get("keychain") or [], file=keychain_file)
         self.env = ToolEnv(self.keychain, playbook_folder(program), self._run_child)
+        self.refs = References(store, payload_limit(program.payload))
         self.inline = {
             name: all(program.names[i[2]] == "noop" for i in info.pipeline if i[0] == OP["TASK"])
             for name, info in program.steps.items()
@@ -157,6 +160,7 @@ class EmbeddedRuntime:
         )
         vm = self.vm = ControlVM(self.program, workload, self.execution_id)
         vm.scope["keychain"] = self._secrets()
+        vm.scope[RESOLVER_KEY] = self.refs.resolve
         requested = {
             "event_id": f"{self.execution_id}:requested",
             "name": "playbook.execution.requested",
@@ -173,7 +177,11 @@ class EmbeddedRuntime:
 
         events = self.store.read(self.execution_id)
         vm = self.vm = rebuild(
-            self.program, self.execution_id, workload, events, {"keychain": self._secrets()}
+            self.program,
+            self.execution_id,
+            workload,
+            events,
+            {"keychain": self._secrets(), RESOLVER_KEY: self.refs.resolve},
         )
         self.server_events = sum(1 for e in events if e.get("source") == "server")
         self.total_events = len(events)
@@ -233,6 +241,10 @@ class EmbeddedRuntime:
                 handle.cancel()
             self.pool.shutdown(wait=True)
         summary_ = summary(vm, self.total_events)
+        if self.refs.stored:
+            for record in summary_["steps"].values():
+                record["result"] = self.refs.expand(record["result"])
+            summary_["result"] = self.refs.expand(summary_["result"])
         if self.keychain.has_secrets:
             summary_ = self.keychain.redact(summary_)  # it is printed and stored
         self.store.finish_execution(self.execution_id, vm.status, summary_)
@@ -243,7 +255,10 @@ class EmbeddedRuntime:
         assert vm is not None
         out: list[dict[str, Any]] = []
         commands: list[Command] = []
+        shrink = self.refs.limit is not None
         for event in batch:
+            if shrink and event.get("source") == "worker":
+                self.refs.shrink_event(event)  # before the VM and the log see it
             out.append(event)
             if event["name"] in RESULT_EVENTS and event.get("source") == "worker":
                 self.active.pop(event.get("action_id") or "", None)

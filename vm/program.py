@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from noetlc.ir.opcodes import BY_MNEMONIC
-from noetlc.vm.expr_runtime import Evaluator, Scope, load_pool
+from noetlc.vm.expr_runtime import REF_KEY, RESOLVER_KEY, Evaluator, Scope, load_pool
 
 OP = {name: op.code for name, op in BY_MNEMONIC.items()}
 
@@ -105,7 +105,10 @@ def evaluate_value(value: Any, expressions: list[Evaluator], scope: Scope) -> An
     """Walk a value-pool entry, evaluating `{"$e": i}` leaves (DESIGN §2.3: native values)."""
     if isinstance(value, dict):
         if "$e" in value and len(value) == 1:
-            return _plain(expressions[value["$e"]](scope))
+            result = _plain(expressions[value["$e"]](scope))
+            if type(result) is dict and REF_KEY in result and RESOLVER_KEY in scope:
+                return scope[RESOLVER_KEY](result[REF_KEY])  # data for tools, not a reference
+            return result
         body = value.get("$lit", value) if len(value) == 1 and "$lit" in value else value
         return {k: evaluate_value(v, expressions, scope) for k, v in body.items()}
     if isinstance(value, list):

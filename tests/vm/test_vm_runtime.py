@@ -254,3 +254,25 @@ def test_a_bad_keychain_file_is_a_clean_error(
     )
     assert code == 1
     assert "error[NOE813]" in capsys.readouterr().err
+
+
+def test_large_results_are_stored_by_reference(tmp_path: Path) -> None:
+    store = SQLiteStore(str(tmp_path / "n.db"))
+    summary = run_embedded(_payload(PLAYBOOKS / "big_result.yaml"), store=store)
+    assert summary["status"] == "completed", summary["error"]
+    assert summary["steps"]["count"]["result"] == {"n": 50, "last": "row-49"}
+    assert len(summary["steps"]["start"]["result"]["rows"]) == 50  # the summary shows data
+    events = store.read(summary["execution_id"])
+    done = [e for e in events if e["name"] == "step.done" and e["step"] == "start"]
+    ref = done[0]["payload"]["result"]["$ref"]
+    assert ref["size"] > 200 and store.get_result(ref["key"]) is not None
+    assert "row-25" not in json.dumps(events)  # the log carries the reference only
+    record = store.execution(summary["execution_id"])
+    assert record is not None
+    assert check(
+        Program(_payload(PLAYBOOKS / "big_result.yaml")),
+        summary["execution_id"],
+        record["workload"],
+        events,
+    ).ok
+    store.close()
