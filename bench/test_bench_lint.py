@@ -37,7 +37,8 @@ SHAPES: dict[str, Callable[[int], str]] = {
     "fanout": lambda n: fanout(n, width=8),
     "structured": lambda n: structured(n, seed=1),
 }
-SIZES = (100, 1_000) if quick() else (100, 1_000, 10_000)
+# 10,000 steps: the structural reduction is still quadratic on fan-outs (docs/lint.md)
+SIZES = (100, 1_000) if quick() else (100, 1_000, 3_000)
 WIDTHS = (4, 8) if quick() else (4, 8, 12, 16)
 
 PM4PY_SCRIPT = r"""
