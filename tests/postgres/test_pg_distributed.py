@@ -323,3 +323,44 @@ def test_connections_dropped_mid_execution(cluster: Cluster, tmp_path: Path) -> 
         assert _terminate_backends(cluster.url) > 0
     _check_crash_run(cluster, log, execution_id, set())
     assert all(p.poll() is None for p in cluster.procs)  # nobody died of it
+
+
+def _restart_postgres() -> str | None:
+    """Restart the local cluster; None when done, else why it cannot be done here."""
+    import shutil
+
+    if shutil.which("pg_ctlcluster") is None or not Path("/etc/postgresql").is_dir():
+        return "pg_ctlcluster is not available"
+    if os.geteuid() != 0:
+        return "restarting PostgreSQL needs root"
+    version = sorted(p.name for p in Path("/etc/postgresql").iterdir())[0]
+    subprocess.run(
+        ["pg_ctlcluster", "--skip-systemctl-redirect", version, "main", "restart"],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    for _ in range(60):
+        ready = subprocess.run(["pg_isready", "-h", "127.0.0.1", "-p", "5432", "-q"])
+        if ready.returncode == 0:
+            return None
+        time.sleep(0.5)
+    raise AssertionError("PostgreSQL did not come back after the restart")
+
+
+@pytest.mark.skipif(
+    os.environ.get("CI", "").lower() != "true" and not os.environ.get("NOETLC_TEST_PG_RESTART"),
+    reason="restarts the machine's PostgreSQL: runs under CI=true or NOETLC_TEST_PG_RESTART=1",
+)
+def test_postgres_restarted_mid_execution(cluster: Cluster, tmp_path: Path) -> None:
+    log = tmp_path / "invocations.log"
+    cluster.server()
+    cluster.worker(concurrency=1)
+    cluster.submit(PLAYBOOKS / "crash_loop.yaml", f"log={log}", wait=False)
+    execution_id = _latest_execution(cluster.url)
+    _wait_for(lambda: sum(_invocations(log).values()) >= 8)
+    why = _restart_postgres()
+    if why is not None:
+        pytest.skip(why)
+    _check_crash_run(cluster, log, execution_id, set())
+    assert all(p.poll() is None for p in cluster.procs)  # servers and workers rode it out
