@@ -10,9 +10,8 @@ second, stops issuing work, asks running tasks to stop, and ends with status `ca
 from __future__ import annotations
 
 import argparse
-import sys
 
-from noetlc.vm.commands.history import add_db, open_or_report
+from noetlc.vm.commands.history import add_db, find_execution, open_or_report
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -30,11 +29,8 @@ def run(args: argparse.Namespace) -> int:
     if store is None:
         return 2
     try:
-        record = store.execution(args.execution_id)
+        record = find_execution(store, args.execution_id, args.db)
         if record is None:
-            print(
-                f"error[NOE804]: no execution {args.execution_id!r} in {args.db}", file=sys.stderr
-            )
             return 1
         if record["status"] != "running":
             print(f"execution {args.execution_id} already ended: {record['status']}")

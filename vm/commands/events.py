@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from typing import Any
 
-from noetlc.vm.commands.history import add_db, open_or_report
+from noetlc.vm.commands.history import add_db, find_execution, open_or_report
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -38,11 +37,7 @@ def run(args: argparse.Namespace) -> int:
     if store is None:
         return 2
     try:
-        if store.execution(args.execution_id) is None:
-            print(
-                f"error[NOE804]: no execution {args.execution_id!r} in {args.db}",
-                file=sys.stderr,
-            )
+        if find_execution(store, args.execution_id, args.db) is None:
             return 1
         seq = 0
         while True:

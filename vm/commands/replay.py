@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
-from noetlc.vm.commands.history import add_db, open_or_report
+from noetlc.vm.commands.history import add_db, find_execution, open_or_report
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -30,18 +29,11 @@ def run(args: argparse.Namespace) -> int:
     if store is None:
         return 2
     try:
-        record = store.execution(args.execution_id)
-        events = store.read(args.execution_id)
+        record = find_execution(store, args.execution_id, args.db, program=True)
+        events = store.read(args.execution_id) if record is not None else []
     finally:
         store.close()
     if record is None:
-        print(f"error[NOE804]: no execution {args.execution_id!r} in {args.db}", file=sys.stderr)
-        return 1
-    if record.get("program") is None:
-        print(
-            f"error[NOE857]: execution {args.execution_id} was recorded without its program",
-            file=sys.stderr,
-        )
         return 1
     report = check(
         Program(decode_program(record["program"])),

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from noetlc.vm.commands.history import add_db, open_or_report
+from noetlc.vm.commands.history import add_db, find_execution, open_or_report
 from noetlc.vm.commands.run import add_keychain, progress_for, report
 
 
@@ -32,24 +32,8 @@ def run(args: argparse.Namespace) -> int:
     if store is None:
         return 2
     try:
-        record = store.execution(args.execution_id)
+        record = find_execution(store, args.execution_id, args.db, running=True, program=True)
         if record is None:
-            print(
-                f"error[NOE804]: no execution {args.execution_id!r} in {args.db}", file=sys.stderr
-            )
-            return 1
-        if record["status"] != "running":
-            print(
-                f"error[NOE856]: execution {args.execution_id} already ended: {record['status']}",
-                file=sys.stderr,
-            )
-            print("  hint: `noetl-vm status ID` shows its summary", file=sys.stderr)
-            return 1
-        if record.get("program") is None:
-            print(
-                f"error[NOE857]: execution {args.execution_id} was recorded without its program",
-                file=sys.stderr,
-            )
             return 1
         payload = decode_program(record["program"])
         progress = progress_for(args, len(payload["steps"]))

@@ -13,7 +13,7 @@ import argparse
 import json
 import sys
 
-from noetlc.vm.commands.history import add_db, open_or_report
+from noetlc.vm.commands.history import add_db, find_execution, open_or_report
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -33,17 +33,7 @@ def run(args: argparse.Namespace) -> int:
     if store is None:
         return 2
     try:
-        record = store.execution(args.execution_id)
-        if record is None:
-            print(
-                f"error[NOE804]: no execution {args.execution_id!r} in {args.db}", file=sys.stderr
-            )
-            return 1
-        if record["status"] != "running":
-            print(
-                f"error[NOE856]: execution {args.execution_id} already ended: {record['status']}",
-                file=sys.stderr,
-            )
+        if find_execution(store, args.execution_id, args.db, running=True) is None:
             return 1
         request = store.request(args.execution_id, "signal", args.name, data)
         print(f"signal {args.name} sent to {args.execution_id} (request {request})")
