@@ -28,14 +28,14 @@ from typing import Any
 
 import msgpack
 
-from noetlc.runtime.execute import ToolEnv, execute, memo_from_events
+from noetlc.runtime.execute import ToolEnv, execute, memo_from_events, noop_only
 from noetlc.runtime.results import References, payload_limit
 from noetlc.runtime.store import EventStore
 from noetlc.stdlib_tools.keychain import Keychain
 from noetlc.vm.control import INPUT_SOURCES, RESULT_EVENTS, Command, ControlVM, is_input
 from noetlc.vm.expr_runtime import RESOLVER_KEY
 from noetlc.vm.pipeline import ToolCall
-from noetlc.vm.program import OP, Program
+from noetlc.vm.program import Program
 
 OnEvents = Callable[[list[dict[str, Any]]], None]
 _INLINE = threading.Event()  # the cancel flag of inline actions: they finish before any cancel
@@ -136,10 +136,7 @@ class EmbeddedRuntime:
         self.keychain = Keychain(program.payload.get("keychain") or [], file=keychain_file)
         self.env = ToolEnv(self.keychain, playbook_folder(program), self._run_child)
         self.refs = References(store, payload_limit(program.payload))
-        self.inline = {
-            name: all(program.names[i[2]] == "noop" for i in info.pipeline if i[0] == OP["TASK"])
-            for name, info in program.steps.items()
-        }
+        self.inline = noop_only(program)
         self.vm: ControlVM | None = None
         self.server_events = 0
         self.active: dict[str, threading.Event] = {}  # action_id -> cancel flag

@@ -22,7 +22,7 @@ from noetlc.stdlib_tools.context import RunPlaybook, ToolContext
 from noetlc.stdlib_tools.keychain import Keychain
 from noetlc.stdlib_tools.registry import call_tool as call_registry_tool
 from noetlc.vm.pipeline import ToolCall, Wait, run_pipeline
-from noetlc.vm.program import Program
+from noetlc.vm.program import OP, Program
 
 EmitEvent = Callable[[dict[str, Any]], None]
 
@@ -157,6 +157,14 @@ def execute(
     terminal = worker_event(name, step, step_run_id, action_id, iteration, payload)
     emit(terminal)
     return terminal
+
+
+def noop_only(program: Program) -> dict[str, bool]:
+    """Per step: does its pipeline call only `noop` (no tool, no I/O: runtimes run it inline)?"""
+    return {
+        name: all(program.names[i[2]] == "noop" for i in info.pipeline if i[0] == OP["TASK"])
+        for name, info in program.steps.items()
+    }
 
 
 def memo_from_events(events: list[dict[str, Any]]) -> dict[str, dict[int, dict[str, Any]]]:

@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from noetlc.runtime.embedded import playbook_folder
-from noetlc.runtime.execute import ToolEnv, execute, memo_from_events
+from noetlc.runtime.execute import EmitEvent, ToolEnv, execute, memo_from_events, noop_only
 from noetlc.runtime.postgres.database import Database
 from noetlc.runtime.queue import Lease
 from noetlc.runtime.server import REQUESTED, RETRYABLE, _warn, new_owner, program_from_requested
@@ -120,19 +120,7 @@ class Worker:
                 continue
             events = by_execution.setdefault(lease.execution_id, [])
             first = len(events)
-            scope: dict[str, Any] = dict(p.get("results") or {})
-            scope.update(workload=workload, ctx=p.get("ctx") or {}, execution_id=lease.execution_id)
-            execute(
-                program,
-                p["step"],
-                p["step_run_id"],
-                lease.action_id,
-                p.get("args") or {},
-                p.get("iteration"),
-                p.get("item"),
-                scope,
-                events.append,
-            )
+            execute(*_execute_args(lease, program, workload, events.append))
             now = time.time()
             for index, event in enumerate(events[first:]):
                 event["event_id"] = f"{lease.action_id}:{lease.attempt}:{index}"
@@ -183,12 +171,7 @@ class Worker:
             if first["name"] != REQUESTED:
                 raise LookupError(f"execution {execution_id} has no {REQUESTED} event")
             program, workload = program_from_requested(first)
-            inline = {
-                name: all(
-                    program.names[i[2]] == "noop" for i in info.pipeline if i[0] == OP["TASK"]
-                )
-                for name, info in program.steps.items()
-            }
+            inline = noop_only(program)
             cached = self.programs[execution_id] = (program, workload, inline)
             keychain = Keychain(program.payload.get("keychain") or [], file=self.keychain_file)
             self.envs[execution_id] = ToolEnv(keychain, playbook_folder(program), None)
@@ -205,8 +188,6 @@ class Worker:
             memo = memo_from_events(await self.db.events.read(lease.execution_id)).get(
                 lease.action_id
             )
-        scope: dict[str, Any] = dict(p.get("results") or {})
-        scope.update(workload=workload, ctx=p.get("ctx") or {}, execution_id=lease.execution_id)
         events: list[dict[str, Any]] = []
         flushed = 0
         loop = asyncio.get_running_loop()
@@ -230,17 +211,7 @@ class Worker:
                     return
                 flushed = len(events)
 
-        args = (
-            program,
-            p["step"],
-            p["step_run_id"],
-            lease.action_id,
-            p.get("args") or {},
-            p.get("iteration"),
-            p.get("item"),
-            scope,
-            emit,
-        )
+        args = _execute_args(lease, program, workload, emit)
         if inline.get(p["step"]) and memo is None:
             execute(*args)
         else:
@@ -256,3 +227,23 @@ class Worker:
             return False
         await self.db.events.append(lease.execution_id, self._redact(lease, events[flushed:]))
         return True
+
+
+def _execute_args(
+    lease: Lease, program: Program, workload: dict[str, Any], emit: EmitEvent
+) -> tuple[Program, str, str, str, dict[str, Any], int | None, Any, dict[str, Any], EmitEvent]:
+    """`execute`'s positional arguments for a job: the command and the scope it carries."""
+    p = lease.payload
+    scope: dict[str, Any] = dict(p.get("results") or {})
+    scope.update(workload=workload, ctx=p.get("ctx") or {}, execution_id=lease.execution_id)
+    return (
+        program,
+        p["step"],
+        p["step_run_id"],
+        lease.action_id,
+        p.get("args") or {},
+        p.get("iteration"),
+        p.get("item"),
+        scope,
+        emit,
+    )
