@@ -24,26 +24,12 @@ from noetlc.runtime.postgres.connect import PgUrl, with_retry
 from noetlc.runtime.postgres.errors import DatabaseError
 from noetlc.runtime.postgres.notify import Notifications
 from noetlc.runtime.postgres.queries import q
+from noetlc.runtime.store import ENVELOPE
 
 COPY_THRESHOLD = 64
 _TEXT_FIELDS = ("name", "source", "step", "step_run_id", "task_run_id", "parent_id", "action_id")
-_COLUMNS = (
-    "execution_id",
-    "seq",
-    "event_id",
-    "ts",
-    "name",
-    "source",
-    "step",
-    "step_run_id",
-    "task_run_id",
-    "iteration",
-    "attempt",
-    "parent_id",
-    "action_id",
-    "pc",
-    "payload",
-)
+# the envelope of DESIGN §2.5 in column order: one definition for SQLite and PostgreSQL
+_COLUMNS = ("execution_id", "seq", *ENVELOPE, "payload")
 
 
 def _text(value: Any) -> str | None:
