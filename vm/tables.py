@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from noetlc.ir.cycles import back_edges
 from noetlc.vm.expr_runtime import Evaluator
 from noetlc.vm.program import OP, ControlBlock, Program
 
@@ -164,35 +165,22 @@ def _successors(table: StepTable) -> list[str]:
 
 
 def _count_alternatives(entry: str, tables: dict[str, StepTable]) -> None:
-    """Count each step's forward predecessors: a DFS from the entry marks back edges."""
-    state: dict[str, int] = {}  # 1 on the stack, 2 done
+    """Count each step's forward predecessors; a cycle's back edge is not an alternative."""
+    successors = {name: _successors(table) for name, table in tables.items()}
+    back = back_edges((entry, *tables), successors)
     preds: dict[str, set[str]] = {name: set() for name in tables}
-    back: dict[str, set[str]] = {name: set() for name in tables}
-    stack: list[tuple[str, list[str]]] = []
-    for root in (entry, *tables):
-        if root in state or root not in tables:
-            continue
-        state[root] = 1
-        stack.append((root, _successors(tables[root])))
-        while stack:
-            node, todo = stack[-1]
-            if not todo:
-                state[node] = 2
-                stack.pop()
-                continue
-            nxt = todo.pop(0)
+    targets: dict[str, set[str]] = {name: set() for name in tables}
+    for node, nexts in successors.items():
+        for nxt in nexts:
             if nxt not in tables:
                 continue
-            if state.get(nxt) == 1:
-                back[node].add(nxt)  # a back edge: a cycle, not an alternative
-                continue
-            preds[nxt].add(node)
-            if nxt not in state:
-                state[nxt] = 1
-                stack.append((nxt, _successors(tables[nxt])))
+            if (node, nxt) in back:
+                targets[node].add(nxt)
+            else:
+                preds[nxt].add(node)
     for name, table in tables.items():
         table.alternatives = len(preds[name])
-        table.back_targets = frozenset(back[name])
+        table.back_targets = frozenset(targets[name])
 
 
 def _feeds_join(place: str, on_join_path: set[str]) -> bool:

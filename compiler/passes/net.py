@@ -15,6 +15,7 @@ from noetlc.compiler.diagnostics import Span
 from noetlc.compiler.expressions import ExpressionPool
 from noetlc.compiler.unit import CompilationUnit
 from noetlc.compiler.values import ValuePool
+from noetlc.ir.cycles import back_edges
 from noetlc.ir.net import (
     Guard,
     JoinInfo,
@@ -421,26 +422,6 @@ def _graph(playbook: tree.Playbook) -> tuple[dict[str, list[str]], dict[str, lis
     return preds, succ
 
 
-def _back_edges(entry: str, succ: dict[str, list[str]]) -> set[tuple[str, str]]:
-    """The edges that close a cycle in a depth-first walk from the entry (iterative)."""
-    back: set[tuple[str, str]] = set()
-    state: dict[str, int] = {entry: 1}  # 1 on the stack, 2 done
-    stack: list[tuple[str, list[str]]] = [(entry, list(succ.get(entry, [])))]
-    while stack:
-        node, todo = stack[-1]
-        if not todo:
-            state[node] = 2
-            stack.pop()
-            continue
-        nxt = todo.pop(0)
-        if state.get(nxt) == 1:
-            back.add((node, nxt))
-        elif nxt not in state:
-            state[nxt] = 1
-            stack.append((nxt, list(succ.get(nxt, []))))
-    return back
-
-
 def _fork_analysis(playbook: tree.Playbook) -> tuple[dict[str, JoinInfo], set[str]]:
     """Label propagation from every inclusive fork: each step reached gets the set of the
     fork's branches that reach it. A step whose incoming steps carry different branches is an
@@ -448,7 +429,7 @@ def _fork_analysis(playbook: tree.Playbook) -> tuple[dict[str, JoinInfo], set[st
     no longer belongs to the fork), which keeps the analysis linear for structured workflows.
     Returns the joins and the steps on some fork-to-join path (dead tokens must pass them)."""
     preds, succ = _graph(playbook)
-    back = _back_edges(playbook.entry, succ)
+    back = back_edges((playbook.entry,), succ)
     # a cycle's back edge is not an incoming branch: a loop head is not a join
     preds = {n: [s for s in ss if (s, n) not in back] for n, ss in preds.items()}
     joins: dict[str, JoinInfo] = {}
