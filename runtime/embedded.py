@@ -31,6 +31,7 @@ import msgpack
 from noetlc.runtime.execute import ToolEnv, execute, memo_from_events, noop_only
 from noetlc.runtime.results import References, payload_limit
 from noetlc.runtime.store import EventStore
+from noetlc.runtime.timers import started_times, timer
 from noetlc.stdlib_tools.keychain import Keychain
 from noetlc.vm.control import INPUT_SOURCES, RESULT_EVENTS, Command, ControlVM, is_input
 from noetlc.vm.expr_runtime import RESOLVER_KEY
@@ -195,7 +196,7 @@ class EmbeddedRuntime:
             "payload": {"after_seq": len(events)},
         }
         self._commit([resumed])
-        return await self._loop(vm.outstanding(), started_at=_started_times(events))
+        return await self._loop(vm.outstanding(), started_at=started_times(events))
 
     # ------------------------------------------------------------------ the loop
 
@@ -307,18 +308,7 @@ class EmbeddedRuntime:
                 self._arm_timer(command)
 
     def _arm_timer(self, command: Command) -> None:
-        delay = float(command.delay or 0)
-        started = self.started_at.get(command.step_run_id)
-        if started is not None:
-            delay = max(0.0, started + delay - time.time())
-        event = {
-            "event_id": f"{self.execution_id}:timer:{command.step_run_id}",
-            "name": "timer.fired",
-            "source": "timer",
-            "step": command.step,
-            "step_run_id": command.step_run_id,
-            "payload": {"delay": command.delay},
-        }
+        delay, event = timer(self.execution_id, command, self.started_at)
         self.timers[command.step_run_id] = self.loop.call_later(delay, self.queue.put_nowait, event)
 
     def _run(self, command: Command) -> None:
@@ -452,14 +442,6 @@ def _guarded(fn: Callable[..., Any], *args: Any) -> None:
         name = "step.failed" if iteration is None else "loop.iteration.failed"
         error = {"type": type(exc).__name__, "message": str(exc)}
         emit(worker_event(name, step, step_run_id, action, iteration, {"error": error}))
-
-
-def _started_times(events: list[dict[str, Any]]) -> dict[str, float]:
-    return {
-        e["step_run_id"]: float(e["ts"])
-        for e in events
-        if e["name"] == "step.started" and e.get("source") == "server" and e.get("step_run_id")
-    }
 
 
 def summary(vm: ControlVM, events: int) -> dict[str, Any]:

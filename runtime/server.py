@@ -29,6 +29,7 @@ from noetlc.runtime.postgres.errors import DatabaseError
 from noetlc.runtime.postgres.notify import ANY_KEY
 from noetlc.runtime.queue import JobSpec
 from noetlc.runtime.replay import rebuild
+from noetlc.runtime.timers import started_times, timer
 from noetlc.vm.control import Command, ControlVM, is_input
 from noetlc.vm.program import Program
 
@@ -151,11 +152,7 @@ class Server:
         vm = rebuild(program, execution_id, workload, events)
         recorded = sum(1 for e in events if e.get("source") == "server")
         owned = Owned(execution_id, vm, program, events[-1]["seq"], recorded)
-        owned.started_at = {
-            e["step_run_id"]: float(e["ts"])
-            for e in events
-            if e["name"] == "step.started" and e.get("source") == "server" and e["step_run_id"]
-        }
+        owned.started_at = started_times(events)
         self.owned[execution_id] = owned
         regenerated = vm.take_events()
         # server events a dead owner decided but never appended
@@ -223,18 +220,7 @@ class Server:
             await self.db.queue.enqueue(jobs)
 
     def _arm_timer(self, owned: Owned, command: Command) -> None:
-        delay = float(command.delay or 0)
-        started = owned.started_at.get(command.step_run_id)
-        if started is not None:
-            delay = max(0.0, started + delay - time.time())
-        event = {
-            "event_id": f"{owned.execution_id}:timer:{command.step_run_id}",
-            "name": "timer.fired",
-            "source": "timer",
-            "step": command.step,
-            "step_run_id": command.step_run_id,
-            "payload": {"delay": command.delay},
-        }
+        delay, event = timer(owned.execution_id, command, owned.started_at)
 
         def fire() -> None:
             task = asyncio.ensure_future(self.db.events.append(owned.execution_id, [event]))
