@@ -14,10 +14,10 @@ import importlib
 from typing import Any
 
 from noetlc.stdlib_tools.context import ToolContext
-from noetlc.stdlib_tools.envelope import error, jsonable, ok
+from noetlc.stdlib_tools.envelope import error, ok
 from noetlc.stdlib_tools.keychain import Keychain
 from noetlc.stdlib_tools.schemas import DuckdbArgs
-from noetlc.stdlib_tools.sql_split import split_statements
+from noetlc.stdlib_tools.sql_split import rows_result, run_script, split_statements
 from noetlc.stdlib_tools.sqlite_tool import database_path
 
 CHANGES = frozenset({"insert", "update", "delete", "create", "drop", "alter", "copy", "merge"})
@@ -51,18 +51,9 @@ def run(
     except duckdb.Error as exc:
         return error(type(exc).__name__, f"cannot open {path}: {exc}")
     try:
-        if len(statements) <= 1:
-            result = _execute(conn, args.query or "", args.params)
-        else:
-            conn.execute("BEGIN TRANSACTION")
-            try:
-                for text in statements:
-                    result = _execute(conn, text, None)
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
-            result["statements"] = len(statements)
+        result = run_script(
+            conn, statements, args.query or "", args.params, _execute, "BEGIN TRANSACTION"
+        )
     except duckdb.Error as exc:
         return error(type(exc).__name__, str(exc))
     finally:
@@ -80,10 +71,4 @@ def _execute(conn: Any, sql: str, params: Any) -> dict[str, Any]:
         # DuckDB reports the rows a change touched as a one-row `Count` result
         count = int(rows[0][0]) if rows else 0
         rows = []
-    return {
-        "rows": [jsonable(dict(zip(columns, row))) for row in rows],
-        "columns": columns,
-        "rowcount": count,
-        "row_count": count,
-        "statements": 1,
-    }
+    return rows_result(columns, rows, count)

@@ -10,6 +10,10 @@ definitions) and comments (`-- ...`, nested `/* ... */`) do not split.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import Any
+
+from noetlc.stdlib_tools.envelope import jsonable
 
 _DOLLAR_TAG = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)?\$")
 
@@ -97,3 +101,38 @@ def _skip_block_comment(sql: str, i: int) -> int:
         else:
             i += 1
     return n
+
+
+def run_script(
+    conn: Any,
+    statements: list[str],
+    query: str,
+    params: Any,
+    execute: Callable[[Any, str, Any], dict[str, Any]],
+    begin: str = "BEGIN",
+) -> dict[str, Any]:
+    """One statement runs with its parameters; several run in one transaction (all or none)
+    and the result is the last statement's, with the number of statements."""
+    if len(statements) <= 1:
+        return execute(conn, query, params)
+    conn.execute(begin)
+    try:
+        for text in statements:
+            result = execute(conn, text, None)
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+    result["statements"] = len(statements)
+    return result
+
+
+def rows_result(columns: list[str], rows: list[Any], count: int) -> dict[str, Any]:
+    """The result of one SQL statement, as the sqlite and duckdb tools return it."""
+    return {
+        "rows": [jsonable(dict(zip(columns, row, strict=False))) for row in rows],
+        "columns": columns,
+        "rowcount": count,
+        "row_count": count,
+        "statements": 1,
+    }

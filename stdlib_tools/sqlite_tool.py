@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from noetlc.stdlib_tools.context import ToolContext
-from noetlc.stdlib_tools.envelope import error, jsonable, ok
+from noetlc.stdlib_tools.envelope import error, ok
 from noetlc.stdlib_tools.keychain import Keychain
 from noetlc.stdlib_tools.schemas import SqliteArgs
-from noetlc.stdlib_tools.sql_split import split_statements
+from noetlc.stdlib_tools.sql_split import rows_result, run_script, split_statements
 
 DEFAULT_TIMEOUT = 30.0
 PROGRESS_STEPS = 10_000  # SQLite VM instructions between deadline checks
@@ -56,18 +56,7 @@ def run(
     deadline = time.monotonic() + seconds
     conn.set_progress_handler(lambda: int(time.monotonic() > deadline), PROGRESS_STEPS)
     try:
-        if len(statements) <= 1:
-            result = _execute(conn, args.query or "", args.params)
-        else:
-            conn.execute("BEGIN")
-            try:
-                for text in statements:
-                    result = _execute(conn, text, None)
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
-            result["statements"] = len(statements)
+        result = run_script(conn, statements, args.query or "", args.params, _execute, "BEGIN")
     except sqlite3.Error as exc:
         if time.monotonic() > deadline:
             return error("Timeout", f"the statement did not finish within {seconds:g} s")
@@ -82,13 +71,7 @@ def _execute(conn: sqlite3.Connection, sql: str, params: Any) -> dict[str, Any]:
     rows = cursor.fetchall()
     columns = [d[0] for d in cursor.description or ()]
     count = cursor.rowcount if cursor.rowcount >= 0 else len(rows)
-    return {
-        "rows": [jsonable(dict(zip(columns, row))) for row in rows],
-        "columns": columns,
-        "rowcount": count,
-        "row_count": count,
-        "statements": 1,
-    }
+    return rows_result(columns, rows, count)
 
 
 def _error(exc: sqlite3.Error, prefix: str) -> dict[str, Any]:
