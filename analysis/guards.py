@@ -17,6 +17,7 @@ from typing import Any
 from lark import Token, Tree
 
 from noetlc.compiler.expressions import CompiledExpression
+from noetlc.compiler.expressions.facts import is_event_name, unwrap
 from noetlc.compiler.expressions.parser import ExprPiece, parse_expression, split_template
 from noetlc.ir.net import Guard
 
@@ -83,18 +84,8 @@ def _has_literal_text(source: str) -> bool:
 _UNKNOWN = object()
 
 
-_WRAPPERS = frozenset({"or_", "and_", "compare", "binop", "concat", "power"})
-
-
-def _unwrap(node: Any) -> Any:
-    """The grammar keeps one-child precedence levels (`or_` of one `and_`...): skip them."""
-    while isinstance(node, Tree) and len(node.children) == 1 and node.data in _WRAPPERS:
-        node = node.children[0]
-    return node
-
-
 def _eval(node: Any, names: frozenset[str]) -> Any:
-    node = _unwrap(node)
+    node = unwrap(node)
     if not isinstance(node, Tree):
         return _UNKNOWN
     kind = node.data
@@ -117,7 +108,7 @@ def _eval(node: Any, names: frozenset[str]) -> Any:
         left, op, right = node.children
         op_text = " ".join(str(t) for t in op.children)
         for a, b in ((left, right), (right, left)):
-            if _is_event_name(a):
+            if is_event_name(a):
                 return _compare(op_text, b, names, event_first=a is left)
         return _UNKNOWN
     return _UNKNOWN
@@ -137,22 +128,8 @@ def _compare(op: str, other: Any, names: frozenset[str], *, event_first: bool) -
     return _UNKNOWN
 
 
-def _is_event_name(node: Any) -> bool:
-    node = _unwrap(node)
-    if not (isinstance(node, Tree) and node.data == "getattr"):
-        return False
-    base, attr = node.children
-    base = _unwrap(base)
-    return (
-        str(attr) == "name"
-        and isinstance(base, Tree)
-        and base.data == "name"
-        and str(base.children[0]) == "event"
-    )
-
-
 def _string(node: Any) -> str | None:
-    node = _unwrap(node)
+    node = unwrap(node)
     if isinstance(node, Tree) and node.data == "strings":
         import ast
 
@@ -161,7 +138,7 @@ def _string(node: Any) -> str | None:
 
 
 def _string_list(node: Any) -> list[str] | None:
-    node = _unwrap(node)
+    node = unwrap(node)
     if not (isinstance(node, Tree) and node.data in ("list_", "tuple_many", "tuple_one")):
         return None
     out: list[str] = []

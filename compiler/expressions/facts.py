@@ -33,7 +33,7 @@ def analyze(tree: Tree[Any], names: set[str]) -> Facts:
             left, op, right = node.children
             op_text = "".join(str(t) for t in op.children)
             for a, b in ((left, right), (right, left)):
-                if _is_event_name(a):
+                if is_event_name(a):
                     found.update(_string_values(b, op_text))
     return Facts(tuple(sorted(found)), tuple(sorted(optional)))
 
@@ -51,15 +51,15 @@ def _test_name(node: Tree[Any]) -> str:
 
 def _root_name(node: Any) -> list[str]:
     """The name an access chain starts from (`a` of `a.b[0].c`), if it starts from one."""
-    node = _unwrap(node)
+    node = unwrap(node)
     while isinstance(node, Tree) and node.data in _ACCESS:
-        node = _unwrap(node.children[0])
+        node = unwrap(node.children[0])
     if isinstance(node, Tree) and node.data == "name":
         return [str(node.children[0])]
     return []
 
 
-def _unwrap(node: Any) -> Any:
+def unwrap(node: Any) -> Any:
     while isinstance(node, Tree) and len(node.children) == 1 and node.data in (
         "or_", "and_", "compare", "binop", "concat", "power"
     ):  # fmt: skip
@@ -67,12 +67,12 @@ def _unwrap(node: Any) -> Any:
     return node
 
 
-def _is_event_name(node: Any) -> bool:
-    node = _unwrap(node)
+def is_event_name(node: Any) -> bool:
+    node = unwrap(node)
     if not (isinstance(node, Tree) and node.data == "getattr"):
         return False
     base, attr = node.children
-    base = _unwrap(base)
+    base = unwrap(base)
     return (
         str(attr) == "name"
         and isinstance(base, Tree)
@@ -82,7 +82,7 @@ def _is_event_name(node: Any) -> bool:
 
 
 def _string_values(node: Any, op: str) -> list[str]:
-    node = _unwrap(node)
+    node = unwrap(node)
     if op == "==" and isinstance(node, Tree) and node.data == "strings":
         return ["".join(_unquote(t) for t in node.children)]
     if op == "in" and isinstance(node, Tree) and node.data in ("list_", "tuple_many"):
