@@ -315,22 +315,22 @@ class EmbeddedRuntime:
         vm = self.vm
         assert vm is not None
         memo = self.memo.pop(command.action_id, None)
+        action = partial(
+            execute,
+            self.program,
+            command.step,
+            command.step_run_id,
+            command.action_id,
+            command.args,
+            command.iteration,
+            command.item,
+            call_tool=self.call_tool,
+            env=self.env,
+        )
         if self.inline[command.step] and memo is None:
             # runs now, on this thread, before the VM changes: its scope needs no copy
             self.active[command.action_id] = _INLINE
-            execute(
-                self.program,
-                command.step,
-                command.step_run_id,
-                command.action_id,
-                command.args,
-                command.iteration,
-                command.item,
-                vm.scope,
-                self.inbox.append,
-                self.call_tool,
-                env=self.env,
-            )
+            action(vm.scope, self.inbox.append)
             return
         scope = dict(vm.scope)  # the VM goes on while the thread runs: a snapshot
         flag = self.active[command.action_id] = threading.Event()
@@ -342,22 +342,7 @@ class EmbeddedRuntime:
         def wait(seconds: float) -> bool:
             return flag.wait(seconds) if seconds > 0 else flag.is_set()
 
-        self.pool.submit(
-            _guarded,
-            partial(execute, env=self.env),
-            self.program,
-            command.step,
-            command.step_run_id,
-            command.action_id,
-            command.args,
-            command.iteration,
-            command.item,
-            scope,
-            emit,
-            self.call_tool,
-            memo,
-            wait,
-        )
+        self.pool.submit(_guarded, command, action, scope, emit, memo, wait)
 
     # ------------------------------------------------------------------ tools
 
@@ -430,18 +415,32 @@ def playbook_folder(program: Program) -> Path:
     return Path.cwd()
 
 
-def _guarded(fn: Callable[..., Any], *args: Any) -> None:
+def _guarded(
+    command: Command,
+    action: Callable[..., Any],
+    scope: dict[str, Any],
+    emit: Callable[[dict[str, Any]], None],
+    memo: dict[int, dict[str, Any]] | None,
+    wait: Callable[[float], bool],
+) -> None:
     """A worker thread must always answer: a crash in the runner becomes a failed result."""
-    emit = args[8]
     try:
-        fn(*args)
+        action(scope, emit, memo=memo, wait=wait)
     except BaseException as exc:
-        step, step_run_id, action, iteration = args[1], args[2], args[3], args[5]
         from noetlc.runtime.execute import worker_event
 
-        name = "step.failed" if iteration is None else "loop.iteration.failed"
+        name = "step.failed" if command.iteration is None else "loop.iteration.failed"
         error = {"type": type(exc).__name__, "message": str(exc)}
-        emit(worker_event(name, step, step_run_id, action, iteration, {"error": error}))
+        emit(
+            worker_event(
+                name,
+                command.step,
+                command.step_run_id,
+                command.action_id,
+                command.iteration,
+                {"error": error},
+            )
+        )
 
 
 def summary(vm: ControlVM, events: int) -> dict[str, Any]:

@@ -22,14 +22,7 @@ EXIT_FOR_STATUS = {"completed": 0, "failed": 1, "cancelled": 3}
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", metavar="FILE", help="FILE.yaml or FILE.nbc")
-    p.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="workload override (VALUE is JSON, else a string)",
-    )
-    p.add_argument("--workload", metavar="FILE", help="a JSON or YAML file of workload overrides")
+    add_workload(p)
     p.add_argument("--json", action="store_true", help="print the summary as one JSON line")
     p.add_argument("--quiet", action="store_true", help="no progress line")
     add_keychain(p)
@@ -39,6 +32,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="URL",
         help=f"event store: sqlite:///FILE or memory: (default {DEFAULT_URL})",
     )
+
+
+def add_workload(p: argparse.ArgumentParser) -> None:
+    """`--set KEY=VALUE` and `--workload FILE` (read by `_overrides`)."""
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="workload override (VALUE is JSON, else a string)",
+    )
+    p.add_argument("--workload", metavar="FILE", help="a JSON or YAML file of workload overrides")
 
 
 def add_keychain(p: argparse.ArgumentParser) -> None:

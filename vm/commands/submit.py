@@ -15,21 +15,14 @@ import sys
 import time
 import uuid
 
-from noetlc.vm.commands.run import _overrides, report
+from noetlc.vm.commands.run import _overrides, add_workload, report
 from noetlc.vm.commands.server import add_db_required, check_db
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", metavar="FILE", help="FILE.yaml or FILE.nbc")
     add_db_required(p)
-    p.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="workload override (VALUE is JSON, else a string)",
-    )
-    p.add_argument("--workload", metavar="FILE", help="a JSON or YAML file of workload overrides")
+    add_workload(p)
     p.add_argument("--wait", action="store_true", help="wait for the execution to end")
     p.add_argument("--timeout", type=float, default=None, help="give up waiting after S seconds")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON line")
