@@ -155,9 +155,8 @@ class Server:
         owned.started_at = started_times(events)
         self.owned[execution_id] = owned
         regenerated = vm.take_events()
-        # server events a dead owner decided but never appended
-        await self._append_server_events(owned, regenerated[recorded:])
-        await self._issue(owned, vm.outstanding())
+        # server events a dead owner decided but never appended, and the outstanding jobs
+        await self._commit(owned, regenerated[recorded:], vm.outstanding())
         await self._close_if_finished(owned)
 
     async def advance(self, owned: Owned) -> bool:
@@ -171,23 +170,32 @@ class Server:
                 if event["name"] == "timer.fired":
                     owned.timers.pop(event.get("step_run_id") or "", None)
                 commands.extend(owned.vm.step(event))
-        await self._append_server_events(owned, owned.vm.take_events())
-        await self._issue(owned, commands)
+        await self._commit(owned, owned.vm.take_events(), commands)
         await self._close_if_finished(owned)
         return True
 
-    async def _append_server_events(self, owned: Owned, events: list[dict[str, Any]]) -> None:
-        if not events:
-            return
+    async def _commit(
+        self, owned: Owned, events: list[dict[str, Any]], commands: list[Command]
+    ) -> None:
+        """Append the VM's new events and enqueue the jobs its commands ask for: one
+        transaction, one round trip (the jobs become visible with the events, DESIGN §6);
+        then arm and cancel timers."""
+        now = time.time()
         for event in events:
             owned.server_events += 1
             event["event_id"] = f"{owned.execution_id}:s{owned.server_events}"
-            event["ts"] = time.time()
+            event["ts"] = now
             if event["name"] == "step.started" and event.get("step_run_id"):
-                owned.started_at[event["step_run_id"]] = event["ts"]
-        await self.db.events.append(owned.execution_id, events)
+                owned.started_at[event["step_run_id"]] = now
+        jobs = self._jobs(owned, commands)
+        if events or jobs:
+            stored = await self.db.events.append_and_enqueue(owned.execution_id, events, jobs)
+            if stored and stored[0][1] == owned.after_seq + 1:
+                # nobody appended in between: no need to read our own events back
+                owned.after_seq = stored[-1][1]
+        self._timers(owned, commands)
 
-    async def _issue(self, owned: Owned, commands: list[Command]) -> None:
+    def _jobs(self, owned: Owned, commands: list[Command]) -> list[JobSpec]:
         jobs = []
         vm = owned.vm
         for command in commands:
@@ -210,14 +218,16 @@ class Server:
                         pool=self.pool,
                     )
                 )
-            elif command.kind == "timer":
+        return jobs
+
+    def _timers(self, owned: Owned, commands: list[Command]) -> None:
+        for command in commands:
+            if command.kind == "timer":
                 self._arm_timer(owned, command)
             elif command.kind == "cancel":
                 handle = owned.timers.pop(command.step_run_id, None)
                 if handle is not None:
                     handle.cancel()
-        if jobs:
-            await self.db.queue.enqueue(jobs)
 
     def _arm_timer(self, owned: Owned, command: Command) -> None:
         delay, event = timer(owned.execution_id, command, owned.started_at)

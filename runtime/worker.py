@@ -49,38 +49,37 @@ class Worker:
         self.poll = poll
         self.grace = grace
         self.keychain_file = keychain_file
-        self.envs: dict[str, ToolEnv] = {}  # per execution: its keychain and folder
-        self.programs: dict[str, tuple[Program, dict[str, Any], dict[str, bool]]] = {}
+        self.executions: dict[str, Known] = {}  # the last 1,000 executions seen
         self.threads = ThreadPoolExecutor(self.concurrency, thread_name_prefix="noetl-worker")
-        self.running: dict[str, tuple[Lease, asyncio.Task[bool], threading.Event]] = {}
+        self.running: dict[str, tuple[Lease, asyncio.Task[Finished | None], threading.Event]] = {}
         self.completed = 0
         self._inline_done: set[str] = set()
+        # finished jobs and their events (by execution), committed by the next round
+        self._finished: list[Lease] = []
+        self._pending: dict[str, list[dict[str, Any]]] = {}
 
     async def run(self, stop: asyncio.Event) -> None:
-        finished: list[Lease] = []
         next_heartbeat = time.monotonic() + self.ttl / 3
         try:
             while not stop.is_set():
                 try:
-                    finished = await self._round(finished, next_heartbeat)
+                    await self._round(next_heartbeat)
                 except RETRYABLE as exc:
                     _warn(self.owner, exc)  # the database went away: keep going
                     await asyncio.sleep(self.poll)
                 if time.monotonic() >= next_heartbeat:
                     next_heartbeat = time.monotonic() + self.ttl / 3
         finally:
-            await self._shutdown(finished)
+            await self._shutdown()
 
-    async def _round(self, finished: list[Lease], next_heartbeat: float) -> list[Lease]:
-        """Complete what finished, lease more, heartbeat, wait; returns what finished now."""
+    async def _round(self, next_heartbeat: float) -> None:
+        """Commit what finished (its events, then the jobs, one transaction) and lease more,
+        in one round trip; run the leases; heartbeat; wait for running jobs or new work."""
         queue = self.db.queue
         free = self.concurrency - len(self.running)
-        if free > 0 or finished:
-            _, leases = await queue.complete_and_lease(
-                finished, self.owner, pool=self.pool, limit=max(free, 0), ttl=self.ttl
-            )
-            self.completed += len(finished)
-            finished = await self._run_inline(leases)
+        if free > 0 or self._finished:
+            leases = await self._commit(limit=max(free, 0))
+            await self._run_inline(leases)
             for lease in leases:
                 if lease.job_id in self._inline_done:
                     continue
@@ -95,67 +94,63 @@ class Worker:
             for job_id, (_, _, flag) in self.running.items():
                 if job_id not in held:
                     flag.set()  # lost: someone else runs it now
-        if finished:
-            return finished  # complete them (and lease more) right away
+        if self._finished:
+            return  # commit them (and lease more) right away
         if self.running:
             tasks = [task for _, task, _ in self.running.values()]
             await asyncio.wait(tasks, timeout=self.ttl / 3, return_when=asyncio.FIRST_COMPLETED)
             await asyncio.sleep(0)  # let jobs finishing at the same moment join this batch
-            finished.extend(self._collect())
+            self._collect()
         else:
             await queue.wait_for_work(self.pool, timeout=self.poll)
-        return finished
 
-    async def _run_inline(self, leases: list[Lease]) -> list[Lease]:
-        """First-attempt jobs of noop-only pipelines: run them all now and append their
-        events with one round trip per execution (batched leasing pays off here)."""
-        by_execution: dict[str, list[dict[str, Any]]] = {}
-        done: list[Lease] = []
-        for lease in leases:
-            if lease.attempt > 1:
+    async def _commit(self, limit: int) -> list[Lease]:
+        """One transaction: append the finished jobs' events, complete the jobs (DESIGN §6:
+        never one without the other), lease up to `limit` more. Kept for the next try when
+        the database is unreachable."""
+        _, leases = await self.db.queue.worker_round(
+            self._finished, self._pending, self.owner, pool=self.pool, limit=limit, ttl=self.ttl
+        )
+        self.completed += len(self._finished)
+        self._finished, self._pending = [], {}
+        return leases
+
+    def _finish(self, lease: Lease, known: Known, events: list[dict[str, Any]]) -> None:
+        self._finished.append(lease)
+        self._pending.setdefault(lease.execution_id, []).extend(_redact(known, events))
+
+    async def _run_inline(self, leases: list[Lease]) -> None:
+        """First-attempt jobs of noop-only pipelines: run them all now; their events go with
+        the next round's statement (batched leasing pays off here)."""
+        # every read before anything runs
+        firsts = [(lease, await self._known(lease.execution_id)) for lease in leases]
+        for lease, known in firsts:
+            if lease.attempt > 1 or not known.inline.get(lease.payload["step"]):
                 continue
-            program, workload, inline = await self._program(lease.execution_id)
-            p = lease.payload
-            if not inline.get(p["step"]):
-                continue
-            events = by_execution.setdefault(lease.execution_id, [])
-            first = len(events)
-            execute(*_execute_args(lease, program, workload, events.append))
+            events: list[dict[str, Any]] = []
+            execute(*_execute_args(lease, known, events.append))
             now = time.time()
-            for index, event in enumerate(events[first:]):
+            for index, event in enumerate(events):
                 event["event_id"] = f"{lease.action_id}:{lease.attempt}:{index}"
                 event["ts"] = now
-            done.append(lease)
+            self._finish(lease, known, events)
             self._inline_done.add(lease.job_id)
-        for execution_id, events in by_execution.items():
-            await self.db.events.append(execution_id, events)
-        return done
 
-    def _redact(self, lease: Lease, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        keychain = self.envs[lease.execution_id].keychain
-        if keychain is not None and keychain.has_secrets:
-            for event in events:
-                event["payload"] = keychain.redact(event.get("payload"))
-        return events
-
-    def _collect(self) -> list[Lease]:
-        done: list[Lease] = []
+    def _collect(self) -> None:
         for job_id, (lease, task, flag) in list(self.running.items()):
             if task.done():
                 del self.running[job_id]
-                ok = not task.cancelled() and task.exception() is None and task.result()
-                if ok and not flag.is_set():
-                    done.append(lease)
-        return done
+                done = None if task.cancelled() or task.exception() else task.result()
+                if done is not None and not flag.is_set():
+                    self._finish(lease, *done)
 
-    async def _shutdown(self, finished: list[Lease]) -> None:
+    async def _shutdown(self) -> None:
         if self.running:
             tasks = [task for _, task, _ in self.running.values()]
             await asyncio.wait(tasks, timeout=self.grace)
-            finished.extend(self._collect())
-        if finished:
-            await self.db.queue.complete(finished)
-            self.completed += len(finished)
+            self._collect()
+        if self._finished:
+            await self._commit(limit=0)
         if self.running:
             for _, task, flag in self.running.values():
                 flag.set()
@@ -164,24 +159,29 @@ class Worker:
             self.running.clear()
         self.threads.shutdown(wait=False, cancel_futures=True)
 
-    async def _program(self, execution_id: str) -> tuple[Program, dict[str, Any], dict[str, bool]]:
-        cached = self.programs.get(execution_id)
-        if cached is None:
+    async def _known(self, execution_id: str) -> Known:
+        known = self.executions.get(execution_id)
+        if known is None:
             [first] = await self.db.events.read(execution_id, 0, 1)
             if first["name"] != REQUESTED:
                 raise LookupError(f"execution {execution_id} has no {REQUESTED} event")
             program, workload = program_from_requested(first)
-            inline = noop_only(program)
-            cached = self.programs[execution_id] = (program, workload, inline)
             keychain = Keychain(program.payload.get("keychain") or [], file=self.keychain_file)
-            self.envs[execution_id] = ToolEnv(keychain, playbook_folder(program), None)
-            if len(self.programs) > 1000:
-                self.programs.pop(next(iter(self.programs)))
-        return cached
+            known = self.executions[execution_id] = Known(
+                program,
+                workload,
+                noop_only(program),
+                ToolEnv(keychain, playbook_folder(program), None),
+                keychain.namespace(),
+            )
+            if len(self.executions) > 1000:
+                self.executions.pop(next(iter(self.executions)))
+        return known
 
-    async def _run_job(self, lease: Lease, flag: threading.Event) -> bool:
-        """Run one job and append its events; True when it may be completed."""
-        program, workload, inline = await self._program(lease.execution_id)
+    async def _run_job(self, lease: Lease, flag: threading.Event) -> Finished | None:
+        """Run one job; its events, not committed yet, or None when its lease was lost."""
+        known = await self._known(lease.execution_id)
+        program, inline = known.program, known.inline
         p = lease.payload
         memo = None
         if lease.attempt > 1:
@@ -203,7 +203,7 @@ class Worker:
             events.append(event)
             if eager and event["name"] == "task.done" and not flag.is_set():
                 try:
-                    batch = self._redact(lease, events[flushed:])
+                    batch = _redact(known, events[flushed:])
                     asyncio.run_coroutine_threadsafe(
                         self.db.events.append(lease.execution_id, batch), loop
                     ).result()
@@ -211,7 +211,8 @@ class Worker:
                     return
                 flushed = len(events)
 
-        args = _execute_args(lease, program, workload, emit)
+        env = known.env
+        args = _execute_args(lease, known, emit)
         if inline.get(p["step"]) and memo is None:
             execute(*args)
         else:
@@ -219,25 +220,56 @@ class Worker:
             def wait(seconds: float) -> bool:
                 return flag.wait(seconds) if seconds > 0 else flag.is_set()
 
-            env = self.envs[lease.execution_id]
             await loop.run_in_executor(
                 self.threads, lambda: execute(*args, memo=memo, wait=wait, env=env)
             )
         if flag.is_set():
-            return False
-        await self.db.events.append(lease.execution_id, self._redact(lease, events[flushed:]))
-        return True
+            return None
+        return known, events[flushed:]
+
+
+class Known:
+    """What a worker keeps per execution: read once from its first event."""
+
+    __slots__ = ("env", "inline", "keychain", "program", "workload")
+
+    def __init__(
+        self,
+        program: Program,
+        workload: dict[str, Any],
+        inline: dict[str, bool],
+        env: ToolEnv,
+        keychain: dict[str, Any],
+    ) -> None:
+        self.program = program
+        self.workload = workload
+        self.inline = inline  # step -> runs inline (noop-only pipeline)
+        self.env = env
+        self.keychain = keychain  # the templates' `keychain` namespace
+
+
+Finished = tuple[Known, list[dict[str, Any]]]
+
+
+def _redact(known: Known, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    keychain = known.env.keychain
+    if keychain is not None and keychain.has_secrets:
+        for event in events:
+            event["payload"] = keychain.redact(event.get("payload"))
+    return events
 
 
 def _execute_args(
-    lease: Lease, program: Program, workload: dict[str, Any], emit: EmitEvent
+    lease: Lease, known: Known, emit: EmitEvent
 ) -> tuple[Program, str, str, str, dict[str, Any], int | None, Any, dict[str, Any], EmitEvent]:
-    """`execute`'s positional arguments for a job: the command and the scope it carries."""
+    """`execute`'s positional arguments for a job: the command and the scope it carries, plus
+    the `keychain` namespace from this worker's own keychain (never in the job's payload)."""
     p = lease.payload
     scope: dict[str, Any] = dict(p.get("results") or {})
-    scope.update(workload=workload, ctx=p.get("ctx") or {}, execution_id=lease.execution_id)
+    scope.update(workload=known.workload, ctx=p.get("ctx") or {}, execution_id=lease.execution_id)
+    scope["keychain"] = known.keychain
     return (
-        program,
+        known.program,
         p["step"],
         p["step_run_id"],
         lease.action_id,

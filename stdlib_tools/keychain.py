@@ -143,6 +143,12 @@ class Keychain:
         """Every declared entry, resolved up front (spec 004 §2.1: before the workflow runs)."""
         return {name: self.resolve(name) for name in self.declared}
 
+    def namespace(self) -> dict[str, Any]:
+        """The `keychain` namespace of templates: every declared entry a provider has, resolved
+        (so registered for redaction); a missing one stays undefined, and a tool that needs it
+        reports NOE812."""
+        return {name: self.resolve(name) for name in self.declared if self.has(name)}
+
     def has(self, name: str) -> bool:
         env = os.environ if self._env is None else self._env
         return env_var(name) in env or name in self._file

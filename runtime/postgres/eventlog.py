@@ -24,6 +24,7 @@ from noetlc.runtime.postgres.connect import PgUrl, with_retry
 from noetlc.runtime.postgres.errors import DatabaseError
 from noetlc.runtime.postgres.notify import Notifications
 from noetlc.runtime.postgres.queries import q
+from noetlc.runtime.queue import JobSpec
 from noetlc.runtime.store import ENVELOPE
 
 COPY_THRESHOLD = 64
@@ -56,6 +57,19 @@ def _row(event: Mapping[str, Any]) -> tuple[Any, ...]:
         _int(event.get("pc")),
         encode_payload(event.get("payload")),
     )
+
+
+def event_columns(
+    events_by_execution: Mapping[str, Sequence[Mapping[str, Any]]],
+) -> list[list[Any]]:
+    """The 14 parallel arrays (execution_id, then the envelope) of several executions' events,
+    each execution's first occurrence of an event_id only."""
+    rows = [
+        (execution_id, *row)
+        for execution_id, events in events_by_execution.items()
+        for row in _unique(events)
+    ]
+    return [list(column) for column in zip(*rows)] if rows else [[] for _ in range(14)]
 
 
 def _unique(events: Sequence[Mapping[str, Any]]) -> list[tuple[Any, ...]]:
@@ -107,11 +121,32 @@ class PostgresEventLog:
         try:
             return await with_retry(self._url, run)
         except asyncpg.NoDataFoundError:
-            raise DatabaseError(
-                "NOE804",
-                f"cannot append events to execution {execution_id!r}: it was never created",
-                "create the execution before appending its events",
-            ) from None
+            raise _never_created(execution_id) from None
+
+    async def append_and_enqueue(
+        self,
+        execution_id: str,
+        events: Sequence[Mapping[str, Any]],
+        jobs: Sequence[JobSpec],
+    ) -> list[tuple[str, int]]:
+        """Enqueue `jobs` (of this execution) and append `events` in one transaction: the
+        jobs become visible together with the events that caused them, in one round trip.
+        Idempotent like `append` and `enqueue`; returns the appended (event_id, seq)."""
+        if not jobs:
+            return await self.append(execution_id, events)
+        _, *columns = event_columns({execution_id: events})
+
+        async def run() -> list[tuple[str, int]]:
+            async with self._pool.acquire() as conn:
+                stored = await conn.fetch(
+                    q("append_and_enqueue"), execution_id, *columns, *job_columns(jobs)
+                )
+                return [(r["out_event_id"], r["out_seq"]) for r in stored]
+
+        try:
+            return await with_retry(self._url, run)
+        except asyncpg.NoDataFoundError:
+            raise _never_created(execution_id) from None
 
     async def read(
         self, execution_id: str, after_seq: int = 0, limit: int | None = None
@@ -163,6 +198,27 @@ class PostgresEventLog:
             return await self._notes.sleep_on(event, timeout)
         finally:
             self._notes.unregister("noetl_events", execution_id, event)
+
+
+def _never_created(execution_id: str) -> DatabaseError:
+    return DatabaseError(
+        "NOE804",
+        f"cannot append events to execution {execution_id!r}: it was never created",
+        "create the execution before appending its events",
+    )
+
+
+def job_columns(jobs: Sequence[JobSpec]) -> list[list[Any]]:
+    """Jobs as enqueue's parallel arrays after execution_id: id, action, pool, payload,
+    max_attempts, delay."""
+    return [
+        [j.job_id for j in jobs],
+        [j.action_id for j in jobs],
+        [j.pool for j in jobs],
+        [json.dumps(j.payload, separators=(",", ":"), default=str) for j in jobs],
+        [j.max_attempts for j in jobs],
+        [float(j.delay) for j in jobs],
+    ]
 
 
 async def _append_copy(

@@ -10,12 +10,13 @@ server); `lease` is not — a lease whose answer was lost just expires and is re
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import asyncpg
 
 from noetlc.runtime.postgres.connect import PgUrl, with_retry
+from noetlc.runtime.postgres.eventlog import event_columns
 from noetlc.runtime.postgres.notify import ANY_KEY, Notifications
 from noetlc.runtime.postgres.queries import q
 from noetlc.runtime.queue import (
@@ -115,6 +116,31 @@ class PostgresJobQueue:
             limit,
             owner,
             float(ttl),
+            retry=False,
+        )
+        accepted = {r["job_id"] for r in rows if r["was_completed"]}
+        return accepted, _leases([r for r in rows if not r["was_completed"]])
+
+    async def worker_round(
+        self,
+        done: Sequence[Lease],
+        events: Mapping[str, Sequence[Mapping[str, Any]]],
+        owner: str,
+        *,
+        pool: str = DEFAULT_POOL,
+        limit: int = 1,
+        ttl: float = 30.0,
+    ) -> tuple[set[str], list[Lease]]:
+        """`complete_and_lease`, also appending the events the finished jobs produced (by
+        execution), all in one transaction: a job is never finished without its events."""
+        rows = await self._fetch(
+            q("worker_round"),
+            *_tokens(done),
+            pool,
+            limit,
+            owner,
+            float(ttl),
+            *event_columns(events),
             retry=False,
         )
         accepted = {r["job_id"] for r in rows if r["was_completed"]}

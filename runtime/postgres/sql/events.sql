@@ -38,3 +38,9 @@ SELECT execution_id, playbook, status, parent_execution_id,
   FROM executions
  ORDER BY created_at, execution_id
  LIMIT $1;
+
+-- name: append_and_enqueue
+-- The server's round: the jobs its new events caused, and those events, in one transaction.
+SELECT out_event_id, out_seq
+  FROM noetl_append_and_enqueue($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14,
+                                $15, $16, $17, $18, $19, $20);
