@@ -30,7 +30,7 @@ from noetlc.runtime.postgres.notify import ANY_KEY
 from noetlc.runtime.queue import JobSpec
 from noetlc.runtime.replay import rebuild
 from noetlc.runtime.timers import started_times, timer
-from noetlc.vm.control import Command, ControlVM, is_input
+from noetlc.vm.control import INPUT_NAMES, INPUT_SOURCES, Command, ControlVM, is_input
 from noetlc.vm.program import Program
 
 REQUESTED = "playbook.execution.requested"
@@ -83,14 +83,18 @@ class Server:
         self._next_claim = 0.0
         self.offered = True
         self._background: set[asyncio.Future[Any]] = set()
+        self._wake = asyncio.Event()  # set by our own appends made outside `tick` (timers)
 
     async def run(self, stop: asyncio.Event) -> None:
         notes = self.db.notifications
-        await notes.ensure_listening()
+        # our own appends need not wake us (we know what we wrote); timers wake us directly
+        notes.ignore_own = True
         try:
             while not stop.is_set():
+                await notes.ensure_listening()  # again after the database came back
                 wake_events = notes.register("noetl_events", ANY_KEY)
                 wake_offers = notes.register("noetl_executions", ANY_KEY)
+                self._wake.clear()
                 try:
                     try:
                         progressed = await self.tick()
@@ -101,7 +105,13 @@ class Server:
                         progressed = False
                     if not progressed:
                         await _first(
-                            [wake_events.wait(), wake_offers.wait(), stop.wait()], self.poll
+                            [
+                                wake_events.wait(),
+                                wake_offers.wait(),
+                                self._wake.wait(),
+                                stop.wait(),
+                            ],
+                            self.poll,
                         )
                     if wake_offers.is_set():
                         self.offered = True
@@ -160,26 +170,30 @@ class Server:
         await self._close_if_finished(owned)
 
     async def advance(self, owned: Owned) -> bool:
-        events = await self.db.events.read(owned.execution_id, owned.after_seq)
-        if not events:
+        """Feed the new input events to the VM, commit what it decided. True when the log may
+        hold events we have not read (else a worker's NOTIFY wakes us for the next ones)."""
+        last_seq, events = await self.db.events.read_inputs(
+            owned.execution_id, owned.after_seq, INPUT_SOURCES, INPUT_NAMES
+        )
+        if last_seq <= owned.after_seq:
             return False
-        owned.after_seq = events[-1]["seq"]
+        owned.after_seq = last_seq
         commands: list[Command] = []
         for event in events:
             if is_input(event):
                 if event["name"] == "timer.fired":
                     owned.timers.pop(event.get("step_run_id") or "", None)
                 commands.extend(owned.vm.step(event))
-        await self._commit(owned, owned.vm.take_events(), commands)
+        caught_up = await self._commit(owned, owned.vm.take_events(), commands)
         await self._close_if_finished(owned)
-        return True
+        return not caught_up
 
     async def _commit(
         self, owned: Owned, events: list[dict[str, Any]], commands: list[Command]
-    ) -> None:
+    ) -> bool:
         """Append the VM's new events and enqueue the jobs its commands ask for: one
         transaction, one round trip (the jobs become visible with the events, DESIGN §6);
-        then arm and cancel timers."""
+        then arm and cancel timers. True when nobody else appended since our last read."""
         now = time.time()
         for event in events:
             owned.server_events += 1
@@ -188,12 +202,15 @@ class Server:
             if event["name"] == "step.started" and event.get("step_run_id"):
                 owned.started_at[event["step_run_id"]] = now
         jobs = self._jobs(owned, commands)
+        caught_up = True
         if events or jobs:
             stored = await self.db.events.append_and_enqueue(owned.execution_id, events, jobs)
-            if stored and stored[0][1] == owned.after_seq + 1:
+            caught_up = bool(stored) and stored[0][1] == owned.after_seq + 1
+            if caught_up:
                 # nobody appended in between: no need to read our own events back
                 owned.after_seq = stored[-1][1]
         self._timers(owned, commands)
+        return caught_up
 
     def _jobs(self, owned: Owned, commands: list[Command]) -> list[JobSpec]:
         jobs = []
@@ -232,8 +249,12 @@ class Server:
     def _arm_timer(self, owned: Owned, command: Command) -> None:
         delay, event = timer(owned.execution_id, command, owned.started_at)
 
+        async def append_and_wake() -> None:
+            await self.db.events.append(owned.execution_id, [event])
+            self._wake.set()
+
         def fire() -> None:
-            task = asyncio.ensure_future(self.db.events.append(owned.execution_id, [event]))
+            task = asyncio.ensure_future(append_and_wake())
             self._background.add(task)
             task.add_done_callback(self._background.discard)
 

@@ -53,7 +53,6 @@ class Worker:
         self.threads = ThreadPoolExecutor(self.concurrency, thread_name_prefix="noetl-worker")
         self.running: dict[str, tuple[Lease, asyncio.Task[Finished | None], threading.Event]] = {}
         self.completed = 0
-        self._inline_done: set[str] = set()
         # finished jobs and their events (by execution), committed by the next round
         self._finished: list[Lease] = []
         self._pending: dict[str, list[dict[str, Any]]] = {}
@@ -73,20 +72,15 @@ class Worker:
             await self._shutdown()
 
     async def _round(self, next_heartbeat: float) -> None:
-        """Commit what finished (its events, then the jobs, one transaction) and lease more,
-        in one round trip; run the leases; heartbeat; wait for running jobs or new work."""
+        """One transaction: lease, run what runs inline, commit; start the other leases;
+        heartbeat; wait for running jobs or new work."""
         queue = self.db.queue
         free = self.concurrency - len(self.running)
         if free > 0 or self._finished:
-            leases = await self._commit(limit=max(free, 0))
-            await self._run_inline(leases)
-            for lease in leases:
-                if lease.job_id in self._inline_done:
-                    continue
+            for lease in await self._commit(max(free, 0)):
                 flag = threading.Event()
                 task = asyncio.create_task(self._run_job(lease, flag))
                 self.running[lease.job_id] = (lease, task, flag)
-            self._inline_done.clear()
         if time.monotonic() >= next_heartbeat and self.running:
             held = await queue.heartbeat(
                 [lease for lease, _, _ in self.running.values()], ttl=self.ttl
@@ -105,36 +99,51 @@ class Worker:
             await queue.wait_for_work(self.pool, timeout=self.poll)
 
     async def _commit(self, limit: int) -> list[Lease]:
-        """One transaction: append the finished jobs' events, complete the jobs (DESIGN §6:
-        never one without the other), lease up to `limit` more. Kept for the next try when
-        the database is unreachable."""
-        _, leases = await self.db.queue.worker_round(
-            self._finished, self._pending, self.owner, pool=self.pool, limit=limit, ttl=self.ttl
-        )
-        self.completed += len(self._finished)
+        """One transaction (one WAL flush): lease up to `limit` jobs and run the inline ones
+        at once, again while every lease ran inline (up to INLINE_ROUNDS batches); then append
+        the events of everything finished and complete it (DESIGN §6: never one without the
+        other). Returns the leases to run in threads. If anything fails, the transaction
+        rolls back: the leases return to the queue and what ran inline is run again by
+        whoever leases it (same event ids, so nothing is logged twice); the threaded jobs'
+        results are kept for the next try."""
+        done = list(self._finished)
+        events = {k: list(v) for k, v in self._pending.items()}
+        threaded: list[Lease] = []
+        async with self.db.queue.round(self.owner, pool=self.pool, ttl=self.ttl) as tx:
+            for _ in range(INLINE_ROUNDS):
+                leases = await tx.lease(limit)
+                for lease in leases:
+                    known = await self._known(lease.execution_id)
+                    ran = self._run_inline(lease, known)
+                    if ran is None:
+                        threaded.append(lease)
+                        continue
+                    done.append(lease)
+                    events.setdefault(lease.execution_id, []).extend(ran)
+                if threaded or not leases or len(leases) < limit:
+                    break  # the queue is drained, or slots are taken now
+            await tx.finish(done, events)
+        self.completed += len(done)
         self._finished, self._pending = [], {}
-        return leases
+        return threaded
 
     def _finish(self, lease: Lease, known: Known, events: list[dict[str, Any]]) -> None:
         self._finished.append(lease)
         self._pending.setdefault(lease.execution_id, []).extend(_redact(known, events))
 
-    async def _run_inline(self, leases: list[Lease]) -> None:
-        """First-attempt jobs of noop-only pipelines: run them all now; their events go with
-        the next round's statement (batched leasing pays off here)."""
-        # every read before anything runs
-        firsts = [(lease, await self._known(lease.execution_id)) for lease in leases]
-        for lease, known in firsts:
-            if lease.attempt > 1 or not known.inline.get(lease.payload["step"]):
-                continue
-            events: list[dict[str, Any]] = []
-            execute(*_execute_args(lease, known, events.append))
-            now = time.time()
-            for index, event in enumerate(events):
-                event["event_id"] = f"{lease.action_id}:{lease.attempt}:{index}"
-                event["ts"] = now
-            self._finish(lease, known, events)
-            self._inline_done.add(lease.job_id)
+    @staticmethod
+    def _run_inline(lease: Lease, known: Known) -> list[dict[str, Any]] | None:
+        """A first-attempt job of a noop-only pipeline runs right here, its events ready to
+        commit; None for any other job (it runs in a thread)."""
+        if lease.attempt > 1 or not known.inline.get(lease.payload["step"]):
+            return None
+        events: list[dict[str, Any]] = []
+        execute(*_execute_args(lease, known, events.append))
+        now = time.time()
+        for index, event in enumerate(events):
+            event["event_id"] = f"{lease.action_id}:{lease.attempt}:{index}"
+            event["ts"] = now
+        return _redact(known, events)
 
     def _collect(self) -> None:
         for job_id, (lease, task, flag) in list(self.running.items()):
@@ -150,7 +159,7 @@ class Worker:
             await asyncio.wait(tasks, timeout=self.grace)
             self._collect()
         if self._finished:
-            await self._commit(limit=0)
+            await self._commit(0)
         if self.running:
             for _, task, flag in self.running.values():
                 flag.set()
@@ -226,6 +235,11 @@ class Worker:
         if flag.is_set():
             return None
         return known, events[flushed:]
+
+
+# batches of inline (noop-only) jobs leased and run in one transaction: `concurrency` jobs per
+# batch, so one WAL flush covers up to this many times as many jobs (docs/distributed.md)
+INLINE_ROUNDS = 4
 
 
 class Known:

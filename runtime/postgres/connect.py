@@ -187,8 +187,15 @@ async def connect(url: str | PgUrl) -> asyncpg.Connection:
         raise connection_error(parsed, exc) from None
 
 
-async def create_pool(url: str | PgUrl, *, min_size: int = 1, max_size: int = 10) -> asyncpg.Pool:
-    """A pool that replaces broken connections on acquire; raises DatabaseError."""
+async def create_pool(
+    url: str | PgUrl,
+    *,
+    min_size: int = 1,
+    max_size: int = 10,
+    init: Callable[[asyncpg.Connection], Awaitable[None]] | None = None,
+) -> asyncpg.Pool:
+    """A pool that replaces broken connections on acquire (`init` runs on each new one);
+    raises DatabaseError."""
     parsed = parse_url(url) if isinstance(url, str) else url
     try:
         pool = await asyncpg.create_pool(
@@ -197,6 +204,7 @@ async def create_pool(url: str | PgUrl, *, min_size: int = 1, max_size: int = 10
             max_size=max_size,
             timeout=parsed.connect_timeout,
             server_settings=_server_settings(parsed),
+            init=init,
         )
     except Exception as exc:
         raise connection_error(parsed, exc) from None

@@ -45,8 +45,8 @@ class Database:
                 raise connection_error(parsed, exc) from None
             finally:
                 await conn.close()
-        pool = await create_pool(parsed, min_size=min_size, max_size=max_size)
         notes = Notifications(parsed)
+        pool = await create_pool(parsed, min_size=min_size, max_size=max_size, init=notes.own)
         return cls(
             parsed,
             pool,

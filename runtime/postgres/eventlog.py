@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import asyncpg
@@ -159,6 +159,34 @@ class PostgresEventLog:
             {**dict(r.items()), "payload": json.loads(r["payload"])}
             for r in await with_retry(self._url, run)
         ]
+
+    async def read_inputs(
+        self,
+        execution_id: str,
+        after_seq: int,
+        sources: Collection[str],
+        names: Collection[str],
+    ) -> tuple[int, list[dict[str, Any]]]:
+        """The log's last seq, and the events after `after_seq` of the given sources and
+        names (what a control VM consumes), read in one snapshot."""
+
+        async def run() -> list[asyncpg.Record]:
+            async with self._pool.acquire() as conn:
+                return list(
+                    await conn.fetch(
+                        q("read_inputs"), execution_id, after_seq, list(sources), list(names)
+                    )
+                )
+
+        rows = await with_retry(self._url, run)
+        if not rows:
+            return after_seq, []
+        events = [
+            {**{k: v for k, v in r.items() if k != "last_seq"}, "payload": json.loads(r["payload"])}
+            for r in rows
+            if r["event_id"] is not None
+        ]
+        return int(rows[0]["last_seq"]), events
 
     async def finish_execution(
         self, execution_id: str, status: str, summary: Mapping[str, Any] | None

@@ -29,6 +29,10 @@ class Notifications:
         self._waiters: dict[tuple[str, str], set[asyncio.Event]] = {}
         self._connecting = asyncio.Lock()
         self.received = 0  # notifications seen (tests and diagnostics)
+        # backends of this process's pool: with `ignore_own`, their notifications wake nobody
+        # here (a server need not wake up for the events it appended itself)
+        self.own_pids: set[int] = set()
+        self.ignore_own = False
 
     @property
     def listening(self) -> bool:
@@ -51,8 +55,14 @@ class Notifications:
             self._conn = conn
             return True
 
-    def _on_notify(self, _conn: Any, _pid: int, channel: str, payload: str) -> None:
+    async def own(self, conn: asyncpg.Connection) -> None:
+        """The pool's `init`: remember the backend of each of our connections."""
+        self.own_pids.add(conn.get_server_pid())
+
+    def _on_notify(self, _conn: Any, pid: int, channel: str, payload: str) -> None:
         self.received += 1
+        if self.ignore_own and pid in self.own_pids:
+            return
         for key in (payload, ANY_KEY):
             for event in self._waiters.get((channel, key), ()):
                 event.set()

@@ -10,7 +10,8 @@ server); `lease` is not — a lease whose answer was lost just expires and is re
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
 from typing import Any
 
 import asyncpg
@@ -121,30 +122,15 @@ class PostgresJobQueue:
         accepted = {r["job_id"] for r in rows if r["was_completed"]}
         return accepted, _leases([r for r in rows if not r["was_completed"]])
 
-    async def worker_round(
-        self,
-        done: Sequence[Lease],
-        events: Mapping[str, Sequence[Mapping[str, Any]]],
-        owner: str,
-        *,
-        pool: str = DEFAULT_POOL,
-        limit: int = 1,
-        ttl: float = 30.0,
-    ) -> tuple[set[str], list[Lease]]:
-        """`complete_and_lease`, also appending the events the finished jobs produced (by
-        execution), all in one transaction: a job is never finished without its events."""
-        rows = await self._fetch(
-            q("worker_round"),
-            *_tokens(done),
-            pool,
-            limit,
-            owner,
-            float(ttl),
-            *event_columns(events),
-            retry=False,
-        )
-        accepted = {r["job_id"] for r in rows if r["was_completed"]}
-        return accepted, _leases([r for r in rows if not r["was_completed"]])
+    @asynccontextmanager
+    async def round(
+        self, owner: str, *, pool: str = DEFAULT_POOL, ttl: float = 30.0
+    ) -> AsyncIterator[WorkerRound]:
+        """One transaction of a worker's round on one connection: any number of `lease`s, then
+        `finish`; committed at the end (one WAL flush for the whole batch), rolled back on an
+        error — the leases taken in it go back to the queue, nothing was finished."""
+        async with self._pool.acquire() as conn, conn.transaction():
+            yield WorkerRound(conn, owner, pool, ttl)
 
     async def complete(
         self, leases: Sequence[Lease], *, status: FinalStatus = "done", error: str | None = None
@@ -225,6 +211,38 @@ class PostgresJobQueue:
 
     async def close(self) -> None:
         """The pool and the listener belong to the `Database` that made this queue."""
+
+
+class WorkerRound:
+    """The statements of a worker's round transaction (see `PostgresJobQueue.round`)."""
+
+    __slots__ = ("_conn", "owner", "pool", "ttl")
+
+    def __init__(self, conn: asyncpg.Connection, owner: str, pool: str, ttl: float) -> None:
+        self._conn = conn
+        self.owner = owner
+        self.pool = pool
+        self.ttl = ttl
+
+    async def lease(self, limit: int) -> list[Lease]:
+        """Lease up to `limit` more jobs; they stay row-locked (invisible to other workers'
+        SKIP LOCKED) until the round commits."""
+        if limit <= 0:
+            return []
+        rows = await self._conn.fetch(
+            q("lease_jobs"), self.pool, limit, self.owner, float(self.ttl)
+        )
+        return _leases(list(rows))
+
+    async def finish(
+        self, done: Sequence[Lease], events: Mapping[str, Sequence[Mapping[str, Any]]]
+    ) -> set[str]:
+        """Complete `done` (current lease holders only) and append `events` (by execution)
+        in one statement: jobs first, the executions' counter rows last (0002)."""
+        if not done and not any(events.values()):
+            return set()
+        rows = await self._conn.fetch(q("finish_jobs"), *_tokens(done), *event_columns(events))
+        return {r["job_id"] for r in rows}
 
 
 class PostgresOwnership:

@@ -44,3 +44,19 @@ SELECT execution_id, playbook, status, parent_execution_id,
 SELECT out_event_id, out_seq
   FROM noetl_append_and_enqueue($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14,
                                 $15, $16, $17, $18, $19, $20);
+
+-- name: read_inputs
+-- The events after $2 a control VM consumes (sources $3, names $4) — a server does not need
+-- the workers' task.* events nor its own — and the log's last seq, from one snapshot, so the
+-- reader can move past everything it skipped. No row: unknown execution.
+SELECT x.last_seq, e.event_id, e.execution_id, e.seq, e.ts, e.name, e.source, e.step,
+       e.step_run_id, e.task_run_id, e.iteration, e.attempt, e.parent_id, e.action_id, e.pc,
+       e.payload::text AS payload
+  FROM executions x
+  LEFT JOIN LATERAL (
+      SELECT * FROM events v
+       WHERE v.execution_id = $1 AND v.seq > $2 AND v.source = ANY($3::text[])
+         AND v.name = ANY($4::text[])
+  ) e ON true
+ WHERE x.execution_id = $1
+ ORDER BY e.seq;

@@ -144,9 +144,7 @@ SELECT job_id, execution_id, action_id, pool, payload::text AS payload, status, 
 -- name: count_jobs
 SELECT status, count(*) AS n FROM jobs WHERE pool = $1 GROUP BY status;
 
--- name: worker_round
--- complete_and_lease_jobs plus the events of the finished jobs, in one transaction (0002).
-SELECT was_completed, job_id, execution_id, action_id, pool, payload, attempt, max_attempts,
-       lease_owner, lease_id, lease_expires_at, queue_seq
-  FROM noetl_worker_round($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15,
-                          $16, $17, $18, $19, $20);
+-- name: finish_jobs
+-- The end of a worker's round transaction: complete the jobs, append their events (0002).
+SELECT out_job_id AS job_id
+  FROM noetl_finish_jobs($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16);

@@ -183,16 +183,13 @@ BEGIN
 END
 $$;
 
--- A worker's round: finish the jobs it ran (holder of the current lease only), append the
--- events those jobs produced (any executions), and lease the next batch of its pool. Rows as
--- complete_and_lease_jobs: `was_completed` true for each finished job, false for each lease.
-CREATE FUNCTION noetl_worker_round(
+-- The end of a worker's round: finish the jobs it ran (holder of the current lease only) and
+-- append the events they produced (any executions). The worker leased and ran them earlier
+-- in the same transaction (lease_jobs), so one commit covers the whole batch. Returns the
+-- ids of the jobs it finished.
+CREATE FUNCTION noetl_finish_jobs(
     p_done_job_ids   text[],
     p_done_lease_ids uuid[],
-    p_pool           text,
-    p_limit          integer,
-    p_owner          text,
-    p_ttl            double precision,
     p_execution_ids  text[],
     p_event_ids      text[],
     p_ts             double precision[],
@@ -207,45 +204,15 @@ CREATE FUNCTION noetl_worker_round(
     p_action_ids     text[],
     p_pcs            integer[],
     p_payloads       text[]
-) RETURNS TABLE (was_completed boolean, job_id text, execution_id text, action_id text,
-                 pool text, payload text, attempt integer, max_attempts integer,
-                 lease_owner text, lease_id text, lease_expires_at double precision,
-                 queue_seq bigint)
+) RETURNS TABLE (out_job_id text)
 LANGUAGE plpgsql AS $$
-#variable_conflict use_column
 BEGIN
     RETURN QUERY
-    WITH completed AS (
-        UPDATE jobs j
-           SET status = 'done', finished_at = now(), lease_expires_at = NULL, last_error = NULL
-          FROM unnest(p_done_job_ids, p_done_lease_ids) AS t(job_id, lease_id)
-         WHERE j.job_id = t.job_id AND j.lease_id = t.lease_id AND j.status = 'leased'
-        RETURNING j.job_id
-    ), picked AS (
-        SELECT q.job_id FROM jobs q
-         WHERE q.status = 'queued' AND q.pool = p_pool AND q.available_at <= now()
-         ORDER BY q.queue_seq
-         LIMIT p_limit
-           FOR UPDATE SKIP LOCKED
-    ), leased AS (
-        UPDATE jobs j
-           SET status = 'leased', lease_owner = p_owner, lease_id = gen_random_uuid(),
-               lease_expires_at = now() + make_interval(secs => p_ttl), heartbeat_at = now(),
-               leased_at = now()
-          FROM picked
-         WHERE j.job_id = picked.job_id
-        RETURNING j.job_id, j.execution_id, j.action_id, j.pool, j.payload::text AS payload,
-                  j.attempt, j.max_attempts, j.lease_owner, j.lease_id::text AS lease_id,
-                  extract(epoch FROM j.lease_expires_at)::float8 AS lease_expires_at,
-                  j.queue_seq
-    )
-    SELECT true, c.job_id, NULL::text, NULL::text, NULL::text, NULL::text, NULL::integer,
-           NULL::integer, NULL::text, NULL::text, NULL::float8, NULL::bigint
-      FROM completed c
-    UNION ALL
-    SELECT false, l.job_id, l.execution_id, l.action_id, l.pool, l.payload, l.attempt,
-           l.max_attempts, l.lease_owner, l.lease_id, l.lease_expires_at, l.queue_seq
-      FROM leased l;
+    UPDATE jobs j
+       SET status = 'done', finished_at = now(), lease_expires_at = NULL, last_error = NULL
+      FROM unnest(p_done_job_ids, p_done_lease_ids) AS t(job_id, lease_id)
+     WHERE j.job_id = t.job_id AND j.lease_id = t.lease_id AND j.status = 'leased'
+    RETURNING j.job_id;
     IF cardinality(p_event_ids) > 0 THEN
         PERFORM 1 FROM noetl_append_events_of(p_execution_ids, p_event_ids, p_ts, p_names,
                                               p_sources, p_steps, p_step_run_ids,
