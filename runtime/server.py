@@ -104,6 +104,8 @@ class Server:
                         _warn(self.owner, exc)
                         progressed = False
                     if not progressed:
+                        # never past the next lease renewal or reaping, whatever the polling
+                        due = min(self._next_renew, self._next_reap) - time.monotonic()
                         await _first(
                             [
                                 wake_events.wait(),
@@ -111,7 +113,7 @@ class Server:
                                 self._wake.wait(),
                                 stop.wait(),
                             ],
-                            self.poll,
+                            max(0.0, min(self.poll, due)),
                         )
                     if wake_offers.is_set():
                         self.offered = True

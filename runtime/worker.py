@@ -56,6 +56,7 @@ class Worker:
         # finished jobs and their events (by execution), committed by the next round
         self._finished: list[Lease] = []
         self._pending: dict[str, list[dict[str, Any]]] = {}
+        self._more = False  # the last lease was full: lease again without waiting
 
     async def run(self, stop: asyncio.Event) -> None:
         next_heartbeat = time.monotonic() + self.ttl / 3
@@ -76,6 +77,7 @@ class Worker:
         heartbeat; wait for running jobs or new work."""
         queue = self.db.queue
         free = self.concurrency - len(self.running)
+        self._more = False
         if free > 0 or self._finished:
             for lease in await self._commit(max(free, 0)):
                 flag = threading.Event()
@@ -88,8 +90,8 @@ class Worker:
             for job_id, (_, _, flag) in self.running.items():
                 if job_id not in held:
                     flag.set()  # lost: someone else runs it now
-        if self._finished:
-            return  # commit them (and lease more) right away
+        if self._finished or (self._more and len(self.running) < self.concurrency):
+            return  # commit them, or lease more, right away
         if self.running:
             tasks = [task for _, task, _ in self.running.values()]
             await asyncio.wait(tasks, timeout=self.ttl / 3, return_when=asyncio.FIRST_COMPLETED)
@@ -120,7 +122,8 @@ class Worker:
                         continue
                     done.append(lease)
                     events.setdefault(lease.execution_id, []).extend(ran)
-                if threaded or not leases or len(leases) < limit:
+                self._more = len(leases) == limit > 0  # the queue may hold more
+                if threaded or not self._more:
                     break  # the queue is drained, or slots are taken now
             await tx.finish(done, events)
         self.completed += len(done)

@@ -47,14 +47,15 @@ class Cluster:
         self.tmp = tmp
         self.procs: list[subprocess.Popen[str]] = []
 
-    def server(self, ttl: float = 2.0) -> subprocess.Popen[str]:
-        proc = _vm("server", "--db", self.url, "--ttl", str(ttl), "--poll", "0.2", cwd=self.tmp)
+    def server(self, ttl: float = 2.0, poll: float = 0.2) -> subprocess.Popen[str]:
+        proc = _vm("server", "--db", self.url, "--ttl", str(ttl), "--poll", str(poll), cwd=self.tmp)
         self.procs.append(proc)
         return proc
 
-    def worker(self, concurrency: int = 4, ttl: float = 2.0) -> subprocess.Popen[str]:
+    def worker(self, concurrency: int = 4, ttl: float = 2.0, *extra: str) -> subprocess.Popen[str]:
         proc = _vm(
             "worker",
+            *extra,
             "--db",
             self.url,
             "--concurrency",
@@ -70,12 +71,14 @@ class Cluster:
         self.procs.append(proc)
         return proc
 
-    def submit(self, playbook: Path, *sets: str, wait: bool = True) -> dict[str, Any]:
+    def submit(
+        self, playbook: Path, *sets: str, wait: bool = True, timeout: float = 90
+    ) -> dict[str, Any]:
         args = ["submit", str(playbook), "--db", self.url, "--json"]
         for item in sets:
             args += ["--set", item]
         if wait:
-            args += ["--wait", "--timeout", "90"]
+            args += ["--wait", "--timeout", str(timeout)]
         proc = _vm(*args, cwd=self.tmp)
         out, err = proc.communicate(timeout=120)
         assert out.strip(), err
@@ -270,6 +273,58 @@ def test_cancel_and_signal_through_the_database(cluster: Cluster) -> None:
     out, err = replay.communicate(timeout=60)
     assert replay.returncode == 0, out + err
     assert json.loads(out)["ok"]
+
+
+def test_a_timer_wakes_its_server(cluster: Cluster) -> None:
+    # the server ignores the NOTIFY of its own appends, so the timer that fires in it must
+    # wake it directly: with a 300 s polling fallback, only that wake-up finishes in time
+    cluster.server(poll=300)
+    cluster.worker()
+    summary = cluster.submit(PLAYBOOKS / "listener_timeout.yaml", timeout=60)
+    assert summary["status"] == "completed", summary
+    assert summary["steps"]["expired"]["status"] == "done" and "approved" not in summary["steps"]
+
+
+KEYCHAIN_PLAYBOOK = """\
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: keychain_worker, path: tests/keychain_worker}
+keychain:
+  - {name: api_token, kind: bearer}
+workflow:
+  - step: start
+    tool:
+      - name: use_secret
+        kind: python
+        input: {token: "{{ keychain.api_token }}"}
+        code: |
+          result = {"token_length": len(token), "echo": "token=" + token}
+"""
+
+
+def test_workers_resolve_the_keychain_and_redact_it(cluster: Cluster, tmp_path: Path) -> None:
+    secret = "s3cr3t-dist-token"
+    playbook = tmp_path / "keychain_worker.yaml"
+    playbook.write_text(KEYCHAIN_PLAYBOOK)
+    keychain = tmp_path / "worker-keychain.yaml"
+    keychain.write_text(f"api_token: {secret}\n")
+    cluster.server()  # the server has no keychain: templates read it in the worker
+    cluster.worker(4, 2.0, "--keychain", str(keychain))
+    summary = cluster.submit(playbook)
+    assert summary["status"] == "completed", summary
+    result = summary["steps"]["start"]["result"]
+    assert result == {"token_length": len(secret), "echo": "token=***"}
+    store = PostgresStore(cluster.url)
+    try:
+        events = store.read(summary["execution_id"])
+    finally:
+        store.close()
+    assert any(e["name"] == "task.done" for e in events)
+    assert secret not in json.dumps([e["payload"] for e in events])
+    embedded = run_embedded(
+        compile_file(str(playbook)).artifacts["payload"], {}, keychain_file=str(keychain)
+    )
+    assert embedded["steps"]["start"]["result"] == result
 
 
 @pytest.mark.parametrize(

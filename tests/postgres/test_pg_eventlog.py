@@ -11,6 +11,7 @@ from noetlc.runtime.postgres.database import Database
 from noetlc.runtime.postgres.errors import DatabaseError
 from noetlc.runtime.postgres.eventlog import COPY_THRESHOLD
 from noetlc.runtime.postgres.testing import truncate_all
+from noetlc.runtime.queue import JobSpec
 
 pytestmark = pytest.mark.postgres
 
@@ -135,3 +136,80 @@ async def test_result_store_round_trip(db):
     assert await db.results.get("missing") is None
     assert await db.results.delete_execution("exec1") == 1
     assert await db.results.get("exec1/step/0") is None
+
+
+async def test_append_and_enqueue_is_one_idempotent_transaction(db):
+    log = db.events
+    await log.create_execution("x", "p")
+    jobs = [JobSpec(f"j{i}", "x", f"a{i}", {"i": i}) for i in range(3)]
+    stored = await log.append_and_enqueue("x", evs("s", 2), jobs)
+    assert stored == [("s0", 1), ("s1", 2)]
+    assert [lease.job_id for lease in await db.queue.lease("w", limit=10)] == ["j0", "j1", "j2"]
+    # retried after a lost answer: nothing is stored or enqueued twice
+    assert await log.append_and_enqueue("x", evs("s", 2), jobs) == []
+    assert await db.queue.lease("w", limit=10) == []
+    # an unknown execution: neither the events nor the jobs are stored
+    with pytest.raises(DatabaseError) as info:
+        await log.append_and_enqueue("nope", evs("n", 1), [JobSpec("jn", "nope", "an", {})])
+    assert info.value.code == "NOE804"
+    assert await db.queue.get("jn") is None
+
+
+async def test_read_inputs_skips_what_the_vm_does_not_consume(db):
+    log = db.events
+    await log.create_execution("x", "p")
+    await log.append(
+        "x",
+        [
+            {"event_id": "a", "name": "task.done", "source": "worker", "payload": {}},
+            {"event_id": "b", "name": "step.done", "source": "worker", "payload": {"r": 1}},
+            {"event_id": "c", "name": "step.started", "source": "server", "payload": {}},
+        ],
+    )
+    last, events = await log.read_inputs("x", 0, {"worker"}, {"step.done"})
+    assert last == 3 and [(e["event_id"], e["seq"]) for e in events] == [("b", 2)]
+    assert events[0]["payload"] == {"r": 1}
+    assert await log.read_inputs("x", 3, {"worker"}, {"step.done"}) == (3, [])
+    assert await log.read_inputs("nope", 5, {"worker"}, {"step.done"}) == (5, [])
+
+
+async def test_a_worker_round_commits_leases_completions_and_events_together(db):
+    await db.events.create_execution("x", "p")
+    await db.queue.enqueue([JobSpec(f"j{i}", "x", f"a{i}", {"i": i}) for i in range(4)])
+    with pytest.raises(RuntimeError):
+        async with db.queue.round("w") as tx:
+            leased = await tx.lease(2)
+            assert [lease.job_id for lease in leased] == ["j0", "j1"]
+            await tx.finish(leased, {"x": evs("r", 2)})
+            raise RuntimeError("the worker failed before the commit")
+    # rolled back: the jobs are queued again, no event was appended
+    assert await db.events.read("x") == []
+    async with db.queue.round("w") as tx:
+        leased = await tx.lease(3)
+        assert [lease.job_id for lease in leased] == ["j0", "j1", "j2"]
+        assert await tx.finish(leased[:2], {"x": evs("r", 2)}) == {"j0", "j1"}
+    assert [e["event_id"] for e in await db.events.read("x")] == ["r0", "r1"]
+    assert (await db.queue.get("j0")).status == "done"  # type: ignore[union-attr]
+    assert (await db.queue.get("j2")).status == "leased"  # type: ignore[union-attr]
+    assert [lease.job_id for lease in await db.queue.lease("w2", limit=10)] == ["j3"]
+
+
+async def test_own_notifications_can_be_ignored(db, pg_url):
+    other = await Database.open(pg_url, max_size=2)
+    try:
+        notes = db.notifications
+        notes.ignore_own = True
+        assert await notes.ensure_listening()
+        await db.events.create_execution("x", "p")
+        await db.events.create_execution("y", "p")
+        woken_x = notes.register("noetl_events", "x")
+        woken_y = notes.register("noetl_events", "y")
+        await db.events.append("x", evs("own", 1))  # our own append: nobody wakes
+        await other.events.append("y", evs("theirs", 1))
+        # notifications arrive in commit order: once y's is here, x's was seen and ignored
+        assert await notes.sleep_on(woken_y, 15)
+        assert not woken_x.is_set()
+        await other.events.append("x", evs("theirs", 1))
+        assert await notes.sleep_on(woken_x, 15)
+    finally:
+        await other.close()
