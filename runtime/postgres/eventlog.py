@@ -34,28 +34,39 @@ _COLUMNS = ("execution_id", "seq", *ENVELOPE, "payload")
 
 
 def _text(value: Any) -> str | None:
-    return None if value is None else str(value)
+    return value if value is None or value.__class__ is str else str(value)
 
 
 def _int(value: Any) -> int | None:
-    return None if value is None else int(value)
+    return value if value is None or value.__class__ is int else int(value)
+
+
+# one encoder for every payload: json.dumps with options builds a new encoder per call
+_ENCODE = json.JSONEncoder(separators=(",", ":"), default=str).encode
 
 
 def encode_payload(payload: Any) -> str:
-    return json.dumps({} if payload is None else payload, separators=(",", ":"), default=str)
+    return _ENCODE({} if payload is None else payload)
 
 
 def _row(event: Mapping[str, Any]) -> tuple[Any, ...]:
-    """An envelope as the column values after (execution_id, seq)."""
+    """An envelope as the column values after (execution_id, seq): the worker's hot path,
+    hence spelled out field by field."""
+    get = event.get
     return (
         str(event["event_id"]),
-        float(event.get("ts") or time.time()),
-        *(_text(event.get(f)) for f in _TEXT_FIELDS[:5]),
-        _int(event.get("iteration")),
-        _int(event.get("attempt")),
-        *(_text(event.get(f)) for f in _TEXT_FIELDS[5:]),
-        _int(event.get("pc")),
-        encode_payload(event.get("payload")),
+        float(get("ts") or time.time()),
+        _text(get("name")),
+        _text(get("source")),
+        _text(get("step")),
+        _text(get("step_run_id")),
+        _text(get("task_run_id")),
+        _int(get("iteration")),
+        _int(get("attempt")),
+        _text(get("parent_id")),
+        _text(get("action_id")),
+        _int(get("pc")),
+        _ENCODE({} if (payload := get("payload")) is None else payload),
     )
 
 
@@ -243,7 +254,7 @@ def job_columns(jobs: Sequence[JobSpec]) -> list[list[Any]]:
         [j.job_id for j in jobs],
         [j.action_id for j in jobs],
         [j.pool for j in jobs],
-        [json.dumps(j.payload, separators=(",", ":"), default=str) for j in jobs],
+        [_ENCODE(j.payload) for j in jobs],
         [j.max_attempts for j in jobs],
         [float(j.delay) for j in jobs],
     ]
