@@ -5,9 +5,10 @@ a time (an ownership lease, renewed every ttl/3); a server claims new submission
 executions of servers whose lease expired, rebuilds their control VM from the event log
 (replay), appends the server events the log lacks, and (re-)enqueues the commands still
 outstanding — job ids are action ids, so nothing is enqueued twice. Then, for every owned
-execution, new events are read (woken by NOTIFY, with polling as the fallback), the inputs
-are fed to the VM, its events are appended *before* the jobs they cause are enqueued, and a
-finished execution is closed and retired. Every server also reaps expired job leases: a job
+execution, the new input events are read (woken by the workers' NOTIFY — not by our own —
+with polling as the fallback), fed to the VM, and its events and the jobs they cause are
+committed in one transaction (`append_and_enqueue`); a finished execution is closed and
+retired. Every server also reaps expired job leases: a job
 out of attempts becomes a failure event for its step or iteration.
 """
 

@@ -1,14 +1,19 @@
 """`noetl-vm worker`: leases jobs, runs the pipeline VM and the tools, appends the events.
 
-A worker has no inbound port: it leases up to `concurrency` jobs of its pool in batches
-(`complete_and_lease`: finishing the last batch and leasing the next is one round trip),
-runs each (a pipeline of only `noop` tasks inline, anything else in a thread), appends the
-job's events — ids derived from `action_id` and the lease attempt, so a retried append adds
-nothing — and only then completes the job. Leases are heartbeated every ttl/3; a job whose
-lease was lost is told to stop and its events are not appended (its new holder runs it). A
-re-leased job (attempt > 1) reads the `task.done` events its earlier attempts recorded and
-replays them instead of calling those tools again. SIGTERM: stop leasing, let running jobs
-finish for `grace` seconds, release the rest (no attempt is spent).
+A worker has no inbound port. Each round is one transaction (docs/distributed.md, "Round
+trips and commits"): lease up to the free slots of `concurrency` from its pool, run the
+first-attempt jobs of noop-only pipelines right there (again while every lease ran inline and
+the batch was full, up to INLINE_ROUNDS batches), then complete the finished jobs and append
+their events in one statement and commit — a job is never finished without its events, and
+a crash rolls the leases back to the queue. Other jobs run in threads after the commit and
+join the next round's commit; event ids derive from `action_id` and the lease attempt, so a
+retried append adds nothing. Templates see the `keychain` namespace resolved from the
+worker's own environment and `--keychain` file; those values are redacted from the events.
+Leases are heartbeated every ttl/3; a job whose lease was lost is told to stop and its events
+are not appended (its new holder runs it). A re-leased job (attempt > 1) reads the
+`task.done` events its earlier attempts recorded and replays them instead of calling those
+tools again. SIGTERM: stop leasing, let running jobs finish for `grace` seconds, release the
+rest (no attempt is spent).
 """
 
 from __future__ import annotations

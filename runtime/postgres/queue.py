@@ -5,6 +5,8 @@ Every operation is one statement from sql/queue.sql or sql/owners.sql, batched o
 `FOR UPDATE SKIP LOCKED` over a partial index of queued jobs, per pool. Operations that are
 safe to repeat are retried on a fresh connection when the connection is lost (a restarted
 server); `lease` is not — a lease whose answer was lost just expires and is re-queued.
+`round()` is the worker's transaction: several leases and one `finish` (complete + append the
+events, migration 0002) under one commit.
 """
 
 from __future__ import annotations
