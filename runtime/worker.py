@@ -106,32 +106,35 @@ class Worker:
             await queue.wait_for_work(self.pool, timeout=self.poll)
 
     async def _commit(self, limit: int) -> list[Lease]:
-        """One transaction (one WAL flush): lease up to `limit` jobs and run the inline ones
-        at once, again while every lease ran inline (up to INLINE_ROUNDS batches); then append
-        the events of everything finished and complete it (DESIGN §6: never one without the
-        other). Returns the leases to run in threads. If anything fails, the transaction
-        rolls back: the leases return to the queue and what ran inline is run again by
-        whoever leases it (same event ids, so nothing is logged twice); the threaded jobs'
-        results are kept for the next try."""
+        """One transaction (one WAL flush): pick up to `limit` jobs (row locks) and run the
+        inline ones at once, again while every job ran inline (up to INLINE_ROUNDS batches);
+        lease the others; then append the events of everything finished and complete it
+        (DESIGN §6: never one without the other). Returns the leases to run in threads. If
+        anything fails, the transaction rolls back: the jobs return to the queue and what ran
+        inline is run again by whoever takes it (same event ids, so nothing is logged twice);
+        the threaded jobs' results are kept for the next try."""
         done = list(self._finished)
         events = {k: list(v) for k, v in self._pending.items()}
+        ran: list[Lease] = []
         threaded: list[Lease] = []
         async with self.db.queue.round(self.owner, pool=self.pool, ttl=self.ttl) as tx:
             for _ in range(INLINE_ROUNDS):
-                leases = await tx.lease(limit)
-                for lease in leases:
+                picked = await tx.pick(limit)
+                waiting = []
+                for lease in picked:
                     known = await self._known(lease.execution_id)
-                    ran = self._run_inline(lease, known)
-                    if ran is None:
-                        threaded.append(lease)
+                    produced = self._run_inline(lease, known)
+                    if produced is None:
+                        waiting.append(lease)
                         continue
-                    done.append(lease)
-                    events.setdefault(lease.execution_id, []).extend(ran)
-                self._more = len(leases) == limit > 0  # the queue may hold more
+                    ran.append(lease)
+                    events.setdefault(lease.execution_id, []).extend(produced)
+                threaded.extend(await tx.lease_picked(waiting))
+                self._more = len(picked) == limit > 0  # the queue may hold more
                 if threaded or not self._more:
                     break  # the queue is drained, or slots are taken now
-            await tx.finish(done, events)
-        self.completed += len(done)
+            await tx.finish(done, ran, events)
+        self.completed += len(done) + len(ran)
         self._finished, self._pending = [], {}
         return threaded
 

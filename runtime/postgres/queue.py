@@ -5,8 +5,9 @@ Every operation is one statement from sql/queue.sql or sql/owners.sql, batched o
 `FOR UPDATE SKIP LOCKED` over a partial index of queued jobs, per pool. Operations that are
 safe to repeat are retried on a fresh connection when the connection is lost (a restarted
 server); `lease` is not — a lease whose answer was lost just expires and is re-queued.
-`round()` is the worker's transaction: several leases and one `finish` (complete + append the
-events, migration 0002) under one commit.
+`round()` is the worker's transaction: several picks (row locks, no lease), the lease of the
+picked jobs that run in threads, and one `finish` (complete + append the events, migration
+0002) under one commit.
 """
 
 from __future__ import annotations
@@ -128,9 +129,10 @@ class PostgresJobQueue:
     async def round(
         self, owner: str, *, pool: str = DEFAULT_POOL, ttl: float = 30.0
     ) -> AsyncIterator[WorkerRound]:
-        """One transaction of a worker's round on one connection: any number of `lease`s, then
-        `finish`; committed at the end (one WAL flush for the whole batch), rolled back on an
-        error — the leases taken in it go back to the queue, nothing was finished."""
+        """One transaction of a worker's round on one connection: `pick`s, `lease_picked`,
+        then `finish`; committed at the end (one WAL flush for the whole batch), rolled back
+        on an error — the jobs picked or leased in it go back to the queue, nothing was
+        finished."""
         async with self._pool.acquire() as conn, conn.transaction():
             yield WorkerRound(conn, owner, pool, ttl)
 
@@ -218,32 +220,66 @@ class PostgresJobQueue:
 class WorkerRound:
     """The statements of a worker's round transaction (see `PostgresJobQueue.round`)."""
 
-    __slots__ = ("_conn", "owner", "pool", "ttl")
+    __slots__ = ("_conn", "_picked", "owner", "pool", "ttl")
 
     def __init__(self, conn: asyncpg.Connection, owner: str, pool: str, ttl: float) -> None:
         self._conn = conn
+        self._picked: list[str] = []  # our own row locks do not make SKIP LOCKED skip
         self.owner = owner
         self.pool = pool
         self.ttl = ttl
 
-    async def lease(self, limit: int) -> list[Lease]:
-        """Lease up to `limit` more jobs; they stay row-locked (invisible to other workers'
-        SKIP LOCKED) until the round commits."""
+    async def pick(self, limit: int) -> list[Lease]:
+        """Up to `limit` leasable jobs, row-locked by this transaction (other workers' SKIP
+        LOCKED pass them by) but not leased: `finish(ran=...)` moves the ones run inline
+        straight to done, `lease_picked` leases the others. Their `lease_id` is empty."""
         if limit <= 0:
             return []
+        rows = await self._conn.fetch(q("pick_jobs"), self.pool, limit, self._picked)
+        self._picked.extend(r["job_id"] for r in rows)
+        return [
+            Lease(
+                r["job_id"],
+                r["execution_id"],
+                r["action_id"],
+                r["pool"],
+                json.loads(r["payload"]),
+                r["attempt"],
+                r["max_attempts"],
+                self.owner,
+                "",
+                0.0,
+            )
+            for r in rows
+        ]
+
+    async def lease_picked(self, picked: Sequence[Lease]) -> list[Lease]:
+        """Lease picked jobs (those that will run outside this transaction)."""
+        if not picked:
+            return []
         rows = await self._conn.fetch(
-            q("lease_jobs"), self.pool, limit, self.owner, float(self.ttl)
+            q("lease_picked_jobs"), [p.job_id for p in picked], self.owner, float(self.ttl)
         )
         return _leases(list(rows))
 
     async def finish(
-        self, done: Sequence[Lease], events: Mapping[str, Sequence[Mapping[str, Any]]]
+        self,
+        done: Sequence[Lease],
+        ran: Sequence[Lease],
+        events: Mapping[str, Sequence[Mapping[str, Any]]],
     ) -> set[str]:
-        """Complete `done` (current lease holders only) and append `events` (by execution)
-        in one statement: jobs first, the executions' counter rows last (0002)."""
-        if not done and not any(events.values()):
+        """Complete `done` (leased jobs; current lease holders only) and `ran` (jobs picked
+        and run in this transaction), and append `events` (by execution), in one statement:
+        jobs first, the executions' counter rows last (0002)."""
+        if not done and not ran and not any(events.values()):
             return set()
-        rows = await self._conn.fetch(q("finish_jobs"), *_tokens(done), *event_columns(events))
+        rows = await self._conn.fetch(
+            q("finish_jobs"),
+            *_tokens(done),
+            [r.job_id for r in ran],
+            self.owner,
+            *event_columns(events),
+        )
         return {r["job_id"] for r in rows}
 
 

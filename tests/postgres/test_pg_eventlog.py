@@ -173,25 +173,42 @@ async def test_read_inputs_skips_what_the_vm_does_not_consume(db):
     assert await log.read_inputs("nope", 5, {"worker"}, {"step.done"}) == (5, [])
 
 
-async def test_a_worker_round_commits_leases_completions_and_events_together(db):
+async def test_a_worker_round_commits_picks_leases_completions_and_events_together(db):
     await db.events.create_execution("x", "p")
-    await db.queue.enqueue([JobSpec(f"j{i}", "x", f"a{i}", {"i": i}) for i in range(4)])
+    await db.queue.enqueue([JobSpec(f"j{i}", "x", f"a{i}", {"i": i}) for i in range(5)])
     with pytest.raises(RuntimeError):
         async with db.queue.round("w") as tx:
-            leased = await tx.lease(2)
-            assert [lease.job_id for lease in leased] == ["j0", "j1"]
-            await tx.finish(leased, {"x": evs("r", 2)})
+            picked = await tx.pick(2)
+            assert [p.job_id for p in picked] == ["j0", "j1"]
+            # picked rows are locked: another worker's lease passes them by
+            assert [lease.job_id for lease in await db.queue.lease("w2", limit=1)] == ["j2"]
+            await tx.finish([], picked, {"x": evs("r", 2)})
             raise RuntimeError("the worker failed before the commit")
-    # rolled back: the jobs are queued again, no event was appended
+    # rolled back: the picked jobs are queued again, no event was appended
     assert await db.events.read("x") == []
+    assert (await db.queue.get("j0")).status == "queued"  # type: ignore[union-attr]
+    threaded = await db.queue.lease("w", limit=1)  # a job running in a thread
+    assert [lease.job_id for lease in threaded] == ["j0"]
+    async with db.queue.round("w", ttl=30) as tx:
+        picked = await tx.pick(2) + await tx.pick(1)  # never the same job twice
+        assert [p.job_id for p in picked] == ["j1", "j3", "j4"]
+        leased = await tx.lease_picked(picked[2:])
+        assert [(lease.job_id, lease.owner) for lease in leased] == [("j4", "w")]
+        assert leased[0].lease_id and leased[0].attempt == 1
+        finished = await tx.finish(threaded, picked[:2], {"x": evs("r", 3)})
+        assert finished == {"j0", "j1", "j3"}
+    assert [e["event_id"] for e in await db.events.read("x")] == ["r0", "r1", "r2"]
+    states = {j: (await db.queue.get(j)) for j in ("j0", "j1", "j3", "j4")}
+    assert {j: s.status for j, s in states.items() if s} == {
+        "j0": "done",
+        "j1": "done",
+        "j3": "done",
+        "j4": "leased",
+    }
+    assert states["j1"].owner == "w"  # type: ignore[union-attr]
+    # a stale lease finishes nothing; picked jobs that are no longer queued neither
     async with db.queue.round("w") as tx:
-        leased = await tx.lease(3)
-        assert [lease.job_id for lease in leased] == ["j0", "j1", "j2"]
-        assert await tx.finish(leased[:2], {"x": evs("r", 2)}) == {"j0", "j1"}
-    assert [e["event_id"] for e in await db.events.read("x")] == ["r0", "r1"]
-    assert (await db.queue.get("j0")).status == "done"  # type: ignore[union-attr]
-    assert (await db.queue.get("j2")).status == "leased"  # type: ignore[union-attr]
-    assert [lease.job_id for lease in await db.queue.lease("w2", limit=10)] == ["j3"]
+        assert await tx.finish(threaded, picked[:1], {}) == set()
 
 
 async def test_own_notifications_can_be_ignored(db, pg_url):

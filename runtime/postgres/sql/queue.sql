@@ -144,7 +144,33 @@ SELECT job_id, execution_id, action_id, pool, payload::text AS payload, status, 
 -- name: count_jobs
 SELECT status, count(*) AS n FROM jobs WHERE pool = $1 GROUP BY status;
 
+-- name: pick_jobs
+-- A worker's round transaction: the oldest leasable jobs, row-locked (other workers' SKIP
+-- LOCKED pass them by) but not leased: the inline ones go straight to done (finish_jobs).
+-- SKIP LOCKED does not skip the rows the transaction itself locked: $3 names the jobs it
+-- picked already.
+SELECT job_id, execution_id, action_id, pool, payload::text AS payload, attempt, max_attempts,
+       queue_seq
+  FROM jobs
+ WHERE status = 'queued' AND pool = $1 AND available_at <= now()
+   AND job_id <> ALL ($3::text[])
+ ORDER BY queue_seq
+ LIMIT $2
+   FOR UPDATE SKIP LOCKED;
+
+-- name: lease_picked_jobs
+-- The picked jobs that run in threads: leased like lease_jobs does.
+UPDATE jobs
+   SET status = 'leased', lease_owner = $2, lease_id = gen_random_uuid(),
+       lease_expires_at = now() + make_interval(secs => $3), heartbeat_at = now(),
+       leased_at = now()
+ WHERE job_id = ANY ($1::text[]) AND status = 'queued'
+RETURNING job_id, execution_id, action_id, pool, payload::text AS payload, attempt,
+          max_attempts, lease_owner, lease_id::text AS lease_id,
+          extract(epoch FROM lease_expires_at)::float8 AS lease_expires_at, queue_seq;
+
 -- name: finish_jobs
 -- The end of a worker's round transaction: complete the jobs, append their events (0002).
 SELECT out_job_id AS job_id
-  FROM noetl_finish_jobs($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16);
+  FROM noetl_finish_jobs($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,
+                         $17, $18);

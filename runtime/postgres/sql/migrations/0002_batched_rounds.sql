@@ -183,13 +183,17 @@ BEGIN
 END
 $$;
 
--- The end of a worker's round: finish the jobs it ran (holder of the current lease only) and
--- append the events they produced (any executions). The worker leased and ran them earlier
--- in the same transaction (lease_jobs), so one commit covers the whole batch. Returns the
--- ids of the jobs it finished.
+-- The end of a worker's round: finish the jobs it ran and append the events they produced
+-- (any executions), in the worker's round transaction, so one commit covers the whole batch.
+-- Two kinds of finished jobs: leased ones (they ran in threads; only the holder of the
+-- current lease may finish them) and jobs this transaction picked (`pick_jobs`: row-locked,
+-- still `queued`) and ran inline — those go from queued to done in one update, never
+-- written as `leased`. Returns the ids of the jobs it finished.
 CREATE FUNCTION noetl_finish_jobs(
     p_done_job_ids   text[],
     p_done_lease_ids uuid[],
+    p_ran_job_ids    text[],
+    p_owner          text,
     p_execution_ids  text[],
     p_event_ids      text[],
     p_ts             double precision[],
@@ -212,6 +216,12 @@ BEGIN
        SET status = 'done', finished_at = now(), lease_expires_at = NULL, last_error = NULL
       FROM unnest(p_done_job_ids, p_done_lease_ids) AS t(job_id, lease_id)
      WHERE j.job_id = t.job_id AND j.lease_id = t.lease_id AND j.status = 'leased'
+    RETURNING j.job_id;
+    RETURN QUERY
+    UPDATE jobs j
+       SET status = 'done', lease_owner = p_owner, leased_at = now(), finished_at = now(),
+           last_error = NULL
+     WHERE j.job_id = ANY (p_ran_job_ids) AND j.status = 'queued'
     RETURNING j.job_id;
     IF cardinality(p_event_ids) > 0 THEN
         PERFORM 1 FROM noetl_append_events_of(p_execution_ids, p_event_ids, p_ts, p_names,
