@@ -78,9 +78,18 @@ class Worker:
             await self._shutdown()
 
     async def _round(self, next_heartbeat: float) -> None:
-        """One transaction: lease, run what runs inline, commit; start the other leases;
+        """One transaction: pick, run what runs inline, commit; start the other leases;
         heartbeat; wait for running jobs or new work."""
-        queue = self.db.queue
+        notes = self.db.notifications
+        await notes.ensure_listening()
+        # registered before the pick: an enqueue committed after it still wakes us
+        woken = notes.register("noetl_jobs", self.pool)
+        try:
+            await self._round_registered(next_heartbeat, woken)
+        finally:
+            notes.unregister("noetl_jobs", self.pool, woken)
+
+    async def _round_registered(self, next_heartbeat: float, woken: asyncio.Event) -> None:
         free = self.concurrency - len(self.running)
         self._more = False
         if free > 0 or self._finished:
@@ -89,7 +98,7 @@ class Worker:
                 task = asyncio.create_task(self._run_job(lease, flag))
                 self.running[lease.job_id] = (lease, task, flag)
         if time.monotonic() >= next_heartbeat and self.running:
-            held = await queue.heartbeat(
+            held = await self.db.queue.heartbeat(
                 [lease for lease, _, _ in self.running.values()], ttl=self.ttl
             )
             for job_id, (_, _, flag) in self.running.items():
@@ -103,7 +112,10 @@ class Worker:
             await asyncio.sleep(0)  # let jobs finishing at the same moment join this batch
             self._collect()
         else:
-            await queue.wait_for_work(self.pool, timeout=self.poll)
+            # the pick found the queue drained: sleep until the next enqueue notifies (or the
+            # polling fallback). Not `wait_for_work`: it counts the jobs other workers' open
+            # rounds have picked as ready, and idle workers would spin on them.
+            await self.db.notifications.sleep_on(woken, self.poll)
 
     async def _commit(self, limit: int) -> list[Lease]:
         """One transaction (one WAL flush): pick up to `limit` jobs (row locks) and run the
