@@ -220,11 +220,12 @@ class PostgresJobQueue:
 class WorkerRound:
     """The statements of a worker's round transaction (see `PostgresJobQueue.round`)."""
 
-    __slots__ = ("_conn", "_picked", "owner", "pool", "ttl")
+    __slots__ = ("_after", "_conn", "owner", "pool", "ttl")
 
     def __init__(self, conn: asyncpg.Connection, owner: str, pool: str, ttl: float) -> None:
         self._conn = conn
-        self._picked: list[str] = []  # our own row locks do not make SKIP LOCKED skip
+        # the last queue_seq picked: our own row locks do not make SKIP LOCKED skip them
+        self._after = 0
         self.owner = owner
         self.pool = pool
         self.ttl = ttl
@@ -235,8 +236,9 @@ class WorkerRound:
         straight to done, `lease_picked` leases the others. Their `lease_id` is empty."""
         if limit <= 0:
             return []
-        rows = await self._conn.fetch(q("pick_jobs"), self.pool, limit, self._picked)
-        self._picked.extend(r["job_id"] for r in rows)
+        rows = await self._conn.fetch(q("pick_jobs"), self.pool, limit, self._after)
+        if rows:
+            self._after = rows[-1]["queue_seq"]
         return [
             Lease(
                 r["job_id"],

@@ -147,13 +147,12 @@ SELECT status, count(*) AS n FROM jobs WHERE pool = $1 GROUP BY status;
 -- name: pick_jobs
 -- A worker's round transaction: the oldest leasable jobs, row-locked (other workers' SKIP
 -- LOCKED pass them by) but not leased: the inline ones go straight to done (finish_jobs).
--- SKIP LOCKED does not skip the rows the transaction itself locked: $3 names the jobs it
--- picked already.
+-- SKIP LOCKED does not skip the rows the transaction itself locked: a later pick of the same
+-- transaction starts after the last job it picked ($3, a queue_seq; 0 for the first).
 SELECT job_id, execution_id, action_id, pool, payload::text AS payload, attempt, max_attempts,
        queue_seq
   FROM jobs
- WHERE status = 'queued' AND pool = $1 AND available_at <= now()
-   AND job_id <> ALL ($3::text[])
+ WHERE status = 'queued' AND pool = $1 AND available_at <= now() AND queue_seq > $3
  ORDER BY queue_seq
  LIMIT $2
    FOR UPDATE SKIP LOCKED;
