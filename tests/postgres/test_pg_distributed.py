@@ -275,6 +275,51 @@ def test_cancel_and_signal_through_the_database(cluster: Cluster) -> None:
     assert json.loads(out)["ok"]
 
 
+def test_sigkill_a_worker_mid_round_of_inline_jobs(cluster: Cluster, tmp_path: Path) -> None:
+    # noop iterations run inline inside the worker's round transaction: a worker killed in
+    # it must leave nothing half-done (its picks go back to the queue, their events were not
+    # committed) and the rerun must log every iteration once
+    n = 5000
+    playbook = tmp_path / "wide.yaml"
+    playbook.write_text(
+        "apiVersion: noetl.io/v2\nkind: Playbook\nmetadata: {name: wide, path: tests/wide}\n"
+        f"workload: {{items: {list(range(n))}}}\n"
+        "workflow:\n  - step: start\n"
+        '    loop: {in: "{{ workload.items }}", iterator: x,'
+        " spec: {mode: parallel, max_in_flight: 300}}\n"
+        "    tool: {kind: noop}\n"
+    )
+    cluster.server()
+    doomed = cluster.worker(64)
+    execution_id = cluster.submit(playbook, wait=False)["execution_id"]
+    store = PostgresStore(cluster.url)
+    try:
+
+        def logged() -> int:
+            record = store.execution(execution_id)
+            return int(record["last_seq"]) if record else 0
+
+        _wait_for(lambda: logged() >= 1000)  # a few hundred iterations in
+        doomed.send_signal(signal.SIGKILL)
+        doomed.wait(timeout=30)
+        done = sum(1 for e in store.read(execution_id) if e["name"] == "loop.iteration.done")
+        assert done < n  # killed mid-run: the rest needs the next worker
+        cluster.worker(64)
+        _wait_for(lambda: store.execution(execution_id)["status"] != "running", 120)  # type: ignore[index]
+        record = store.execution(execution_id)
+        events = store.read(execution_id)
+    finally:
+        store.close()
+    assert record is not None and record["status"] == "completed", record
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    for name in ("loop.iteration.done", "task.done", "loop.iteration.started"):
+        per_iteration = Counter(e["iteration"] for e in events if e["name"] == name)
+        assert sorted(per_iteration) == list(range(n)) and set(per_iteration.values()) == {1}
+    replay = _vm("replay", execution_id, "--db", cluster.url, "--json")
+    out, err = replay.communicate(timeout=60)
+    assert replay.returncode == 0 and json.loads(out)["ok"], out + err
+
+
 def test_a_timer_wakes_its_server(cluster: Cluster) -> None:
     # the server ignores the NOTIFY of its own appends, so the timer that fires in it must
     # wake it directly: with a 300 s polling fallback, only that wake-up finishes in time
