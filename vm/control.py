@@ -60,6 +60,8 @@ class ControlVM:
         self.tables: dict[str, StepTable] = build_tables(program)
         self.workload = workload
         self.execution_id = execution_id
+        # `action_id`'s hash with the execution id already fed in: each command's id copies it
+        self._action_prefix = _sha256(f"{execution_id}/".encode())
         self.ctx: dict[str, Any] = {}
         self.results: dict[str, Any] = {}  # finished steps by name
         # step results by name plus the namespaces: what guards and arc args see
@@ -103,7 +105,23 @@ class ControlVM:
         try:
             name = event["name"]
             if name in RESULT_EVENTS:
-                self._on_result(name, event, commands)
+                # a worker's result for an active step run (inline: the hot path)
+                run = self.runs.get(event.get("step_run_id") or "")
+                if run is not None:  # else a late or duplicate result: ignored
+                    data = event.get("payload") or {}
+                    writes = data.get("ctx_writes")
+                    if writes:
+                        self._apply_ctx(writes)
+                    if name == "step.done":
+                        del self.runs[run.run_id]
+                        self.firings += 1  # the net's complete transition
+                        self._boundary(run, name, data.get("result"), None, commands)
+                    elif name == "step.failed":
+                        del self.runs[run.run_id]
+                        self.firings += 1  # the net's fail transition
+                        self._boundary(run, name, None, data.get("error"), commands)
+                    else:
+                        self._iteration_result(run, event, data, commands)
             else:
                 self._on_event(event, commands)
             ready = self.ready
@@ -156,26 +174,6 @@ class ControlVM:
                 "payload": payload,
             }
         )
-
-    def _on_result(self, name: str, event: dict[str, Any], commands: list[Command]) -> None:
-        """A worker's result (`RESULT_EVENTS`) for an active step run."""
-        run = self.runs.get(event.get("step_run_id") or "")
-        if run is None:
-            return  # late or duplicate result of a finished run: ignored
-        data = event.get("payload") or {}
-        writes = data.get("ctx_writes")
-        if writes:
-            self._apply_ctx(writes)
-        if name == "step.done":
-            del self.runs[run.run_id]
-            self.firings += 1  # the net's complete transition
-            self._boundary(run, name, data.get("result"), None, commands)
-        elif name == "step.failed":
-            del self.runs[run.run_id]
-            self.firings += 1  # the net's fail transition
-            self._boundary(run, name, None, data.get("error"), commands)
-        else:
-            self._iteration_result(run, event, data, commands)
 
     def _on_event(self, event: dict[str, Any], commands: list[Command]) -> None:
         """Any other input: a signal, a timer, a cancel request."""
@@ -269,8 +267,9 @@ class ControlVM:
                     "payload": {"args": args},
                 }
             )
-            key = _sha256(f"{self.execution_id}/{run_id}/".encode()).hexdigest()[:32]
-            commands.append(Command("run", step, run_id, args, key))  # == action_id(...)
+            digest = self._action_prefix.copy()  # action_id(execution_id, run_id, None)
+            digest.update(f"{run_id}/".encode())
+            commands.append(Command("run", step, run_id, args, digest.hexdigest()[:32]))
             return
         items = table.items(scope) if table.items is not None else []
         run.items = list(items) if isinstance(items, list | tuple) else []
@@ -299,10 +298,16 @@ class ControlVM:
             run.step,
             run.run_id,
             run.token.args,
-            action_id(self.execution_id, run.run_id, iteration),
+            self._action_id(run.run_id, iteration),
             iteration,
             run.items[iteration] if iteration is not None else None,
         )
+
+    def _action_id(self, step_run_id: str, iteration: int | None) -> str:
+        """`action_id(self.execution_id, step_run_id, iteration)`, from the prefixed hash."""
+        digest = self._action_prefix.copy()
+        digest.update(f"{step_run_id}/{'' if iteration is None else iteration}".encode())
+        return digest.hexdigest()[:32]
 
     def _run_command(self, run: StepRun, iteration: int | None) -> Command:
         return self._command("run", run, iteration)
@@ -389,11 +394,12 @@ class ControlVM:
             routes = table.done_on.get(name, ())
         scope["args"] = run.token.args
         scope["event"] = {"name": name, "step": step, "data": data}
-        self._route(run, routes, name, scope, error)
+        self._route(run, table, routes, name, scope, error)
 
     def _route(
         self,
         run: StepRun,
+        table: StepTable,
         routes: tuple[Transition, ...],
         name: str,
         scope: dict[str, Any],
@@ -407,7 +413,6 @@ class ControlVM:
         did not feed gets a dead token (arcs not taken, shadowed, or listening to the other
         outcome) — unless the token stays in a cycle, which will decide again."""
         step = run.step
-        table = self.tables[step]
         feeds = table.join_feeds
         fired_route = False
         live: set[str] = set() if feeds else _NOTHING_LIVE
@@ -475,9 +480,8 @@ class ControlVM:
         guard_event = {"name": event["name"], "step": run.step, "data": data}
         scope = self._scope(run.token.args, guard_event)
         name = event["name"]
-        routes = tuple(
-            t for t in self.tables[run.step].done_routes if t.kind == "route" and name in t.events
-        )
+        table = self.tables[run.step]
+        routes = tuple(t for t in table.done_routes if t.kind == "route" and name in t.events)
         if not any(t.passes(scope) for t in routes):
             return False
         del self.listeners[run.run_id]
@@ -491,7 +495,7 @@ class ControlVM:
         self.scope[run.step] = data
         self.final_result = data
         self.record("step.done", run.step, {"event": event["name"]}, run.run_id)
-        self._route(run, routes, name, scope, None)
+        self._route(run, table, routes, name, scope, None)
         return True
 
     # ------------------------------------------------------------------ tokens and joins
