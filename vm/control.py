@@ -429,11 +429,12 @@ class ControlVM:
                 kind = transition.kind
                 if kind == "route":
                     fired_route = True
-                    args = (
-                        self.program.value(transition.args, scope)
-                        if transition.args is not None
-                        else run.token.args
-                    )
+                    if transition.args is None:
+                        args = run.token.args
+                    else:
+                        args = self.program.value(transition.args, scope)
+                    if not args and type(args) is not dict:
+                        args = {}  # an empty dict is passed on as is, like any other
                     if transition.writes is not None:
                         self._apply_writes(transition.writes, scope)
                         values.clear()
@@ -448,7 +449,7 @@ class ControlVM:
                         }
                     )
                     for place, entry in transition.entries:
-                        token = Token(args or {}, False, step)
+                        token = Token(args, False, step)
                         if entry is not None:
                             self.ready.append((entry, token))
                         else:
