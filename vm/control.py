@@ -407,7 +407,8 @@ class ControlVM:
     ) -> bool:
         """Fire every route (listening to `name`, in order) whose guard passes; True if a route
         fired. Exclusive arcs share a guard (`g`, then `not g`): each distinct guard is
-        evaluated once, again only after a route wrote ctx.
+        evaluated once, again only after a route wrote ctx — except the guards of a route that
+        fired, which stay true: exclusive fires the first match even if its write changes ctx.
 
         Then dead-path elimination: every place on the way to an AND-join that this decision
         did not feed gets a dead token (arcs not taken, shadowed, or listening to the other
@@ -417,8 +418,11 @@ class ControlVM:
         fired_route = False
         live: set[str] = set() if feeds else _NOTHING_LIVE
         values: dict[Any, bool] = {}
+        fired: set[Any] = set()  # guards of routes that fired: true for the whole decision
         for transition in routes:
             for evaluate, negated in transition.guards:
+                if negated and evaluate in fired:
+                    break  # exclusive: an earlier arc matched (a ctx write cannot undo that)
                 value = values.get(evaluate)
                 if value is None:
                     value = values[evaluate] = bool(evaluate(scope))
@@ -429,6 +433,7 @@ class ControlVM:
                 kind = transition.kind
                 if kind == "route":
                     fired_route = True
+                    fired.update(e for e, negated in transition.guards if not negated)
                     if transition.args is None:
                         args = run.token.args
                     else:

@@ -244,3 +244,34 @@ def test_command_action_ids_are_action_id_of_the_run_and_iteration() -> None:
                 )
             )
     assert vm.status == "completed" and seen == 5  # start, 3 iterations, end
+
+
+EXCLUSIVE_WRITE = """
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: exclusive_write, path: t/exclusive_write}
+workflow:
+  - step: start
+    tool: {kind: noop}
+    next:
+      spec: {mode: exclusive}
+      arcs:
+        - step: a
+          when: "{{ (ctx.n | default(0)) < 1 }}"
+          set: {ctx.n: 1}
+        - step: b
+          when: "{{ (ctx.n | default(0)) == 1 }}"
+  - step: a
+    tool: {kind: noop}
+  - step: b
+    tool: {kind: noop}
+"""
+
+
+def test_exclusive_fires_the_first_match_even_when_its_write_changes_ctx() -> None:
+    """Regression: the second arc carries `not <first guard>`; re-evaluated after the first
+    arc's write it passed, so both arcs fired."""
+    vm = ControlVM(_program(EXCLUSIVE_WRITE), {}, "x")
+    [start] = vm.start()
+    assert [c.step for c in _answer(vm, start)] == ["a"]
+    assert vm.ctx == {"n": 1}
