@@ -80,6 +80,9 @@ CREATE TABLE IF NOT EXISTS results (
 """
 _SCHEMA_VERSION = 2
 
+# one encoder for every payload: json.dumps with options builds a new encoder per call
+_encode = json.JSONEncoder(default=str, separators=(",", ":")).encode
+
 
 class StoreError(Exception):
     """A store cannot be opened or used; carries a stable code and a hint for the CLI."""
@@ -355,7 +358,7 @@ class SQLiteStore:
                     event.get("parent_id"),
                     event.get("action_id"),
                     event.get("pc"),
-                    json.dumps(event.get("payload") or {}, default=str, separators=(",", ":")),
+                    _encode(payload) if (payload := event.get("payload")) else "{}",
                 )
             )
         return rows
