@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 import multiprocessing
 import os
@@ -11,7 +12,13 @@ from typing import Any
 
 import pytest
 
-from noetlc.runtime.store import MemoryStore, SQLiteStore, StoreError, open_store
+from noetlc.runtime.store import (
+    MemoryStore,
+    SQLiteStore,
+    StoreError,
+    encode_payload,
+    open_store,
+)
 from noetlc.vm import cli
 
 CONFORMANCE = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "conformance"
@@ -99,3 +106,18 @@ def test_run_records_events_and_status(tmp_path: Path, capsys: pytest.CaptureFix
     assert json.loads(lines[-1])["name"] == "workflow.finished"
     assert cli.main(["events", "nope", "--db", db]) == 1
     assert "error[NOE804]" in capsys.readouterr().err
+
+
+def test_payload_encoder_writes_what_json_dumps_writes() -> None:
+    values: list[Any] = [
+        {"result": None, "ctx_writes": [["i", 3]]},
+        {"x": [1, 2.5, True, "é\n\"'"], "when": datetime.date(2020, 1, 2), "n": {"deep": {}}},
+        "text",
+        [float("nan"), float("inf"), -0.0, 10**30],
+    ]
+    for value in values:
+        assert encode_payload(value) == json.dumps(value, default=str, separators=(",", ":"))
+    circular: list[Any] = []
+    circular.append(circular)
+    with pytest.raises((ValueError, RecursionError)):
+        encode_payload(circular)
