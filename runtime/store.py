@@ -305,18 +305,23 @@ class SQLiteStore:
     def append(self, execution_id: str, events: list[dict[str, Any]]) -> int:
         if not events:
             return 0
-        last = self._last_seq.get(execution_id)
-        if last is not None:
-            # fast path: this store wrote the execution's last event, and these ids are new
-            rows = self._rows(execution_id, events, last, set())
-            try:
-                self._insert(rows)
-            except sqlite3.IntegrityError:
-                pass  # a duplicate event_id or another writer: the careful path decides
-            else:
-                self._last_seq[execution_id] = last + len(rows)
-                return len(rows)
         db = self._db
+        last = self._last_seq.get(execution_id)
+        if last is None:
+            # this store's first append to the execution: guess the last seq without the lock
+            # (a writer appending in between makes (execution_id, seq) collide: careful path)
+            (last,) = db.execute(
+                "SELECT COALESCE(MAX(seq), 0) FROM events WHERE execution_id = ?", (execution_id,)
+            ).fetchone()
+        # fast path: these ids are new and nobody appended since `last`; the constraints check it
+        rows = self._rows(execution_id, events, last, set())
+        try:
+            self._insert(rows)
+        except sqlite3.IntegrityError:
+            pass  # a duplicate event_id or another writer: the careful path decides
+        else:
+            self._last_seq[execution_id] = last + len(rows)
+            return len(rows)
         db.execute("BEGIN IMMEDIATE")  # the write lock: seq is assigned under it
         try:
             (last,) = db.execute(
