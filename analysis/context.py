@@ -17,7 +17,7 @@ from noetlc.compiler import tree
 from noetlc.compiler.diagnostics import Diagnostic, Span, TraceStep
 from noetlc.compiler.expressions import ExpressionPool
 from noetlc.compiler.unit import CompilationUnit
-from noetlc.ir.net import Net, Position, Transition
+from noetlc.ir.net import Net, Place, Position, Transition
 
 if TYPE_CHECKING:
     from noetlc.analysis.soundness import SoundnessResult
@@ -74,6 +74,10 @@ class LintContext:
     # ------------------------------------------------------------------ steps and events
 
     @cached_property
+    def places(self) -> dict[str, Place]:
+        return {p.id: p for p in self.net.places}
+
+    @cached_property
     def steps(self) -> dict[str, tree.Step]:
         return {s.name: s for s in self.playbook.workflow}
 
@@ -82,7 +86,7 @@ class LintContext:
 
     def place_events(self, place_id: str) -> tuple[str, ...]:
         """The boundary events a decision place sees (what its transitions can react to)."""
-        place = self.net.place(place_id)
+        place = self.places[place_id]
         if place.step is None:
             return ()
         if place.kind == "done":

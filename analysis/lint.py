@@ -10,7 +10,7 @@ from noetlc.analysis.registry import checks
 from noetlc.analysis.soundness import SoundnessResult
 from noetlc.compiler.diagnostics import Diagnostic, InternalCompilerError
 from noetlc.compiler.expressions import ExpressionPool
-from noetlc.compiler.pipeline import compile_file, compile_source
+from noetlc.compiler.pipeline import compile_file, compile_source, gc_paused
 from noetlc.compiler.unit import CompilationUnit
 from noetlc.ir.net import Net
 
@@ -36,21 +36,26 @@ def lint_unit(unit: CompilationUnit, budget: int = DEFAULT_BUDGET) -> LintReport
     ctx = context_of(unit, budget)
     soundness = None
     if ctx is not None:
-        for rule in checks():
-            try:
-                rule.entry()(ctx)
-            except InternalCompilerError:
-                raise
-            except RecursionError as exc:
-                raise InternalCompilerError(f"recursion too deep in lint rule {rule.name}") from exc
-            except Exception as exc:
-                raise InternalCompilerError(
-                    f"lint rule {rule.name}: {type(exc).__name__}: {exc}"
-                ) from exc
+        with gc_paused():  # the analysis allocates much and frees little: no cyclic GC passes
+            _run_rules(ctx)
         diagnostics.extend(ctx.findings)
         soundness = ctx.soundness
     diagnostics.sort(key=Diagnostic.sort_key)
     return LintReport(unit.file, unit.source, diagnostics, soundness)
+
+
+def _run_rules(ctx: LintContext) -> None:
+    for rule in checks():
+        try:
+            rule.entry()(ctx)
+        except InternalCompilerError:
+            raise
+        except RecursionError as exc:
+            raise InternalCompilerError(f"recursion too deep in lint rule {rule.name}") from exc
+        except Exception as exc:
+            raise InternalCompilerError(
+                f"lint rule {rule.name}: {type(exc).__name__}: {exc}"
+            ) from exc
 
 
 def lint_file(path: str | Path, budget: int = DEFAULT_BUDGET) -> LintReport:

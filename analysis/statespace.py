@@ -58,6 +58,7 @@ class _Explorer:
         self.succ: list[list[Move] | None] = []
         self.pruned: set[int] = set()
         self.result = Search()
+        self.join_rank = {target: i for i, target in enumerate(system.joins)}
 
     # ------------------------------------------------------------------ moves
 
@@ -87,7 +88,11 @@ class _Explorer:
                 out.append((self.settle(new), Path()))
             if reduced:
                 return out
-        for target, rule in system.joins.items():
+        # only joins with a token on some branch can fire: look at those, in a fixed order
+        branch_join = system.branch_join
+        fed = {branch_join[s // 2] for s, _ in m if s // 2 in branch_join}
+        for target in sorted(fed, key=self.join_rank.__getitem__):
+            rule = system.joins[target]
             options = []
             for b in rule.branches:
                 colors = [c for c in (LIVE, DEAD) if counts.get(2 * b + c)]

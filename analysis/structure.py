@@ -89,21 +89,67 @@ def growth(system: System) -> list[tuple[str, Path]]:
 def reduce(system: System, max_outcomes: int = MAX_OUTCOMES) -> Reduction:
     result = Reduction()
     _push_dead_tokens(system)
+    index = _Producers(system)
     changed = True
     while changed:
         changed = False
         for node in sorted(system.outcomes, reverse=True):
             if node not in system.outcomes:
                 continue
-            if _self_loops(system, node, result):
+            if _self_loops(index, node, result):
                 changed = True
-            if _resolve_joins(system, node, result):
+            if _resolve_joins(index, node, result):
                 changed = True
-            if node != system.initial and _substitute(system, node, max_outcomes):
+            if node != system.initial and _substitute(index, node, max_outcomes):
                 result.substituted += 1
                 changed = True
     prune(system)
     return result
+
+
+class _Producers:
+    """Reverse index of the token system: slot -> the nodes whose outcomes put a token there,
+    and place -> the nodes whose dead rule does. Every rule changes outcomes through `replace` and
+    `remove`, so a rule asks its neighbours instead of scanning the whole system: the
+    reduction stays linear in the size of the playbook."""
+
+    def __init__(self, system: System) -> None:
+        self.system = system
+        self.by_slot: dict[int, set[int]] = {}
+        self.slots_of: dict[int, set[int]] = {}
+        self.dead_by_place: dict[int, set[int]] = {}
+        for node, outcomes in system.outcomes.items():
+            self._link(node, {s for o in outcomes for s, _ in o.prods})
+        for node, rule in system.dead_rules.items():
+            for s, _ in rule:
+                self.dead_by_place.setdefault(s // 2, set()).add(node)
+
+    def _link(self, node: int, slots: set[int]) -> None:
+        old = self.slots_of.get(node, set())
+        for s in old - slots:
+            self.by_slot[s].discard(node)
+        for s in slots - old:
+            self.by_slot.setdefault(s, set()).add(node)
+        self.slots_of[node] = slots
+
+    def replace(self, node: int, outcomes: list[Outcome]) -> None:
+        self._link(node, {s for o in outcomes for s, _ in o.prods})
+        self.system.outcomes[node] = outcomes
+
+    def remove(self, node: int) -> None:
+        self._link(node, set())
+        del self.slots_of[node]
+        del self.system.outcomes[node]
+
+    def producers(self, slot: int) -> set[int]:
+        return self.by_slot.get(slot, _NOBODY)
+
+    def dead_rule_feeds(self, place: int) -> bool:
+        """A dead token passing a step still in the system can arrive at `place`."""
+        return any(n in self.system.outcomes for n in self.dead_by_place.get(place, ()))
+
+
+_NOBODY: set[int] = set()
 
 
 # --------------------------------------------------------------------------- dead tokens
@@ -161,7 +207,8 @@ def _dedupe(outcomes: list[Outcome]) -> list[Outcome]:
 # --------------------------------------------------------------------------- rules
 
 
-def _self_loops(system: System, node: int, result: Reduction) -> bool:
+def _self_loops(index: _Producers, node: int, result: Reduction) -> bool:
+    system = index.system
     outcomes = system.outcomes[node]
     me = ((2 * node + LIVE, 1),)
     loops = [o for o in outcomes if o.prods == me and o.end == CONTINUE]
@@ -174,25 +221,27 @@ def _self_loops(system: System, node: int, result: Reduction) -> bool:
         rest = [Outcome((), TRAPPED, loops[0].path)]
     if not rest:
         return False  # nothing but the loop: the explicit search shows it
-    system.outcomes[node] = rest
+    index.replace(node, rest)
     return True
 
 
-def _substitute(system: System, node: int, max_outcomes: int) -> bool:
+def _substitute(index: _Producers, node: int, max_outcomes: int) -> bool:
+    system = index.system
     mine = system.outcomes[node]
     live = 2 * node + LIVE
     if any(s // 2 == node for o in mine for s, _ in o.prods):
         return False  # it routes to itself (a loop through other steps)
-    if node in system.joins and _join_pending(system, node):
+    if node in system.joins and _join_pending(index, node):
         return False  # a join can still put a token here
-    referrers = [
-        n for n, outs in system.outcomes.items() if n != node and any(_count(o, live) for o in outs)
-    ]
+    referrers = sorted(n for n in index.producers(live) if n != node)
     if not referrers:
         return False
-    if any(
-        s == 2 * node + DEAD for outs in system.outcomes.values() for o in outs for s, _ in o.prods
-    ):
+    if len(referrers) > 1 and any(_opens_block(system, o) for o in mine):
+        # a fork, or a branch on its way to a join: copied into several nodes (a loop's entry
+        # and its back arc), the join would get several producers and never resolve; wait
+        # until the block has collapsed here
+        return False
+    if index.producers(2 * node + DEAD):
         return False  # a dead token still waits to pass through (a dead cycle)
     replaced: dict[int, list[Outcome]] = {}
     for n in referrers:
@@ -207,16 +256,21 @@ def _substitute(system: System, node: int, max_outcomes: int) -> bool:
                 if len(new) > max_outcomes:
                     return False
         replaced[n] = _dedupe(new)
-    system.outcomes.update(replaced)
-    del system.outcomes[node]
+    for n, outcomes in replaced.items():
+        index.replace(n, outcomes)
+    index.remove(node)
     return True
 
 
-def _join_pending(system: System, node: int) -> bool:
-    branches = {b for b in system.joins[node].branches}
+def _opens_block(system: System, o: Outcome) -> bool:
+    return sum(c for _, c in o.prods) > 1 or any(s // 2 in system.branch_join for s, _ in o.prods)
+
+
+def _join_pending(index: _Producers, node: int) -> bool:
     return any(
-        s // 2 in branches for outs in system.outcomes.values() for o in outs for s, _ in o.prods
-    ) or any(s // 2 in branches for n in system.outcomes for s, _ in system.dead_rules.get(n, ()))
+        index.producers(2 * b + LIVE) or index.producers(2 * b + DEAD) or index.dead_rule_feeds(b)
+        for b in index.system.joins[node].branches
+    )
 
 
 def prune(system: System) -> None:
@@ -260,19 +314,14 @@ def _compose(o: Outcome, slot: int, count: int, parts: tuple[Outcome, ...]) -> O
     return Outcome(freeze(out), CONTINUE, path)
 
 
-def _resolve_joins(system: System, node: int, result: Reduction) -> bool:
+def _resolve_joins(index: _Producers, node: int, result: Reduction) -> bool:
+    system = index.system
     changed = False
     for join in _joins_fed_by(system, node):
         rule = system.joins[join]
-        slots = {2 * b + color for b in rule.branches for color in (LIVE, DEAD)}
-        producers = [
-            n
-            for n, outs in system.outcomes.items()
-            for o in outs
-            if any(s in slots for s, _ in o.prods)
-        ]
-        if any(n != node for n in producers) or any(
-            s in slots for n in system.outcomes for s, _ in system.dead_rules.get(n, ())
+        slots = [2 * b + color for b in rule.branches for color in (LIVE, DEAD)]
+        if any(n != node for s in slots for n in index.producers(s)) or any(
+            index.dead_rule_feeds(b) for b in rule.branches
         ):
             continue
         new: list[Outcome] = []
@@ -298,7 +347,7 @@ def _resolve_joins(system: System, node: int, result: Reduction) -> bool:
             fired = Outcome(freeze(prods), o.end, o.path + rule.path)
             new.append(_expand_dead(system, fired) if not any_live else fired)
         if ok:
-            system.outcomes[node] = _dedupe(new)
+            index.replace(node, _dedupe(new))
             result.joins_resolved += 1
             changed = True
     return changed

@@ -275,7 +275,9 @@ def noetl_decisions(n: int) -> str:
     )  # fmt: skip
 
 
-def structured(n: int, seed: int = 0, defect: str | None = None, width: int = 3) -> str:
+def structured(
+    n: int, seed: int = 0, defect: str | None = None, width: int = 3, max_depth: int = 6
+) -> str:
     """A random structured workflow of about `n` steps: sequences, exclusive blocks (guarded
     split, merge), inclusive blocks (fork, inferred AND-join) and loops (guarded back arc, then
     the exit). Sound by construction; `defect` breaks it in a known way, for the linter's tests:
@@ -283,6 +285,9 @@ def structured(n: int, seed: int = 0, defect: str | None = None, width: int = 3)
     * `deadlock` — one exclusive block's merge becomes `spec.join: all` (NOE504);
     * `no_exit` — one loop's back arc loses its guard and the exit arc (NOE505);
     * `loop_done` — one plain step routes on `loop.done` (NOE502).
+
+    Nesting stops at `max_depth`, which caps the size (about 350 steps at the default 6, which
+    the linter's tests are written against); benchmarks pass a deeper limit to reach `n`.
     """
     import random
 
@@ -304,7 +309,7 @@ def structured(n: int, seed: int = 0, defect: str | None = None, width: int = 3)
         budget: int, depth: int, in_fork: bool = False
     ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         """(entry step, exit steps still without their onward arc)."""
-        if budget <= 1 or depth > 6:
+        if budget <= 1 or depth > max_depth:
             step = new_step()
             if not in_fork:  # a new arc inside a fork would change the joins inferred
                 marks["plain"].append(step)

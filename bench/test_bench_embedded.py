@@ -5,7 +5,9 @@ Run: `python -m bench -k embedded`.
 
 * Each workflow is compiled once, then run by `run_embedded` with the in-memory log
   (against the floor of calling the noop tool as often as the run does) and with the SQLite
-  log, one database per run (against the in-memory run measured in the same test).
+  log, one database per run (against the in-memory run measured in the same test). The
+  SQLite run commits as the runtime does: inline noop work in groups, each group one
+  transaction at the store's durability level (runtime/group_commit.py, docs/runtime.md).
 * Events per execution, against the floor of one event per tool call.
 * Memory per waiting execution: N control VMs of one program, each started and parked on
   its first dispatched step (the state a server keeps while a worker runs the step),

@@ -3,11 +3,15 @@
 An asyncio loop (uvloop when installed) owns the control VM and the event store. The VM's
 commands run as actions: a pipeline made only of `noop` tasks runs inline, anything else in
 a thread pool (tools block; parallel loop iterations really overlap). Workers hand their
-events to the loop as they happen; the loop appends everything that arrived in one batch (group
-commit), feeds the input events to the VM, appends the VM's own events in the same batch and
-only then starts the commands they caused — every event is durable before its effects
-(DESIGN §6). Timers are loop timers; `cancel` and `signal` requests from other processes are
-read from the store (`noetl-vm cancel|signal` write them) every `poll_interval` seconds.
+events to the loop as they happen; the loop feeds the input events to the VM and logs them with
+the VM's own events. Logging is group commit (runtime/group_commit.py): events of inline noop
+work wait in an open group, which is committed in one transaction before anything externally
+visible happens — a command handed to the thread pool, a cancel sent to a thread, a timer, the
+loop waiting for events, the summary — or when it reaches its size or age bound; a batch with
+events from threads, timers or other processes is committed at once. So every event is durable
+before its effects (DESIGN §6; the argument is in docs/runtime.md). Timers are loop timers;
+`cancel` and `signal` requests from other processes are read from the store (`noetl-vm
+cancel|signal` write them) every `poll_interval` seconds.
 
 `resume` rebuilds the VM from the log (runtime/replay.py) and runs the commands that were
 issued and not answered, with the recorded `task.done` outcomes as the pipeline VM's memo: a
@@ -29,6 +33,7 @@ from typing import Any
 import msgpack
 
 from noetlc.runtime.execute import ToolEnv, execute, memo_from_events, noop_only
+from noetlc.runtime.group_commit import GroupCommit
 from noetlc.runtime.results import References, payload_limit
 from noetlc.runtime.store import EventStore
 from noetlc.runtime.timers import started_times, timer
@@ -145,6 +150,7 @@ class EmbeddedRuntime:
         self.memo: dict[str, dict[int, dict[str, Any]]] = {}
         self.last_request = 0
         self.total_events = 0
+        self.group = GroupCommit(store, execution_id, on_events)
 
     # ------------------------------------------------------------------ entry points
 
@@ -167,7 +173,7 @@ class EmbeddedRuntime:
             "payload": {"playbook": self.program.name, "workload": workload},
         }
         commands = vm.start()
-        self._commit([requested, *self._server_events()])
+        self._log([requested, *self._server_events()])
         return await self._loop(commands)
 
     async def resume(self, workload: dict[str, Any]) -> dict[str, Any]:
@@ -195,7 +201,7 @@ class EmbeddedRuntime:
             "source": "client",
             "payload": {"after_seq": len(events)},
         }
-        self._commit([resumed])
+        self._log([resumed])
         return await self._loop(vm.outstanding(), started_at=started_times(events))
 
     # ------------------------------------------------------------------ the loop
@@ -222,9 +228,12 @@ class EmbeddedRuntime:
                 if now >= next_poll:
                     self._poll_requests()
                     next_poll = now + self.poll_interval
+                external = True  # the batch holds events from threads, timers or requests
                 if self.inbox:
                     batch, self.inbox = self.inbox, []
+                    external = not self.queue.empty()
                 elif self.queue.empty():
+                    self.group.flush()  # nothing is left to do but wait: the group is done
                     try:
                         batch = [await asyncio.wait_for(self.queue.get(), self.poll_interval)]
                     except TimeoutError:
@@ -233,7 +242,8 @@ class EmbeddedRuntime:
                     batch = [self.queue.get_nowait()]
                 while not self.queue.empty():
                     batch.append(self.queue.get_nowait())
-                self._process(batch)
+                self._process(batch, external)
+            self.group.flush()  # before the summary is stored and returned
         finally:
             for handle in self.timers.values():
                 handle.cancel()
@@ -248,7 +258,7 @@ class EmbeddedRuntime:
         self.store.finish_execution(self.execution_id, vm.status, summary_)
         return summary_
 
-    def _process(self, batch: list[dict[str, Any]]) -> None:
+    def _process(self, batch: list[dict[str, Any]], external: bool) -> None:
         vm = self.vm
         assert vm is not None
         out: list[dict[str, Any]] = []
@@ -265,7 +275,11 @@ class EmbeddedRuntime:
                     self.timers.pop(event.get("step_run_id") or "", None)
                 commands.extend(vm.step(event))
                 out.extend(self._server_events())
-        self._commit(out)
+        self._log(out)
+        if external:
+            # a thread's tool ran, a timer fired, another process asked: log it now, as
+            # every batch was logged before group commit (it may be the only record of an effect)
+            self.group.flush()
         self._dispatch(commands)
 
     def _server_events(self) -> list[dict[str, Any]]:
@@ -276,7 +290,8 @@ class EmbeddedRuntime:
             event["event_id"] = f"{self.execution_id}:s{self.server_events}"
         return events
 
-    def _commit(self, events: list[dict[str, Any]]) -> None:
+    def _log(self, events: list[dict[str, Any]]) -> None:
+        """Add events to the open group; `self.group.flush()` makes them durable."""
         if not events:
             return
         now = time.time()
@@ -286,15 +301,15 @@ class EmbeddedRuntime:
                 event["ts"] = now
             if redact:
                 event["payload"] = self.keychain.redact(event.get("payload"))
-        self.store.append(self.execution_id, events)
         self.total_events += len(events)
-        if self.on_events is not None:
-            self.on_events(events)
+        self.group.add(events)
 
     # ------------------------------------------------------------------ commands
 
     def _dispatch(self, commands: list[Command]) -> None:
         for command in commands:
+            if not self._internal(command):
+                self.group.flush()  # everything that caused it is durable before it starts
             if command.kind == "run":
                 self._run(command)
             elif command.kind == "cancel":
@@ -306,6 +321,16 @@ class EmbeddedRuntime:
                     handle.cancel()
             elif command.kind == "timer":
                 self._arm_timer(command)
+
+    def _internal(self, command: Command) -> bool:
+        """Does the command stay inside this loop (an inline noop run, or the cancel of one)?
+        Only those may start while the events that caused them wait in the open group."""
+        if command.kind == "run":
+            return self.inline[command.step] and command.action_id not in self.memo
+        if command.kind == "cancel":
+            flag = self.active.get(command.action_id)
+            return (flag is None or flag is _INLINE) and command.step_run_id not in self.timers
+        return False
 
     def _arm_timer(self, command: Command) -> None:
         delay, event = timer(self.execution_id, command, self.started_at)

@@ -11,7 +11,7 @@ import hashlib
 import json
 from typing import Any
 
-from noetlc.runtime.store import EventStore
+from noetlc.runtime.store import EventStore, encode_payload
 from noetlc.vm.expr_runtime import REF_KEY
 
 DEFAULT_LIMIT = 1024 * 1024
@@ -37,7 +37,7 @@ class References:
         """The value itself, or a reference to it when its JSON is over the limit."""
         if self.limit is None or value is None or isinstance(value, bool | int | float):
             return value
-        text = json.dumps(value, default=str, separators=(",", ":"))
+        text = encode_payload(value)  # what the store writes, so the limit is the log's size
         if len(text) <= self.limit:
             return value
         data = text.encode()

@@ -12,8 +12,10 @@ or `sqlite:///path/to/file.db` (the default for `noetl-vm run` is `sqlite:///.no
 from __future__ import annotations
 
 import json
+import json.encoder
 import sqlite3
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -79,6 +81,30 @@ CREATE TABLE IF NOT EXISTS results (
 );
 """
 _SCHEMA_VERSION = 2
+
+
+def _payload_encoder() -> Callable[[Any], str]:
+    """Compact JSON, unknown types as `str`: what `json.dumps(value, default=str,
+    separators=(",", ":"))` gives. `json.dumps` with options builds a new encoder per call and
+    `JSONEncoder.encode` a new C encoder per call (half the cost of a small payload), so the C
+    encoder is built once. It is built without a circular-reference memo (shared state between
+    threads); a circular payload raises RecursionError instead of ValueError."""
+    encode: Callable[[Any], str] = json.JSONEncoder(default=str, separators=(",", ":")).encode
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return encode
+    try:
+        chunks = make(
+            None, str, json.encoder.encode_basestring_ascii, None, ":", ",", False, False, True
+        )
+        if "".join(chunks({"a": [1.5, None, "é"]}, 0)) != encode({"a": [1.5, None, "é"]}):
+            return encode
+    except TypeError:  # another signature in another Python version
+        return encode
+    return lambda value: "".join(chunks(value, 0))
+
+
+encode_payload = _payload_encoder()
 
 
 class StoreError(Exception):
@@ -279,18 +305,23 @@ class SQLiteStore:
     def append(self, execution_id: str, events: list[dict[str, Any]]) -> int:
         if not events:
             return 0
-        last = self._last_seq.get(execution_id)
-        if last is not None:
-            # fast path: this store wrote the execution's last event, and these ids are new
-            rows = self._rows(execution_id, events, last, set())
-            try:
-                self._insert(rows)
-            except sqlite3.IntegrityError:
-                pass  # a duplicate event_id or another writer: the careful path decides
-            else:
-                self._last_seq[execution_id] = last + len(rows)
-                return len(rows)
         db = self._db
+        last = self._last_seq.get(execution_id)
+        if last is None:
+            # this store's first append to the execution: guess the last seq without the lock
+            # (a writer appending in between makes (execution_id, seq) collide: careful path)
+            (last,) = db.execute(
+                "SELECT COALESCE(MAX(seq), 0) FROM events WHERE execution_id = ?", (execution_id,)
+            ).fetchone()
+        # fast path: these ids are new and nobody appended since `last`; the constraints check it
+        rows = self._rows(execution_id, events, last, set())
+        try:
+            self._insert(rows)
+        except sqlite3.IntegrityError:
+            pass  # a duplicate event_id or another writer: the careful path decides
+        else:
+            self._last_seq[execution_id] = last + len(rows)
+            return len(rows)
         db.execute("BEGIN IMMEDIATE")  # the write lock: seq is assigned under it
         try:
             (last,) = db.execute(
@@ -331,31 +362,36 @@ class SQLiteStore:
     def _rows(
         execution_id: str, events: list[dict[str, Any]], last: int, known: set[str]
     ) -> list[tuple[Any, ...]]:
-        rows = []
+        rows: list[tuple[Any, ...]] = []
+        add_row = rows.append
         seen = set(known)
+        now = time.time()
         for event in events:
-            if event["event_id"] in seen:
+            event_id = event["event_id"]
+            if event_id in seen:
                 continue
-            seen.add(event["event_id"])
+            seen.add(event_id)
             last += 1
             event["seq"] = last
-            rows.append(
+            get = event.get
+            payload = get("payload")
+            add_row(
                 (
                     execution_id,
                     last,
-                    event["event_id"],
-                    event.get("ts") or time.time(),
+                    event_id,
+                    get("ts") or now,
                     event["name"],
-                    event.get("source"),
-                    event.get("step"),
-                    event.get("step_run_id"),
-                    event.get("task_run_id"),
-                    event.get("iteration"),
-                    event.get("attempt"),
-                    event.get("parent_id"),
-                    event.get("action_id"),
-                    event.get("pc"),
-                    json.dumps(event.get("payload") or {}, default=str, separators=(",", ":")),
+                    get("source"),
+                    get("step"),
+                    get("step_run_id"),
+                    get("task_run_id"),
+                    get("iteration"),
+                    get("attempt"),
+                    get("parent_id"),
+                    get("action_id"),
+                    get("pc"),
+                    encode_payload(payload) if payload else "{}",
                 )
             )
         return rows

@@ -17,12 +17,26 @@ downstream.
 
 from __future__ import annotations
 
-import hashlib
 from collections import deque
+from hashlib import sha256 as _sha256
 from typing import Any
 
+from noetlc.vm.control_state import Command, StepRecord, StepRun, Token, action_id
 from noetlc.vm.program import Program
 from noetlc.vm.tables import StepTable, Transition, build_tables
+
+__all__ = [
+    "INPUT_NAMES",
+    "INPUT_SOURCES",
+    "RESULT_EVENTS",
+    "Command",
+    "ControlVM",
+    "StepRecord",
+    "StepRun",
+    "Token",
+    "action_id",
+    "is_input",
+]
 
 INPUT_SOURCES = frozenset({"worker", "client", "timer"})
 RESULT_EVENTS = frozenset(
@@ -31,95 +45,13 @@ RESULT_EVENTS = frozenset(
 INPUT_NAMES = RESULT_EVENTS | {"signal.received", "timer.fired", "execution.cancelled"}
 
 
+_NOTHING_LIVE: set[str] = set()  # a step that feeds no join tracks no live places (never added to)
+
+
 def is_input(event: dict[str, Any]) -> bool:
     """Does the control VM consume this event? (Everything else in the log is its output or
     a worker's task events.)"""
     return event.get("source") in INPUT_SOURCES and event["name"] in INPUT_NAMES
-
-
-class Token:
-    __slots__ = ("args", "dead", "source")
-
-    def __init__(self, args: dict[str, Any], dead: bool = False, source: str | None = None) -> None:
-        self.args = args
-        self.dead = dead
-        self.source = source
-
-
-class Command:
-    """What the runtime must do: run a step (or one iteration), cancel one, or set a timer."""
-
-    __slots__ = ("action_id", "args", "delay", "item", "iteration", "kind", "step", "step_run_id")
-
-    def __init__(
-        self,
-        kind: str,
-        step: str,
-        step_run_id: str,
-        args: dict[str, Any],
-        action_id: str = "",
-        iteration: int | None = None,
-        item: Any = None,
-        delay: float | None = None,
-    ) -> None:
-        self.kind = kind  # "run" | "cancel" | "timer"
-        self.step = step
-        self.step_run_id = step_run_id
-        self.args = args
-        self.action_id = action_id
-        self.iteration = iteration
-        self.item = item
-        self.delay = delay
-
-    def key(self) -> tuple[Any, ...]:
-        return (self.kind, self.step, self.step_run_id, self.iteration, self.action_id)
-
-    def __repr__(self) -> str:
-        return f"Command({self.kind} {self.step_run_id} it={self.iteration})"
-
-
-class StepRecord:
-    __slots__ = ("result", "runs", "status")
-
-    def __init__(self) -> None:
-        self.runs = 0
-        self.status: str | None = None
-        self.result: Any = None
-
-
-class StepRun:
-    """One admitted run of a step: its token and, for loops, the iteration bookkeeping."""
-
-    __slots__ = (
-        "best_effort",
-        "done",
-        "failures",
-        "in_flight",
-        "items",
-        "next_index",
-        "results",
-        "run_id",
-        "step",
-        "token",
-    )
-
-    def __init__(self, step: str, run_id: str, token: Token) -> None:
-        self.step = step
-        self.run_id = run_id
-        self.token = token
-        self.items: list[Any] = []
-        self.results: list[Any] = []
-        self.next_index = 0
-        self.in_flight: set[int] = set()
-        self.done = 0
-        self.failures = 0
-        self.best_effort = False
-
-
-def action_id(execution_id: str, step_run_id: str, iteration: int | None) -> str:
-    """Stable per (step run, iteration): the same for every attempt (tool idempotency key)."""
-    text = f"{execution_id}/{step_run_id}/{'' if iteration is None else iteration}"
-    return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
 class ControlVM:
@@ -128,6 +60,8 @@ class ControlVM:
         self.tables: dict[str, StepTable] = build_tables(program)
         self.workload = workload
         self.execution_id = execution_id
+        # `action_id`'s hash with the execution id already fed in: each command's id copies it
+        self._action_prefix = _sha256(f"{execution_id}/".encode())
         self.ctx: dict[str, Any] = {}
         self.results: dict[str, Any] = {}  # finished steps by name
         # step results by name plus the namespaces: what guards and arc args see
@@ -169,9 +103,33 @@ class ControlVM:
         if self.status != "running":
             return commands
         try:
-            self._on_event(event, commands)
-            self._drain(commands)
-            self._check_complete()
+            name = event["name"]
+            if name in RESULT_EVENTS:
+                # a worker's result for an active step run (inline: the hot path)
+                run = self.runs.get(event.get("step_run_id") or "")
+                if run is not None:  # else a late or duplicate result: ignored
+                    data = event.get("payload") or {}
+                    writes = data.get("ctx_writes")
+                    if writes:
+                        self._apply_ctx(writes)
+                    if name == "step.done":
+                        del self.runs[run.run_id]
+                        self.firings += 1  # the net's complete transition
+                        self._boundary(run, name, data.get("result"), None, commands)
+                    elif name == "step.failed":
+                        del self.runs[run.run_id]
+                        self.firings += 1  # the net's fail transition
+                        self._boundary(run, name, None, data.get("error"), commands)
+                    else:
+                        self._iteration_result(run, event, data, commands)
+            else:
+                self._on_event(event, commands)
+            ready = self.ready
+            while ready and self.status == "running":
+                step, token = ready.popleft()
+                self._admit(step, token, commands)
+            if not (self.runs or self.listeners or self.timers or ready):
+                self._check_complete()
         except Exception as exc:
             self._internal(exc, event.get("step"))
         return commands
@@ -218,20 +176,9 @@ class ControlVM:
         )
 
     def _on_event(self, event: dict[str, Any], commands: list[Command]) -> None:
+        """Any other input: a signal, a timer, a cancel request."""
         name = event["name"]
-        if name in RESULT_EVENTS:
-            run = self.runs.get(event.get("step_run_id") or "")
-            if run is None:
-                return  # late or duplicate result of a finished run: ignored
-            data = event.get("payload") or {}
-            self._apply_ctx(data.get("ctx_writes") or ())
-            if name.startswith("loop.iteration."):
-                self._iteration_result(run, event, data, commands)
-            elif name == "step.done":
-                self._finish(run, "step.done", data.get("result"), None, commands)
-            else:
-                self._finish(run, "step.failed", None, data.get("error"), commands)
-        elif name == "signal.received":
+        if name == "signal.received":
             for run_id in list(self.listeners):
                 self._listener_event(self.listeners[run_id], event, commands)
         elif name == "timer.fired":
@@ -271,51 +218,70 @@ class ControlVM:
                 del self.dead_arrivals[step]
             self._announce_dead(table)
             return
-        self.dead_arrivals.pop(step, None)
-        scope = self._scope(token.args, None)
+        if self.dead_arrivals:
+            self.dead_arrivals.pop(step, None)
+        args = token.args
+        scope = self.scope  # admission rules see no event
+        scope["args"] = args
+        if "event" in scope:
+            del scope["event"]
         for transition in table.admission:
-            if not transition.passes(scope):
-                continue
-            self.firings += 1
-            record = self.steps.get(step)
-            if record is None:
-                record = self.steps[step] = StepRecord()
-            if transition.skip:
-                record.status = "skipped"
-                self.record("step.skipped", step, {"transition": transition.id})
-                self._announce_dead(table)
-                return
-            record.runs += 1
-            record.status = "running"
-            run = StepRun(step, f"{step}#{record.runs}", token)
-            if transition.writes is not None:
-                self._apply_writes(transition.writes, scope)
-            if table.listener:
-                self.listeners[run.run_id] = run
-                self.record("step.started", step, {"listener": True}, run.run_id)
-                if table.listener_timeout is not None:
-                    self.timers.add(run.run_id)
-                    commands.append(self._timer_command(run))
-                return
-            self.runs[run.run_id] = run
-            if table.loop is None:
-                self.record("step.scheduled", step, {"args": token.args}, run.run_id)
-                commands.append(self._run_command(run, None))
-                return
-            items = table.items(scope) if table.items is not None else []
-            run.items = list(items) if isinstance(items, list | tuple) else []
-            run.results = [None] * len(run.items)
-            run.best_effort = table.loop.get("failure_mode") == "best_effort"
-            self.firings += 1  # loop_start
-            self.record("loop.started", step, {"count": len(run.items)}, run.run_id)
-            if not run.items:
-                self._loop_done(run, commands)
-                return
-            self._fill_slots(run, table, commands)
+            if not transition.guards or transition.passes(scope):
+                break
+        else:
+            self._fail(
+                {"code": "NOE852", "message": f"no admission rule fired for {step}", "step": step}
+            )
             return
-        self._fail(
-            {"code": "NOE852", "message": f"no admission rule fired for {step}", "step": step}
-        )
+        self.firings += 1
+        record = self.steps.get(step)
+        if record is None:
+            record = self.steps[step] = StepRecord()
+        if transition.skip:
+            record.status = "skipped"
+            self.record("step.skipped", step, {"transition": transition.id})
+            self._announce_dead(table)
+            return
+        record.runs += 1
+        record.status = "running"
+        run_id = f"{step}#{record.runs}"
+        run = StepRun(step, run_id, token)
+        if transition.writes is not None:
+            self._apply_writes(transition.writes, scope)
+        if table.listener:
+            self.listeners[run_id] = run
+            self.record("step.started", step, {"listener": True}, run_id)
+            if table.listener_timeout is not None:
+                self.timers.add(run_id)
+                commands.append(self._timer_command(run))
+            return
+        self.runs[run_id] = run
+        if table.loop is None:
+            self.events.append(
+                {
+                    "name": "step.scheduled",
+                    "source": "server",
+                    "step": step,
+                    "step_run_id": run_id,
+                    "iteration": None,
+                    "payload": {"args": args},
+                }
+            )
+            digest = self._action_prefix.copy()  # action_id(execution_id, run_id, None)
+            digest.update(f"{run_id}/".encode())
+            commands.append(Command("run", step, run_id, args, digest.hexdigest()[:32]))
+            return
+        items = table.items(scope) if table.items is not None else []
+        run.items = list(items) if isinstance(items, list | tuple) else []
+        run.results = [None] * len(run.items)
+        run.in_flight = set()
+        run.best_effort = table.loop.get("failure_mode") == "best_effort"
+        self.firings += 1  # loop_start
+        self.record("loop.started", step, {"count": len(run.items)}, run_id)
+        if not run.items:
+            self._loop_done(run, commands)
+            return
+        self._fill_slots(run, table, commands)
 
     def _fill_slots(self, run: StepRun, table: StepTable, commands: list[Command]) -> None:
         while len(run.in_flight) < table.slots and run.next_index < len(run.items):
@@ -332,10 +298,16 @@ class ControlVM:
             run.step,
             run.run_id,
             run.token.args,
-            action_id(self.execution_id, run.run_id, iteration),
+            self._action_id(run.run_id, iteration),
             iteration,
             run.items[iteration] if iteration is not None else None,
         )
+
+    def _action_id(self, step_run_id: str, iteration: int | None) -> str:
+        """`action_id(self.execution_id, step_run_id, iteration)`, from the prefixed hash."""
+        digest = self._action_prefix.copy()
+        digest.update(f"{step_run_id}/{'' if iteration is None else iteration}".encode())
+        return digest.hexdigest()[:32]
 
     def _run_command(self, run: StepRun, iteration: int | None) -> Command:
         return self._command("run", run, iteration)
@@ -405,74 +377,106 @@ class ControlVM:
         step = run.step
         table = self.tables[step]
         record = self.steps[step]
-        failed = name == "step.failed"
-        if failed:
+        scope = self.scope
+        if name == "step.failed":
             record.status = "failed"
             data: dict[str, Any] = {"error": error}
+            routes = table.failed_on.get(name, ())
         else:
             record.status = "done"
             record.result = result
             self.results[step] = result
-            self.scope[step] = result
+            scope[step] = result
             self.final_result = result
             data = {"result": result}
             if name == "loop.done":
                 data.update(count=len(run.items), failed=run.failures)
-        scope = self._scope(run.token.args, {"name": name, "step": step, "data": data})
-        self._route(run, table.failed_routes if failed else table.done_routes, name, scope, error)
+            routes = table.done_on.get(name, ())
+        scope["args"] = run.token.args
+        scope["event"] = {"name": name, "step": step, "data": data}
+        self._route(run, table, routes, name, scope, error)
 
     def _route(
         self,
         run: StepRun,
-        routes: list[Transition],
+        table: StepTable,
+        routes: tuple[Transition, ...],
         name: str,
         scope: dict[str, Any],
         error: dict[str, Any] | None,
     ) -> bool:
-        """Fire every route listening to `name` whose guard passes; True if a route fired.
+        """Fire every route (listening to `name`, in order) whose guard passes; True if a route
+        fired. Exclusive arcs share a guard (`g`, then `not g`): each distinct guard is
+        evaluated once, again only after a route wrote ctx — except the guards of a route that
+        fired, which stay true: exclusive fires the first match even if its write changes ctx.
 
         Then dead-path elimination: every place on the way to an AND-join that this decision
         did not feed gets a dead token (arcs not taken, shadowed, or listening to the other
         outcome) — unless the token stays in a cycle, which will decide again."""
         step = run.step
+        feeds = table.join_feeds
         fired_route = False
-        live: set[str] = set()
+        live: set[str] = set() if feeds else _NOTHING_LIVE
+        values: dict[Any, bool] = {}
+        fired: set[Any] = set()  # guards of routes that fired: true for the whole decision
         for transition in routes:
-            if transition.kind == "dead" or name not in transition.events:
-                continue
-            if not transition.passes(scope):
-                continue
-            self.firings += 1
-            if transition.kind == "route":
-                fired_route = True
-                args = (
-                    self.program.value(transition.args, scope)
-                    if transition.args is not None
-                    else run.token.args
-                )
-                if transition.writes is not None:
-                    self._apply_writes(transition.writes, scope)
-                self.record("next.selected", step, {"to": transition.id}, run.run_id)
-                for place in transition.targets:
-                    live.add(place)
-                    self._put(place, Token(args or {}, source=step))
-            elif transition.kind == "unhandled":
-                self._fail(
-                    {
-                        "code": "NOE853",
-                        "message": str((error or {}).get("message", "step failed")),
-                        "step": step,
-                        "type": (error or {}).get("type"),
-                    }
-                )
-                return False
-        if name == "step.failed" and fired_route:
+            for evaluate, negated in transition.guards:
+                if negated and evaluate in fired:
+                    break  # exclusive: an earlier arc matched (a ctx write cannot undo that)
+                value = values.get(evaluate)
+                if value is None:
+                    value = values[evaluate] = bool(evaluate(scope))
+                if value is negated:
+                    break
+            else:
+                self.firings += 1
+                kind = transition.kind
+                if kind == "route":
+                    fired_route = True
+                    fired.update(e for e, negated in transition.guards if not negated)
+                    if transition.args is None:
+                        args = run.token.args
+                    else:
+                        args = self.program.value(transition.args, scope)
+                    if not args and type(args) is not dict:
+                        args = {}  # an empty dict is passed on as is, like any other
+                    if transition.writes is not None:
+                        self._apply_writes(transition.writes, scope)
+                        values.clear()
+                    self.events.append(
+                        {
+                            "name": "next.selected",
+                            "source": "server",
+                            "step": step,
+                            "step_run_id": run.run_id,
+                            "iteration": None,
+                            "payload": {"to": transition.id},
+                        }
+                    )
+                    for place, entry in transition.entries:
+                        token = Token(args, False, step)
+                        if entry is not None:
+                            self.ready.append((entry, token))
+                        else:
+                            self._put(place, token)
+                        if feeds:
+                            live.add(place)
+                elif kind == "unhandled":
+                    self._fail(
+                        {
+                            "code": "NOE853",
+                            "message": str((error or {}).get("message", "step failed")),
+                            "step": step,
+                            "type": (error or {}).get("type"),
+                        }
+                    )
+                    return False
+        if fired_route and name == "step.failed":
             self.handled_failures += 1
-        table = self.tables[step]
-        if table.join_feeds and not any(
+        if feeds and not any(
             p.endswith(".entry") and p[: -len(".entry")] in table.back_targets for p in live
         ):
-            for place in table.join_feeds:
+            for place in feeds:
                 if place not in live:
                     self._put(place, Token({}, dead=True, source=step))
         return fired_route
@@ -481,8 +485,10 @@ class ControlVM:
         data = event.get("payload") or {}
         guard_event = {"name": event["name"], "step": run.step, "data": data}
         scope = self._scope(run.token.args, guard_event)
-        routes = [t for t in self.tables[run.step].done_routes if t.kind == "route"]
-        if not any(event["name"] in t.events and t.passes(scope) for t in routes):
+        name = event["name"]
+        table = self.tables[run.step]
+        routes = tuple(t for t in table.done_routes if t.kind == "route" and name in t.events)
+        if not any(t.passes(scope) for t in routes):
             return False
         del self.listeners[run.run_id]
         if run.run_id in self.timers:
@@ -495,7 +501,7 @@ class ControlVM:
         self.scope[run.step] = data
         self.final_result = data
         self.record("step.done", run.step, {"event": event["name"]}, run.run_id)
-        self._route(run, routes, event["name"], scope, None)
+        self._route(run, table, routes, name, scope, None)
         return True
 
     # ------------------------------------------------------------------ tokens and joins

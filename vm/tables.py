@@ -21,6 +21,7 @@ class Transition:
     __slots__ = (
         "args",
         "dead_targets",
+        "entries",
         "events",
         "fails_execution",
         "guards",
@@ -52,6 +53,12 @@ class Transition:
         self.dead_targets: tuple[str, ...] = tuple(
             i[1] for i in block.code if i[0] == OP["DEAD"] and i[1] != "execution.sink"
         )
+        # each target with the step whose entry it is (None for a join branch place), so
+        # putting a token needs no string work at run time
+        self.entries: tuple[tuple[str, str | None], ...] = tuple(
+            (place, place[: -len(".entry")] if place.endswith(".entry") else None)
+            for place in self.targets
+        )
         self.fails_execution = any(i[0] == OP["FAIL_EXECUTION"] for i in block.code)
         self.skip = any(i[0] == OP["ADMIT"] and i[1] == 0 for i in block.code)
 
@@ -69,7 +76,9 @@ class StepTable:
         "admission",
         "alternatives",
         "back_targets",
+        "done_on",
         "done_routes",
+        "failed_on",
         "failed_routes",
         "items",
         "join_feeds",
@@ -85,6 +94,9 @@ class StepTable:
         self.admission: list[Transition] = []  # start / admit / skip, in rule order
         self.done_routes: list[Transition] = []  # route, dead and end transitions on `done`
         self.failed_routes: list[Transition] = []  # route and unhandled on `failed`
+        # the same routes indexed by boundary event name, dead arcs left out (they never fire)
+        self.done_on: dict[str, tuple[Transition, ...]] = {}
+        self.failed_on: dict[str, tuple[Transition, ...]] = {}
         # every place a route of this step feeds on the way to an AND-join: an arc that does
         # not fire sends a dead token there (dead-path elimination)
         self.join_feeds: tuple[str, ...] = ()
@@ -149,8 +161,17 @@ def build_tables(program: Program) -> dict[str, StepTable]:
                 if _feeds_join(place, on_join_path) and not back:  # never around a cycle
                     targets[place] = None
         table.join_feeds = tuple(targets)
+        table.done_on = _by_event(table.done_routes)
+        table.failed_on = _by_event(table.failed_routes)
     program._tables = tables  # type: ignore[attr-defined]
     return tables
+
+
+def _by_event(routes: list[Transition]) -> dict[str, tuple[Transition, ...]]:
+    names = {name for t in routes for name in t.events}
+    return {
+        name: tuple(t for t in routes if t.kind != "dead" and name in t.events) for name in names
+    }
 
 
 def _successors(table: StepTable) -> list[str]:

@@ -115,3 +115,16 @@ def test_corpus_findings_include_the_text_conditions() -> None:
         pytest.skip("shared corpus not found")
     found = {(d.code, d.span.line) for d in lint_file(path).diagnostics if d.span}
     assert ("NOE502", 23) in found and ("NOE501", 38) in found
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_structured_workflows_are_decided_by_the_reduction_alone(seed: int) -> None:
+    """Loops around fork-join blocks, nested blocks: a structured workflow collapses to its
+    entry step, so the explicit search never runs (regression: a fork copied into a loop's
+    entry and its back arc left its join with two producers, and the search explored
+    thousands of states at 10,000 steps)."""
+    ctx = context_of(compile_source(structured(600, seed, max_depth=64), until="net"))
+    assert ctx is not None
+    result = check(ctx)
+    assert not result.findings
+    assert result.structural and result.states == 0 and result.nodes == 1

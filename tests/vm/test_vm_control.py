@@ -10,7 +10,7 @@ import pytest
 from noetlc.compiler.pipeline import compile_source
 from noetlc.runtime.store import MemoryStore
 from noetlc.vm import cli
-from noetlc.vm.control import ControlVM, Token
+from noetlc.vm.control import ControlVM, Token, action_id
 from noetlc.vm.program import Program
 
 FORK = """
@@ -167,3 +167,111 @@ def test_a_loop_head_after_a_fork_is_not_a_join() -> None:
     summary = run_embedded(unit.artifacts["payload"])
     assert summary["status"] == "completed", summary["error"]
     assert summary["steps"]["page"]["runs"] == 3 and summary["steps"]["merge"]["runs"] == 1
+
+
+SHARED_GUARD = """
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: shared_guard, path: t/shared_guard}
+workflow:
+  - step: start
+    tool: {kind: noop}
+    next:
+      spec: {mode: inclusive}
+      arcs:
+        - step: a
+          when: "{{ (ctx.n | default(0)) < 1 }}"
+          set: {ctx.n: 1}
+        - step: b
+          when: "{{ (ctx.n | default(0)) < 1 }}"
+  - step: a
+    tool: {kind: noop}
+  - step: b
+    tool: {kind: noop}
+"""
+
+
+def test_a_guard_shared_by_arcs_sees_the_ctx_written_by_an_earlier_arc() -> None:
+    """Each distinct guard is evaluated once per decision, but again after a route writes ctx."""
+    vm = ControlVM(_program(SHARED_GUARD), {}, "x")
+    routes = vm.tables["start"].done_on["step.done"]
+    assert routes[0].guards[0][0] is routes[1].guards[0][0]  # one expression, two arcs
+    [start] = vm.start()
+    assert [c.step for c in _answer(vm, start)] == ["a"]
+    assert vm.ctx == {"n": 1}
+
+
+LOOP = """
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: loop, path: t/loop}
+workload: {numbers: [1, 2, 3]}
+workflow:
+  - step: start
+    tool: {kind: noop}
+    next: {arcs: [{step: each}]}
+  - step: each
+    loop: {in: "{{ workload.numbers }}", iterator: x, spec: {mode: parallel}}
+    tool: {kind: noop}
+    next: {arcs: [{step: end}]}
+  - step: end
+    tool: {kind: noop}
+"""
+
+
+def test_command_action_ids_are_action_id_of_the_run_and_iteration() -> None:
+    program = _program(LOOP)
+    vm = ControlVM(program, dict(program.workload), "exec-7")
+    queue = list(vm.start())
+    seen = 0
+    while queue and not vm.finished():
+        command = queue.pop(0)
+        assert command.action_id == action_id("exec-7", command.step_run_id, command.iteration)
+        seen += 1
+        if command.iteration is None:
+            queue.extend(_answer(vm, command))
+        else:
+            queue.extend(
+                vm.step(
+                    {
+                        "name": "loop.iteration.done",
+                        "source": "worker",
+                        "step": command.step,
+                        "step_run_id": command.step_run_id,
+                        "iteration": command.iteration,
+                        "payload": {"result": command.iteration},
+                    }
+                )
+            )
+    assert vm.status == "completed" and seen == 5  # start, 3 iterations, end
+
+
+EXCLUSIVE_WRITE = """
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: exclusive_write, path: t/exclusive_write}
+workflow:
+  - step: start
+    tool: {kind: noop}
+    next:
+      spec: {mode: exclusive}
+      arcs:
+        - step: a
+          when: "{{ (ctx.n | default(0)) < 1 }}"
+          set: {ctx.n: 1}
+        - step: b
+          when: "{{ (ctx.n | default(0)) == 1 }}"
+  - step: a
+    tool: {kind: noop}
+  - step: b
+    tool: {kind: noop}
+"""
+
+
+def test_exclusive_fires_the_first_match_even_when_its_write_changes_ctx() -> None:
+    """Regression: the second arc carries `not <first guard>`; re-evaluated after the first
+    arc's write it passed, so both arcs fired."""
+    vm = ControlVM(_program(EXCLUSIVE_WRITE), {}, "x")
+    [start] = vm.start()
+    assert [c.step for c in _answer(vm, start)] == ["a"]
+    assert vm.ctx == {"n": 1}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 import multiprocessing
 import os
@@ -11,7 +12,13 @@ from typing import Any
 
 import pytest
 
-from noetlc.runtime.store import MemoryStore, SQLiteStore, StoreError, open_store
+from noetlc.runtime.store import (
+    MemoryStore,
+    SQLiteStore,
+    StoreError,
+    encode_payload,
+    open_store,
+)
 from noetlc.vm import cli
 
 CONFORMANCE = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "conformance"
@@ -99,3 +106,46 @@ def test_run_records_events_and_status(tmp_path: Path, capsys: pytest.CaptureFix
     assert json.loads(lines[-1])["name"] == "workflow.finished"
     assert cli.main(["events", "nope", "--db", db]) == 1
     assert "error[NOE804]" in capsys.readouterr().err
+
+
+def test_payload_encoder_writes_what_json_dumps_writes() -> None:
+    values: list[Any] = [
+        {"result": None, "ctx_writes": [["i", 3]]},
+        {"x": [1, 2.5, True, "é\n\"'"], "when": datetime.date(2020, 1, 2), "n": {"deep": {}}},
+        "text",
+        [float("nan"), float("inf"), -0.0, 10**30],
+    ]
+    for value in values:
+        assert encode_payload(value) == json.dumps(value, default=str, separators=(",", ":"))
+    circular: list[Any] = []
+    circular.append(circular)
+    with pytest.raises((ValueError, RecursionError)):
+        encode_payload(circular)
+
+
+def test_two_connections_append_to_one_execution_without_gaps(tmp_path: Path) -> None:
+    path = str(tmp_path / "e.db")
+    first, second = SQLiteStore(path), SQLiteStore(path)
+    first.create_execution("x", "pb")
+
+    def events(prefix: str, count: int) -> list[dict[str, Any]]:
+        return [{"event_id": f"{prefix}{i}", "name": "n"} for i in range(count)]
+
+    assert first.append("x", events("a", 2)) == 2
+    # `second` guesses the last seq (2), then `first` appends before `second` inserts
+    guess_rows = second._rows
+
+    def interleaved(*args: Any) -> list[tuple[Any, ...]]:
+        second._rows = guess_rows  # type: ignore[method-assign]
+        first.append("x", events("b", 3))
+        return guess_rows(*args)
+
+    second._rows = interleaved  # type: ignore[method-assign]
+    assert second.append("x", events("c", 2)) == 2
+    assert first.append("x", events("d", 1)) == 1  # its cached last seq (5) is stale too
+    assert second.append("x", events("c", 2) + events("e", 1)) == 1  # c0, c1 are known
+    logged = first.read("x")
+    assert [e["seq"] for e in logged] == list(range(1, 10))
+    assert [e["event_id"] for e in logged] == ["a0", "a1", "b0", "b1", "b2", "c0", "c1", "d0", "e0"]
+    first.close()
+    second.close()

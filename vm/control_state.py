@@ -1,0 +1,98 @@
+"""The control VM's state objects: tokens, commands, step records and step runs (slots
+classes: the VM creates several per transition fired)."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+
+class Token:
+    __slots__ = ("args", "dead", "source")
+
+    def __init__(self, args: dict[str, Any], dead: bool = False, source: str | None = None) -> None:
+        self.args = args
+        self.dead = dead
+        self.source = source
+
+
+class Command:
+    """What the runtime must do: run a step (or one iteration), cancel one, or set a timer."""
+
+    __slots__ = ("action_id", "args", "delay", "item", "iteration", "kind", "step", "step_run_id")
+
+    def __init__(
+        self,
+        kind: str,
+        step: str,
+        step_run_id: str,
+        args: dict[str, Any],
+        action_id: str = "",
+        iteration: int | None = None,
+        item: Any = None,
+        delay: float | None = None,
+    ) -> None:
+        self.kind = kind  # "run" | "cancel" | "timer"
+        self.step = step
+        self.step_run_id = step_run_id
+        self.args = args
+        self.action_id = action_id
+        self.iteration = iteration
+        self.item = item
+        self.delay = delay
+
+    def key(self) -> tuple[Any, ...]:
+        return (self.kind, self.step, self.step_run_id, self.iteration, self.action_id)
+
+    def __repr__(self) -> str:
+        return f"Command({self.kind} {self.step_run_id} it={self.iteration})"
+
+
+class StepRecord:
+    __slots__ = ("result", "runs", "status")
+
+    def __init__(self) -> None:
+        self.runs = 0
+        self.status: str | None = None
+        self.result: Any = None
+
+
+# A run that is not a loop shares these empty containers (it never adds to them); the
+# admission of a loop step gives its run fresh ones.
+_NO_ITEMS: list[Any] = []
+_NO_ITERATIONS: set[int] = set()
+
+
+class StepRun:
+    """One admitted run of a step: its token and, for loops, the iteration bookkeeping."""
+
+    __slots__ = (
+        "best_effort",
+        "done",
+        "failures",
+        "in_flight",
+        "items",
+        "next_index",
+        "results",
+        "run_id",
+        "step",
+        "token",
+    )
+
+    def __init__(self, step: str, run_id: str, token: Token) -> None:
+        self.step = step
+        self.run_id = run_id
+        self.token = token
+        self.items: list[Any] = _NO_ITEMS
+        self.results: list[Any] = _NO_ITEMS
+        self.next_index = 0
+        self.in_flight: set[int] = _NO_ITERATIONS
+        self.done = 0
+        self.failures = 0
+        self.best_effort = False
+
+
+def action_id(execution_id: str, step_run_id: str, iteration: int | None) -> str:
+    """Stable per (step run, iteration): the same for every attempt (tool idempotency key)."""
+    text = f"{execution_id}/{step_run_id}/{'' if iteration is None else iteration}"
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
