@@ -61,7 +61,7 @@ class Worker:
         # finished jobs and their events (by execution), committed by the next round
         self._finished: list[Lease] = []
         self._pending: dict[str, list[dict[str, Any]]] = {}
-        self._more = False  # the last lease was full: lease again without waiting
+        self._more = False  # the last pick was full: pick again without waiting
 
     async def run(self, stop: asyncio.Event) -> None:
         next_heartbeat = time.monotonic() + self.ttl / 3

@@ -1,11 +1,11 @@
--- 0002: one statement per round for the server and for a worker (docs/distributed.md,
--- "Round trips"). Each function is one transaction, so the events it appends and the job
--- changes it makes commit together: a job is never visible (server) or finished (worker)
--- without the events that caused or reported it — DESIGN §6 — in one round trip instead of
--- two to eight. Both touch the jobs first and lock the executions' counter rows last, in
--- execution-id order: every writer takes the locks in the same order (no deadlock), and the
--- counter row, which all writers of one execution queue on, is held only for the append and
--- the commit.
+-- 0002: fewer round trips and commits per round (docs/distributed.md, "Round trips and
+-- commits"). The server's round is one statement (noetl_append_and_enqueue); a worker's round
+-- is one transaction ending with one statement (noetl_finish_jobs). Either way the events
+-- and the job changes commit together: a job is never visible (server) or finished (worker)
+-- without the events that caused or reported it — DESIGN §6. Both touch the jobs first and
+-- lock the executions' counter rows last, in execution-id order: every writer takes the
+-- locks in the same order (no deadlock), and the counter row, which all writers of one
+-- execution queue on, is held only for the append and the commit.
 
 -- noetl_append_events of 0001 checked for ids already stored with an anti join, which the
 -- planner (misled by the statistics of a fast-growing log) ran as a merge join over the whole
