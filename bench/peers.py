@@ -84,10 +84,12 @@ def ensure(name: str, timeout: float = 900) -> Path:
         return _python(venv)
     try:
         if not _python(venv).exists():
+            venv.parent.mkdir(parents=True, exist_ok=True)  # `venv` makes only the last level
             subprocess.run(
                 [sys.executable, "-m", "venv", str(venv)],
                 check=True,
                 capture_output=True,
+                text=True,
                 timeout=timeout,
             )
         subprocess.run(
