@@ -37,3 +37,38 @@ def test_raised_errors_are_caught_as_user_errors(
     with pytest.raises(UserError) as keychain:
         Keychain([{"name": "absent_entry", "kind": "bearer"}], env={}).resolve("absent_entry")
     assert type(keychain.value) is KeychainError and keychain.value.code == "NOE812"
+
+
+@pytest.mark.parametrize("cls", SUBCLASSES)
+def test_the_command_lines_print_a_user_error_once_and_exit_1(
+    cls: type[UserError], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from noetlc.compiler.cli import run_guarded
+
+    def command() -> int:
+        raise cls("NOE807", "refused", "check the user")
+
+    assert run_guarded(command) == 1
+    captured = capsys.readouterr()
+    assert captured.err == "error[NOE807]: refused\n  hint: check the user\n"
+    assert captured.out == ""
+
+
+def test_a_keychain_error_from_run_is_printed_exactly(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from noetlc.stdlib_tools.keychain import load_file
+    from noetlc.vm import cli
+
+    bad = tmp_path / "keys.yaml"
+    bad.write_text("- not a mapping\n")
+    playbook = tmp_path / "p.yaml"
+    playbook.write_text(
+        "apiVersion: noetl.io/v2\nkind: Playbook\nmetadata: {name: p, path: t/p}\n"
+        "workflow:\n  - step: start\n    tool: {kind: noop}\n"
+    )
+    with pytest.raises(KeychainError) as expected:
+        load_file(bad)
+    capsys.readouterr()
+    assert cli.main(["run", str(playbook), "--db", "memory:", "--keychain", str(bad)]) == 1
+    assert capsys.readouterr().err == expected.value.render() + "\n"
