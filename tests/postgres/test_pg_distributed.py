@@ -342,27 +342,9 @@ def test_a_timer_wakes_its_server(cluster: Cluster) -> None:
     assert summary["steps"]["expired"]["status"] == "done" and "approved" not in summary["steps"]
 
 
-KEYCHAIN_PLAYBOOK = """\
-apiVersion: noetl.io/v2
-kind: Playbook
-metadata: {name: keychain_worker, path: tests/keychain_worker}
-keychain:
-  - {name: api_token, kind: bearer}
-workflow:
-  - step: start
-    tool:
-      - name: use_secret
-        kind: python
-        input: {token: "{{ keychain.api_token }}"}
-        code: |
-          result = {"token_length": len(token), "echo": "token=" + token}
-"""
-
-
 def test_workers_resolve_the_keychain_and_redact_it(cluster: Cluster, tmp_path: Path) -> None:
     secret = "s3cr3t-dist-token"
-    playbook = tmp_path / "keychain_worker.yaml"
-    playbook.write_text(KEYCHAIN_PLAYBOOK)
+    playbook = PLAYBOOKS / "keychain_worker.yaml"
     keychain = tmp_path / "worker-keychain.yaml"
     keychain.write_text(f"api_token: {secret}\n")
     cluster.server()  # the server has no keychain: templates read it in the worker

@@ -11,31 +11,17 @@ import pytest
 from noetlc.compiler.pipeline import compile_file
 from noetlc.runtime.embedded import run_embedded
 
-PLAYBOOK = """\
-apiVersion: noetl.io/v2
-kind: Playbook
-metadata: {name: namespace, path: tests/namespace}
-keychain:
-  - {name: present_token, kind: bearer}
-  - {name: absent_token, kind: bearer}
-workflow:
-  - step: start
-    tool:
-      kind: python
-      input: {token: "{{ keychain.present_token }}"}
-      code: |
-        result = {"length": len(token), "echo": token}
-"""
+# declares api_token (set here) and unused_token (set nowhere, used by no task)
+PLAYBOOK = Path(__file__).resolve().parents[1] / "vm" / "playbooks" / "keychain_worker.yaml"
 
 
 def test_set_entries_resolve_and_unset_unused_ones_do_not_fail_the_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)  # no .noetl/keychain.yaml
-    monkeypatch.delenv("NOETL_KEYCHAIN_ABSENT_TOKEN", raising=False)
-    monkeypatch.setenv("NOETL_KEYCHAIN_PRESENT_TOKEN", "n4mespace-secret")
-    playbook = tmp_path / "namespace.yaml"
-    playbook.write_text(PLAYBOOK)
-    summary = run_embedded(compile_file(str(playbook)).artifacts["payload"], {})
+    monkeypatch.delenv("NOETL_KEYCHAIN_UNUSED_TOKEN", raising=False)
+    monkeypatch.setenv("NOETL_KEYCHAIN_API_TOKEN", "n4mespace-secret")
+    summary = run_embedded(compile_file(str(PLAYBOOK)).artifacts["payload"], {})
     assert summary["status"] == "completed", summary["error"]
-    assert summary["steps"]["start"]["result"] == {"length": 16, "echo": "***"}
+    result = summary["steps"]["start"]["result"]
+    assert result == {"token_length": len("n4mespace-secret"), "echo": "token=***"}
