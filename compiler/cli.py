@@ -13,6 +13,7 @@ from importlib import import_module
 
 from noetlc import __version__
 from noetlc.compiler.diagnostics import REPORT_FOOTER, InternalCompilerError
+from noetlc.errors import UserError
 
 EXIT_OK = 0
 EXIT_ERRORS = 1
@@ -65,7 +66,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def run_guarded(fn: object) -> int:
-    """Run a command; turn our own bugs into a clean report instead of a traceback."""
+    """Run a command; a problem the user can fix prints `error[CODE]` and its hint (exit 1),
+    our own bugs a clean report instead of a traceback."""
     try:
         return fn()  # type: ignore[operator,no-any-return]
     except KeyboardInterrupt:
@@ -73,6 +75,9 @@ def run_guarded(fn: object) -> int:
         return 130
     except BrokenPipeError:
         return EXIT_OK
+    except UserError as exc:
+        sys.stderr.write(exc.render() + "\n")
+        return EXIT_ERRORS
     except InternalCompilerError as exc:
         where = f" in pass '{exc.pass_name}'" if exc.pass_name else ""
         sys.stderr.write(f"internal error[NOE900]{where}: {exc}\n{REPORT_FOOTER}\n")

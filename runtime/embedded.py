@@ -163,7 +163,7 @@ class EmbeddedRuntime:
             parent_id=parent_id,
         )
         vm = self.vm = ControlVM(self.program, workload, self.execution_id)
-        vm.scope["keychain"] = self._secrets()
+        vm.scope["keychain"] = self.keychain.namespace()
         vm.scope[RESOLVER_KEY] = self.refs.resolve
         requested = {
             "event_id": f"{self.execution_id}:requested",
@@ -185,7 +185,7 @@ class EmbeddedRuntime:
             self.execution_id,
             workload,
             events,
-            {"keychain": self._secrets(), RESOLVER_KEY: self.refs.resolve},
+            {"keychain": self.keychain.namespace(), RESOLVER_KEY: self.refs.resolve},
         )
         self.server_events = sum(1 for e in events if e.get("source") == "server")
         self.total_events = len(events)
@@ -370,15 +370,6 @@ class EmbeddedRuntime:
         self.pool.submit(_guarded, command, action, scope, emit, memo, wait)
 
     # ------------------------------------------------------------------ tools
-
-    def _secrets(self) -> dict[str, Any]:
-        """The `keychain` namespace: every declared entry a provider has (a missing one stays
-        undefined in templates; a tool that needs it reports NOE812)."""
-        return {
-            name: self.keychain.resolve(name)
-            for name in self.keychain.declared
-            if self.keychain.has(name)
-        }
 
     def _run_child(self, path: str, workload: dict[str, Any]) -> dict[str, Any]:
         """`kind: playbook`: a child execution in this process and store, with parent_id."""

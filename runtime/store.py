@@ -19,6 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
+from noetlc.errors import UserError
+
 DEFAULT_URL = "sqlite:///.noetl/noetl.db"
 
 # the envelope of DESIGN §2.5, in column order after (execution_id, seq)
@@ -107,13 +109,8 @@ def _payload_encoder() -> Callable[[Any], str]:
 encode_payload = _payload_encoder()
 
 
-class StoreError(Exception):
+class StoreError(UserError):
     """A store cannot be opened or used; carries a stable code and a hint for the CLI."""
-
-    def __init__(self, code: str, message: str, hint: str | None = None) -> None:
-        self.code = code
-        self.hint = hint
-        super().__init__(message)
 
 
 class EventStore(Protocol):

@@ -28,23 +28,16 @@ from urllib.parse import urlsplit
 
 import yaml
 
+from noetlc.errors import UserError
+
 DEFAULT_FILE = Path(".noetl") / "keychain.yaml"
 ENV_PREFIX = "NOETL_KEYCHAIN_"
 MASK = "***"
 MIN_SUBSTRING = 4
 
 
-class KeychainError(Exception):
+class KeychainError(UserError):
     """A user-fixable keychain problem with a stable NOE8xx code and a hint."""
-
-    def __init__(self, code: str, message: str, hint: str | None = None) -> None:
-        self.code = code
-        self.hint = hint
-        super().__init__(message)
-
-    def render(self) -> str:
-        text = f"error[{self.code}]: {self}"
-        return f"{text}\n  hint: {self.hint}" if self.hint else text
 
 
 def env_var(name: str) -> str:

@@ -2,8 +2,8 @@
 
 A URL is `postgresql://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?schema=NAME&connect_timeout=S]`;
 `schema` (ours) puts every noetl table in that schema (it becomes the connection's
-search_path), `connect_timeout` bounds connecting; the other query options are asyncpg's
-(sslmode, ...). Anything that goes wrong while connecting raises `DatabaseError` with a stable
+search_path), `connect_timeout` bounds connecting, `application_name` (default `noetl`) names
+the connections in `pg_stat_activity`; the other query options are asyncpg's (sslmode, ...). Anything that goes wrong while connecting raises `DatabaseError` with a stable
 NOE8xx code and a hint, which the command line prints without a traceback.
 """
 
@@ -25,6 +25,7 @@ T = TypeVar("T")
 
 SCHEMES = ("postgresql", "postgres")
 DEFAULT_CONNECT_TIMEOUT = 5.0
+DEFAULT_APPLICATION_NAME = "noetl"
 # asyncpg's own DSN options; anything else in the query string is a mistake (NOE806).
 _ASYNCPG_OPTIONS = frozenset(
     [
@@ -47,7 +48,6 @@ _ASYNCPG_OPTIONS = frozenset(
         "target_session_attrs",
         "krbsrvname",
         "gsslib",
-        "application_name",
     ]
 )
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
@@ -76,6 +76,7 @@ class PgUrl:
     schema: str
     connect_timeout: float
     display: str  # the URL with the password masked, for messages
+    application_name: str = DEFAULT_APPLICATION_NAME
 
 
 def is_postgres_url(url: str) -> bool:
@@ -96,6 +97,7 @@ def parse_url(url: str) -> PgUrl:
         raise _bad_url(url, f"port {port} is out of range")
     schema = "public"
     timeout = DEFAULT_CONNECT_TIMEOUT
+    application_name = DEFAULT_APPLICATION_NAME
     kept: list[tuple[str, str]] = []
     for key, value in parse_qsl(parts.query, keep_blank_values=True):
         if key == "schema":
@@ -109,12 +111,14 @@ def parse_url(url: str) -> PgUrl:
                 raise _bad_url(url, f"connect_timeout {value!r} is not a number") from None
             if timeout <= 0:
                 raise _bad_url(url, "connect_timeout must be positive")
+        elif key == "application_name":
+            application_name = value  # a startup setting: see _server_settings
         elif key in _ASYNCPG_OPTIONS:
             kept.append((key, value))
         else:
             raise _bad_url(url, f"unknown option {key!r}")
     dsn = urlunsplit(("postgresql", parts.netloc, parts.path, urlencode(kept), ""))
-    return PgUrl(dsn, schema, timeout, mask_password(url))
+    return PgUrl(dsn, schema, timeout, mask_password(url), application_name)
 
 
 def mask_password(url: str) -> str:
@@ -173,7 +177,9 @@ def connection_error(url: PgUrl, exc: BaseException) -> DatabaseError:
 
 
 def _server_settings(url: PgUrl) -> dict[str, str]:
-    return {"search_path": url.schema, "application_name": "noetl"}
+    # these win over the DSN's query options in asyncpg, so the URL's application_name is
+    # passed here rather than left in the DSN (where it would be overridden)
+    return {"search_path": url.schema, "application_name": url.application_name}
 
 
 async def connect(url: str | PgUrl) -> asyncpg.Connection:

@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -46,9 +47,20 @@ class Cluster:
         self.url = url
         self.tmp = tmp
         self.procs: list[subprocess.Popen[str]] = []
+        # servers and workers name their connections `<this>_server` / `<this>_worker`, so a
+        # test can terminate this cluster's backends without touching anyone else's
+        self.application_name = f"noetl_test_{uuid.uuid4().hex[:12]}"
+
+    def name_of(self, role: str) -> str:
+        return f"{self.application_name}_{role}"
+
+    def url_for(self, role: str) -> str:
+        joiner = "&" if "?" in self.url else "?"
+        return f"{self.url}{joiner}application_name={self.name_of(role)}"
 
     def server(self, ttl: float = 2.0, poll: float = 0.2) -> subprocess.Popen[str]:
-        proc = _vm("server", "--db", self.url, "--ttl", str(ttl), "--poll", str(poll), cwd=self.tmp)
+        url = self.url_for("server")
+        proc = _vm("server", "--db", url, "--ttl", str(ttl), "--poll", str(poll), cwd=self.tmp)
         self.procs.append(proc)
         return proc
 
@@ -57,7 +69,7 @@ class Cluster:
             "worker",
             *extra,
             "--db",
-            self.url,
+            self.url_for("worker"),
             "--concurrency",
             str(concurrency),
             "--ttl",
@@ -330,27 +342,9 @@ def test_a_timer_wakes_its_server(cluster: Cluster) -> None:
     assert summary["steps"]["expired"]["status"] == "done" and "approved" not in summary["steps"]
 
 
-KEYCHAIN_PLAYBOOK = """\
-apiVersion: noetl.io/v2
-kind: Playbook
-metadata: {name: keychain_worker, path: tests/keychain_worker}
-keychain:
-  - {name: api_token, kind: bearer}
-workflow:
-  - step: start
-    tool:
-      - name: use_secret
-        kind: python
-        input: {token: "{{ keychain.api_token }}"}
-        code: |
-          result = {"token_length": len(token), "echo": "token=" + token}
-"""
-
-
 def test_workers_resolve_the_keychain_and_redact_it(cluster: Cluster, tmp_path: Path) -> None:
     secret = "s3cr3t-dist-token"
-    playbook = tmp_path / "keychain_worker.yaml"
-    playbook.write_text(KEYCHAIN_PLAYBOOK)
+    playbook = PLAYBOOKS / "keychain_worker.yaml"
     keychain = tmp_path / "worker-keychain.yaml"
     keychain.write_text(f"api_token: {secret}\n")
     cluster.server()  # the server has no keychain: templates read it in the worker
@@ -391,22 +385,29 @@ def test_bad_database_urls(url: str, code: str) -> None:
     assert proc.returncode == 2 and "error[NOE800]" in err
 
 
-def _terminate_backends(url: str) -> int:
-    """What every client sees when PostgreSQL restarts: all its connections drop at once."""
+def _terminate_backends(cluster: Cluster) -> Counter[str]:
+    """What the cluster's processes see when PostgreSQL restarts: all their connections drop
+    at once. Only this cluster's (by application_name): other sessions share the database.
+    Returns how many connections of each application_name were terminated."""
     import asyncio
 
     from noetlc.runtime.postgres.connect import connect
 
-    async def kill() -> int:
-        conn = await connect(url)
+    async def kill() -> Counter[str]:
+        conn = await connect(cluster.url)
+        bystander = await connect(cluster.url)  # another client of the same database
         try:
             rows = await conn.fetch(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                "SELECT application_name, pg_terminate_backend(pid) AS gone"
+                " FROM pg_stat_activity"
                 " WHERE datname = current_database() AND pid <> pg_backend_pid()"
-                " AND backend_type = 'client backend'"
+                " AND backend_type = 'client backend' AND starts_with(application_name, $1)",
+                cluster.application_name + "_",
             )
-            return len(rows)
+            assert await bystander.fetchval("SELECT 1") == 1  # left alone
+            return Counter(r["application_name"] for r in rows if r["gone"])
         finally:
+            await bystander.close()
             await conn.close()
 
     return asyncio.run(kill())
@@ -420,7 +421,9 @@ def test_connections_dropped_mid_execution(cluster: Cluster, tmp_path: Path) -> 
     execution_id = _latest_execution(cluster.url)
     for threshold in (6, 20):
         _wait_for(lambda t=threshold: sum(_invocations(log).values()) >= t)  # type: ignore[misc]
-        assert _terminate_backends(cluster.url) > 0
+        dropped = _terminate_backends(cluster)
+        # the server's and the worker's connections went down, and no one else's
+        assert set(dropped) == {cluster.name_of("server"), cluster.name_of("worker")}
     _check_crash_run(cluster, log, execution_id, set())
     assert all(p.poll() is None for p in cluster.procs)  # nobody died of it
 

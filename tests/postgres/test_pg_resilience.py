@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from noetlc.runtime.postgres.connect import connect
+from noetlc.runtime.postgres.connect import connect, parse_url
 from noetlc.runtime.postgres.database import Database
 from noetlc.runtime.postgres.testing import truncate_all
 from noetlc.runtime.queue import JobSpec
@@ -45,5 +45,30 @@ async def test_operations_continue_after_backends_are_terminated(pg_url):
         assert db.notifications.listening
         await db.queue.enqueue([JobSpec("j2", "e1", "a2", {}, pool="after")])
         assert await asyncio.wait_for(waiter, 15) is True
+    finally:
+        await db.close()
+
+
+async def test_the_url_names_the_connections_in_pg_stat_activity(pg_url):
+    # the tests that terminate backends pick their own cluster's connections by this name;
+    # asyncpg lets our startup settings override the DSN's, so the URL's name must be kept
+    assert parse_url(pg_url).application_name == "noetl"
+    named = f"{pg_url}&application_name=noetl_test_named"
+    conn = await connect(named)
+    try:
+        assert await conn.fetchval("SELECT current_setting('application_name')") == (
+            "noetl_test_named"
+        )
+    finally:
+        await conn.close()
+    db = await Database.open(named, min_size=1, max_size=1)
+    try:
+        await db.notifications.ensure_listening()
+        async with db.pool.acquire() as pooled:
+            names = await pooled.fetch(
+                "SELECT application_name FROM pg_stat_activity WHERE pid = ANY($1::int[])",
+                [pooled.get_server_pid(), db.notifications._conn.get_server_pid()],
+            )
+        assert [r["application_name"] for r in names] == ["noetl_test_named"] * 2
     finally:
         await db.close()

@@ -15,7 +15,6 @@ import json
 import os
 import sys
 
-from noetlc.runtime.postgres.errors import DatabaseError
 from noetlc.runtime.postgres.migrate import SchemaStatus, schema_status, upgrade
 
 EXIT_OK = 0
@@ -46,13 +45,9 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_USAGE
-    try:
-        if args.db_command == "upgrade":
-            return _upgrade(args.db, args.json)
-        return _status(args.db, args.json)
-    except DatabaseError as exc:
-        print(exc.render(), file=sys.stderr)
-        return EXIT_FAILED
+    if args.db_command == "upgrade":
+        return _upgrade(args.db, args.json)
+    return _status(args.db, args.json)
 
 
 def _upgrade(url: str, as_json: bool) -> int:

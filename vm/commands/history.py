@@ -19,9 +19,7 @@ def open_or_report(url: str) -> EventStore | None:
     try:
         return open_store(url)
     except StoreError as exc:
-        print(f"error[{exc.code}]: {exc}", file=sys.stderr)
-        if exc.hint:
-            print(f"  hint: {exc.hint}", file=sys.stderr)
+        print(exc.render(), file=sys.stderr)  # exit 2 (usage), not run_guarded's 1
         return None
 
 

@@ -10,7 +10,6 @@ recorded outcomes are replayed). Exit status as `run`: 0 completed, 1 failed, 3 
 from __future__ import annotations
 
 import argparse
-import sys
 
 from noetlc.vm.commands.history import add_db, find_execution, open_or_report
 from noetlc.vm.commands.run import add_keychain, progress_for, report
@@ -26,7 +25,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from noetlc.runtime.embedded import decode_program, resume_embedded
-    from noetlc.stdlib_tools.keychain import KeychainError
 
     store = open_or_report(args.db)
     if store is None:
@@ -41,9 +39,6 @@ def run(args: argparse.Namespace) -> int:
             result = resume_embedded(
                 store, args.execution_id, on_events=progress, keychain_file=args.keychain
             )
-        except KeychainError as exc:
-            print(exc.render(), file=sys.stderr)
-            return 1
         finally:
             if progress is not None:
                 progress.close()

@@ -130,7 +130,6 @@ def _step_location(payload: dict[str, Any], step: str | None) -> str | None:
 def run(args: argparse.Namespace) -> int:
     from noetlc.compiler.commands.artifacts import load_payload
     from noetlc.runtime.embedded import run_embedded
-    from noetlc.stdlib_tools.keychain import KeychainError
 
     overrides = _overrides(args)
     if overrides is None:
@@ -157,9 +156,6 @@ def run(args: argparse.Namespace) -> int:
         result = run_embedded(
             payload, overrides, store, on_events=progress, keychain_file=args.keychain
         )
-    except KeychainError as exc:
-        print(exc.render(), file=sys.stderr)
-        return 1
     except KeyboardInterrupt:
         print("\ninterrupted: `noetl-vm resume ID` finishes the execution", file=sys.stderr)
         return 130

@@ -15,8 +15,6 @@ import os
 import signal
 import sys
 
-from noetlc.runtime.postgres.errors import DatabaseError
-
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_db_required(p)
@@ -66,10 +64,6 @@ def run(args: argparse.Namespace) -> int:
 
     if not check_db(args.db):
         return 2
-    try:
-        return asyncio.run(
-            serve(lambda db: Server(db, ttl=args.ttl, poll=args.poll, pool=args.pool), args.db)
-        )
-    except DatabaseError as exc:
-        print(exc.render(), file=sys.stderr)
-        return 1
+    return asyncio.run(
+        serve(lambda db: Server(db, ttl=args.ttl, poll=args.poll, pool=args.pool), args.db)
+    )

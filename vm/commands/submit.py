@@ -32,7 +32,6 @@ def run(args: argparse.Namespace) -> int:
     from noetlc.compiler.commands.artifacts import load_payload
     from noetlc.runtime.embedded import encode_program
     from noetlc.runtime.pgstore import PostgresStore
-    from noetlc.runtime.store import StoreError
 
     if not check_db(args.db):
         return 2
@@ -42,13 +41,7 @@ def run(args: argparse.Namespace) -> int:
     payload = load_payload(args.file)
     if payload is None:
         return 1
-    try:
-        store = PostgresStore(args.db)
-    except StoreError as exc:
-        print(f"error[{exc.code}]: {exc}", file=sys.stderr)
-        if exc.hint:
-            print(f"  hint: {exc.hint}", file=sys.stderr)
-        return 1
+    store = PostgresStore(args.db)
     try:
         execution_id = str(uuid.uuid4())
         workload = {**(payload["workload"] or {}), **overrides}

@@ -12,7 +12,6 @@ import argparse
 import asyncio
 import sys
 
-from noetlc.runtime.postgres.errors import DatabaseError
 from noetlc.vm.commands.server import add_db_required, check_db, serve
 
 
@@ -46,8 +45,4 @@ def run(args: argparse.Namespace) -> int:
             keychain_file=args.keychain,
         )
 
-    try:
-        return asyncio.run(serve(make, args.db))
-    except DatabaseError as exc:
-        print(exc.render(), file=sys.stderr)
-        return 1
+    return asyncio.run(serve(make, args.db))
