@@ -26,10 +26,13 @@ from typing import Any
 
 from noetlc.runtime.embedded import playbook_folder
 from noetlc.runtime.execute import EmitEvent, ToolEnv, execute, memo_from_events, noop_only
+from noetlc.runtime.postgres.blocking_results import BlockingResults
 from noetlc.runtime.postgres.database import Database
 from noetlc.runtime.queue import Lease
+from noetlc.runtime.results import References, payload_limit
 from noetlc.runtime.server import REQUESTED, RETRYABLE, _warn, new_owner, program_from_requested
 from noetlc.stdlib_tools.keychain import Keychain
+from noetlc.vm.expr_runtime import RESOLVER_KEY
 from noetlc.vm.program import OP, Program
 
 
@@ -62,6 +65,8 @@ class Worker:
         self._finished: list[Lease] = []
         self._pending: dict[str, list[dict[str, Any]]] = {}
         self._more = False  # the last pick was full: pick again without waiting
+        # reference-first results: large task results stored, references resolved
+        self.results = BlockingResults(db.url)
 
     async def run(self, stop: asyncio.Event) -> None:
         next_heartbeat = time.monotonic() + self.ttl / 3
@@ -166,6 +171,7 @@ class Worker:
         for index, event in enumerate(events):
             event["event_id"] = f"{lease.action_id}:{lease.attempt}:{index}"
             event["ts"] = now
+            known.shrink(event)
         return _redact(known, events)
 
     def _collect(self) -> None:
@@ -190,6 +196,7 @@ class Worker:
             await self.db.queue.release([lease for lease, _, _ in self.running.values()])
             self.running.clear()
         self.threads.shutdown(wait=False, cancel_futures=True)
+        self.results.close()
 
     async def _known(self, execution_id: str) -> Known:
         known = self.executions.get(execution_id)
@@ -205,6 +212,7 @@ class Worker:
                 noop_only(program),
                 ToolEnv(keychain, playbook_folder(program), None),
                 keychain.namespace(),
+                References(self.results, payload_limit(program.payload)),
             )
             if len(self.executions) > 1000:
                 self.executions.pop(next(iter(self.executions)))
@@ -232,6 +240,7 @@ class Worker:
             nonlocal flushed
             event["event_id"] = f"{lease.action_id}:{lease.attempt}:{len(events)}"
             event["ts"] = time.time()
+            known.shrink(event)  # stored before its reference is logged
             events.append(event)
             if eager and event["name"] == "task.done" and not flag.is_set():
                 try:
@@ -268,7 +277,7 @@ INLINE_ROUNDS = 4
 class Known:
     """What a worker keeps per execution: read once from its first event."""
 
-    __slots__ = ("env", "inline", "keychain", "program", "workload")
+    __slots__ = ("env", "inline", "keychain", "program", "refs", "workload")
 
     def __init__(
         self,
@@ -277,15 +286,26 @@ class Known:
         inline: dict[str, bool],
         env: ToolEnv,
         keychain: dict[str, Any],
+        refs: References,
     ) -> None:
         self.program = program
         self.workload = workload
         self.inline = inline  # step -> runs inline (noop-only pipeline)
         self.env = env
         self.keychain = keychain  # the templates' `keychain` namespace
+        self.refs = refs
+
+    def shrink(self, event: dict[str, Any]) -> None:
+        """A result over `limits.max_payload_bytes` goes to the result table; the event
+        keeps its reference (DESIGN §2.4, as in embedded mode)."""
+        if self.refs.limit is not None and event["name"] in SHRUNK:
+            self.refs.shrink_event(event)
 
 
 Finished = tuple[Known, list[dict[str, Any]]]
+
+# the worker events that carry results (a task's outcome, or the action's result)
+SHRUNK = frozenset({"task.done", "step.done", "loop.iteration.done"})
 
 
 def _redact(known: Known, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -305,6 +325,7 @@ def _execute_args(
     scope: dict[str, Any] = dict(p.get("results") or {})
     scope.update(workload=known.workload, ctx=p.get("ctx") or {}, execution_id=lease.execution_id)
     scope["keychain"] = known.keychain
+    scope[RESOLVER_KEY] = known.refs.resolve
     return (
         known.program,
         p["step"],

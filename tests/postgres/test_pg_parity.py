@@ -1,0 +1,151 @@
+"""Distributed mode does what embedded mode does, with real server and worker processes:
+reference-first results (DESIGN §2.4).
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from noetlc.compiler.pipeline import compile_file
+from noetlc.runtime.embedded import run_embedded
+from noetlc.runtime.pgstore import PostgresStore
+from noetlc.runtime.postgres.testing import schema_or_skip
+from noetlc.vm.expr_runtime import REF_KEY
+
+
+def _vm(*args: str, cwd: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "noetlc.vm", *args],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+class Cluster:
+    """Servers and workers of one schema, stopped (SIGTERM) at the end of the test."""
+
+    def __init__(self, url: str, tmp: Path) -> None:
+        self.url = url
+        self.tmp = tmp
+        self.procs: list[subprocess.Popen[str]] = []
+
+    def start(self, *args: str) -> None:
+        common = ["--db", self.url, "--ttl", "2", "--poll", "0.2"]
+        self.procs.append(_vm(*args, *common, cwd=self.tmp))
+
+    def submit(self, playbook: Path, timeout: float = 90) -> dict[str, Any]:
+        args = ["submit", str(playbook), "--db", self.url, "--json", "--wait"]
+        proc = _vm(*args, "--timeout", str(timeout), cwd=self.tmp)
+        out, err = proc.communicate(timeout=timeout + 30)
+        assert out.strip(), err
+        summary: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
+        return summary
+
+    def events(self, execution_id: str) -> list[dict[str, Any]]:
+        store = PostgresStore(self.url)
+        try:
+            return store.read(execution_id)
+        finally:
+            store.close()
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+@pytest.fixture(scope="module")
+def cluster_url() -> Iterator[str]:
+    yield from schema_or_skip()
+
+
+@pytest.fixture
+def cluster(cluster_url: str, tmp_path: Path) -> Iterator[Cluster]:
+    c = Cluster(cluster_url, tmp_path)
+    c.start("server")
+    yield c
+    c.stop()
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+def _comparable(summary: dict[str, Any]) -> dict[str, Any]:
+    keys = ("status", "steps", "ctx", "result", "error")
+    return {k: summary[k] for k in keys}
+
+
+BIG_RESULT = """\
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: big_result, path: tests/big_result}
+executor:
+  spec: {policy: {results: {reference_first: true}, limits: {max_payload_bytes: 200}}}
+workflow:
+  - step: start
+    tool:
+      kind: python
+      code: |
+        result = {"rows": [{"id": i, "name": f"row-{i}"} for i in range(50)]}
+    next:
+      arcs:
+        - step: count
+          when: "{{ start.rows | length == 50 }}"
+          args: {first: "{{ start.rows[0].name }}"}
+        - step: wrong
+          when: "{{ start.rows | length != 50 }}"
+  - step: count
+    tool:
+      kind: python
+      input: {n: "{{ start.rows | length }}", everything: "{{ start }}", first: "{{ args.first }}"}
+      code: |
+        result = {"n": n, "last": everything["rows"][-1]["name"], "first": first}
+    next: again
+  - step: again
+    tool:
+      kind: python
+      input: {rows: "{{ start.rows }}"}
+      code: |
+        result = {"rows": rows, "again": True}
+  - step: wrong
+    tool: {kind: noop}
+"""
+
+
+def test_large_results_are_stored_by_reference(cluster: Cluster, tmp_path: Path) -> None:
+    cluster.start("worker", "--concurrency", "4", "--grace", "1")
+    playbook = _write(tmp_path / "big_result.yaml", BIG_RESULT)
+    distributed = cluster.submit(playbook)
+    embedded = run_embedded(compile_file(str(playbook)).artifacts["payload"])
+    assert distributed["status"] == "completed", distributed
+    assert _comparable(distributed) == _comparable(embedded)
+    assert distributed["steps"]["count"]["result"] == {"n": 50, "last": "row-49", "first": "row-0"}
+    assert "wrong" not in distributed["steps"] or distributed["steps"]["wrong"]["runs"] == 0
+    events = cluster.events(distributed["execution_id"])
+    done = {e["step"]: e for e in events if e["name"] == "step.done" and e["source"] == "worker"}
+    for step in ("start", "again"):
+        reference = done[step]["payload"]["result"][REF_KEY]
+        assert set(reference) == {"store", "key", "size", "checksum"}
+        assert reference["size"] > 200
+    task = next(e for e in events if e["name"] == "task.done" and e["step"] == "start")
+    assert REF_KEY in task["payload"]["outcome"]["result"]
+    assert done["count"]["payload"]["result"]["n"] == 50  # small: kept in the event
+    assert all(len(json.dumps(e["payload"])) < 2000 for e in events[1:])
