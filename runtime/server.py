@@ -222,6 +222,11 @@ class Server:
                 # nobody appended in between: no need to read our own events back
                 owned.after_seq = stored[-1][1]
         self._timers(owned, commands)
+        # after the events that decided it are committed (DESIGN §6): the jobs of cancelled
+        # actions (a fail_fast loop's other iterations) never start, running ones stop
+        cancelled = [c.action_id for c in commands if c.kind == "cancel"]
+        if cancelled:
+            await self.db.queue.cancel_jobs(cancelled)
         return caught_up
 
     def _jobs(self, owned: Owned, commands: list[Command]) -> list[JobSpec]:
@@ -276,8 +281,8 @@ class Server:
         vm = owned.vm
         if not vm.finished():
             return
-        if vm.status == "cancelled":
-            await self.db.queue.cancel_execution(owned.execution_id)
+        # whatever ended it, nothing of it may still run (embedded mode stops its threads)
+        await self.db.queue.cancel_execution(owned.execution_id)
         record = await self.db.events.execution(owned.execution_id)
         events = int(record["last_seq"]) if record else owned.after_seq
         summary_ = summary(vm, events)

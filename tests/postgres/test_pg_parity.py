@@ -1,5 +1,5 @@
 """Distributed mode does what embedded mode does, with real server and worker processes:
-reference-first results (DESIGN §2.4).
+reference-first results (DESIGN §2.4), and fail_fast cancelling a loop's other iterations.
 """
 
 from __future__ import annotations
@@ -8,6 +8,8 @@ import json
 import signal
 import subprocess
 import sys
+import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +19,8 @@ import pytest
 from noetlc.compiler.pipeline import compile_file
 from noetlc.runtime.embedded import run_embedded
 from noetlc.runtime.pgstore import PostgresStore
-from noetlc.runtime.postgres.testing import schema_or_skip
+from noetlc.runtime.postgres.database import Database
+from noetlc.runtime.postgres.testing import run_sync, schema_or_skip
 from noetlc.vm.expr_runtime import REF_KEY
 
 
@@ -149,3 +152,73 @@ def test_large_results_are_stored_by_reference(cluster: Cluster, tmp_path: Path)
     assert REF_KEY in task["payload"]["outcome"]["result"]
     assert done["count"]["payload"]["result"]["n"] == 50  # small: kept in the event
     assert all(len(json.dumps(e["payload"])) < 2000 for e in events[1:])
+
+
+FAIL_FAST = """\
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: fail_fast, path: tests/fail_fast}
+workload: {items: [0, 1, 2, 3, 4, 5], log: calls.log}
+workflow:
+  - step: start
+    loop:
+      in: "{{ workload.items }}"
+      iterator: n
+      spec: {mode: parallel, max_in_flight: 6}
+    tool:
+      kind: python
+      input: {n: "{{ iter.n }}", log: "{{ workload.log }}"}
+      code: |
+        import time
+        with open(log, "a") as fh:
+            fh.write(f"start {n}\\n")
+        time.sleep(0.3 if n == 0 else 3)
+        if n == 0:
+            raise ValueError("iteration 0 fails")
+        result = n
+"""
+
+
+async def _job_states(url: str, execution_id: str) -> dict[int, str]:
+    """iteration -> status of the execution's jobs."""
+    db = await Database.open(url, max_size=1)
+    try:
+        rows = await db.pool.fetch(
+            "SELECT (payload::json->>'iteration')::int AS it, status FROM jobs"
+            " WHERE execution_id = $1",
+            execution_id,
+        )
+        return {r["it"]: r["status"] for r in rows}
+    finally:
+        await db.close()
+
+
+def test_fail_fast_cancels_the_other_iterations(cluster: Cluster, tmp_path: Path) -> None:
+    # two slots: iterations 0 and 1 run, 2..5 are queued; 0 fails after 0.3 s (the round that
+    # commits its failure may already start 2), the others sleep 3 s
+    cluster.start("worker", "--concurrency", "2", "--grace", "1")
+    playbook = _write(tmp_path / "fail_fast.yaml", FAIL_FAST)
+    summary = cluster.submit(playbook)
+    assert summary["status"] == "failed", summary
+    embedded = run_embedded(
+        compile_file(str(playbook)).artifacts["payload"], {"log": str(tmp_path / "e.log")}
+    )
+    assert _comparable(summary) == _comparable(embedded)
+    time.sleep(4)  # the iterations that were running when the cancel came have ended by now
+    events = cluster.events(summary["execution_id"])
+    failed_at = next(e["seq"] for e in events if e["name"] == "step.failed")
+    late = [
+        (e["name"], e["iteration"])
+        for e in events
+        if e["seq"] > failed_at and e["source"] == "worker" and e["name"] != "task.started"
+    ]
+    assert late == []  # no cancelled iteration reports a result after the cancel
+    results = [e for e in events if e["name"].startswith("task.done") and e["iteration"] != 0]
+    assert results == []
+    calls = Counter((tmp_path / "calls.log").read_text().split("\n")[:-1])
+    assert all(n == 1 for n in calls.values()), calls  # nothing ran twice
+    assert calls["start 0"] == calls["start 1"] == 1
+    assert len(calls) <= 3, calls  # queued iterations never started (one may race the cancel)
+    states = run_sync(_job_states(cluster.url, summary["execution_id"]))
+    assert states[0] == "done", states
+    assert all(states[n] == "cancelled" for n in range(1, 6)), states

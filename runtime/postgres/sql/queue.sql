@@ -134,6 +134,17 @@ UPDATE jobs
  WHERE execution_id = $1 AND status IN ('queued', 'leased')
 RETURNING job_id;
 
+-- name: cancel_jobs
+UPDATE jobs
+   SET status = 'cancelled', finished_at = now(), lease_expires_at = NULL
+ WHERE job_id = ANY ($1::text[]) AND status IN ('queued', 'leased')
+RETURNING job_id;
+
+-- name: cancelled_among
+SELECT job_id FROM jobs
+ WHERE job_id = ANY ($1::text[]) AND status = 'cancelled'
+   FOR UPDATE;
+
 -- name: get_job
 SELECT job_id, execution_id, action_id, pool, payload::text AS payload, status, attempt,
        max_attempts, lease_owner, lease_id::text AS lease_id,
