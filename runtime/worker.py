@@ -24,6 +24,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from noetlc.runtime.children import ChildRunner
 from noetlc.runtime.embedded import playbook_folder
 from noetlc.runtime.execute import EmitEvent, ToolEnv, execute, memo_from_events, noop_only
 from noetlc.runtime.postgres.blocking_results import BlockingResults
@@ -210,7 +211,11 @@ class Worker:
                 program,
                 workload,
                 noop_only(program),
-                ToolEnv(keychain, playbook_folder(program), None),
+                ToolEnv(
+                    keychain,
+                    playbook_folder(program),
+                    ChildRunner(self.db, asyncio.get_running_loop(), execution_id, self.poll),
+                ),
                 keychain.namespace(),
                 References(self.results, payload_limit(program.payload)),
             )

@@ -222,3 +222,66 @@ def test_fail_fast_cancels_the_other_iterations(cluster: Cluster, tmp_path: Path
     states = run_sync(_job_states(cluster.url, summary["execution_id"]))
     assert states[0] == "done", states
     assert all(states[n] == "cancelled" for n in range(1, 6)), states
+
+
+CHILD = """\
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: double, path: tests/child/double}
+workload: {n: 1}
+workflow:
+  - step: start
+    tool:
+      kind: python
+      input: {n: "{{ workload.n }}"}
+      code: |
+        result = n * 2
+"""
+
+PARENT = """\
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: parent, path: tests/parent}
+workflow:
+  - step: start
+    tool:
+      - name: call_child
+        kind: playbook
+        path: child/double
+        args: {n: 21}
+      - name: use
+        kind: python
+        input: {doubled: "{{ call_child }}"}
+        code: |
+          result = {"doubled": doubled}
+    next: broken
+  - step: broken
+    tool:
+      kind: playbook
+      path: child/missing
+"""
+
+
+def test_kind_playbook_runs_a_child_execution(cluster: Cluster, tmp_path: Path) -> None:
+    cluster.start("worker", "--concurrency", "4", "--grace", "1")
+    (tmp_path / "child").mkdir()
+    _write(tmp_path / "child" / "double.yaml", CHILD)
+    playbook = _write(tmp_path / "parent.yaml", PARENT)
+    summary = cluster.submit(playbook)
+    embedded = run_embedded(compile_file(str(playbook)).artifacts["payload"])
+    assert _comparable(summary) == _comparable(embedded)
+    assert summary["steps"]["start"]["result"] == {"doubled": 42}
+    assert summary["status"] == "failed"  # `broken` names no playbook file
+    events = cluster.events(summary["execution_id"])
+    call = next(
+        e for e in events if e["name"] == "task.done" and e["payload"]["task"] == "call_child"
+    )
+    child_id = call["payload"]["outcome"]["meta"]["child_execution_id"]
+    store = PostgresStore(cluster.url)
+    try:
+        child = store.execution(child_id)
+    finally:
+        store.close()
+    assert child is not None and child["status"] == "completed"
+    assert child["parent_id"] == summary["execution_id"]
+    assert child["summary"]["result"] == 42
