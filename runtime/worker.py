@@ -24,6 +24,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import asyncpg
+
 from noetlc.runtime.children import ChildRunner
 from noetlc.runtime.embedded import playbook_folder
 from noetlc.runtime.execute import EmitEvent, ToolEnv, execute, memo_from_events, noop_only
@@ -75,8 +77,10 @@ class Worker:
             while not stop.is_set():
                 try:
                     await self._round(next_heartbeat)
-                except RETRYABLE as exc:
-                    _warn(self.owner, exc)  # the database went away: keep going
+                except ROUND_RETRYABLE as exc:
+                    # the database went away, or the round lost a deadlock to a cancel: it
+                    # rolled back whole (the finished jobs are kept for the next round)
+                    _warn(self.owner, exc)
                     await asyncio.sleep(self.poll)
                 if time.monotonic() >= next_heartbeat:
                     next_heartbeat = time.monotonic() + self.ttl / 3
@@ -273,6 +277,8 @@ class Worker:
             return None
         return known, events[flushed:]
 
+
+ROUND_RETRYABLE = (*RETRYABLE, asyncpg.DeadlockDetectedError)
 
 # batches of inline (noop-only) jobs leased and run in one transaction: `concurrency` jobs per
 # batch, so one WAL flush covers up to this many times as many jobs (docs/distributed.md)

@@ -179,7 +179,15 @@ class PostgresJobQueue:
     async def cancel_jobs(self, job_ids: Sequence[str]) -> set[str]:
         if not job_ids:
             return set()
-        rows = await self._fetch(q("cancel_jobs"), list(job_ids))
+        for attempt in range(1, 4):
+            try:
+                rows = await self._fetch(q("cancel_jobs"), list(job_ids))
+                break
+            except asyncpg.DeadlockDetectedError:
+                # a worker's round held a job it picked that we wanted; it rolled back or
+                # we did: try again (cancelling is idempotent)
+                if attempt == 3:
+                    raise
         return {r["job_id"] for r in rows}
 
     async def wait_for_work(self, pool: str = DEFAULT_POOL, timeout: float = 1.0) -> bool:
@@ -283,9 +291,9 @@ class WorkerRound:
             return set()
         if done:
             # a job cancelled while it ran (fail_fast) logs nothing: its late events would
-            # follow the cancel. FOR UPDATE: a cancel that comes later waits for our commit.
-            rows = await self._conn.fetch(q("cancelled_among"), [d.job_id for d in done])
-            cancelled = {r["job_id"] for r in rows}
+            # follow the cancel. Locked: a cancel that comes later waits for our commit.
+            rows = await self._conn.fetch(q("jobs_locked"), [d.job_id for d in done])
+            cancelled = {r["job_id"] for r in rows if r["status"] == "cancelled"}
             if cancelled:
                 silenced = {d.action_id for d in done if d.job_id in cancelled}
                 done = [d for d in done if d.job_id not in cancelled]
