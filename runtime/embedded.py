@@ -373,23 +373,19 @@ class EmbeddedRuntime:
 
     def _run_child(self, path: str, workload: dict[str, Any]) -> dict[str, Any]:
         """`kind: playbook`: a child execution in this process and store, with parent_id."""
-        from noetlc.compiler.pipeline import compile_file
+        from noetlc.runtime.children import compile_child
         from noetlc.runtime.store import SQLiteStore
 
-        if not Path(path).is_file():
-            error = {"code": "NOE004", "message": f"no playbook file {path}", "step": None}
-            return {"execution_id": None, "status": "failed", "result": None, "error": error}
-        unit = compile_file(path)
-        if unit.reporter.has_errors or "payload" not in unit.artifacts:
-            first = unit.reporter.sorted()[0]
-            error = {"code": first.code, "message": first.message, "step": None}
-            return {"execution_id": None, "status": "failed", "result": None, "error": error}
+        payload, failed = compile_child(path)
+        if payload is None:
+            assert failed is not None
+            return failed
         store = self.store
         if isinstance(store, SQLiteStore):
             store = SQLiteStore(store.path)  # its own connection: this runs in a pool thread
         try:
             return run_embedded(
-                unit.artifacts["payload"],
+                payload,
                 workload,
                 store,
                 parent_id=self.execution_id,

@@ -180,6 +180,16 @@ class MemoryJobQueue:
                 cancelled.add(job.spec.job_id)
         return cancelled
 
+    async def cancel_jobs(self, job_ids: Sequence[str]) -> set[str]:
+        cancelled = set()
+        for job_id in job_ids:
+            job = self._jobs.get(job_id)
+            if job is not None and job.status in ("queued", "leased"):
+                job.status = "cancelled"
+                job.expires_at = None
+                cancelled.add(job_id)
+        return cancelled
+
     async def wait_for_work(self, pool: str = DEFAULT_POOL, timeout: float = 1.0) -> bool:
         now = self._clock()
         waiting = [

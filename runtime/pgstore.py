@@ -18,6 +18,7 @@ import uuid
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
+from noetlc.runtime.children import requested_event
 from noetlc.runtime.postgres.database import Database
 from noetlc.runtime.postgres.errors import DatabaseError
 from noetlc.runtime.store import StoreError
@@ -56,18 +57,9 @@ class PostgresStore:
         parent_id: str | None = None,
     ) -> None:
         self._call(self.db.events.create_execution(execution_id, playbook, parent_id))
-        requested = {
-            "event_id": f"{execution_id}:requested",
-            "name": REQUESTED,
-            "source": "client",
-            "parent_id": parent_id,
-            "ts": time.time(),
-            "payload": {
-                "playbook": playbook,
-                "workload": workload or {},
-                "program": base64.b64encode(program or b"").decode("ascii"),
-            },
-        }
+        requested = requested_event(
+            execution_id, playbook, program or b"", workload or {}, parent_id
+        )
         self._call(self.db.events.append(execution_id, [requested]))
 
     def offer(self, execution_id: str) -> None:

@@ -149,6 +149,11 @@ class JobQueue(Protocol):
         """Cancel an execution's queued and leased jobs (their holders' heartbeats fail)."""
         ...
 
+    async def cancel_jobs(self, job_ids: Sequence[str]) -> set[str]:
+        """Cancel these jobs if queued or leased (a fail_fast loop's other iterations): a
+        queued one is never leased, a holder learns it on its next heartbeat."""
+        ...
+
     async def wait_for_work(self, pool: str = DEFAULT_POOL, timeout: float = 1.0) -> bool:
         """Sleep until jobs may have become leasable in `pool` (True) or `timeout` passed
         (False). Spurious wake-ups are allowed: always lease afterwards."""

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from typing import Any, Protocol
 
-from noetlc.runtime.store import EventStore, encode_payload
+from noetlc.runtime.store import encode_payload
 from noetlc.vm.expr_runtime import REF_KEY
 
 DEFAULT_LIMIT = 1024 * 1024
@@ -27,8 +27,16 @@ def payload_limit(payload: dict[str, Any]) -> int | None:
     return int(limit) if isinstance(limit, int) and limit > 0 else DEFAULT_LIMIT
 
 
+class ResultStore(Protocol):
+    """Where large results live: an `EventStore`, or a distributed server's or worker's
+    `BlockingResults` (runtime/postgres/blocking_results.py)."""
+
+    def put_result(self, key: str, data: bytes) -> None: ...
+    def get_result(self, key: str) -> bytes | None: ...
+
+
 class References:
-    def __init__(self, store: EventStore, limit: int | None) -> None:
+    def __init__(self, store: ResultStore, limit: int | None) -> None:
         self.store = store
         self.limit = limit
         self.stored = 0

@@ -24,14 +24,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from noetlc.runtime.embedded import decode_program, summary
+from noetlc.runtime.postgres.blocking_results import BlockingResults
 from noetlc.runtime.postgres.connect import TRANSIENT
 from noetlc.runtime.postgres.database import Database
 from noetlc.runtime.postgres.errors import DatabaseError
 from noetlc.runtime.postgres.notify import ANY_KEY
 from noetlc.runtime.queue import JobSpec
 from noetlc.runtime.replay import rebuild
+from noetlc.runtime.results import References, payload_limit
 from noetlc.runtime.timers import started_times, timer
 from noetlc.vm.control import INPUT_NAMES, INPUT_SOURCES, Command, ControlVM, is_input
+from noetlc.vm.expr_runtime import RESOLVER_KEY
 from noetlc.vm.program import Program
 
 REQUESTED = "playbook.execution.requested"
@@ -56,6 +59,7 @@ class Owned:
     program: Program
     after_seq: int
     server_events: int
+    refs: References
     timers: dict[str, asyncio.TimerHandle] = field(default_factory=dict)
     started_at: dict[str, float] = field(default_factory=dict)
 
@@ -85,6 +89,8 @@ class Server:
         self.offered = True
         self._background: set[asyncio.Future[Any]] = set()
         self._wake = asyncio.Event()  # set by our own appends made outside `tick` (timers)
+        # reference-first results the control VMs read (arcs, step args, the summary)
+        self.results = BlockingResults(db.url)
 
     async def run(self, stop: asyncio.Event) -> None:
         notes = self.db.notifications
@@ -127,6 +133,7 @@ class Server:
                     handle.cancel()
             if self.owned:
                 await self.db.owners.release(self.owner, list(self.owned))
+            self.results.close()
 
     async def tick(self) -> bool:
         """One round: claim, renew, advance every owned execution, reap. True if any work."""
@@ -162,9 +169,11 @@ class Server:
             await self.db.owners.retire(self.owner, execution_id)
             return
         program, workload = program_from_requested(events[0])
-        vm = rebuild(program, execution_id, workload, events)
+        # templates of the control VM resolve references through the result table
+        refs = References(self.results, payload_limit(program.payload))
+        vm = rebuild(program, execution_id, workload, events, {RESOLVER_KEY: refs.resolve})
         recorded = sum(1 for e in events if e.get("source") == "server")
-        owned = Owned(execution_id, vm, program, events[-1]["seq"], recorded)
+        owned = Owned(execution_id, vm, program, events[-1]["seq"], recorded, refs)
         owned.started_at = started_times(events)
         self.owned[execution_id] = owned
         regenerated = vm.take_events()
@@ -213,6 +222,11 @@ class Server:
                 # nobody appended in between: no need to read our own events back
                 owned.after_seq = stored[-1][1]
         self._timers(owned, commands)
+        # after the events that decided it are committed (DESIGN §6): the jobs of cancelled
+        # actions (a fail_fast loop's other iterations) never start, running ones stop
+        cancelled = [c.action_id for c in commands if c.kind == "cancel"]
+        if cancelled:
+            await self.db.queue.cancel_jobs(cancelled)
         return caught_up
 
     def _jobs(self, owned: Owned, commands: list[Command]) -> list[JobSpec]:
@@ -267,11 +281,16 @@ class Server:
         vm = owned.vm
         if not vm.finished():
             return
-        if vm.status == "cancelled":
-            await self.db.queue.cancel_execution(owned.execution_id)
+        # whatever ended it, nothing of it may still run (embedded mode stops its threads)
+        await self.db.queue.cancel_execution(owned.execution_id)
         record = await self.db.events.execution(owned.execution_id)
         events = int(record["last_seq"]) if record else owned.after_seq
-        await self.db.events.finish_execution(owned.execution_id, vm.status, summary(vm, events))
+        summary_ = summary(vm, events)
+        # the summary shows values, not references, as in embedded mode
+        for step in summary_["steps"].values():
+            step["result"] = owned.refs.expand(step["result"])
+        summary_["result"] = owned.refs.expand(summary_["result"])
+        await self.db.events.finish_execution(owned.execution_id, vm.status, summary_)
         await self.db.owners.retire(self.owner, owned.execution_id)
         self.finished += 1
         self._drop(owned.execution_id)

@@ -24,12 +24,18 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import asyncpg
+
+from noetlc.runtime.children import ChildRunner
 from noetlc.runtime.embedded import playbook_folder
 from noetlc.runtime.execute import EmitEvent, ToolEnv, execute, memo_from_events, noop_only
+from noetlc.runtime.postgres.blocking_results import BlockingResults
 from noetlc.runtime.postgres.database import Database
 from noetlc.runtime.queue import Lease
+from noetlc.runtime.results import References, payload_limit
 from noetlc.runtime.server import REQUESTED, RETRYABLE, _warn, new_owner, program_from_requested
 from noetlc.stdlib_tools.keychain import Keychain
+from noetlc.vm.expr_runtime import RESOLVER_KEY
 from noetlc.vm.program import OP, Program
 
 
@@ -62,6 +68,8 @@ class Worker:
         self._finished: list[Lease] = []
         self._pending: dict[str, list[dict[str, Any]]] = {}
         self._more = False  # the last pick was full: pick again without waiting
+        # reference-first results: large task results stored, references resolved
+        self.results = BlockingResults(db.url)
 
     async def run(self, stop: asyncio.Event) -> None:
         next_heartbeat = time.monotonic() + self.ttl / 3
@@ -69,8 +77,10 @@ class Worker:
             while not stop.is_set():
                 try:
                     await self._round(next_heartbeat)
-                except RETRYABLE as exc:
-                    _warn(self.owner, exc)  # the database went away: keep going
+                except ROUND_RETRYABLE as exc:
+                    # the database went away, or the round lost a deadlock to a cancel: it
+                    # rolled back whole (the finished jobs are kept for the next round)
+                    _warn(self.owner, exc)
                     await asyncio.sleep(self.poll)
                 if time.monotonic() >= next_heartbeat:
                     next_heartbeat = time.monotonic() + self.ttl / 3
@@ -166,6 +176,7 @@ class Worker:
         for index, event in enumerate(events):
             event["event_id"] = f"{lease.action_id}:{lease.attempt}:{index}"
             event["ts"] = now
+            known.shrink(event)
         return _redact(known, events)
 
     def _collect(self) -> None:
@@ -190,6 +201,7 @@ class Worker:
             await self.db.queue.release([lease for lease, _, _ in self.running.values()])
             self.running.clear()
         self.threads.shutdown(wait=False, cancel_futures=True)
+        self.results.close()
 
     async def _known(self, execution_id: str) -> Known:
         known = self.executions.get(execution_id)
@@ -203,8 +215,13 @@ class Worker:
                 program,
                 workload,
                 noop_only(program),
-                ToolEnv(keychain, playbook_folder(program), None),
+                ToolEnv(
+                    keychain,
+                    playbook_folder(program),
+                    ChildRunner(self.db, asyncio.get_running_loop(), execution_id, self.poll),
+                ),
                 keychain.namespace(),
+                References(self.results, payload_limit(program.payload)),
             )
             if len(self.executions) > 1000:
                 self.executions.pop(next(iter(self.executions)))
@@ -232,6 +249,7 @@ class Worker:
             nonlocal flushed
             event["event_id"] = f"{lease.action_id}:{lease.attempt}:{len(events)}"
             event["ts"] = time.time()
+            known.shrink(event)  # stored before its reference is logged
             events.append(event)
             if eager and event["name"] == "task.done" and not flag.is_set():
                 try:
@@ -260,6 +278,8 @@ class Worker:
         return known, events[flushed:]
 
 
+ROUND_RETRYABLE = (*RETRYABLE, asyncpg.DeadlockDetectedError)
+
 # batches of inline (noop-only) jobs leased and run in one transaction: `concurrency` jobs per
 # batch, so one WAL flush covers up to this many times as many jobs (docs/distributed.md)
 INLINE_ROUNDS = 4
@@ -268,7 +288,7 @@ INLINE_ROUNDS = 4
 class Known:
     """What a worker keeps per execution: read once from its first event."""
 
-    __slots__ = ("env", "inline", "keychain", "program", "workload")
+    __slots__ = ("env", "inline", "keychain", "program", "refs", "workload")
 
     def __init__(
         self,
@@ -277,15 +297,26 @@ class Known:
         inline: dict[str, bool],
         env: ToolEnv,
         keychain: dict[str, Any],
+        refs: References,
     ) -> None:
         self.program = program
         self.workload = workload
         self.inline = inline  # step -> runs inline (noop-only pipeline)
         self.env = env
         self.keychain = keychain  # the templates' `keychain` namespace
+        self.refs = refs
+
+    def shrink(self, event: dict[str, Any]) -> None:
+        """A result over `limits.max_payload_bytes` goes to the result table; the event
+        keeps its reference (DESIGN §2.4, as in embedded mode)."""
+        if self.refs.limit is not None and event["name"] in SHRUNK:
+            self.refs.shrink_event(event)
 
 
 Finished = tuple[Known, list[dict[str, Any]]]
+
+# the worker events that carry results (a task's outcome, or the action's result)
+SHRUNK = frozenset({"task.done", "step.done", "loop.iteration.done"})
 
 
 def _redact(known: Known, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -305,6 +336,7 @@ def _execute_args(
     scope: dict[str, Any] = dict(p.get("results") or {})
     scope.update(workload=known.workload, ctx=p.get("ctx") or {}, execution_id=lease.execution_id)
     scope["keychain"] = known.keychain
+    scope[RESOLVER_KEY] = known.refs.resolve
     return (
         known.program,
         p["step"],

@@ -176,6 +176,20 @@ class PostgresJobQueue:
         rows = await self._fetch(q("cancel_execution_jobs"), execution_id)
         return {r["job_id"] for r in rows}
 
+    async def cancel_jobs(self, job_ids: Sequence[str]) -> set[str]:
+        if not job_ids:
+            return set()
+        for attempt in range(1, 4):
+            try:
+                rows = await self._fetch(q("cancel_jobs"), list(job_ids))
+                break
+            except asyncpg.DeadlockDetectedError:
+                # a worker's round held a job it picked that we wanted; it rolled back or
+                # we did: try again (cancelling is idempotent)
+                if attempt == 3:
+                    raise
+        return {r["job_id"] for r in rows}
+
     async def wait_for_work(self, pool: str = DEFAULT_POOL, timeout: float = 1.0) -> bool:
         await self._notes.ensure_listening()
         event = self._notes.register("noetl_jobs", pool)
@@ -275,6 +289,18 @@ class WorkerRound:
         jobs first, the executions' counter rows last (0002)."""
         if not done and not ran and not any(events.values()):
             return set()
+        if done:
+            # a job cancelled while it ran (fail_fast) logs nothing: its late events would
+            # follow the cancel. Locked: a cancel that comes later waits for our commit.
+            rows = await self._conn.fetch(q("jobs_locked"), [d.job_id for d in done])
+            cancelled = {r["job_id"] for r in rows if r["status"] == "cancelled"}
+            if cancelled:
+                silenced = {d.action_id for d in done if d.job_id in cancelled}
+                done = [d for d in done if d.job_id not in cancelled]
+                events = {
+                    execution_id: [e for e in batch if e.get("action_id") not in silenced]
+                    for execution_id, batch in events.items()
+                }
         rows = await self._conn.fetch(
             q("finish_jobs"),
             *_tokens(done),

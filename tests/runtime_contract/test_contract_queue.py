@@ -173,6 +173,18 @@ async def test_failed_completion_and_cancel(backend):
     assert [x.job_id for x in await q.lease("w2", limit=5)] == ["other:job0"]
 
 
+async def test_cancel_jobs_by_id(backend):
+    q = backend.queue
+    await q.enqueue(jobs(4))
+    [a] = await q.lease("w1", limit=1)
+    assert await q.cancel_jobs(["e1:job0", "e1:job2", "e1:nothing"]) == {"e1:job0", "e1:job2"}
+    assert await q.cancel_jobs(["e1:job0"]) == set()  # already cancelled
+    assert await q.heartbeat([a]) == set()  # the holder learns on its next heartbeat
+    assert await q.complete([a]) == set()
+    assert [x.job_id for x in await q.lease("w2", limit=5)] == ["e1:job1", "e1:job3"]
+    assert (await q.get("e1:job2")).status == "cancelled"
+
+
 async def test_delayed_jobs_are_not_leased_early(backend):
     q = backend.queue
     await q.enqueue(jobs(1, delay=3600.0))

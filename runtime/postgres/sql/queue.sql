@@ -134,6 +134,26 @@ UPDATE jobs
  WHERE execution_id = $1 AND status IN ('queued', 'leased')
 RETURNING job_id;
 
+-- name: cancel_jobs
+-- Rows are locked in job_id order, as a worker's round locks the jobs it completes
+-- (jobs_locked), so the two do not deadlock on each other.
+UPDATE jobs j
+   SET status = 'cancelled', finished_at = now(), lease_expires_at = NULL
+  FROM (SELECT job_id FROM jobs
+         WHERE job_id = ANY ($1::text[]) AND status IN ('queued', 'leased')
+         ORDER BY job_id
+           FOR UPDATE) AS locked
+ WHERE j.job_id = locked.job_id
+RETURNING j.job_id;
+
+-- name: jobs_locked
+-- The status of jobs a worker's round is about to complete, locked in job_id order: a
+-- cancel committed before is seen, a cancel that comes later waits for the round's commit.
+SELECT job_id, status FROM jobs
+ WHERE job_id = ANY ($1::text[])
+ ORDER BY job_id
+   FOR UPDATE;
+
 -- name: get_job
 SELECT job_id, execution_id, action_id, pool, payload::text AS payload, status, attempt,
        max_attempts, lease_owner, lease_id::text AS lease_id,

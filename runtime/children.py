@@ -1,0 +1,111 @@
+"""`kind: playbook` in distributed workers: a child execution on the same cluster.
+
+The tool thread compiles the child playbook, creates its execution with the parent's id and
+the same first event `noetl-vm submit` writes (program and workload travel in it), offers it
+to the servers, and waits for its summary through the database (woken by the child's event
+NOTIFYs, polling as the fallback). The tool's outcome is the child's summary, as in embedded
+mode. The waiting job holds its worker slot: the child's own jobs need another free slot
+(`--concurrency` above the nesting depth, or another worker).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from noetlc.runtime.postgres.database import Database
+
+REQUESTED = "playbook.execution.requested"
+
+
+def requested_event(
+    execution_id: str,
+    playbook: str,
+    program: bytes,
+    workload: dict[str, Any],
+    parent_id: str | None,
+) -> dict[str, Any]:
+    """The first event of a distributed execution: what servers and workers read it from."""
+    return {
+        "event_id": f"{execution_id}:requested",
+        "name": REQUESTED,
+        "source": "client",
+        "parent_id": parent_id,
+        "ts": time.time(),
+        "payload": {
+            "playbook": playbook,
+            "workload": workload,
+            "program": base64.b64encode(program).decode("ascii"),
+        },
+    }
+
+
+def compile_child(path: str) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """(the child's compiled payload, None), or (None, the summary of a child that could not
+    start: no such file, or compile errors) — what embedded and distributed runtimes share."""
+    from noetlc.compiler.pipeline import compile_file
+
+    if not Path(path).is_file():
+        error = {"code": "NOE004", "message": f"no playbook file {path}", "step": None}
+        return None, {"execution_id": None, "status": "failed", "result": None, "error": error}
+    unit = compile_file(path)
+    if unit.reporter.has_errors or "payload" not in unit.artifacts:
+        first = unit.reporter.sorted()[0]
+        error = {"code": first.code, "message": first.message, "step": None}
+        return None, {"execution_id": None, "status": "failed", "result": None, "error": error}
+    payload: dict[str, Any] = unit.artifacts["payload"]
+    return payload, None
+
+
+class ChildRunner:
+    """`ToolContext.run_playbook` for one parent execution; called from tool threads, it runs
+    the database work on the worker's event loop."""
+
+    def __init__(
+        self, db: Database, loop: asyncio.AbstractEventLoop, parent_id: str, poll: float
+    ) -> None:
+        self.db = db
+        self.loop = loop
+        self.parent_id = parent_id
+        self.poll = poll
+
+    def __call__(self, path: str, workload: dict[str, Any]) -> dict[str, Any]:
+        from noetlc.runtime.embedded import encode_program
+
+        payload, failed = compile_child(path)
+        if payload is None:
+            assert failed is not None
+            return failed
+        child_workload = {**(payload.get("workload") or {}), **workload}
+        child = self._start(payload, encode_program(payload), child_workload)
+        return asyncio.run_coroutine_threadsafe(child, self.loop).result()
+
+    async def _start(
+        self, payload: dict[str, Any], program: bytes, workload: dict[str, Any]
+    ) -> dict[str, Any]:
+        child_id = str(uuid.uuid4())
+        name = payload["metadata"]["name"]
+        await self.db.events.create_execution(child_id, name, self.parent_id)
+        first = requested_event(child_id, name, program, workload, self.parent_id)
+        await self.db.events.append(child_id, [first])
+        await self.db.owners.offer([child_id])
+        return await self._summary(child_id)
+
+    async def _summary(self, child_id: str) -> dict[str, Any]:
+        while True:
+            record = await self.db.events.execution(child_id)
+            if record is not None and record["status"] != "running":
+                break
+            seq = int(record["last_seq"]) if record else 0
+            await self.db.events.wait_for_events(child_id, seq, self.poll)
+        summary: dict[str, Any] = record["summary"] or {
+            "execution_id": child_id,
+            "status": record["status"],
+            "result": None,
+            "error": None,
+        }
+        return summary

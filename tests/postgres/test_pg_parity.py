@@ -1,0 +1,287 @@
+"""Distributed mode does what embedded mode does, with real server and worker processes:
+reference-first results (DESIGN §2.4), and fail_fast cancelling a loop's other iterations.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from noetlc.compiler.pipeline import compile_file
+from noetlc.runtime.embedded import run_embedded
+from noetlc.runtime.pgstore import PostgresStore
+from noetlc.runtime.postgres.database import Database
+from noetlc.runtime.postgres.testing import run_sync, schema_or_skip
+from noetlc.vm.expr_runtime import REF_KEY
+
+
+def _vm(*args: str, cwd: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "noetlc.vm", *args],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+class Cluster:
+    """Servers and workers of one schema, stopped (SIGTERM) at the end of the test."""
+
+    def __init__(self, url: str, tmp: Path) -> None:
+        self.url = url
+        self.tmp = tmp
+        self.procs: list[subprocess.Popen[str]] = []
+
+    def start(self, *args: str) -> None:
+        common = ["--db", self.url, "--ttl", "2", "--poll", "0.2"]
+        self.procs.append(_vm(*args, *common, cwd=self.tmp))
+
+    def submit(self, playbook: Path, timeout: float = 90) -> dict[str, Any]:
+        args = ["submit", str(playbook), "--db", self.url, "--json", "--wait"]
+        proc = _vm(*args, "--timeout", str(timeout), cwd=self.tmp)
+        out, err = proc.communicate(timeout=timeout + 30)
+        assert out.strip(), err
+        summary: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
+        return summary
+
+    def events(self, execution_id: str) -> list[dict[str, Any]]:
+        store = PostgresStore(self.url)
+        try:
+            return store.read(execution_id)
+        finally:
+            store.close()
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+@pytest.fixture(scope="module")
+def cluster_url() -> Iterator[str]:
+    yield from schema_or_skip()
+
+
+@pytest.fixture
+def cluster(cluster_url: str, tmp_path: Path) -> Iterator[Cluster]:
+    c = Cluster(cluster_url, tmp_path)
+    c.start("server")
+    yield c
+    c.stop()
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+def _comparable(summary: dict[str, Any]) -> dict[str, Any]:
+    keys = ("status", "steps", "ctx", "result", "error")
+    return {k: summary[k] for k in keys}
+
+
+BIG_RESULT = """\
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: big_result, path: tests/big_result}
+executor:
+  spec: {policy: {results: {reference_first: true}, limits: {max_payload_bytes: 200}}}
+workflow:
+  - step: start
+    tool:
+      kind: python
+      code: |
+        result = {"rows": [{"id": i, "name": f"row-{i}"} for i in range(50)]}
+    next:
+      arcs:
+        - step: count
+          when: "{{ start.rows | length == 50 }}"
+          args: {first: "{{ start.rows[0].name }}"}
+        - step: wrong
+          when: "{{ start.rows | length != 50 }}"
+  - step: count
+    tool:
+      kind: python
+      input: {n: "{{ start.rows | length }}", everything: "{{ start }}", first: "{{ args.first }}"}
+      code: |
+        result = {"n": n, "last": everything["rows"][-1]["name"], "first": first}
+    next: again
+  - step: again
+    tool:
+      kind: python
+      input: {rows: "{{ start.rows }}"}
+      code: |
+        result = {"rows": rows, "again": True}
+  - step: wrong
+    tool: {kind: noop}
+"""
+
+
+def test_large_results_are_stored_by_reference(cluster: Cluster, tmp_path: Path) -> None:
+    cluster.start("worker", "--concurrency", "4", "--grace", "1")
+    playbook = _write(tmp_path / "big_result.yaml", BIG_RESULT)
+    distributed = cluster.submit(playbook)
+    embedded = run_embedded(compile_file(str(playbook)).artifacts["payload"])
+    assert distributed["status"] == "completed", distributed
+    assert _comparable(distributed) == _comparable(embedded)
+    assert distributed["steps"]["count"]["result"] == {"n": 50, "last": "row-49", "first": "row-0"}
+    assert "wrong" not in distributed["steps"] or distributed["steps"]["wrong"]["runs"] == 0
+    events = cluster.events(distributed["execution_id"])
+    done = {e["step"]: e for e in events if e["name"] == "step.done" and e["source"] == "worker"}
+    for step in ("start", "again"):
+        reference = done[step]["payload"]["result"][REF_KEY]
+        assert set(reference) == {"store", "key", "size", "checksum"}
+        assert reference["size"] > 200
+    task = next(e for e in events if e["name"] == "task.done" and e["step"] == "start")
+    assert REF_KEY in task["payload"]["outcome"]["result"]
+    assert done["count"]["payload"]["result"]["n"] == 50  # small: kept in the event
+    assert all(len(json.dumps(e["payload"])) < 2000 for e in events[1:])
+
+
+FAIL_FAST = """\
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: fail_fast, path: tests/fail_fast}
+workload: {items: [0, 1, 2, 3, 4, 5], log: calls.log}
+workflow:
+  - step: start
+    loop:
+      in: "{{ workload.items }}"
+      iterator: n
+      spec: {mode: parallel, max_in_flight: 6}
+    tool:
+      kind: python
+      input: {n: "{{ iter.n }}", log: "{{ workload.log }}"}
+      code: |
+        import time
+        with open(log, "a") as fh:
+            fh.write(f"start {n}\\n")
+        time.sleep(0.3 if n == 0 else 3)
+        if n == 0:
+            raise ValueError("iteration 0 fails")
+        result = n
+"""
+
+
+async def _job_states(url: str, execution_id: str) -> dict[int, str]:
+    """iteration -> status of the execution's jobs."""
+    db = await Database.open(url, max_size=1)
+    try:
+        rows = await db.pool.fetch(
+            "SELECT (payload::json->>'iteration')::int AS it, status FROM jobs"
+            " WHERE execution_id = $1",
+            execution_id,
+        )
+        return {r["it"]: r["status"] for r in rows}
+    finally:
+        await db.close()
+
+
+def test_fail_fast_cancels_the_other_iterations(cluster: Cluster, tmp_path: Path) -> None:
+    # two slots: iterations 0 and 1 run, 2..5 are queued; 0 fails after 0.3 s (the round that
+    # commits its failure may already start 2), the others sleep 3 s
+    cluster.start("worker", "--concurrency", "2", "--grace", "1")
+    playbook = _write(tmp_path / "fail_fast.yaml", FAIL_FAST)
+    summary = cluster.submit(playbook)
+    assert summary["status"] == "failed", summary
+    embedded = run_embedded(
+        compile_file(str(playbook)).artifacts["payload"], {"log": str(tmp_path / "e.log")}
+    )
+    assert _comparable(summary) == _comparable(embedded)
+    time.sleep(4)  # the iterations that were running when the cancel came have ended by now
+    events = cluster.events(summary["execution_id"])
+    failed_at = next(e["seq"] for e in events if e["name"] == "step.failed")
+    late = [
+        (e["name"], e["iteration"])
+        for e in events
+        if e["seq"] > failed_at and e["source"] == "worker" and e["name"] != "task.started"
+    ]
+    assert late == []  # no cancelled iteration reports a result after the cancel
+    results = [e for e in events if e["name"].startswith("task.done") and e["iteration"] != 0]
+    assert results == []
+    calls = Counter((tmp_path / "calls.log").read_text().split("\n")[:-1])
+    assert all(n == 1 for n in calls.values()), calls  # nothing ran twice
+    assert calls["start 0"] == calls["start 1"] == 1
+    assert len(calls) <= 3, calls  # queued iterations never started (one may race the cancel)
+    states = run_sync(_job_states(cluster.url, summary["execution_id"]))
+    assert states[0] == "done", states
+    assert all(states[n] == "cancelled" for n in range(1, 6)), states
+
+
+CHILD = """\
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: double, path: tests/child/double}
+workload: {n: 1}
+workflow:
+  - step: start
+    tool:
+      kind: python
+      input: {n: "{{ workload.n }}"}
+      code: |
+        result = n * 2
+"""
+
+PARENT = """\
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: parent, path: tests/parent}
+workflow:
+  - step: start
+    tool:
+      - name: call_child
+        kind: playbook
+        path: child/double
+        args: {n: 21}
+      - name: use
+        kind: python
+        input: {doubled: "{{ call_child }}"}
+        code: |
+          result = {"doubled": doubled}
+    next: broken
+  - step: broken
+    tool:
+      kind: playbook
+      path: child/missing
+"""
+
+
+def test_kind_playbook_runs_a_child_execution(cluster: Cluster, tmp_path: Path) -> None:
+    cluster.start("worker", "--concurrency", "4", "--grace", "1")
+    (tmp_path / "child").mkdir()
+    _write(tmp_path / "child" / "double.yaml", CHILD)
+    playbook = _write(tmp_path / "parent.yaml", PARENT)
+    summary = cluster.submit(playbook)
+    embedded = run_embedded(compile_file(str(playbook)).artifacts["payload"])
+    assert _comparable(summary) == _comparable(embedded)
+    assert summary["steps"]["start"]["result"] == {"doubled": 42}
+    assert summary["status"] == "failed"  # `broken` names no playbook file
+    events = cluster.events(summary["execution_id"])
+    call = next(
+        e for e in events if e["name"] == "task.done" and e["payload"]["task"] == "call_child"
+    )
+    child_id = call["payload"]["outcome"]["meta"]["child_execution_id"]
+    store = PostgresStore(cluster.url)
+    try:
+        child = store.execution(child_id)
+    finally:
+        store.close()
+    assert child is not None and child["status"] == "completed"
+    assert child["parent_id"] == summary["execution_id"]
+    assert child["summary"]["result"] == 42
