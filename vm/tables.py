@@ -21,6 +21,8 @@ class Transition:
     __slots__ = (
         "args",
         "dead_targets",
+        "decision",
+        "earlier",
         "entries",
         "events",
         "fails_execution",
@@ -34,7 +36,12 @@ class Transition:
         "writes",
     )
 
-    def __init__(self, block: ControlBlock, expressions: list[Evaluator]) -> None:
+    def __init__(
+        self,
+        block: ControlBlock,
+        expressions: list[Evaluator],
+        decisions: dict[str, tuple[Evaluator, ...]],
+    ) -> None:
         self.id = block.id
         self.kind = block.kind
         self.step = block.step
@@ -45,6 +52,10 @@ class Transition:
             for i in block.code
             if i[0] in (OP["GUARD"], OP["GUARD_NOT"])
         )
+        # exclusive routing: the first `earlier` guards of `decision` (the guards of the arcs
+        # before this one, shared by every arc of the decision, not copied) must be false
+        self.earlier: int = next((i[1] for i in block.code if i[0] == OP["GUARD_NOT_ANY"]), 0)
+        self.decision: tuple[Evaluator, ...] = decisions[block.consumes[0]] if self.earlier else ()
         self.args: int | None = next((i[1] for i in block.code if i[0] == OP["ARGS"]), None)
         self.writes: int | None = next((i[1] for i in block.code if i[0] == OP["SET_CTX"]), None)
         self.targets: tuple[str, ...] = tuple(
@@ -63,10 +74,39 @@ class Transition:
         self.skip = any(i[0] == OP["ADMIT"] and i[1] == 0 for i in block.code)
 
     def passes(self, scope: dict[str, Any]) -> bool:
-        for evaluate, negated in self.guards:  # noqa: SIM110 - a plain loop is faster here
+        for evaluate, negated in self.guards:  # plain loops: faster here than any()
             if bool(evaluate(scope)) is negated:
                 return False
+        decision = self.decision
+        for i in range(self.earlier):  # noqa: SIM110
+            if decision[i](scope):
+                return False
         return True
+
+
+def clear_prefix(
+    decision: tuple[Evaluator, ...],
+    clear: int,
+    earlier: int,
+    fired: set[Any],
+    values: dict[Any, bool],
+    scope: dict[str, Any],
+) -> int:
+    """Extend the known-false prefix of `decision` (its first `clear` guards) toward `earlier`;
+    stop at a guard that is true or belongs to a route that fired (then an earlier arc
+    matched). Evaluates each guard at most once per `values` (the decision's cache), so a
+    router of n arcs costs O(n) guard checks, not O(n²)."""
+    while clear < earlier:
+        evaluate = decision[clear]
+        if evaluate in fired:
+            return clear  # an earlier arc fired (a ctx write cannot undo that)
+        value = values.get(evaluate)
+        if value is None:
+            value = values[evaluate] = bool(evaluate(scope))
+        if value:
+            return clear
+        clear += 1
+    return clear
 
 
 class StepTable:
@@ -126,7 +166,7 @@ def build_tables(program: Program) -> dict[str, StepTable]:
         if block.step is None or block.step not in tables:
             continue
         table = tables[block.step]
-        transition = Transition(block, program.expressions)
+        transition = Transition(block, program.expressions, program.decisions)
         place = block.consumes[0] if block.consumes else ""
         if block.kind in ("start", "admit", "skip") and place.endswith(".entry"):
             table.admission.append(transition)
