@@ -23,7 +23,7 @@ from typing import Any
 
 from noetlc.vm.control_state import Command, StepRecord, StepRun, Token, action_id
 from noetlc.vm.program import Program
-from noetlc.vm.tables import StepTable, Transition, build_tables, clear_prefix
+from noetlc.vm.tables import StepTable, Transition, build_tables, clear_prefix, first_passing
 
 __all__ = [
     "INPUT_NAMES",
@@ -225,10 +225,8 @@ class ControlVM:
         scope["args"] = args
         if "event" in scope:
             del scope["event"]
-        for transition in table.admission:
-            if not transition.guards or transition.passes(scope):
-                break
-        else:
+        transition = first_passing(table.admission, scope)
+        if transition is None:
             self._fail(
                 {"code": "NOE852", "message": f"no admission rule fired for {step}", "step": step}
             )
@@ -499,7 +497,7 @@ class ControlVM:
         name = event["name"]
         table = self.tables[run.step]
         routes = tuple(t for t in table.done_routes if t.kind == "route" and name in t.events)
-        if not any(t.passes(scope) for t in routes):
+        if first_passing(routes, scope) is None:
             return False
         del self.listeners[run.run_id]
         if run.run_id in self.timers:

@@ -73,16 +73,6 @@ class Transition:
         self.fails_execution = any(i[0] == OP["FAIL_EXECUTION"] for i in block.code)
         self.skip = any(i[0] == OP["ADMIT"] and i[1] == 0 for i in block.code)
 
-    def passes(self, scope: dict[str, Any]) -> bool:
-        for evaluate, negated in self.guards:  # plain loops: faster here than any()
-            if bool(evaluate(scope)) is negated:
-                return False
-        decision = self.decision
-        for i in range(self.earlier):  # noqa: SIM110
-            if decision[i](scope):
-                return False
-        return True
-
 
 def clear_prefix(
     decision: tuple[Evaluator, ...],
@@ -107,6 +97,37 @@ def clear_prefix(
             return clear
         clear += 1
     return clear
+
+
+def first_passing(
+    transitions: list[Transition] | tuple[Transition, ...], scope: dict[str, Any]
+) -> Transition | None:
+    """The first transition whose guard passes (admission rules, a listener's routes): each
+    distinct guard is evaluated at most once, the earlier guards of exclusive routing with
+    `clear_prefix`, so n rules cost O(n) evaluations."""
+    values: dict[Any, bool] = {}
+    clear = 0
+    for transition in transitions:
+        if not transition.guards and not transition.earlier:
+            return transition  # unguarded (a step without admission rules): the hot path
+        for evaluate, negated in transition.guards:
+            value = values.get(evaluate)
+            if value is None:
+                value = values[evaluate] = bool(evaluate(scope))
+            if value is negated:
+                break
+        else:
+            if transition.earlier:
+                clear = clear_prefix(
+                    transition.decision, clear, transition.earlier, _NONE_FIRED, values, scope
+                )
+                if clear < transition.earlier:
+                    continue
+            return transition
+    return None
+
+
+_NONE_FIRED: set[Any] = set()  # admission and listener decisions fire nothing before they choose
 
 
 class StepTable:

@@ -95,3 +95,37 @@ def test_inclusive_fires_every_match_and_ends_when_none(bits: tuple[bool, ...]) 
     expected = [f"a{i}" for i, hit in enumerate([x0, x1 or x0, x2]) if hit]
     vm_steps = _first_decision(INCLUSIVE % {"steps": _steps(3)}, workload)
     assert vm_steps == expected
+
+
+ADMISSION = """
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: admission_rank, path: t/admission_rank}
+workflow:
+  - step: start
+    tool: {kind: noop}
+    next: {arcs: [{step: gated}]}
+  - step: gated
+    spec:
+      policy:
+        admit:
+          rules:
+            - when: "{{ workload.x0 }}"
+              then: {allow: false}
+            - when: "{{ workload.x1 }}"
+              then: {allow: true}
+            - when: "{{ workload.x0 }}"
+              then: {allow: true}
+            - when: "{{ workload.x2 }}"
+              then: {allow: false}
+    tool: {kind: noop}
+"""
+
+
+@pytest.mark.parametrize("bits", list(product((False, True), repeat=3)))
+def test_admission_takes_the_first_matching_rule(bits: tuple[bool, ...]) -> None:
+    x0, x1, x2 = bits
+    rules = [(x0, False), (x1, True), (x0, True), (x2, False), (True, True)]  # no match: allowed
+    allowed = next(allow for hit, allow in rules if hit)
+    workload = {"x0": x0, "x1": x1, "x2": x2}
+    assert _first_decision(ADMISSION, workload) == (["gated"] if allowed else [])
