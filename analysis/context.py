@@ -12,12 +12,12 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from noetlc.analysis.guards import guard_truth
+from noetlc.analysis.guards import Truth, earlier_truths, guard_truth
 from noetlc.compiler import tree
 from noetlc.compiler.diagnostics import Diagnostic, Span, TraceStep
 from noetlc.compiler.expressions import ExpressionPool
 from noetlc.compiler.unit import CompilationUnit
-from noetlc.ir.net import Net, Place, Position, Transition
+from noetlc.ir.net import Net, Place, Position, Transition, decision_guards, negations
 
 if TYPE_CHECKING:
     from noetlc.analysis.soundness import SoundnessResult
@@ -34,6 +34,11 @@ class LintContext:
     pool: ExpressionPool
     budget_states: int = DEFAULT_BUDGET
     findings: list[Diagnostic] = field(default_factory=list)
+    # per (decision place, event): the truth of "none of its first k guards holds", by k
+    _earlier_truths: dict[tuple[str, str | None], list[Truth]] = field(
+        default_factory=dict, repr=False
+    )
+    _first_rank: dict[str, dict[int, int]] = field(default_factory=dict, repr=False)
 
     @property
     def file(self) -> str:
@@ -100,8 +105,31 @@ class LintContext:
     def transition_truth(self, t: Transition, event: str | None) -> bool | None:
         if t.pos.path.endswith("eval_mode") or self._is_listener_place(t):
             # a listener's arcs see delivered signals: only constants are decided
-            return guard_truth(t.guard, self.pool.entries, None)
-        return guard_truth(t.guard, self.pool.entries, event)
+            event = None
+        if not t.guard.earlier:
+            return guard_truth(t.guard, self.pool.entries, event)
+        place = t.consume[0]
+        key = (place, event)
+        truths = self._earlier_truths.get(key)
+        if truths is None:
+            guards = self.decision_guards[place]
+            truths = self._earlier_truths[key] = earlier_truths(guards, self.pool.entries, event)
+        first = self._first_rank.get(place)
+        if first is None:
+            first = self._first_rank[place] = {}
+            for rank, g in enumerate(self.decision_guards[place]):
+                first.setdefault(g, rank)
+        expr = t.guard.expr
+        repeats = expr is not None and first.get(expr, t.guard.earlier) < t.guard.earlier
+        return guard_truth(t.guard, self.pool.entries, event, truths[t.guard.earlier], repeats)
+
+    @cached_property
+    def decision_guards(self) -> dict[str, tuple[int, ...]]:
+        return decision_guards(self.net)
+
+    def negations(self, t: Transition) -> tuple[int, ...]:
+        """Every guard `t` requires false, spelled out (O(its earlier arcs))."""
+        return negations(t, self.decision_guards)
 
     def _is_listener_place(self, t: Transition) -> bool:
         return bool(t.consume) and t.consume[0].endswith(".waiting")

@@ -44,10 +44,19 @@ def truth(entry: CompiledExpression, event: str | None) -> Truth:
     return value if isinstance(value, bool) else None
 
 
-def guard_truth(guard: Guard, entries: list[CompiledExpression], event: str | None) -> Truth:
-    """The net's guard `g ∧ ¬n1 ∧ ¬n2 …` under one event."""
+def guard_truth(
+    guard: Guard,
+    entries: list[CompiledExpression],
+    event: str | None,
+    earlier: Truth = True,
+    repeats_earlier: bool = False,
+) -> Truth:
+    """The net's guard `g ∧ ¬n1 ∧ ¬n2 … ∧ ¬(earlier guards)` under one event.
+
+    `earlier` is the truth of the negated earlier guards of the decision (`guard.earlier` of
+    them, see `earlier_truths`), `repeats_earlier` whether `g` is one of them."""
     result: Truth = True
-    if guard.expr is not None and guard.expr in guard.negated:
+    if guard.expr is not None and (guard.expr in guard.negated or repeats_earlier):
         return False  # an earlier arc has the same condition
     if guard.expr is not None:
         result = truth(entries[guard.expr], event)
@@ -59,7 +68,29 @@ def guard_truth(guard: Guard, entries: list[CompiledExpression], event: str | No
             return False
         if value is None:
             result = None
+    if earlier is False:
+        return False
+    if earlier is None:
+        result = None
     return result
+
+
+def earlier_truths(
+    guards: tuple[int, ...], entries: list[CompiledExpression], event: str | None
+) -> list[Truth]:
+    """For each k, the truth of `¬g0 ∧ … ∧ ¬g(k-1)` over a decision's guards: one pass, so
+    every transition of a router of n arcs looks its negations up in O(1)."""
+    out: list[Truth] = [True]
+    for g in guards:
+        last = out[-1]
+        value = truth(entries[g], event)
+        if last is False or value is True:
+            out.append(False)
+        elif value is None:
+            out.append(None)
+        else:
+            out.append(last)
+    return out
 
 
 @functools.lru_cache(maxsize=4096)

@@ -220,7 +220,7 @@ class _Builder:
                 literals: list[tuple[int, bool]] = []
                 possible = True
                 parts = ([(t.guard.expr, True)] if t.guard.expr is not None else []) + [
-                    (n, False) for n in t.guard.negated
+                    (n, False) for n in self.ctx.negations(t)
                 ]
                 for index, positive in parts:
                     value = truth(pool[index], None if listener else event)

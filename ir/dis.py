@@ -28,6 +28,13 @@ def disassemble(payload: dict[str, Any]) -> str:
     for join in payload["joins"]:
         step, kind, fork, branches = join
         out.append(f"  join {step}: {kind} (fork {fork or '-'}; branches {', '.join(branches)})")
+    for place, guards in payload.get("decisions", []):
+        # what `GUARD_NOT_ANY n` of a block consuming `place` negates: the first n of these
+        out.append(f"  decision {place}")
+        out.extend(
+            f"    {rank:>5} {_operand('expr', 'expr', g, names, exprs)}"
+            for rank, g in enumerate(guards)
+        )
     for tid, kind, _step, target, code, pos in payload["control"]:
         suffix = f", to {target}" if target else ""
         out.append(f"\ncontrol {tid}  ({kind}{suffix})")

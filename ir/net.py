@@ -74,10 +74,25 @@ class Place:
 
 @dataclass(frozen=True, slots=True)
 class Guard:
-    """g_expr ∧ ¬g_negated… ; all indexes into the expression pool."""
+    """g_expr ∧ ¬g_negated… ∧ ¬(each of the first `earlier` guards of the decision at the
+    transition's input place); all indexes into the expression pool.
+
+    Exclusive routing refers to the earlier arcs by rank instead of copying their guards, so a
+    router of n arcs holds O(n) guard data, not O(n²) (`negations` spells them out)."""
 
     expr: int | None = None  # None: true
-    negated: tuple[int, ...] = ()  # exclusive routing: earlier arcs' guards must be false
+    negated: tuple[int, ...] = ()  # explicit negations (a dead arc: its own arc's guard)
+    earlier: int = 0  # exclusive routing: the first `earlier` guards of the decision are false
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The guards of one decision place's arcs (or admission rules), in YAML order.
+
+    Only guarded ones count (an unguarded arc ends the list: nothing after it can fire)."""
+
+    place: str
+    guards: tuple[int, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +125,7 @@ class Net:
     places: tuple[Place, ...]
     transitions: tuple[Transition, ...]
     joins: tuple[JoinInfo, ...] = ()
+    decisions: tuple[Decision, ...] = ()
 
     def place(self, place_id: str) -> Place:
         for p in self.places:
@@ -154,6 +170,23 @@ def verify(net: Net) -> list[str]:
             problems.append(f"place {p.id} has no consumer (tokens would be stranded)")
         if p.kind == "slots" and (p.capacity is None or p.capacity < 1):
             problems.append(f"slot place {p.id} needs a capacity >= 1")
+    decisions: dict[str, tuple[int, ...]] = {}
+    for d in net.decisions:
+        if d.place in decisions:
+            problems.append(f"duplicate decision {d.place}")
+        elif d.place not in seen:
+            problems.append(f"decision at unknown place {d.place}")
+        decisions[d.place] = d.guards
+    for t in net.transitions:
+        if t.guard.earlier < 0:
+            problems.append(f"transition {t.id} negates a negative number of earlier guards")
+        elif t.guard.earlier and len(decisions.get(t.consume[0] if t.consume else "", ())) < (
+            t.guard.earlier
+        ):
+            problems.append(
+                f"transition {t.id} negates {t.guard.earlier} earlier guards; the decision "
+                f"at its input place has fewer"
+            )
     entry = f"{net.entry_step}.entry"
     if entry not in seen:
         problems.append(f"entry place {entry} is missing")
@@ -189,6 +222,8 @@ def dump(net: Net) -> str:
         out.append(
             f"  join {j.step} {j.kind} fork={j.fork or '-'} branches({', '.join(j.branches)})"
         )
+    for d in net.decisions:
+        out.append(f"  decision {d.place} guards({', '.join(f'e{g}' for g in d.guards)})")
     return "\n".join(out) + "\n"
 
 
@@ -197,4 +232,19 @@ def _guard_text(guard: Guard) -> str:
     if guard.expr is not None:
         parts.append(f"e{guard.expr}")
     parts.extend(f"!e{n}" for n in guard.negated)
+    if guard.earlier:
+        parts.append(f"!earlier({guard.earlier})")
     return " & ".join(parts)
+
+
+def decision_guards(net: Net) -> dict[str, tuple[int, ...]]:
+    """Each decision place's guards in order (build once, then `negations` per transition)."""
+    return {d.place: d.guards for d in net.decisions}
+
+
+def negations(t: Transition, decisions: dict[str, tuple[int, ...]]) -> tuple[int, ...]:
+    """Every guard `t` requires false, spelled out: the decision's first `earlier` guards, then
+    the explicit ones. O(earlier): for analyses that reason about each negation."""
+    if not t.guard.earlier:
+        return t.guard.negated
+    return decisions[t.consume[0]][: t.guard.earlier] + t.guard.negated

@@ -16,6 +16,7 @@ from lark import Lark, Token, Tree
 from lark.exceptions import LarkError
 
 from noetlc.ir.net import (
+    Decision,
     Guard,
     JoinInfo,
     JoinKind,
@@ -47,15 +48,23 @@ def parse(text: str) -> Net:
     places: list[Place] = []
     transitions: list[Transition] = []
     joins: list[JoinInfo] = []
+    decisions: list[Decision] = []
     for item in tree.children[1:]:
         assert isinstance(item, Tree)
         if item.data == "place":
             places.append(_place(item.children))
         elif item.data == "trans":
             transitions.append(_trans(item.children))
+        elif item.data == "decision":
+            decisions.append(_decision(item.children))
         else:
             joins.append(_join(item.children))
-    return Net(name, entry, tuple(places), tuple(transitions), tuple(joins))
+    return Net(name, entry, tuple(places), tuple(transitions), tuple(joins), tuple(decisions))
+
+
+def _decision(children: list[Any]) -> Decision:
+    place, guards = children
+    return Decision(str(place), tuple(int(str(t)[1:]) for t in guards.children if t is not None))
 
 
 def _place(children: list[Any]) -> Place:
@@ -83,13 +92,17 @@ def _trans(children: list[Any]) -> Transition:
         elif part.data == "guard":
             expr = None
             negated: list[int] = []
+            earlier = 0
             for lit in part.children:
+                if lit.data == "earlier_lit":
+                    earlier = int(str(lit.children[0]))
+                    continue
                 index = int(str(lit.children[0])[1:])
                 if lit.data == "neg_lit":
                     negated.append(index)
                 else:
                     expr = index
-            guard = Guard(expr, tuple(negated))
+            guard = Guard(expr, tuple(negated), earlier)
         elif part.data == "target":
             target = str(part.children[0])
         elif part.data == "args":

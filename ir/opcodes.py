@@ -45,7 +45,7 @@ OPCODES: tuple[Opcode, ...] = (
         "GUARD_NOT",
         "control",
         (("expr", "expr"),),
-        "evaluate an earlier arc's guard; stop if it is true (exclusive routing)",
+        "evaluate this guard; stop if it is true (a dead arc: its own arc's guard)",
     ),
     Opcode(4, "CONSUME", "control", (("place", "place"),), "take one token from the place"),
     Opcode(5, "PRODUCE", "control", (("place", "place"),), "put a token into the place"),
@@ -99,6 +99,14 @@ OPCODES: tuple[Opcode, ...] = (
         "control",
         (("allow", "int"),),
         "admission decision: 1 allow (step.admitted), 0 deny (step.skipped)",
+    ),
+    Opcode(
+        15,
+        "GUARD_NOT_ANY",
+        "control",
+        (("first", "int"),),
+        "exclusive routing: stop if any of the `first` guards of the decision at the block's "
+        "input place (payload `decisions`: the earlier arcs' guards) is true",
     ),
     # ---- pipeline program: one block per step, tasks in order ----------------------------
     Opcode(

@@ -23,7 +23,7 @@ from typing import Any
 
 from noetlc.vm.control_state import Command, StepRecord, StepRun, Token, action_id
 from noetlc.vm.program import Program
-from noetlc.vm.tables import StepTable, Transition, build_tables
+from noetlc.vm.tables import StepTable, Transition, build_tables, clear_prefix, first_passing
 
 __all__ = [
     "INPUT_NAMES",
@@ -225,10 +225,8 @@ class ControlVM:
         scope["args"] = args
         if "event" in scope:
             del scope["event"]
-        for transition in table.admission:
-            if not transition.guards or transition.passes(scope):
-                break
-        else:
+        transition = first_passing(table.admission, scope)
+        if transition is None:
             self._fail(
                 {"code": "NOE852", "message": f"no admission rule fired for {step}", "step": step}
             )
@@ -419,6 +417,10 @@ class ControlVM:
         live: set[str] = set() if feeds else _NOTHING_LIVE
         values: dict[Any, bool] = {}
         fired: set[Any] = set()  # guards of routes that fired: true for the whole decision
+        # exclusive: the first `clear` guards of `decision` are known false (and not fired)
+        # under `values`; each route checks only the earlier guards not checked yet
+        decision: tuple[Any, ...] = ()
+        clear = 0
         for transition in routes:
             for evaluate, negated in transition.guards:
                 if negated and evaluate in fired:
@@ -429,6 +431,12 @@ class ControlVM:
                 if value is negated:
                     break
             else:
+                if transition.earlier:
+                    if transition.decision is not decision:
+                        decision, clear = transition.decision, 0
+                    clear = clear_prefix(decision, clear, transition.earlier, fired, values, scope)
+                    if clear < transition.earlier:
+                        continue  # an earlier arc matched
                 self.firings += 1
                 kind = transition.kind
                 if kind == "route":
@@ -443,6 +451,7 @@ class ControlVM:
                     if transition.writes is not None:
                         self._apply_writes(transition.writes, scope)
                         values.clear()
+                        clear = 0
                     self.events.append(
                         {
                             "name": "next.selected",
@@ -488,7 +497,7 @@ class ControlVM:
         name = event["name"]
         table = self.tables[run.step]
         routes = tuple(t for t in table.done_routes if t.kind == "route" and name in t.events)
-        if not any(t.passes(scope) for t in routes):
+        if first_passing(routes, scope) is None:
             return False
         del self.listeners[run.run_id]
         if run.run_id in self.timers:

@@ -59,6 +59,11 @@ class Program:
             if kind != "each"
         }
         self.join_kind: dict[str, str] = {step: kind for step, kind, _f, _b in payload["joins"]}
+        # each decision place's guards in order: `GUARD_NOT_ANY n` negates the first n
+        self.decisions: dict[str, tuple[Evaluator, ...]] = {
+            place: tuple(self.expressions[i] for i in guards)
+            for place, guards in payload.get("decisions", [])
+        }
         self.blocks: list[ControlBlock] = []
         self.by_place: dict[str, list[ControlBlock]] = {}
         for tid, kind, step, target, code, positions in payload["control"]:

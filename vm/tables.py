@@ -21,6 +21,8 @@ class Transition:
     __slots__ = (
         "args",
         "dead_targets",
+        "decision",
+        "earlier",
         "entries",
         "events",
         "fails_execution",
@@ -34,7 +36,12 @@ class Transition:
         "writes",
     )
 
-    def __init__(self, block: ControlBlock, expressions: list[Evaluator]) -> None:
+    def __init__(
+        self,
+        block: ControlBlock,
+        expressions: list[Evaluator],
+        decisions: dict[str, tuple[Evaluator, ...]],
+    ) -> None:
         self.id = block.id
         self.kind = block.kind
         self.step = block.step
@@ -45,6 +52,10 @@ class Transition:
             for i in block.code
             if i[0] in (OP["GUARD"], OP["GUARD_NOT"])
         )
+        # exclusive routing: the first `earlier` guards of `decision` (the guards of the arcs
+        # before this one, shared by every arc of the decision, not copied) must be false
+        self.earlier: int = next((i[1] for i in block.code if i[0] == OP["GUARD_NOT_ANY"]), 0)
+        self.decision: tuple[Evaluator, ...] = decisions[block.consumes[0]] if self.earlier else ()
         self.args: int | None = next((i[1] for i in block.code if i[0] == OP["ARGS"]), None)
         self.writes: int | None = next((i[1] for i in block.code if i[0] == OP["SET_CTX"]), None)
         self.targets: tuple[str, ...] = tuple(
@@ -62,11 +73,61 @@ class Transition:
         self.fails_execution = any(i[0] == OP["FAIL_EXECUTION"] for i in block.code)
         self.skip = any(i[0] == OP["ADMIT"] and i[1] == 0 for i in block.code)
 
-    def passes(self, scope: dict[str, Any]) -> bool:
-        for evaluate, negated in self.guards:  # noqa: SIM110 - a plain loop is faster here
-            if bool(evaluate(scope)) is negated:
-                return False
-        return True
+
+def clear_prefix(
+    decision: tuple[Evaluator, ...],
+    clear: int,
+    earlier: int,
+    fired: set[Any],
+    values: dict[Any, bool],
+    scope: dict[str, Any],
+) -> int:
+    """Extend the known-false prefix of `decision` (its first `clear` guards) toward `earlier`;
+    stop at a guard that is true or belongs to a route that fired (then an earlier arc
+    matched). Evaluates each guard at most once per `values` (the decision's cache), so a
+    router of n arcs costs O(n) guard checks, not O(n²)."""
+    while clear < earlier:
+        evaluate = decision[clear]
+        if evaluate in fired:
+            return clear  # an earlier arc fired (a ctx write cannot undo that)
+        value = values.get(evaluate)
+        if value is None:
+            value = values[evaluate] = bool(evaluate(scope))
+        if value:
+            return clear
+        clear += 1
+    return clear
+
+
+def first_passing(
+    transitions: list[Transition] | tuple[Transition, ...], scope: dict[str, Any]
+) -> Transition | None:
+    """The first transition whose guard passes (admission rules, a listener's routes): each
+    distinct guard is evaluated at most once, the earlier guards of exclusive routing with
+    `clear_prefix`, so n rules cost O(n) evaluations."""
+    values: dict[Any, bool] = {}
+    clear = 0
+    for transition in transitions:
+        if not transition.guards and not transition.earlier:
+            return transition  # unguarded (a step without admission rules): the hot path
+        for evaluate, negated in transition.guards:
+            value = values.get(evaluate)
+            if value is None:
+                value = values[evaluate] = bool(evaluate(scope))
+            if value is negated:
+                break
+        else:
+            if transition.earlier:
+                clear = clear_prefix(
+                    transition.decision, clear, transition.earlier, _NONE_FIRED, values, scope
+                )
+                if clear < transition.earlier:
+                    continue
+            return transition
+    return None
+
+
+_NONE_FIRED: set[Any] = set()  # admission and listener decisions fire nothing before they choose
 
 
 class StepTable:
@@ -126,7 +187,7 @@ def build_tables(program: Program) -> dict[str, StepTable]:
         if block.step is None or block.step not in tables:
             continue
         table = tables[block.step]
-        transition = Transition(block, program.expressions)
+        transition = Transition(block, program.expressions, program.decisions)
         place = block.consumes[0] if block.consumes else ""
         if block.kind in ("start", "admit", "skip") and place.endswith(".entry"):
             table.admission.append(transition)

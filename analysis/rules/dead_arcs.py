@@ -68,7 +68,7 @@ def _why_dead(ctx: LintContext, step: tree.Step, i: int, ts: list[Transition]) -
             f"its condition `{entry.normalized}` is false for every event step "
             f"`{step.name}` emits ({_list(_emits(ctx, step))})"
         )
-    for n in t0.guard.negated:
+    for n in ctx.negations(t0):
         if n == t0.guard.expr:
             earlier = _arc_with_guard(ctx, step, i, n)
             line = f" (line {earlier.span.line})" if earlier is not None else ""

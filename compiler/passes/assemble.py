@@ -2,7 +2,8 @@
 
 Everything a VM needs to run the playbook without its YAML is in the payload: metadata, the
 workload defaults, keychain declarations, the executor spec, per-step facts (loop, join kind,
-listener), the expression and value pools, the name pool, the control and pipeline programs
+listener), the expression and value pools, the decisions' guard lists (what
+`GUARD_NOT_ANY` counts into), the name pool, the control and pipeline programs
 and the position table. The output is deterministic: lists only, maps built in a fixed order.
 """
 
@@ -66,6 +67,7 @@ def run(unit: CompilationUnit) -> None:
         "values": values.to_data(),
         "places": [[p.id, p.kind, p.step, p.capacity] for p in net.places],
         "joins": [[j.step, j.kind, j.fork, list(j.branches)] for j in net.joins],
+        "decisions": [[d.place, list(d.guards)] for d in net.decisions],
         "control": [
             [t.id, t.kind, t.step, t.target, block.code, block.positions]
             for t, block in zip(net.transitions, programs.control)

@@ -1,7 +1,9 @@
 """Pass `lower`: the net and the tree -> the control program and the pipeline programs.
 
-Control program: one block per transition (`ON` events, `GUARD`/`GUARD_NOT`, `CONSUME`,
-`ARGS`/`SET_CTX`, `PRODUCE`/`DEAD`, `DISPATCH`/`LOOP`/`JOIN`, `EMIT`). Pipeline program: one
+Control program: one block per transition (`ON` events, `GUARD`/`GUARD_NOT`/
+`GUARD_NOT_ANY` (exclusive routing: a count into the decision's guards, so a router of n
+arcs lowers to O(n) instructions), `CONSUME`, `ARGS`/`SET_CTX`, `PRODUCE`/`DEAD`,
+`DISPATCH`/`LOOP`/`JOIN`, `EMIT`). Pipeline program: one
 block per step: for each task `TASK` followed by its policy (`RULE expr -> label`, `ELSE`,
 `UNMATCHED`) and the actions the rules jump to (`SET_ITER`, `SET_CTX_P`, then one of `CONTINUE`,
 `RETRY`, `JUMP`, `BREAK`, `FAIL`), and `END`. Every instruction gets a position (file, line,
@@ -127,6 +129,8 @@ class Lowerer:
             self.emit(block, "GUARD", pos, t.guard.expr)
         for negated in t.guard.negated:
             self.emit(block, "GUARD_NOT", pos, negated)
+        if t.guard.earlier:
+            self.emit(block, "GUARD_NOT_ANY", pos, t.guard.earlier)
         if t.kind in ("admit", "skip"):
             self.emit(block, "ADMIT", pos, 1 if t.kind == "admit" else 0)
         for place in t.consume:

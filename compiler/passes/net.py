@@ -1,8 +1,8 @@
 """Pass `net`: the canonical tree -> the colored Petri net (`ir/net.py`).
 
 Every step lowers to a fragment (ir/README.md has the table): admission, the pipeline's
-dispatch and completion, loops with a bounded slot place, routing (exclusive arcs carry the
-negation of every earlier arc's guard; inclusive arcs fork), AND-joins with dead-path
+dispatch and completion, loops with a bounded slot place, routing (exclusive arcs negate every
+earlier arc's guard, by rank into the decision's guard list; inclusive arcs fork), AND-joins with dead-path
 elimination, listener steps, final steps and the execution's sink. The effective guard of each
 arc follows DESIGN §2.4: no `when` = succeeded; a `when` that does not mention `event` =
 succeeded and the guard; a `when` that mentions `event` fires on the events it names.
@@ -17,6 +17,7 @@ from noetlc.compiler.unit import CompilationUnit
 from noetlc.compiler.values import ValuePool
 from noetlc.ir.cycles import back_edges
 from noetlc.ir.net import (
+    Decision,
     Guard,
     JoinInfo,
     Net,
@@ -28,7 +29,6 @@ from noetlc.ir.net import (
 )
 
 BOUNDARY = ("step.done", "loop.done", "step.failed")
-ALWAYS = -1  # marks an unconditional arc in the list of earlier guards
 
 
 def run(unit: CompilationUnit) -> None:
@@ -52,6 +52,8 @@ class NetBuilder:
         self.steps = {s.name: s for s in playbook.workflow}
         self.joins, self.on_join_paths = _fork_analysis(playbook)
         self.step_index = {s.name: i for i, s in enumerate(playbook.workflow)}
+        # each decision place's guards in order; a transition negates a prefix by its length
+        self.decision_guards: dict[str, list[int]] = {}
 
     # ------------------------------------------------------------------ helpers
 
@@ -107,6 +109,19 @@ class NetBuilder:
             places=tuple(self.places),
             transitions=tuple(self.transitions),
             joins=tuple(self.joins[name] for name in sorted(self.joins)),
+            decisions=self.decisions(),
+        )
+
+    def decisions(self) -> tuple[Decision, ...]:
+        """The decision tables, each cut to the longest prefix a transition negates."""
+        used: dict[str, int] = {}
+        for t in self.transitions:
+            if t.guard.earlier:
+                place = t.consume[0]
+                used[place] = max(used.get(place, 0), t.guard.earlier)
+        return tuple(
+            Decision(place, tuple(self.decision_guards[place][:count]))
+            for place, count in used.items()
         )
 
     def step(self, index: int, step: tree.Step, sink: str, failure: str) -> None:
@@ -122,10 +137,10 @@ class NetBuilder:
             skipped = self.place(
                 f"{name}.skipped", "skipped", name, step.admit.span, f"{path}.spec.policy.admit"
             )
-            earlier: list[int] = []
+            earlier = self.decision_guards.setdefault(entry, [])
             for i, rule in enumerate(step.admit.rules):
                 expr = self.pool.by_path.get(("workflow", name, "admit", i)) if rule.when else None
-                guard = Guard(expr, tuple(earlier))
+                guard = Guard(expr, earlier=len(earlier))
                 kind: TransitionKind = "admit" if rule.allow else "skip"
                 self.trans(
                     f"{name}.{kind}#{i}",
@@ -151,7 +166,7 @@ class NetBuilder:
                     (running,),
                     step.admit.span,
                     f"{path}.spec.policy.admit",
-                    guard=Guard(None, tuple(earlier)),
+                    guard=Guard(None, earlier=len(earlier)),
                 )
             # a skipped step kills its outgoing paths (dead-path elimination)
             targets = tuple(dict.fromkeys(a.step for a in step.next.arcs)) if step.next else ()
@@ -275,8 +290,11 @@ class NetBuilder:
         done_event = "loop.done" if step.loop is not None else "step.done"
         listener = step.listener is not None
         router = step.next
-        earlier_done: list[int] = []
-        earlier_failed: list[int] = []
+        earlier = {
+            done: self.decision_guards.setdefault(done, []),
+            failed: self.decision_guards.setdefault(failed, []),
+        }
+        always: set[str] = set()  # sources with an unconditional arc: nothing after it fires
         for i, arc in enumerate(router.arcs if router else ()):
             apath = f"{path}.next.arcs[{i}]"
             expr = (
@@ -295,16 +313,16 @@ class NetBuilder:
             )
             target_place = self.entry_of(name, arc.step)
             exclusive = router is not None and router.mode == "exclusive"
-            for source, earlier, evs in (
-                (done, earlier_done, tuple(e for e in events if e != "step.failed")),
-                (failed, earlier_failed, tuple(e for e in events if e == "step.failed")),
+            for source, evs in (
+                (done, tuple(e for e in events if e != "step.failed")),
+                (failed, tuple(e for e in events if e == "step.failed")),
             ):
                 if not evs:
                     continue
                 suffix = "" if source == done else ".failed"
-                if exclusive and ALWAYS in earlier:
+                if exclusive and source in always:
                     continue  # shadowed by an earlier unconditional arc (the linter reports it)
-                guard = Guard(expr, tuple(earlier) if exclusive else ())
+                guard = Guard(expr, earlier=len(earlier[source]) if exclusive else 0)
                 self.trans(
                     f"{name}->{arc.step}#{i}{suffix}",
                     "route",
@@ -332,14 +350,16 @@ class NetBuilder:
                         events=evs,
                         target=arc.step,
                     )
-                if expr is not None:
-                    earlier.append(expr)
+                if source in always:
+                    pass  # inclusive, after an unconditional arc: no transition negates these
+                elif expr is not None:
+                    earlier[source].append(expr)
                 else:
                     # an unconditional arc always fires: later arcs (exclusive) and the
                     # "nothing matched" transition can never fire on these events
-                    earlier.append(ALWAYS)
+                    always.add(source)
         # no arc matched: the token ends (success) or the execution fails (failure)
-        if ALWAYS not in earlier_done:
+        if done not in always:
             self.trans(
                 f"{name}.end",
                 "end",
@@ -348,10 +368,10 @@ class NetBuilder:
                 (sink,),
                 step.span,
                 path,
-                guard=Guard(None, tuple(earlier_done)),
+                guard=Guard(None, earlier=len(earlier[done])),
                 events=(done_event,),
             )
-        if ALWAYS not in earlier_failed:
+        if failed not in always:
             self.trans(
                 f"{name}.unhandled",
                 "unhandled",
@@ -360,7 +380,7 @@ class NetBuilder:
                 (failure,),
                 step.span,
                 path,
-                guard=Guard(None, tuple(earlier_failed)),
+                guard=Guard(None, earlier=len(earlier[failed])),
                 events=("step.failed",),
             )
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from noetlc.bench.generators import chain, fanout, loops
+from noetlc.bench.generators import chain, fanout, guards, loops
 from noetlc.compiler.diagnostics import Reporter
 from noetlc.compiler.expressions import _compile_cached
 from noetlc.compiler.passes.load import load
@@ -27,7 +27,14 @@ from noetlc.compiler.pipeline import PIPELINE, compile_source, pass_names, run_p
 from noetlc.compiler.unit import CompilationUnit
 from noetlc.compiler.ynodes import YMap, YSeq
 
-SHAPES: dict[str, Callable[[int], str]] = {"chain": chain, "fanout": fanout, "loops": loops}
+SHAPES: dict[str, Callable[[int], str]] = {
+    "guards": guards,  # one exclusive router of n guarded arcs (each negates the earlier ones)
+    "chain": chain,
+    "fanout": fanout,
+    # loops last: the gc test below compiles loops with the expression cache this leaves (an
+    # uncached compile leaves cycles of the stdlib `ast` helpers' recursive closures)
+    "loops": loops,
+}
 
 
 def _calls_per_pass(source: str) -> tuple[int, dict[str, int]]:

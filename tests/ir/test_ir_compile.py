@@ -115,7 +115,10 @@ def test_compile_cli_reports_unwritable_output(capsys: pytest.CaptureFixture[str
         (lambda b: b"not bytecode at all", "NOE701"),
         (lambda b: b[:40], "NOE702"),
         (lambda b: b[:-3] + b"xyz", "NOE702"),
-        (lambda b: b.replace(b"\xa6format\x01", b"\xa6format\x63"), "NOE703"),
+        (
+            lambda b: b.replace(b"\xa6format" + bytes([FORMAT_VERSION]), b"\xa6format\x63"),
+            "NOE703",
+        ),
     ],
 )
 def test_bad_bytecode_is_reported(mutate: object, code: str) -> None:

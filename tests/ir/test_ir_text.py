@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from noetlc.compiler.pipeline import compile_file
-from noetlc.ir.net import dump, verify
+from noetlc.ir.net import decision_guards, dump, negations, verify
 from noetlc.ir.net_text import NetSyntaxError, parse
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "corpus"
@@ -73,6 +73,18 @@ def test_a_hand_written_net_verifies() -> None:
             ),
             "needs a capacity",
         ),
+        (
+            lambda t: t.replace(
+                "on(step.done)\n  trans start.unhandled",
+                "on(step.done) guard(!earlier(2))\n  trans start.unhandled",
+            ),
+            "negates 2 earlier guards; the decision at its input place has fewer",
+        ),
+        (
+            lambda t: t + "  decision start.done guards(e1)\n  decision start.done guards(e2)\n",
+            "duplicate decision start.done",
+        ),
+        (lambda t: t + "  decision nowhere guards(e1)\n", "decision at unknown place nowhere"),
     ],
 )
 def test_verifier_rejects_hand_broken_text(edit: object, problem: str) -> None:
@@ -87,3 +99,19 @@ def test_verifier_rejects_hand_broken_text(edit: object, problem: str) -> None:
 def test_malformed_text_is_a_syntax_error(text: str) -> None:
     with pytest.raises(NetSyntaxError):
         parse(text)
+
+
+def test_a_decision_and_its_ranked_negations_round_trip() -> None:
+    text = (
+        SMALL.replace(
+            "on(step.done)\n  trans start.unhandled",
+            "on(step.done) guard(e3 & !e4 & !earlier(2))\n  trans start.unhandled",
+        )
+        + "  decision start.done guards(e1, e2)\n"
+    )
+    net = parse(text)
+    assert verify(net) == []
+    [end] = [t for t in net.transitions if t.kind == "end"]
+    assert (end.guard.expr, end.guard.negated, end.guard.earlier) == (3, (4,), 2)
+    assert negations(end, decision_guards(net)) == (1, 2, 4)
+    assert dump(net) == text
