@@ -22,6 +22,7 @@ from hashlib import sha256 as _sha256
 from typing import Any
 
 from noetlc.vm.control_state import Command, StepRecord, StepRun, Token, action_id
+from noetlc.vm.joins import JoinPlaces
 from noetlc.vm.program import Program
 from noetlc.vm.tables import StepTable, Transition, build_tables, clear_prefix, first_passing
 
@@ -72,7 +73,7 @@ class ControlVM:
         }
         self.steps: dict[str, StepRecord] = {}
         self.events: list[dict[str, Any]] = []  # server events, in order (drained by runtimes)
-        self.branches: dict[str, list[Token]] = {}  # join branch places
+        self.join_places = JoinPlaces(program.joins, program.join_kind, self._has_run)
         self.runs: dict[str, StepRun] = {}  # active step runs by step_run_id
         self.listeners: dict[str, StepRun] = {}  # waiting listener steps by step_run_id
         self.timers: set[str] = set()  # step_run_ids with a pending timer
@@ -519,41 +520,19 @@ class ControlVM:
         if place.endswith(".entry"):
             self.ready.append((place[: -len(".entry")], token))
             return
-        self.branches.setdefault(place, []).append(token)
-        join = place.split(".from.", 1)[0]
-        self._try_join(join)
+        for step, entering, payload in self.join_places.arrive(place, token):
+            self.firings += 1
+            if payload is not None:
+                self.record("join.fired", step, payload)
+            self.ready.append((step, entering))
 
     def _announce_dead(self, table: StepTable) -> None:
         for place in table.join_feeds:
             self._put(place, Token({}, dead=True, source=table.name))
 
-    def _try_join(self, step: str) -> None:
-        branches = self.program.joins.get(step)
-        if not branches:
-            return
-        kind = self.program.join_kind.get(step, "all")
-        marking = self.branches
-        if kind == "any":
-            for place in branches:
-                tokens = marking.get(place)
-                while tokens:
-                    token = tokens.pop(0)
-                    if not token.dead and self.steps.get(step, StepRecord()).runs == 0:
-                        self.firings += 1
-                        self.record("join.fired", step, {"branches": [token.source], "kind": kind})
-                        self.ready.append((step, Token({token.source or "": token.args})))
-            return
-        if not all(marking.get(b) for b in branches):
-            return
-        tokens = [marking[b].pop(0) for b in branches]
-        self.firings += 1
-        live = [t for t in tokens if not t.dead]
-        if not live:
-            self.ready.append((step, Token({}, dead=True)))
-            return
-        merged = {t.source: t.args for t in live if t.source is not None}
-        self.record("join.fired", step, {"branches": sorted(merged)})
-        self.ready.append((step, Token(merged)))
+    def _has_run(self, step: str) -> bool:
+        record = self.steps.get(step)
+        return record is not None and record.runs != 0
 
     # ------------------------------------------------------------------ scopes and ctx
 
@@ -593,7 +572,7 @@ class ControlVM:
     def _check_complete(self) -> None:
         if self.status != "running" or self.runs or self.listeners or self.timers or self.ready:
             return
-        stuck = [p for p, tokens in self.branches.items() if any(not t.dead for t in tokens)]
+        stuck = self.join_places.stuck()
         if stuck:
             step = stuck[0].split(".from.", 1)[0]
             self._fail(
