@@ -21,10 +21,11 @@ from collections import deque
 from hashlib import sha256 as _sha256
 from typing import Any
 
-from noetlc.vm.control_state import Command, StepRecord, StepRun, Token, action_id
+from noetlc.vm.control_state import Command, LoopRun, StepRecord, StepRun, Token, action_id
 from noetlc.vm.joins import JoinPlaces
 from noetlc.vm.program import Program
-from noetlc.vm.tables import StepTable, Transition, build_tables, clear_prefix, first_passing
+from noetlc.vm.routing import Routing
+from noetlc.vm.tables import DonePlan, StepTable, Transition, build_tables, first_passing
 
 __all__ = [
     "INPUT_NAMES",
@@ -46,16 +47,13 @@ RESULT_EVENTS = frozenset(
 INPUT_NAMES = RESULT_EVENTS | {"signal.received", "timer.fired", "execution.cancelled"}
 
 
-_NOTHING_LIVE: set[str] = set()  # a step that feeds no join tracks no live places (never added to)
-
-
 def is_input(event: dict[str, Any]) -> bool:
     """Does the control VM consume this event? (Everything else in the log is its output or
     a worker's task events.)"""
     return event.get("source") in INPUT_SOURCES and event["name"] in INPUT_NAMES
 
 
-class ControlVM:
+class ControlVM(Routing):
     def __init__(self, program: Program, workload: dict[str, Any], execution_id: str) -> None:
         self.program = program
         self.tables: dict[str, StepTable] = build_tables(program)
@@ -116,7 +114,11 @@ class ControlVM:
                     if name == "step.done":
                         del self.runs[run.run_id]
                         self.firings += 1  # the net's complete transition
-                        self._boundary(run, name, data.get("result"), None, commands)
+                        plan = self.tables[run.step].done_plan
+                        if plan is not None:
+                            self._done_planned(run, plan, data.get("result"), commands)
+                        else:
+                            self._boundary(run, name, data.get("result"), None, commands)
                     elif name == "step.failed":
                         del self.runs[run.run_id]
                         self.firings += 1  # the net's fail transition
@@ -156,25 +158,6 @@ class ControlVM:
         return events
 
     # ------------------------------------------------------------------ events
-
-    def record(
-        self,
-        name: str,
-        step: str | None,
-        payload: dict[str, Any],
-        step_run_id: str | None = None,
-        iteration: int | None = None,
-    ) -> None:
-        self.events.append(
-            {
-                "name": name,
-                "source": "server",
-                "step": step,
-                "step_run_id": step_run_id,
-                "iteration": iteration,
-                "payload": payload,
-            }
-        )
 
     def _on_event(self, event: dict[str, Any], commands: list[Command]) -> None:
         """Any other input: a signal, a timer, a cancel request."""
@@ -219,6 +202,11 @@ class ControlVM:
                 del self.dead_arrivals[step]
             self._announce_dead(table)
             return
+        self._enter(table, token, commands)
+
+    def _enter(self, table: StepTable, token: Token, commands: list[Command]) -> None:
+        """A live token at a step's entry: the admission decides at once."""
+        step = table.name
         if self.dead_arrivals:
             self.dead_arrivals.pop(step, None)
         args = token.args
@@ -226,7 +214,12 @@ class ControlVM:
         scope["args"] = args
         if "event" in scope:
             del scope["event"]
-        transition = first_passing(table.admission, scope)
+        rules = table.admission
+        first = rules[0] if rules else None
+        if first is not None and not first.guards and not first.earlier:
+            transition: Transition | None = first  # unguarded: what first_passing returns
+        else:
+            transition = first_passing(rules, scope)
         if transition is None:
             self._fail(
                 {"code": "NOE852", "message": f"no admission rule fired for {step}", "step": step}
@@ -244,7 +237,7 @@ class ControlVM:
         record.runs += 1
         record.status = "running"
         run_id = f"{step}#{record.runs}"
-        run = StepRun(step, run_id, token)
+        run = StepRun(step, run_id, token) if table.loop is None else LoopRun(step, run_id, token)
         if transition.writes is not None:
             self._apply_writes(transition.writes, scope)
         if table.listener:
@@ -270,10 +263,10 @@ class ControlVM:
             digest.update(f"{run_id}/".encode())
             commands.append(Command("run", step, run_id, args, digest.hexdigest()[:32]))
             return
+        assert isinstance(run, LoopRun)  # a loop step's run (above)
         items = table.items(scope) if table.items is not None else []
         run.items = list(items) if isinstance(items, list | tuple) else []
         run.results = [None] * len(run.items)
-        run.in_flight = set()
         run.best_effort = table.loop.get("failure_mode") == "best_effort"
         self.firings += 1  # loop_start
         self.record("loop.started", step, {"count": len(run.items)}, run_id)
@@ -282,7 +275,7 @@ class ControlVM:
             return
         self._fill_slots(run, table, commands)
 
-    def _fill_slots(self, run: StepRun, table: StepTable, commands: list[Command]) -> None:
+    def _fill_slots(self, run: LoopRun, table: StepTable, commands: list[Command]) -> None:
         while len(run.in_flight) < table.slots and run.next_index < len(run.items):
             index = run.next_index
             run.next_index += 1
@@ -322,8 +315,8 @@ class ControlVM:
         self, run: StepRun, event: dict[str, Any], data: dict[str, Any], commands: list[Command]
     ) -> None:
         index = event.get("iteration")
-        if index not in run.in_flight:
-            return  # duplicate
+        if index not in run.in_flight or not isinstance(run, LoopRun):
+            return  # duplicate (a run that is not a loop has no iteration in flight)
         assert isinstance(index, int)
         run.in_flight.discard(index)
         run.done += 1
@@ -347,7 +340,7 @@ class ControlVM:
         else:
             self._fill_slots(run, self.tables[run.step], commands)
 
-    def _loop_done(self, run: StepRun, commands: list[Command]) -> None:
+    def _loop_done(self, run: LoopRun, commands: list[Command]) -> None:
         data = {"count": len(run.items), "failed": run.failures}
         self.record("loop.done", run.step, data, run.run_id)
         self._finish(run, "loop.done", run.results, None, commands)
@@ -395,101 +388,51 @@ class ControlVM:
         scope["event"] = {"name": name, "step": step, "data": data}
         self._route(run, table, routes, name, scope, error)
 
-    def _route(
-        self,
-        run: StepRun,
-        table: StepTable,
-        routes: tuple[Transition, ...],
-        name: str,
-        scope: dict[str, Any],
-        error: dict[str, Any] | None,
-    ) -> bool:
-        """Fire every route (listening to `name`, in order) whose guard passes; True if a route
-        fired. Exclusive arcs share a guard (`g`, then `not g`): each distinct guard is
-        evaluated once, again only after a route wrote ctx — except the guards of a route that
-        fired, which stay true: exclusive fires the first match even if its write changes ctx.
-
-        Then dead-path elimination: every place on the way to an AND-join that this decision
-        did not feed gets a dead token (arcs not taken, shadowed, or listening to the other
-        outcome) — unless the token stays in a cycle, which will decide again."""
+    def _done_planned(
+        self, run: StepRun, plan: DonePlan, result: Any, commands: list[Command]
+    ) -> None:
+        """`_boundary` + `_route` of a plain step's `step.done`, specialised at table-build
+        time (`tables.DonePlan`): the same state, events, guard evaluations and firings. The
+        ready queue is empty here (`step` drains it), so a single token enters its step at
+        once, as the queue would have it next."""
         step = run.step
-        feeds = table.join_feeds
-        fired_route = False
-        live: set[str] = set() if feeds else _NOTHING_LIVE
-        values: dict[Any, bool] = {}
-        fired: set[Any] = set()  # guards of routes that fired: true for the whole decision
-        # exclusive: the first `clear` guards of `decision` are known false (and not fired)
-        # under `values`; each route checks only the earlier guards not checked yet
-        decision: tuple[Any, ...] = ()
-        clear = 0
-        for transition in routes:
-            for evaluate, negated in transition.guards:
-                if negated and evaluate in fired:
-                    break  # exclusive: an earlier arc matched (a ctx write cannot undo that)
-                value = values.get(evaluate)
-                if value is None:
-                    value = values[evaluate] = bool(evaluate(scope))
-                if value is negated:
-                    break
-            else:
-                if transition.earlier:
-                    if transition.decision is not decision:
-                        decision, clear = transition.decision, 0
-                    clear = clear_prefix(decision, clear, transition.earlier, fired, values, scope)
-                    if clear < transition.earlier:
-                        continue  # an earlier arc matched
-                self.firings += 1
-                kind = transition.kind
-                if kind == "route":
-                    fired_route = True
-                    fired.update(e for e, negated in transition.guards if not negated)
-                    if transition.args is None:
-                        args = run.token.args
-                    else:
-                        args = self.program.value(transition.args, scope)
-                    if not args and type(args) is not dict:
-                        args = {}  # an empty dict is passed on as is, like any other
-                    if transition.writes is not None:
-                        self._apply_writes(transition.writes, scope)
-                        values.clear()
-                        clear = 0
-                    self.events.append(
-                        {
-                            "name": "next.selected",
-                            "source": "server",
-                            "step": step,
-                            "step_run_id": run.run_id,
-                            "iteration": None,
-                            "payload": {"to": transition.id},
-                        }
-                    )
-                    for place, entry in transition.entries:
-                        token = Token(args, False, step)
-                        if entry is not None:
-                            self.ready.append((entry, token))
-                        else:
-                            self._put(place, token)
-                        if feeds:
-                            live.add(place)
-                elif kind == "unhandled":
-                    self._fail(
-                        {
-                            "code": "NOE853",
-                            "message": str((error or {}).get("message", "step failed")),
-                            "step": step,
-                            "type": (error or {}).get("type"),
-                        }
-                    )
-                    return False
-        if fired_route and name == "step.failed":
-            self.handled_failures += 1
-        if feeds and not any(
-            p.endswith(".entry") and p[: -len(".entry")] in table.back_targets for p in live
-        ):
-            for place in feeds:
-                if place not in live:
-                    self._put(place, Token({}, dead=True, source=step))
-        return fired_route
+        record = self.steps[step]
+        record.status = "done"
+        record.result = result
+        self.results[step] = result
+        scope = self.scope
+        scope[step] = result
+        self.final_result = result
+        scope["args"] = args = run.token.args
+        scope["event"] = {"name": "step.done", "step": step, "data": {"result": result}}
+        guard, taken, target, otherwise, otherwise_target = plan
+        if guard is not None and not guard(scope):
+            if otherwise is None:
+                return
+            taken, target = otherwise, otherwise_target
+        self.firings += 1
+        if taken.kind != "route":
+            return  # an end transition
+        if taken.args is not None:
+            args = self.program.value(taken.args, scope)
+        if not args and type(args) is not dict:
+            args = {}
+        self.events.append(
+            {
+                "name": "next.selected",
+                "source": "server",
+                "step": step,
+                "step_run_id": run.run_id,
+                "iteration": None,
+                "payload": {"to": taken.id},
+            }
+        )
+        ready = self.ready
+        if target is not None and not ready:
+            self._enter(target, Token(args, False, step), commands)
+            return
+        for _, entry in taken.entries:
+            ready.append((entry, Token(args, False, step)))  # type: ignore[arg-type]
 
     def _listener_event(self, run: StepRun, event: dict[str, Any], commands: list[Command]) -> bool:
         data = event.get("payload") or {}
@@ -514,26 +457,6 @@ class ControlVM:
         self._route(run, table, routes, name, scope, None)
         return True
 
-    # ------------------------------------------------------------------ tokens and joins
-
-    def _put(self, place: str, token: Token) -> None:
-        if place.endswith(".entry"):
-            self.ready.append((place[: -len(".entry")], token))
-            return
-        for step, entering, payload in self.join_places.arrive(place, token):
-            self.firings += 1
-            if payload is not None:
-                self.record("join.fired", step, payload)
-            self.ready.append((step, entering))
-
-    def _announce_dead(self, table: StepTable) -> None:
-        for place in table.join_feeds:
-            self._put(place, Token({}, dead=True, source=table.name))
-
-    def _has_run(self, step: str) -> bool:
-        record = self.steps.get(step)
-        return record is not None and record.runs != 0
-
     # ------------------------------------------------------------------ scopes and ctx
 
     def _scope(self, args: dict[str, Any], event: dict[str, Any] | None) -> dict[str, Any]:
@@ -546,25 +469,7 @@ class ControlVM:
             scope["event"] = event
         return scope
 
-    def _apply_writes(self, value_index: int, scope: dict[str, Any]) -> None:
-        writes = self.program.value(value_index, scope) or {}
-        self._apply_ctx(list(writes.items()) if isinstance(writes, dict) else ())
-
-    def _apply_ctx(self, writes: Any) -> None:
-        for key, value in writes:
-            if isinstance(value, dict) and len(value) == 1 and "append" in value:
-                current = self.ctx.get(key)
-                self.ctx[key] = [*(current if isinstance(current, list) else []), value["append"]]
-            else:
-                self.ctx[key] = value
-
     # ------------------------------------------------------------------ completion
-
-    def _fail(self, error: dict[str, Any]) -> None:
-        if self.status == "running":
-            self.status = "failed"
-            self.error = error
-            self.record("execution.failed", error.get("step"), {"error": error})
 
     def _internal(self, exc: BaseException, step: str | None) -> None:
         self._fail({"code": "NOE850", "message": f"{type(exc).__name__}: {exc}", "step": step})

@@ -57,36 +57,41 @@ class StepRecord:
         self.result: Any = None
 
 
-# A run that is not a loop shares these empty containers (it never adds to them); the
-# admission of a loop step gives its run fresh ones.
+# A run that is not a loop reads the loop fields from its class (empty containers it never
+# adds to, zero counters); a loop step's run is a `LoopRun` with its own.
 _NO_ITEMS: list[Any] = []
 _NO_ITERATIONS: set[int] = set()
 
 
 class StepRun:
-    """One admitted run of a step: its token and, for loops, the iteration bookkeeping."""
+    """One admitted run of a step: its token and, for loops (`LoopRun`), the iteration
+    bookkeeping. A plain run sets three fields only: the VM creates one per admission."""
 
-    __slots__ = (
-        "best_effort",
-        "done",
-        "failures",
-        "in_flight",
-        "items",
-        "next_index",
-        "results",
-        "run_id",
-        "step",
-        "token",
-    )
+    __slots__ = ("run_id", "step", "token")
+
+    items: list[Any] = _NO_ITEMS
+    results: list[Any] = _NO_ITEMS
+    next_index = 0
+    in_flight: set[int] = _NO_ITERATIONS
+    done = 0
+    failures = 0
+    best_effort = False
 
     def __init__(self, step: str, run_id: str, token: Token) -> None:
         self.step = step
         self.run_id = run_id
         self.token = token
-        self.items: list[Any] = _NO_ITEMS
-        self.results: list[Any] = _NO_ITEMS
+
+
+class LoopRun(StepRun):
+    __slots__ = ("best_effort", "done", "failures", "in_flight", "items", "next_index", "results")
+
+    def __init__(self, step: str, run_id: str, token: Token) -> None:
+        super().__init__(step, run_id, token)
+        self.items = []
+        self.results = []
         self.next_index = 0
-        self.in_flight: set[int] = _NO_ITERATIONS
+        self.in_flight = set()
         self.done = 0
         self.failures = 0
         self.best_effort = False

@@ -138,6 +138,7 @@ class StepTable:
         "alternatives",
         "back_targets",
         "done_on",
+        "done_plan",
         "done_routes",
         "failed_on",
         "failed_routes",
@@ -170,6 +171,8 @@ class StepTable:
         # distinct forward predecessors (back edges of cycles excluded): a merge of that many
         # alternatives is dead only when all of them are (dead-path elimination)
         self.alternatives = 0
+        # `step.done` of a common shape, specialised (None: the general path decides)
+        self.done_plan: DonePlan | None = None
 
 
 def build_tables(program: Program) -> dict[str, StepTable]:
@@ -224,8 +227,61 @@ def build_tables(program: Program) -> dict[str, StepTable]:
         table.join_feeds = tuple(targets)
         table.done_on = _by_event(table.done_routes)
         table.failed_on = _by_event(table.failed_routes)
+        table.done_plan = _done_plan(table, tables)
     program._tables = tables  # type: ignore[attr-defined]
     return tables
+
+
+# What a plain step does on `step.done`: (guard, taken, its target, otherwise, its target):
+# `taken` fires when `guard` is None or true, else `otherwise` (None: nothing fires); a
+# route's target is the table of the step it enters when it feeds exactly one, else None.
+DonePlan = tuple[
+    Evaluator | None, Transition, "StepTable | None", Transition | None, "StepTable | None"
+]
+
+
+def _done_plan(table: StepTable, tables: dict[str, StepTable]) -> DonePlan | None:
+    """The shapes a `step.done` of a plain step (no loop, no listener, no join downstream)
+    decides without the general router: one unguarded route or end, one guarded route, or
+    an exclusive pair `g` / else. Routes write no ctx and feed step entries only (no join
+    place); their firing order and guard evaluations are the general router's."""
+    if table.loop is not None or table.listener or table.join_feeds:
+        return None
+    routes = table.done_on.get("step.done", ())
+    if not 1 <= len(routes) <= 2 or not all(_plain_route(t) for t in routes):
+        return None
+    first = routes[0]
+    if first.earlier or len(first.guards) > 1:
+        return None
+    guard = None
+    if first.guards:
+        evaluate, negated = first.guards[0]
+        if negated:
+            return None
+        guard = evaluate
+    if len(routes) == 1:
+        return guard, first, _target(first, tables), None, None
+    other = routes[1]
+    if guard is None or other.guards or other.earlier != 1 or other.decision[:1] != (guard,):
+        return None
+    return guard, first, _target(first, tables), other, _target(other, tables)
+
+
+def _target(t: Transition, tables: dict[str, StepTable]) -> StepTable | None:
+    if t.kind != "route" or len(t.entries) != 1:
+        return None
+    return tables.get(t.entries[0][1] or "")
+
+
+def _plain_route(t: Transition) -> bool:
+    if t.kind == "end":
+        return not t.guards and not t.earlier and t.writes is None and not t.entries
+    return (
+        t.kind == "route"
+        and t.writes is None
+        and not t.fails_execution
+        and all(entry is not None for _, entry in t.entries)
+    )
 
 
 def _by_event(routes: list[Transition]) -> dict[str, tuple[Transition, ...]]:

@@ -1,0 +1,186 @@
+"""The control VM's state and how a decided step moves tokens: the router of a step's
+boundary event (`_route`), putting tokens on places and joins, ctx writes, the server
+events it records. `ControlVM` (vm/control.py) builds on it with admission, loops, listeners
+and the interface."""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any
+
+from noetlc.vm.control_state import StepRecord, StepRun, Token
+from noetlc.vm.joins import JoinPlaces
+from noetlc.vm.program import Program
+from noetlc.vm.tables import StepTable, Transition, clear_prefix
+
+_NOTHING_LIVE: set[str] = set()  # a step that feeds no join tracks no live places (never added to)
+
+
+class Routing:
+    """The state `ControlVM.__init__` sets up, and the routing over it."""
+
+    program: Program
+    tables: dict[str, StepTable]
+    ctx: dict[str, Any]
+    scope: dict[str, Any]
+    steps: dict[str, StepRecord]
+    events: list[dict[str, Any]]
+    join_places: JoinPlaces
+    ready: deque[tuple[str, Token]]
+    error: dict[str, Any] | None
+    status: str
+    firings: int
+    handled_failures: int
+
+    def record(
+        self,
+        name: str,
+        step: str | None,
+        payload: dict[str, Any],
+        step_run_id: str | None = None,
+        iteration: int | None = None,
+    ) -> None:
+        self.events.append(
+            {
+                "name": name,
+                "source": "server",
+                "step": step,
+                "step_run_id": step_run_id,
+                "iteration": iteration,
+                "payload": payload,
+            }
+        )
+
+    def _route(
+        self,
+        run: StepRun,
+        table: StepTable,
+        routes: tuple[Transition, ...],
+        name: str,
+        scope: dict[str, Any],
+        error: dict[str, Any] | None,
+    ) -> bool:
+        """Fire every route (listening to `name`, in order) whose guard passes; True if a route
+        fired. Exclusive arcs share a guard (`g`, then `not g`): each distinct guard is
+        evaluated once, again only after a route wrote ctx — except the guards of a route that
+        fired, which stay true: exclusive fires the first match even if its write changes ctx.
+
+        Then dead-path elimination: every place on the way to an AND-join that this decision
+        did not feed gets a dead token (arcs not taken, shadowed, or listening to the other
+        outcome) — unless the token stays in a cycle, which will decide again."""
+        step = run.step
+        feeds = table.join_feeds
+        fired_route = False
+        live: set[str] = set() if feeds else _NOTHING_LIVE
+        values: dict[Any, bool] = {}
+        fired: set[Any] = set()  # guards of routes that fired: true for the whole decision
+        # exclusive: the first `clear` guards of `decision` are known false (and not fired)
+        # under `values`; each route checks only the earlier guards not checked yet
+        decision: tuple[Any, ...] = ()
+        clear = 0
+        for transition in routes:
+            for evaluate, negated in transition.guards:
+                if negated and evaluate in fired:
+                    break  # exclusive: an earlier arc matched (a ctx write cannot undo that)
+                value = values.get(evaluate)
+                if value is None:
+                    value = values[evaluate] = bool(evaluate(scope))
+                if value is negated:
+                    break
+            else:
+                if transition.earlier:
+                    if transition.decision is not decision:
+                        decision, clear = transition.decision, 0
+                    clear = clear_prefix(decision, clear, transition.earlier, fired, values, scope)
+                    if clear < transition.earlier:
+                        continue  # an earlier arc matched
+                self.firings += 1
+                kind = transition.kind
+                if kind == "route":
+                    fired_route = True
+                    fired.update(e for e, negated in transition.guards if not negated)
+                    if transition.args is None:
+                        args = run.token.args
+                    else:
+                        args = self.program.value(transition.args, scope)
+                    if not args and type(args) is not dict:
+                        args = {}  # an empty dict is passed on as is, like any other
+                    if transition.writes is not None:
+                        self._apply_writes(transition.writes, scope)
+                        values.clear()
+                        clear = 0
+                    self.events.append(
+                        {
+                            "name": "next.selected",
+                            "source": "server",
+                            "step": step,
+                            "step_run_id": run.run_id,
+                            "iteration": None,
+                            "payload": {"to": transition.id},
+                        }
+                    )
+                    for place, entry in transition.entries:
+                        token = Token(args, False, step)
+                        if entry is not None:
+                            self.ready.append((entry, token))
+                        else:
+                            self._put(place, token)
+                        if feeds:
+                            live.add(place)
+                elif kind == "unhandled":
+                    self._fail(
+                        {
+                            "code": "NOE853",
+                            "message": str((error or {}).get("message", "step failed")),
+                            "step": step,
+                            "type": (error or {}).get("type"),
+                        }
+                    )
+                    return False
+        if fired_route and name == "step.failed":
+            self.handled_failures += 1
+        if feeds and not any(
+            p.endswith(".entry") and p[: -len(".entry")] in table.back_targets for p in live
+        ):
+            for place in feeds:
+                if place not in live:
+                    self._put(place, Token({}, dead=True, source=step))
+        return fired_route
+
+    # ------------------------------------------------------------------ tokens and joins
+
+    def _put(self, place: str, token: Token) -> None:
+        if place.endswith(".entry"):
+            self.ready.append((place[: -len(".entry")], token))
+            return
+        for step, entering, payload in self.join_places.arrive(place, token):
+            self.firings += 1
+            if payload is not None:
+                self.record("join.fired", step, payload)
+            self.ready.append((step, entering))
+
+    def _announce_dead(self, table: StepTable) -> None:
+        for place in table.join_feeds:
+            self._put(place, Token({}, dead=True, source=table.name))
+
+    def _has_run(self, step: str) -> bool:
+        record = self.steps.get(step)
+        return record is not None and record.runs != 0
+
+    def _apply_writes(self, value_index: int, scope: dict[str, Any]) -> None:
+        writes = self.program.value(value_index, scope) or {}
+        self._apply_ctx(list(writes.items()) if isinstance(writes, dict) else ())
+
+    def _apply_ctx(self, writes: Any) -> None:
+        for key, value in writes:
+            if isinstance(value, dict) and len(value) == 1 and "append" in value:
+                current = self.ctx.get(key)
+                self.ctx[key] = [*(current if isinstance(current, list) else []), value["append"]]
+            else:
+                self.ctx[key] = value
+
+    def _fail(self, error: dict[str, Any]) -> None:
+        if self.status == "running":
+            self.status = "failed"
+            self.error = error
+            self.record("execution.failed", error.get("step"), {"error": error})
