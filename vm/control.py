@@ -428,11 +428,42 @@ class ControlVM(Routing):
             }
         )
         ready = self.ready
-        if target is not None and not ready:
-            self._enter(target, Token(args, False, step), commands)
+        if target is None or ready:
+            for _, entry in taken.entries:
+                ready.append((entry, Token(args, False, step)))  # type: ignore[arg-type]
             return
-        for _, entry in taken.entries:
-            ready.append((entry, Token(args, False, step)))  # type: ignore[arg-type]
+        token = Token(args, False, step)
+        rules = target.admission
+        if len(rules) != 1 or rules[0] is not target.plain_rule:
+            self._enter(target, token, commands)
+            return
+        # `_enter` of a plain step (`StepTable.plain_rule`): its one rule admits the token
+        entering = target.name
+        if self.dead_arrivals:
+            self.dead_arrivals.pop(entering, None)
+        scope["args"] = args
+        del scope["event"]
+        self.firings += 1
+        entered = self.steps.get(entering)
+        if entered is None:
+            entered = self.steps[entering] = StepRecord()
+        entered.runs += 1
+        entered.status = "running"
+        run_id = f"{entering}#{entered.runs}"
+        self.runs[run_id] = StepRun(entering, run_id, token)
+        self.events.append(
+            {
+                "name": "step.scheduled",
+                "source": "server",
+                "step": entering,
+                "step_run_id": run_id,
+                "iteration": None,
+                "payload": {"args": args},
+            }
+        )
+        digest = self._action_prefix.copy()  # action_id(execution_id, run_id, None)
+        digest.update(f"{run_id}/".encode())
+        commands.append(Command("run", entering, run_id, args, digest.hexdigest()[:32]))
 
     def _listener_event(self, run: StepRun, event: dict[str, Any], commands: list[Command]) -> bool:
         data = event.get("payload") or {}

@@ -148,6 +148,7 @@ class StepTable:
         "listener_timeout",
         "loop",
         "name",
+        "plain_rule",
         "slots",
     )
 
@@ -173,6 +174,9 @@ class StepTable:
         self.alternatives = 0
         # `step.done` of a common shape, specialised (None: the general path decides)
         self.done_plan: DonePlan | None = None
+        # a plain step (no loop, no listener) with one unguarded rule that admits without
+        # writing ctx: a live token enters it without the general admission
+        self.plain_rule: Transition | None = None
 
 
 def build_tables(program: Program) -> dict[str, StepTable]:
@@ -227,6 +231,8 @@ def build_tables(program: Program) -> dict[str, StepTable]:
         table.join_feeds = tuple(targets)
         table.done_on = _by_event(table.done_routes)
         table.failed_on = _by_event(table.failed_routes)
+        table.plain_rule = _plain_rule(table)
+    for table in tables.values():
         table.done_plan = _done_plan(table, tables)
     program._tables = tables  # type: ignore[attr-defined]
     return tables
@@ -238,6 +244,14 @@ def build_tables(program: Program) -> dict[str, StepTable]:
 DonePlan = tuple[
     Evaluator | None, Transition, "StepTable | None", Transition | None, "StepTable | None"
 ]
+
+
+def _plain_rule(table: StepTable) -> Transition | None:
+    if table.loop is not None or table.listener or len(table.admission) != 1:
+        return None
+    rule = table.admission[0]
+    plain = not rule.guards and not rule.earlier and not rule.skip and rule.writes is None
+    return rule if plain else None
 
 
 def _done_plan(table: StepTable, tables: dict[str, StepTable]) -> DonePlan | None:
