@@ -257,8 +257,9 @@ def _plain_rule(table: StepTable) -> Transition | None:
 def _done_plan(table: StepTable, tables: dict[str, StepTable]) -> DonePlan | None:
     """The shapes a `step.done` of a plain step (no loop, no listener, no join downstream)
     decides without the general router: one unguarded route or end, one guarded route, or
-    an exclusive pair `g` / else. Routes write no ctx and feed step entries only (no join
-    place); their firing order and guard evaluations are the general router's."""
+    an exclusive pair `g` / else (a route, or the end a lone guarded arc gets). Routes write
+    no ctx and feed step entries only (no join place); their firing order and guard
+    evaluations are the general router's."""
     if table.loop is not None or table.listener or table.join_feeds:
         return None
     routes = table.done_on.get("step.done", ())
@@ -289,7 +290,7 @@ def _target(t: Transition, tables: dict[str, StepTable]) -> StepTable | None:
 
 def _plain_route(t: Transition) -> bool:
     if t.kind == "end":
-        return not t.guards and not t.earlier and t.writes is None and not t.entries
+        return not t.guards and t.writes is None and not t.entries  # (`earlier`: see above)
     return (
         t.kind == "route"
         and t.writes is None
