@@ -174,3 +174,52 @@ def test_the_join_runs_once_after_the_first_match(workload: dict[str, Any]) -> N
     assert got["steps"]["meet"]["runs"] == expected["steps"]["meet"]["runs"] == 1
     ran = {name for name, s in got["steps"].items() if s["runs"]}
     assert ran == {"start", "meet", *_first_match(workload)}
+
+
+# The canonical form the desugaring writes: an inclusive router with stopping arcs.
+STOPPING = """
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: stopping_arcs, path: t/stopping_arcs}
+workflow:
+  - step: start
+    tool: {kind: noop}
+    next:
+      spec: {mode: inclusive}
+      arcs:
+        - {step: a0, when: "{{ workload.x0 }}"}
+        - {step: a1, when: "{{ workload.x1 }}", spec: {stop: true}}
+        - {step: a2, when: "{{ workload.x2 }}"}
+        - {step: a3, when: "{{ workload.x3 }}", spec: {stop: true}}
+        - {step: a4, when: "{{ workload.x1 }}"}
+%(steps)s"""
+STOPPING_SOURCE = STOPPING % {
+    "steps": "".join(f"  - step: a{i}\n    tool: {{kind: noop}}\n" for i in range(5))
+}
+STOPS = (("x0", "a0", False), ("x1", "a1", True), ("x2", "a2", False), ("x3", "a3", True))
+STOPS += (("x1", "a4", False),)
+
+
+@pytest.mark.parametrize("values", list(product((False, True), repeat=4)))
+def test_an_inclusive_router_fires_every_match_up_to_a_stopping_arc(
+    values: tuple[bool, ...],
+) -> None:
+    workload = {f"x{i}": v for i, v in enumerate(values)}
+    expected: list[str] = []
+    for name, target, stops in STOPS:
+        if workload[name]:
+            expected.append(target)
+            if stops:
+                break
+    unit = compile_source(STOPPING_SOURCE, "stop.yaml")
+    assert unit.playbook is not None and not unit.reporter.has_errors
+    got = run_embedded(unit.artifacts["payload"], workload)
+    reference_run = reference.Reference(unit.playbook, workload).run()
+    ran = sorted(n for n, s in got["steps"].items() if s["runs"] and n != "start")
+    assert ran == sorted(n for n, s in reference_run["steps"].items() if s["runs"] and n != "start")
+    assert ran == sorted(expected)
+
+
+def test_stop_must_be_a_boolean() -> None:
+    unit = compile_source(STOPPING_SOURCE.replace("stop: true", "stop: maybe", 1), "stop.yaml")
+    assert [d.code for d in unit.reporter.diagnostics if d.is_error] == ["NOE103"]
