@@ -17,6 +17,7 @@ from typing import Any
 from lark import Token, Tree
 
 from noetlc.compiler.expressions import CompiledExpression
+from noetlc.compiler.expressions.codegen import unquote
 from noetlc.compiler.expressions.facts import is_event_name, unwrap
 from noetlc.compiler.expressions.parser import ExprPiece, parse_expression, split_template
 from noetlc.ir.net import Guard
@@ -162,9 +163,7 @@ def _compare(op: str, other: Any, names: frozenset[str], *, event_first: bool) -
 def _string(node: Any) -> str | None:
     node = unwrap(node)
     if isinstance(node, Tree) and node.data == "strings":
-        import ast
-
-        return "".join(str(ast.literal_eval(str(t))) for t in node.children if isinstance(t, Token))
+        return "".join(unquote(str(t)) for t in node.children if isinstance(t, Token))
     return None
 
 

@@ -114,6 +114,9 @@ class Arc:
     when: Guard | None = None  # None: "the step succeeded"
     args: YMap | None = None
     set_ctx: YMap | None = None  # corpus dialect: arc `set:` writes ctx when the arc fires
+    # `spec: {stop: true}`: when it fires, no later arc of the router does (every arc of an
+    # exclusive router stops; in an inclusive one it is a first-match arc)
+    stop: bool = False
     span: Span = _span()
     target_span: Span = _span()  # the `step:` value naming the target (else the arc's span)
 

@@ -354,7 +354,9 @@ def compile_entry(entry: Mapping[str, Any]) -> Evaluator:
         namespace: dict[str, Any] = dict(RUNTIME)
         namespace["_fail"] = fail
         exec(compile(entry["code"], f"<expr {source!r}>", "exec"), namespace)
-        fn: Evaluator = namespace["_e"]
+        # Popped, not read: left in its own globals the function would be a reference cycle
+        # (namespace -> _e -> __globals__), garbage for the collector once the entry is dropped.
+        fn: Evaluator = namespace.pop("_e")
         return fn
     if kind == "const":
         value = entry["value"]

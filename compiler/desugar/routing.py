@@ -6,12 +6,15 @@ holds, so the structural arcs get the explicit guard "no case rule routed".
 
 A `call: {step, args}` action starts a step besides the routing (spec 003 §3): its arc must
 fire together with the arcs of its rule, which an exclusive router cannot do. Such a router
-becomes inclusive, and every other arc keeps its first-match meaning through its guard: it
-fires when its own condition holds and none of the earlier arcs' conditions does. Every guard
-then names the event it fires on (`event.name == 'step.done' and ...`): a negated condition
-would otherwise also hold on `step.failed`. Consecutive first-match arcs to the same target
-(same args) become one arc firing when either holds: the net then has one arc per target, and a
-downstream join is not fed twice by one router.
+becomes inclusive, and every other arc keeps its first-match meaning as a stopping arc
+(`spec: {stop: true}`): once it fired no later arc does, so each arc fires when its own
+condition holds and none of the earlier stopping arcs' conditions does, like an exclusive
+router's arcs. The guards stay linear in the number of arcs (the net negates the earlier
+stopping arcs by rank, ir/README.md). Every guard names the event it fires on
+(`event.name == 'step.done' and ...`), as an exclusive router's arcs are compared per event.
+Consecutive first-match arcs to the same target (same args) become one arc firing when either
+holds: the net then has one arc per target, and a downstream join is not fed twice by one
+router.
 """
 
 from __future__ import annotations
@@ -99,22 +102,30 @@ def _first_match_as_inclusive(
 ) -> list[YMap]:
     entries = [(arc, i in forks) for i, arc in enumerate(case_arcs)]
     entries += [(arc, False) for arc in structural]
-    out: list[YMap] = []
-    earlier: list[str] = []  # conditions of the earlier first-match arcs
+    kept: list[tuple[YMap, bool]] = []  # (arc with its own condition as guard, first-match)
+    earlier: set[str] = set()  # conditions of the earlier first-match arcs
     for arc, fork, condition in _coalesce(entries, done):
         if not fork and condition in earlier:
             continue  # shadowed by an earlier arc with the same condition: never fired
-        if earlier:
-            guard = " and ".join([condition, *(f"not ({c})" for c in earlier)])
-            arc = arc.with_item("when", YScalar("{{ " + guard + " }}", arc.span))
-        elif condition == f"event.name == '{done}'":
+        if condition == f"event.name == '{done}'":
             arc = arc.without("when")
         else:
             arc = arc.with_item("when", YScalar("{{ " + condition + " }}", arc.span))
-        out.append(arc)
+        kept.append((arc, not fork))
         if not fork:
-            earlier.append(condition)
-    return out
+            earlier.add(condition)
+    # a first-match arc stops the routing; the last arc has nothing after it to stop
+    return [
+        _stopping(arc) if first_match and i < len(kept) - 1 else arc
+        for i, (arc, first_match) in enumerate(kept)
+    ]
+
+
+def _stopping(arc: YMap) -> YMap:
+    spec = arc.get("spec")
+    entries = spec.items if isinstance(spec, YMap) else ()
+    stop = (YScalar("stop", arc.span), YScalar(True, arc.span))
+    return arc.with_item("spec", YMap((*entries, stop), arc.span))
 
 
 def _coalesce(entries: list[tuple[YMap, bool]], done: str) -> list[tuple[YMap, bool, str]]:

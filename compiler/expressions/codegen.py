@@ -273,7 +273,7 @@ class CodeGen:
     # ---- literals --------------------------------------------------------------------
 
     def n_strings(self, ch: list[Any]) -> ast.expr:
-        return _const("".join(_unquote(str(t)) for t in ch))
+        return _const("".join(unquote(str(t)) for t in ch))
 
     def n_int_(self, ch: list[Any]) -> ast.expr:
         return _const(int(str(ch[0]).replace("_", "")))
@@ -310,12 +310,17 @@ class CodeGen:
         )
 
 
-def _unquote(token: str) -> str:
+def unquote(token: str) -> str:
+    """The value of a quoted string token. Jinja's string escapes are Python's, so Python's
+    parser reads them; `ast.parse` rather than `ast.literal_eval`, whose recursive nested
+    helpers are reference cycles left for the garbage collector on every call."""
     body = token[1:-1]
     if "\\" not in body:
         return body
-    # Jinja string escapes are Python's (it uses the same unescaping rules).
-    return str(ast.literal_eval(token))
+    node = ast.parse(token, mode="eval").body
+    if not (isinstance(node, ast.Constant) and isinstance(node.value, str)):
+        raise ValueError(f"not a string literal: {token}")
+    return node.value
 
 
 def function_source(expr: ast.expr) -> str:
@@ -343,10 +348,11 @@ def function_source(expr: ast.expr) -> str:
         body=[body],
         decorator_list=[],
         returns=None,
+        lineno=1,  # `unparse` reads the def's line for type comments
     )
-    module = ast.Module(body=[fn], type_ignores=[])
-    ast.fix_missing_locations(module)
-    return ast.unparse(module)
+    # No `ast.fix_missing_locations`: `unparse` needs only the def's line, and that helper's
+    # recursive closure is a reference cycle left for the garbage collector on every call.
+    return ast.unparse(ast.Module(body=[fn], type_ignores=[]))
 
 
 def joined(parts: list[ast.expr | str]) -> ast.expr:

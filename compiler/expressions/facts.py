@@ -7,6 +7,8 @@ from typing import Any
 
 from lark import Tree
 
+from noetlc.compiler.expressions.codegen import unquote
+
 NOT_CONSTANT: Any = type("NotConstant", (), {"__repr__": lambda self: "NOT_CONSTANT"})()
 
 
@@ -94,9 +96,7 @@ def _string_values(node: Any, op: str) -> list[str]:
 
 
 def _unquote(token: Any) -> str:
-    import ast
-
-    return str(ast.literal_eval(str(token)))
+    return unquote(str(token))
 
 
 def fold(code: str) -> Any:

@@ -290,11 +290,14 @@ class NetBuilder:
         done_event = "loop.done" if step.loop is not None else "step.done"
         listener = step.listener is not None
         router = step.next
-        earlier = {
-            done: self.decision_guards.setdefault(done, []),
-            failed: self.decision_guards.setdefault(failed, []),
-        }
-        always: set[str] = set()  # sources with an unconditional arc: nothing after it fires
+        exclusive = router is not None and router.mode == "exclusive"
+        # The decision of each source: the guards of the stopping arcs (every arc of an
+        # exclusive router, the `stop` arcs of an inclusive one) in order, then the others (only
+        # "no arc matched" negates those). An arc negates the stopping arcs before it by rank.
+        stops: dict[str, list[int]] = {done: [], failed: []}
+        others: dict[str, list[int]] = {done: [], failed: []}
+        always: set[str] = set()  # sources with an unconditional arc: "no arc matched" never
+        stopped: set[str] = set()  # an unconditional stopping arc: nothing after it fires
         for i, arc in enumerate(router.arcs if router else ()):
             apath = f"{path}.next.arcs[{i}]"
             expr = (
@@ -312,7 +315,7 @@ class NetBuilder:
                 else None
             )
             target_place = self.entry_of(name, arc.step)
-            exclusive = router is not None and router.mode == "exclusive"
+            stops_later = exclusive or arc.stop
             for source, evs in (
                 (done, tuple(e for e in events if e != "step.failed")),
                 (failed, tuple(e for e in events if e == "step.failed")),
@@ -320,9 +323,9 @@ class NetBuilder:
                 if not evs:
                     continue
                 suffix = "" if source == done else ".failed"
-                if exclusive and source in always:
+                if source in stopped:
                     continue  # shadowed by an earlier unconditional arc (the linter reports it)
-                guard = Guard(expr, earlier=len(earlier[source]) if exclusive else 0)
+                guard = Guard(expr, earlier=len(stops[source]))
                 self.trans(
                     f"{name}->{arc.step}#{i}{suffix}",
                     "route",
@@ -337,27 +340,33 @@ class NetBuilder:
                     writes=writes,
                     target=arc.step,
                 )
-                if self._needs_dead(name, arc.step) and source == done and expr is not None:
-                    self.trans(
-                        f"{name}->{arc.step}#{i}.dead",
-                        "dead",
-                        name,
-                        (source,),
-                        (target_place,),
-                        arc.span,
-                        apath,
-                        guard=Guard(None, (expr,) if expr is not None else ()),
-                        events=evs,
-                        target=arc.step,
-                    )
-                if source in always:
-                    pass  # inclusive, after an unconditional arc: no transition negates these
-                elif expr is not None:
-                    earlier[source].append(expr)
-                else:
-                    # an unconditional arc always fires: later arcs (exclusive) and the
-                    # "nothing matched" transition can never fire on these events
+                if self._needs_dead(name, arc.step) and source == done:
+                    for k, dead in enumerate(self.not_taken(expr, stops[source], exclusive)):
+                        self.trans(
+                            f"{name}->{arc.step}#{i}.dead" + (f".{k}" if k else ""),
+                            "dead",
+                            name,
+                            (source,),
+                            (target_place,),
+                            arc.span,
+                            apath,
+                            guard=dead,
+                            events=evs,
+                            target=arc.step,
+                        )
+                if expr is None:
+                    # an unconditional arc always fires: the "nothing matched" transition (and
+                    # any arc after a stopping one) can never fire on these events
                     always.add(source)
+                    if stops_later:
+                        stopped.add(source)
+                elif stops_later:
+                    stops[source].append(expr)
+                elif source not in always:  # (after an unconditional arc nothing negates it)
+                    others[source].append(expr)
+        earlier = {source: self.decision_guards.setdefault(source, []) for source in (done, failed)}
+        for source in (done, failed):
+            earlier[source].extend(stops[source] + others[source])
         # no arc matched: the token ends (success) or the execution fails (failure)
         if done not in always:
             self.trans(
@@ -383,6 +392,16 @@ class NetBuilder:
                 guard=Guard(None, earlier=len(earlier[failed])),
                 events=("step.failed",),
             )
+
+    @staticmethod
+    def not_taken(expr: int | None, stops: list[int], exclusive: bool) -> list[Guard]:
+        """Disjoint guards whose union is "the arc did not fire" (its dead transitions). An
+        inclusive arc after stopping arcs is also not taken when one of them fired: the first
+        whose guard held, one guard each (O(earlier), only for arcs on a join's paths). An
+        exclusive arc keeps the single `not expr`."""
+        shadowing = 0 if exclusive else len(stops)
+        own = [Guard(None, (expr,), earlier=shadowing)] if expr is not None else []
+        return own + [Guard(stops[rank], earlier=rank) for rank in range(shadowing)]
 
     def arc_events(
         self, arc: tree.Arc, expr: int | None, done_event: str, listener: bool

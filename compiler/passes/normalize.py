@@ -582,11 +582,14 @@ class Normalizer:
         set_ctx, _ = self.prefixed_writes(
             _map(node.get("set")), where="arc `set:`", iter_allowed=False
         )
+        spec = _map(node.get("spec"))
+        stop = spec.get("stop") if spec else None
         return tree.Arc(
             step=target,
             when=self.guard(node.get("when")),
             args=_map(node.get("args")),
             set_ctx=set_ctx,
+            stop=isinstance(stop, YScalar) and stop.value is True,
             span=node.span,
             target_span=target_node.span,
         )

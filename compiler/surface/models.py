@@ -147,12 +147,18 @@ class Loop(Closed):
 # --------------------------------------------------------------------------- routing
 
 
+class ArcSpec(Open):
+    stop: bool | None = Field(
+        None, description="when the arc fires, no later arc of the router does (first match)"
+    )
+
+
 class Arc(Closed):
     step: str
     when: Condition | None = None
     args: dict[str, Any] | None = None
     set: dict[str, Any] | None = Field(None, description="corpus dialect: ctx writes on firing")
-    spec: dict[str, Any] | None = None
+    spec: ArcSpec | None = None
 
 
 class RouterSpec(Open):

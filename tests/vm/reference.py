@@ -204,7 +204,8 @@ class Reference:
         out: list[Any] = []
         succeeded = event != "step.failed"
         scope = self.scope(args, event={"name": event, "step": step.name, "data": data})
-        fired = False
+        fired = stopped = False  # stopped: a stopping arc fired (exclusive: any arc)
+        exclusive = step.next is not None and step.next.mode == "exclusive"
         for arc in step.next.arcs if step.next else ():
             if arc.when is None:
                 take = succeeded
@@ -212,8 +213,9 @@ class Reference:
                 take = truth(arc.when, scope)
             else:
                 take = succeeded and truth(arc.when, scope)
-            if take and not (step.next and step.next.mode == "exclusive" and fired):
+            if take and not stopped:
                 fired = True
+                stopped = exclusive or arc.stop
                 if arc.set_ctx is not None:
                     self.write_ctx(render(arc.set_ctx, scope))
                 new_args = render(arc.args, scope) if arc.args is not None else args
