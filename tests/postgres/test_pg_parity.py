@@ -21,6 +21,7 @@ from noetlc.runtime.embedded import run_embedded
 from noetlc.runtime.pgstore import PostgresStore
 from noetlc.runtime.postgres.database import Database
 from noetlc.runtime.postgres.testing import run_sync, schema_or_skip
+from noetlc.vm import cli
 from noetlc.vm.expr_runtime import REF_KEY
 
 
@@ -152,6 +153,8 @@ def test_large_results_are_stored_by_reference(cluster: Cluster, tmp_path: Path)
     assert REF_KEY in task["payload"]["outcome"]["result"]
     assert done["count"]["payload"]["result"]["n"] == 50  # small: kept in the event
     assert all(len(json.dumps(e["payload"])) < 2000 for e in events[1:])
+    # the arc guard read the stored result: replay resolves it through the results table
+    assert cli.main(["replay", distributed["execution_id"], "--db", cluster.url]) == 0
 
 
 FAIL_FAST = """\

