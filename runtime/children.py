@@ -4,8 +4,11 @@ The tool thread compiles the child playbook, creates its execution with the pare
 the same first event `noetl-vm submit` writes (program and workload travel in it), offers it
 to the servers, and waits for its summary through the database (woken by the child's event
 NOTIFYs, polling as the fallback). The tool's outcome is the child's summary, as in embedded
-mode. The waiting job holds its worker slot: the child's own jobs need another free slot
-(`--concurrency` above the nesting depth, or another worker).
+mode. The child's id is a function of the parent's call (runtime/execute.py
+`child_execution_id`) and every step of starting it is idempotent, so a parent job re-leased
+after its worker died waits for the child the first lease started. The waiting job holds its
+worker slot: the child's own jobs need another free slot (`--concurrency` above the nesting
+depth, or another worker).
 """
 
 from __future__ import annotations
@@ -13,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -73,7 +75,7 @@ class ChildRunner:
         self.parent_id = parent_id
         self.poll = poll
 
-    def __call__(self, path: str, workload: dict[str, Any]) -> dict[str, Any]:
+    def __call__(self, path: str, workload: dict[str, Any], child_id: str) -> dict[str, Any]:
         from noetlc.runtime.embedded import encode_program
 
         payload, failed = compile_child(path)
@@ -81,18 +83,22 @@ class ChildRunner:
             assert failed is not None
             return failed
         child_workload = {**(payload.get("workload") or {}), **workload}
-        child = self._start(payload, encode_program(payload), child_workload)
+        child = self._start(child_id, payload, encode_program(payload), child_workload)
         return asyncio.run_coroutine_threadsafe(child, self.loop).result()
 
     async def _start(
-        self, payload: dict[str, Any], program: bytes, workload: dict[str, Any]
+        self, child_id: str, payload: dict[str, Any], program: bytes, workload: dict[str, Any]
     ) -> dict[str, Any]:
-        child_id = str(uuid.uuid4())
-        name = payload["metadata"]["name"]
-        await self.db.events.create_execution(child_id, name, self.parent_id)
-        first = requested_event(child_id, name, program, workload, self.parent_id)
-        await self.db.events.append(child_id, [first])
-        await self.db.owners.offer([child_id])
+        record = await self.db.events.execution(child_id)
+        if record is None or record["status"] == "running":
+            # a first start, or a re-run of one that may have died half-way: each step is
+            # idempotent (the row and the requested event are kept once, an offer of an
+            # owned execution changes nothing); a finished child is not offered again
+            name = payload["metadata"]["name"]
+            await self.db.events.create_execution(child_id, name, self.parent_id)
+            first = requested_event(child_id, name, program, workload, self.parent_id)
+            await self.db.events.append(child_id, [first])
+            await self.db.owners.offer([child_id])
         return await self._summary(child_id)
 
     async def _summary(self, child_id: str) -> dict[str, Any]:

@@ -371,8 +371,10 @@ class EmbeddedRuntime:
 
     # ------------------------------------------------------------------ tools
 
-    def _run_child(self, path: str, workload: dict[str, Any]) -> dict[str, Any]:
-        """`kind: playbook`: a child execution in this process and store, with parent_id."""
+    def _run_child(self, path: str, workload: dict[str, Any], child_id: str) -> dict[str, Any]:
+        """`kind: playbook`: a child execution in this process and store, with parent_id. Its
+        id is a function of the call: a resumed parent finds the child its first run started
+        (finished: its summary; left running by the dead process: resumed), never a second."""
         from noetlc.runtime.children import compile_child
         from noetlc.runtime.store import SQLiteStore
 
@@ -384,10 +386,19 @@ class EmbeddedRuntime:
         if isinstance(store, SQLiteStore):
             store = SQLiteStore(store.path)  # its own connection: this runs in a pool thread
         try:
+            record = store.execution(child_id)
+            if record is not None and record["status"] != "running" and record["summary"]:
+                finished: dict[str, Any] = record["summary"]
+                return finished
+            if record is not None and record.get("program") is not None:
+                return resume_embedded(
+                    store, child_id, call_tool=self.call_tool, keychain_file=self.keychain_file
+                )
             return run_embedded(
                 payload,
                 workload,
                 store,
+                execution_id=child_id,
                 parent_id=self.execution_id,
                 call_tool=self.call_tool,
                 keychain_file=self.keychain_file,

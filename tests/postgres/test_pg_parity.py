@@ -288,3 +288,79 @@ def test_kind_playbook_runs_a_child_execution(cluster: Cluster, tmp_path: Path) 
     assert child is not None and child["status"] == "completed"
     assert child["parent_id"] == summary["execution_id"]
     assert child["summary"]["result"] == 42
+
+
+SLOW_CHILD = """\
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: slow, path: tests/child/slow}
+workload: {seconds: 3}
+workflow:
+  - step: start
+    tool:
+      kind: python
+      input: {seconds: "{{ workload.seconds }}"}
+      code: |
+        import time
+        time.sleep(seconds)
+        result = seconds
+"""
+
+SLOW_PARENT = """\
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: slow_parent, path: tests/slow_parent}
+workload: {seconds: 3}
+workflow:
+  - step: start
+    tool:
+      kind: playbook
+      path: child/slow
+      args: {seconds: "{{ workload.seconds }}"}
+"""
+
+
+def _children(url: str, parent_id: str) -> list[dict[str, Any]]:
+    store = PostgresStore(url)
+    try:
+        return [r for r in store.executions() if r["parent_id"] == parent_id]
+    finally:
+        store.close()
+
+
+def _submit_nowait(cluster: Cluster, playbook: Path, *workload: str) -> str:
+    args = ["submit", str(playbook), "--db", cluster.url, "--json", *workload]
+    out, err = _vm(*args, cwd=cluster.tmp).communicate(timeout=60)
+    assert out.strip(), err
+    execution_id: str = json.loads(out.strip().splitlines()[-1])["execution_id"]
+    return execution_id
+
+
+def _wait_for(condition: Any, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.2)
+
+
+def test_a_re_leased_parent_job_waits_for_the_same_child(cluster: Cluster, tmp_path: Path) -> None:
+    cluster.start("worker", "--concurrency", "2", "--grace", "1")
+    (tmp_path / "child").mkdir()
+    _write(tmp_path / "child" / "slow.yaml", SLOW_CHILD)
+    playbook = _write(tmp_path / "slow_parent.yaml", SLOW_PARENT)
+    parent_id = _submit_nowait(cluster, playbook)
+    _wait_for(lambda: _children(cluster.url, parent_id))
+    cluster.procs[-1].send_signal(signal.SIGKILL)  # the worker that waits on the child
+    cluster.procs[-1].wait()
+    cluster.start("worker", "--concurrency", "2", "--grace", "1")
+    store = PostgresStore(cluster.url)
+    try:
+        _wait_for(lambda: (store.execution(parent_id) or {}).get("status") != "running")
+        parent = store.execution(parent_id)
+    finally:
+        store.close()
+    assert parent is not None and parent["status"] == "completed", parent
+    children = _children(cluster.url, parent_id)
+    assert len(children) == 1, children  # the new lease found the child the first one started
+    assert children[0]["status"] == "completed"
+    assert parent["summary"]["steps"]["start"]["result"] == 3

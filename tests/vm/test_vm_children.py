@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from noetlc.compiler.pipeline import compile_file
 from noetlc.runtime.embedded import encode_program, resume_embedded, run_embedded
 from noetlc.runtime.store import MemoryStore, SQLiteStore
@@ -55,3 +57,57 @@ def test_resume_resolves_references_an_arc_guard_reads() -> None:
     assert resumed["status"] == "completed", resumed["error"]
     assert resumed["steps"]["count"]["result"] == {"first": "row-0"}
     assert resumed["steps"]["wrong"]["runs"] == 0 if "wrong" in resumed["steps"] else True
+
+
+def _copy(
+    source: MemoryStore, target: MemoryStore, execution_id: str, keep: int | None = None
+) -> None:
+    """An execution as a process that died after `keep` events left it (all: finished)."""
+    record = source.execution(execution_id)
+    assert record is not None
+    target.create_execution(
+        execution_id,
+        record["playbook"],
+        program=record["program"],
+        workload=record["workload"],
+        parent_id=record["parent_id"],
+    )
+    events = source.read(execution_id)
+    target.append(execution_id, [dict(e) for e in events[:keep]])
+    if keep is None:
+        target.finish_execution(execution_id, record["status"], record["summary"])
+
+
+@pytest.mark.parametrize("child_finished", [True, False], ids=["finished", "running"])
+def test_a_resumed_parent_finds_its_child_instead_of_starting_another(
+    child_finished: bool,
+) -> None:
+    full = MemoryStore()
+    summary = run_embedded(_payload(PLAYBOOKS / "parent_child.yaml"), store=full)
+    assert summary["status"] == "completed", summary["error"]
+    parent_id = summary["execution_id"]
+    [child] = [r for r in full.executions() if r["parent_id"] == parent_id]
+    # the parent died while it waited on the child: no task.done of the call in its log
+    crashed = MemoryStore()
+    parent_events = full.read(parent_id)
+    _copy(
+        full,
+        crashed,
+        parent_id,
+        next(i for i, e in enumerate(parent_events) if e["name"] == "task.done"),
+    )
+    child_events = full.read(child["execution_id"])
+    cut = (
+        None
+        if child_finished
+        else next(i for i, e in enumerate(child_events) if e["name"] == "step.done")
+    )
+    _copy(full, crashed, child["execution_id"], cut)
+    resumed = resume_embedded(crashed, parent_id)
+    assert resumed["status"] == "completed", resumed["error"]
+    assert resumed["steps"]["start"]["result"] == {"doubled": 42}
+    children = [r for r in crashed.executions() if r["parent_id"] == parent_id]
+    assert [r["execution_id"] for r in children] == [child["execution_id"]]
+    assert children[0]["status"] == "completed"
+    call = next(e for e in crashed.read(parent_id) if e["name"] == "task.done")
+    assert call["payload"]["outcome"]["meta"]["child_execution_id"] == child["execution_id"]
