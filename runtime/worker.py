@@ -70,24 +70,23 @@ class Worker:
         self._more = False  # the last pick was full: pick again without waiting
         # reference-first results: large task results stored, references resolved
         self.results = BlockingResults(db.url)
+        self._next_heartbeat = 0.0  # when the running jobs' leases are renewed next
 
     async def run(self, stop: asyncio.Event) -> None:
-        next_heartbeat = time.monotonic() + self.ttl / 3
+        self._next_heartbeat = time.monotonic() + self.ttl / 3
         try:
             while not stop.is_set():
                 try:
-                    await self._round(next_heartbeat)
+                    await self._round()
                 except ROUND_RETRYABLE as exc:
                     # the database went away, or the round lost a deadlock to a cancel: it
                     # rolled back whole (the finished jobs are kept for the next round)
                     _warn(self.owner, exc)
                     await asyncio.sleep(self.poll)
-                if time.monotonic() >= next_heartbeat:
-                    next_heartbeat = time.monotonic() + self.ttl / 3
         finally:
             await self._shutdown()
 
-    async def _round(self, next_heartbeat: float) -> None:
+    async def _round(self) -> None:
         """One transaction: pick, run what runs inline, commit; start the other leases;
         heartbeat; wait for running jobs or new work."""
         notes = self.db.notifications
@@ -95,19 +94,26 @@ class Worker:
         # registered before the pick: an enqueue committed after it still wakes us
         woken = notes.register("noetl_jobs", self.pool)
         try:
-            await self._round_registered(next_heartbeat, woken)
+            await self._round_registered(woken)
         finally:
             notes.unregister("noetl_jobs", self.pool, woken)
 
-    async def _round_registered(self, next_heartbeat: float, woken: asyncio.Event) -> None:
+    async def _round_registered(self, woken: asyncio.Event) -> None:
         free = self.concurrency - len(self.running)
+        idle = not self.running
         self._more = False
         if free > 0 or self._finished:
             for lease in await self._commit(max(free, 0)):
                 flag = threading.Event()
                 task = asyncio.create_task(self._run_job(lease, flag))
                 self.running[lease.job_id] = (lease, task, flag)
-        if time.monotonic() >= next_heartbeat and self.running:
+        now = time.monotonic()
+        if idle or not self.running:
+            self._next_heartbeat = now + self.ttl / 3  # leases taken now need none yet
+        elif now >= self._next_heartbeat:
+            # due by the clock, not by rounds: a round waits up to the next heartbeat, so
+            # a job running longer than the ttl keeps its lease
+            self._next_heartbeat = now + self.ttl / 3
             held = await self.db.queue.heartbeat(
                 [lease for lease, _, _ in self.running.values()], ttl=self.ttl
             )
@@ -118,7 +124,8 @@ class Worker:
             return  # commit them, or lease more, right away
         if self.running:
             tasks = [task for _, task, _ in self.running.values()]
-            await asyncio.wait(tasks, timeout=self.ttl / 3, return_when=asyncio.FIRST_COMPLETED)
+            timeout = max(0.0, self._next_heartbeat - time.monotonic())
+            await asyncio.wait(tasks, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
             await asyncio.sleep(0)  # let jobs finishing at the same moment join this batch
             self._collect()
         else:

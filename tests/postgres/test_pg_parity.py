@@ -364,3 +364,33 @@ def test_a_re_leased_parent_job_waits_for_the_same_child(cluster: Cluster, tmp_p
     assert len(children) == 1, children  # the new lease found the child the first one started
     assert children[0]["status"] == "completed"
     assert parent["summary"]["steps"]["start"]["result"] == 3
+
+
+LONG_JOB = """\
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: long_job, path: tests/long_job}
+workload: {log: calls.log}
+workflow:
+  - step: start
+    tool:
+      kind: python
+      input: {log: "{{ workload.log }}"}
+      code: |
+        import time
+        with open(log, "a") as fh:
+            fh.write("start\\n")
+        time.sleep(5)
+        result = 5
+"""
+
+
+def test_a_job_longer_than_the_lease_keeps_it(cluster: Cluster, tmp_path: Path) -> None:
+    # ttl 2 s: the worker must heartbeat the 5 s job, or the lease expires and the job runs
+    # again (or fails with LeaseExpired)
+    cluster.start("worker", "--concurrency", "2", "--grace", "1")
+    summary = cluster.submit(_write(tmp_path / "long_job.yaml", LONG_JOB))
+    assert summary["status"] == "completed", summary
+    assert (tmp_path / "calls.log").read_text() == "start\n"  # it ran once
+    events = cluster.events(summary["execution_id"])
+    assert not [e for e in events if e["name"] == "step.started"][1:]
