@@ -25,8 +25,9 @@ from noetlc.vm.pipeline import ToolCall, Wait, run_pipeline
 from noetlc.vm.program import OP, Program
 
 EmitEvent = Callable[[dict[str, Any]], None]
-# `kind: playbook`: (path, workload, child execution id) -> the child's summary
-StartChild = Callable[[str, dict[str, Any], str], dict[str, Any]]
+# `kind: playbook`: (path, workload, the calling action_id, the child's execution id) -> the
+# child's summary; the runtime cancels the child when the calling action is cancelled
+StartChild = Callable[[str, dict[str, Any], str, str], dict[str, Any]]
 _CHILDREN = uuid.UUID("6f1c2d0e-6b0a-5c3e-9a57-0e7c4c5d1a21")  # namespace of child ids
 
 # worker event ids: unique per process run (a random prefix) and cheap (a counter)
@@ -78,7 +79,7 @@ class ToolEnv:
 
                 def run_playbook(path: str, workload: dict[str, Any]) -> dict[str, Any]:
                     assert start_child is not None
-                    return start_child(path, workload, child_id)
+                    return start_child(path, workload, action_id, child_id)
 
             context = ToolContext(
                 execution_id,

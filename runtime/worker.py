@@ -225,7 +225,13 @@ class Worker:
                 ToolEnv(
                     keychain,
                     playbook_folder(program),
-                    ChildRunner(self.db, asyncio.get_running_loop(), execution_id, self.poll),
+                    ChildRunner(
+                        self.db,
+                        asyncio.get_running_loop(),
+                        execution_id,
+                        self.poll,
+                        self._running_job,
+                    ),
                 ),
                 keychain.namespace(),
                 References(self.results, payload_limit(program.payload)),
@@ -233,6 +239,14 @@ class Worker:
             if len(self.executions) > 1000:
                 self.executions.pop(next(iter(self.executions)))
         return known
+
+    def _running_job(self, action_id: str) -> tuple[str, threading.Event] | None:
+        """The job this worker runs for `action_id`, and its cancel flag (a waiting
+        `kind: playbook` call asks, on this loop)."""
+        for lease, _, flag in self.running.values():
+            if lease.action_id == action_id:
+                return lease.job_id, flag
+        return None
 
     async def _run_job(self, lease: Lease, flag: threading.Event) -> Finished | None:
         """Run one job; its events, not committed yet, or None when its lease was lost."""

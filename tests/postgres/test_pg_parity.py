@@ -394,3 +394,55 @@ def test_a_job_longer_than_the_lease_keeps_it(cluster: Cluster, tmp_path: Path) 
     assert (tmp_path / "calls.log").read_text() == "start\n"  # it ran once
     events = cluster.events(summary["execution_id"])
     assert not [e for e in events if e["name"] == "step.started"][1:]
+
+
+WAITING_CHILD = """\
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: wait_signal, path: tests/child/wait_signal}
+workflow:
+  - step: start
+    eval_mode: on_event
+    spec: {timeout: 20}
+    tool: {kind: noop}
+    next:
+      arcs:
+        - step: approved
+          when: "{{ event.name == 'signal.received' }}"
+        - step: expired
+          when: "{{ event.name == 'timer.fired' }}"
+  - step: approved
+    tool: {kind: noop}
+  - step: expired
+    tool: {kind: noop}
+"""
+
+WAITING_PARENT = """\
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: parent_waits, path: tests/parent_waits}
+workflow:
+  - step: start
+    tool:
+      kind: playbook
+      path: child/wait_signal
+"""
+
+
+def test_cancelling_the_parent_cancels_its_running_child(cluster: Cluster, tmp_path: Path) -> None:
+    cluster.start("worker", "--concurrency", "2", "--grace", "1")
+    (tmp_path / "child").mkdir()
+    _write(tmp_path / "child" / "wait_signal.yaml", WAITING_CHILD)
+    playbook = _write(tmp_path / "parent_waits.yaml", WAITING_PARENT)
+    parent_id = _submit_nowait(cluster, playbook)
+    _wait_for(lambda: _children(cluster.url, parent_id))
+    assert cli.main(["cancel", parent_id, "--db", cluster.url]) == 0
+    _wait_for(lambda: all(r["status"] != "running" for r in _children(cluster.url, parent_id)))
+    [child] = _children(cluster.url, parent_id)
+    assert child["status"] == "cancelled", child  # not ended by its 20 s timer
+    store = PostgresStore(cluster.url)
+    try:
+        parent = store.execution(parent_id)
+    finally:
+        store.close()
+    assert parent is not None and parent["status"] == "cancelled", parent

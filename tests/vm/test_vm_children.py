@@ -111,3 +111,32 @@ def test_a_resumed_parent_finds_its_child_instead_of_starting_another(
     assert children[0]["status"] == "completed"
     call = next(e for e in crashed.read(parent_id) if e["name"] == "task.done")
     assert call["payload"]["outcome"]["meta"]["child_execution_id"] == child["execution_id"]
+
+
+def test_cancelling_the_parent_cancels_its_running_child(tmp_path: Path) -> None:
+    import threading
+
+    db = str(tmp_path / "n.db")
+    store = SQLiteStore(db)  # created (schema, WAL) before other connections open it
+    payload = _payload(PLAYBOOKS / "parent_waits.yaml")
+    out: dict[str, Any] = {}
+    parent = threading.Thread(
+        target=lambda: out.update(
+            run_embedded(payload, store=SQLiteStore(db), execution_id="parent-cancel")
+        )
+    )
+    parent.start()
+    try:
+        while not [r for r in store.executions() if r["parent_id"] == "parent-cancel"]:
+            assert parent.is_alive()
+            parent.join(0.05)
+        assert cli.main(["cancel", "parent-cancel", "--db", f"sqlite:///{db}"]) == 0
+        parent.join(60)
+        assert not parent.is_alive()
+        assert out["status"] == "cancelled"
+        [child] = [r for r in store.executions() if r["parent_id"] == "parent-cancel"]
+        # cancelled, not ended by its 20 s timer
+        assert child["status"] == "cancelled", child
+        assert "expired" not in (child["summary"] or {}).get("steps", {})
+    finally:
+        store.close()
