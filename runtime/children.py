@@ -8,9 +8,8 @@ mode. The child's id is a function of the parent's call (runtime/execute.py
 `child_execution_id`) and every step of starting it is idempotent, so a parent job re-leased
 after its worker died waits for the child the first lease started. When the waiting job is
 cancelled (its parent was cancelled or ended, or the iteration was cancelled), the child is
-cancelled too. The waiting job holds its
-worker slot: the child's own jobs need another free slot (`--concurrency` above the nesting
-depth, or another worker).
+cancelled too. While it waits the job lends its worker slot (`on_wait`): the child's own
+jobs can run on the same worker, even with `--concurrency 1`.
 """
 
 from __future__ import annotations
@@ -81,12 +80,14 @@ class ChildRunner:
         parent_id: str,
         poll: float,
         running_job: RunningJob | None = None,
+        on_wait: Callable[[int], None] | None = None,
     ) -> None:
         self.db = db
         self.loop = loop
         self.parent_id = parent_id
         self.poll = poll
         self.running_job = running_job
+        self.on_wait = on_wait  # +1 / -1 around the wait: the worker lends the slot meanwhile
 
     def __call__(
         self, path: str, workload: dict[str, Any], action_id: str, child_id: str
@@ -119,7 +120,13 @@ class ChildRunner:
             first = requested_event(child_id, name, program, workload, self.parent_id)
             await self.db.events.append(child_id, [first])
             await self.db.owners.offer([child_id])
-        return await self._summary(child_id, action_id)
+        if self.on_wait is not None:
+            self.on_wait(1)
+        try:
+            return await self._summary(child_id, action_id)
+        finally:
+            if self.on_wait is not None:
+                self.on_wait(-1)
 
     async def _summary(self, child_id: str, action_id: str) -> dict[str, Any]:
         cancel_asked = False

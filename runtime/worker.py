@@ -13,7 +13,8 @@ Leases are heartbeated every ttl/3; a job whose lease was lost is told to stop a
 are not appended (its new holder runs it). A re-leased job (attempt > 1) reads the
 `task.done` events its earlier attempts recorded and replays them instead of calling those
 tools again. SIGTERM: stop leasing, let running jobs finish for `grace` seconds, release the
-rest (no attempt is spent).
+rest (no attempt is spent). A job whose `kind: playbook` call waits on its child lends its
+slot (not its thread) meanwhile, so the child's jobs find one even on `--concurrency 1`.
 """
 
 from __future__ import annotations
@@ -61,7 +62,12 @@ class Worker:
         self.grace = grace
         self.keychain_file = keychain_file
         self.executions: dict[str, Known] = {}  # the last 1,000 executions seen
-        self.threads = ThreadPoolExecutor(self.concurrency, thread_name_prefix="noetl-worker")
+        # a job waiting on a child gives its slot back and keeps its thread (below)
+        self.threads = ThreadPoolExecutor(
+            self.concurrency + MAX_WAITING, thread_name_prefix="noetl-worker"
+        )
+        self.waiting = 0  # jobs whose `kind: playbook` call waits on a child
+        self._slot_freed = asyncio.Event()
         self.running: dict[str, tuple[Lease, asyncio.Task[Finished | None], threading.Event]] = {}
         self.completed = 0
         # finished jobs and their events (by execution), committed by the next round
@@ -99,7 +105,7 @@ class Worker:
             notes.unregister("noetl_jobs", self.pool, woken)
 
     async def _round_registered(self, woken: asyncio.Event) -> None:
-        free = self.concurrency - len(self.running)
+        free = self._slots() - len(self.running)
         idle = not self.running
         self._more = False
         if free > 0 or self._finished:
@@ -120,12 +126,17 @@ class Worker:
             for job_id, (_, _, flag) in self.running.items():
                 if job_id not in held:
                     flag.set()  # lost: someone else runs it now
-        if self._finished or (self._more and len(self.running) < self.concurrency):
+        if self._finished or (self._more and len(self.running) < self._slots()):
             return  # commit them, or lease more, right away
         if self.running:
             tasks = [task for _, task, _ in self.running.values()]
             timeout = max(0.0, self._next_heartbeat - time.monotonic())
-            await asyncio.wait(tasks, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            self._slot_freed.clear()
+            freed = asyncio.ensure_future(self._slot_freed.wait())
+            await asyncio.wait(
+                [*tasks, freed], timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+            )
+            freed.cancel()
             await asyncio.sleep(0)  # let jobs finishing at the same moment join this batch
             self._collect()
         else:
@@ -231,6 +242,7 @@ class Worker:
                         execution_id,
                         self.poll,
                         self._running_job,
+                        self._child_wait,
                     ),
                 ),
                 keychain.namespace(),
@@ -239,6 +251,17 @@ class Worker:
             if len(self.executions) > 1000:
                 self.executions.pop(next(iter(self.executions)))
         return known
+
+    def _slots(self) -> int:
+        return self.concurrency + min(self.waiting, MAX_WAITING)
+
+    def _child_wait(self, delta: int) -> None:
+        """A `kind: playbook` call starts (+1) or stops (-1) waiting on its child, on this
+        loop: while it waits its slot serves other jobs — the child's among them — so one
+        worker with `--concurrency 1` runs nested children instead of deadlocking."""
+        self.waiting += delta
+        if delta > 0:
+            self._slot_freed.set()  # the round's wait: lease into the freed slot now
 
     def _running_job(self, action_id: str) -> tuple[str, threading.Event] | None:
         """The job this worker runs for `action_id`, and its cancel flag (a waiting
@@ -300,6 +323,10 @@ class Worker:
 
 
 ROUND_RETRYABLE = (*RETRYABLE, asyncpg.DeadlockDetectedError)
+
+# jobs waiting on children that give their slot back (each keeps a thread); past this many,
+# waiting jobs hold their slots again
+MAX_WAITING = 64
 
 # batches of inline (noop-only) jobs leased and run in one transaction: `concurrency` jobs per
 # batch, so one WAL flush covers up to this many times as many jobs (docs/distributed.md)

@@ -446,3 +446,28 @@ def test_cancelling_the_parent_cancels_its_running_child(cluster: Cluster, tmp_p
     finally:
         store.close()
     assert parent is not None and parent["status"] == "cancelled", parent
+
+
+MIDDLE_CHILD = """\
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: middle, path: tests/child/middle}
+workflow:
+  - step: start
+    tool:
+      kind: playbook
+      path: slow
+      args: {seconds: 1}
+"""
+
+
+def test_one_slot_serves_nested_children(cluster: Cluster, tmp_path: Path) -> None:
+    # a job waiting on its child gives its slot back: one slot runs parent, child, grandchild
+    cluster.start("worker", "--concurrency", "1", "--grace", "1")
+    (tmp_path / "child").mkdir()
+    _write(tmp_path / "child" / "slow.yaml", SLOW_CHILD)
+    _write(tmp_path / "child" / "middle.yaml", MIDDLE_CHILD)
+    playbook = _write(tmp_path / "top.yaml", SLOW_PARENT.replace("child/slow", "child/middle"))
+    summary = cluster.submit(playbook, timeout=40)
+    assert summary["status"] == "completed", summary
+    assert summary["steps"]["start"]["result"] == 1
