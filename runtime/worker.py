@@ -105,6 +105,7 @@ class Worker:
             notes.unregister("noetl_jobs", self.pool, woken)
 
     async def _round_registered(self, woken: asyncio.Event) -> None:
+        self._slot_freed.clear()  # before `free` is counted: a later lent slot wakes the wait
         free = self._slots() - len(self.running)
         idle = not self.running
         self._more = False
@@ -131,7 +132,6 @@ class Worker:
         if self.running:
             tasks = [task for _, task, _ in self.running.values()]
             timeout = max(0.0, self._next_heartbeat - time.monotonic())
-            self._slot_freed.clear()
             freed = asyncio.ensure_future(self._slot_freed.wait())
             await asyncio.wait(
                 [*tasks, freed], timeout=timeout, return_when=asyncio.FIRST_COMPLETED
