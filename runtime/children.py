@@ -4,22 +4,30 @@ The tool thread compiles the child playbook, creates its execution with the pare
 the same first event `noetl-vm submit` writes (program and workload travel in it), offers it
 to the servers, and waits for its summary through the database (woken by the child's event
 NOTIFYs, polling as the fallback). The tool's outcome is the child's summary, as in embedded
-mode. The waiting job holds its worker slot: the child's own jobs need another free slot
-(`--concurrency` above the nesting depth, or another worker).
+mode. The child's id is a function of the parent's call (runtime/execute.py
+`child_execution_id`) and every step of starting it is idempotent, so a parent job re-leased
+after its worker died waits for the child the first lease started. When the waiting job is
+cancelled (its parent was cancelled or ended, or the iteration was cancelled), the child is
+cancelled too. While it waits the job lends its worker slot (`on_wait`): the child's own
+jobs can run on the same worker, even with `--concurrency 1`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import threading
 import time
-import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from noetlc.runtime.postgres.database import Database
 
 REQUESTED = "playbook.execution.requested"
+
+# action_id -> (job_id, cancel flag) of the job the worker runs for it, or None
+RunningJob = Callable[[str], tuple[str, threading.Event] | None]
 
 
 def requested_event(
@@ -66,14 +74,24 @@ class ChildRunner:
     the database work on the worker's event loop."""
 
     def __init__(
-        self, db: Database, loop: asyncio.AbstractEventLoop, parent_id: str, poll: float
+        self,
+        db: Database,
+        loop: asyncio.AbstractEventLoop,
+        parent_id: str,
+        poll: float,
+        running_job: RunningJob | None = None,
+        on_wait: Callable[[int], None] | None = None,
     ) -> None:
         self.db = db
         self.loop = loop
         self.parent_id = parent_id
         self.poll = poll
+        self.running_job = running_job
+        self.on_wait = on_wait  # +1 / -1 around the wait: the worker lends the slot meanwhile
 
-    def __call__(self, path: str, workload: dict[str, Any]) -> dict[str, Any]:
+    def __call__(
+        self, path: str, workload: dict[str, Any], action_id: str, child_id: str
+    ) -> dict[str, Any]:
         from noetlc.runtime.embedded import encode_program
 
         payload, failed = compile_child(path)
@@ -81,25 +99,43 @@ class ChildRunner:
             assert failed is not None
             return failed
         child_workload = {**(payload.get("workload") or {}), **workload}
-        child = self._start(payload, encode_program(payload), child_workload)
+        child = self._start(child_id, action_id, payload, encode_program(payload), child_workload)
         return asyncio.run_coroutine_threadsafe(child, self.loop).result()
 
     async def _start(
-        self, payload: dict[str, Any], program: bytes, workload: dict[str, Any]
+        self,
+        child_id: str,
+        action_id: str,
+        payload: dict[str, Any],
+        program: bytes,
+        workload: dict[str, Any],
     ) -> dict[str, Any]:
-        child_id = str(uuid.uuid4())
-        name = payload["metadata"]["name"]
-        await self.db.events.create_execution(child_id, name, self.parent_id)
-        first = requested_event(child_id, name, program, workload, self.parent_id)
-        await self.db.events.append(child_id, [first])
-        await self.db.owners.offer([child_id])
-        return await self._summary(child_id)
+        record = await self.db.events.execution(child_id)
+        if record is None or record["status"] == "running":
+            # a first start, or a re-run of one that may have died half-way: each step is
+            # idempotent (the row and the requested event are kept once, an offer of an
+            # owned execution changes nothing); a finished child is not offered again
+            name = payload["metadata"]["name"]
+            await self.db.events.create_execution(child_id, name, self.parent_id)
+            first = requested_event(child_id, name, program, workload, self.parent_id)
+            await self.db.events.append(child_id, [first])
+            await self.db.owners.offer([child_id])
+        if self.on_wait is not None:
+            self.on_wait(1)
+        try:
+            return await self._summary(child_id, action_id)
+        finally:
+            if self.on_wait is not None:
+                self.on_wait(-1)
 
-    async def _summary(self, child_id: str) -> dict[str, Any]:
+    async def _summary(self, child_id: str, action_id: str) -> dict[str, Any]:
+        cancel_asked = False
         while True:
             record = await self.db.events.execution(child_id)
             if record is not None and record["status"] != "running":
                 break
+            if not cancel_asked:
+                cancel_asked = await self._cancel_if_caller_cancelled(child_id, action_id)
             seq = int(record["last_seq"]) if record else 0
             await self.db.events.wait_for_events(child_id, seq, self.poll)
         summary: dict[str, Any] = record["summary"] or {
@@ -109,3 +145,25 @@ class ChildRunner:
             "error": None,
         }
         return summary
+
+    async def _cancel_if_caller_cancelled(self, child_id: str, action_id: str) -> bool:
+        """Cancel the child when the job that waits on it was cancelled (the parent was
+        cancelled or ended, or a `fail_fast` loop cancelled the iteration). The worker sets
+        the job's flag when its heartbeat finds the job no longer held; only then is the job's
+        row read, since a lost lease (someone else runs the job now) must not cancel the child
+        the new lease waits for."""
+        job = self.running_job(action_id) if self.running_job is not None else None
+        if job is None or not job[1].is_set():
+            return False
+        state = await self.db.queue.get(job[0])
+        if state is None or state.status != "cancelled":
+            return False
+        cancel = {
+            "event_id": f"{child_id}:cancelled-with:{action_id}",
+            "name": "execution.cancelled",
+            "source": "client",
+            "ts": time.time(),
+            "payload": {"reason": "the parent's calling job was cancelled"},
+        }
+        await self.db.events.append(child_id, [cancel])
+        return True

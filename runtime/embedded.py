@@ -57,9 +57,11 @@ def run_embedded(
     call_tool: ToolCall | None = None,
     parent_id: str | None = None,
     keychain_file: str | None = None,
+    stop: threading.Event | None = None,
 ) -> dict[str, Any]:
     """Run a compiled playbook to completion and return its summary. A bad keychain file
-    raises `KeychainError` (NOE813) before anything runs."""
+    raises `KeychainError` (NOE813) before anything runs. `stop` (a child's calling action's
+    cancel flag) cancels the execution when set."""
     from noetlc.runtime.store import MemoryStore
 
     runtime = EmbeddedRuntime(
@@ -69,6 +71,7 @@ def run_embedded(
         on_events=on_events,
         call_tool=call_tool,
         keychain_file=keychain_file,
+        stop=stop,
     )
     return _run_loop(runtime.start({**(payload["workload"] or {}), **(overrides or {})}, parent_id))
 
@@ -80,6 +83,7 @@ def resume_embedded(
     on_events: OnEvents | None = None,
     call_tool: ToolCall | None = None,
     keychain_file: str | None = None,
+    stop: threading.Event | None = None,
 ) -> dict[str, Any]:
     """Finish an execution whose process died; the caller checked that it is not finished."""
     record = store.execution(execution_id)
@@ -93,6 +97,7 @@ def resume_embedded(
         on_events=on_events,
         call_tool=call_tool,
         keychain_file=keychain_file,
+        stop=stop,
     )
     return _run_loop(runtime.resume(record.get("workload") or {}))
 
@@ -131,6 +136,7 @@ class EmbeddedRuntime:
         call_tool: ToolCall | None = None,
         max_threads: int = 8,
         keychain_file: str | None = None,
+        stop: threading.Event | None = None,
     ) -> None:
         self.program = program
         self.store = store
@@ -151,6 +157,8 @@ class EmbeddedRuntime:
         self.last_request = 0
         self.total_events = 0
         self.group = GroupCommit(store, execution_id, on_events)
+        self.stop = stop  # a child's: its calling action was cancelled, or its parent ended
+        self.stop_asked = False
 
     # ------------------------------------------------------------------ entry points
 
@@ -371,8 +379,14 @@ class EmbeddedRuntime:
 
     # ------------------------------------------------------------------ tools
 
-    def _run_child(self, path: str, workload: dict[str, Any]) -> dict[str, Any]:
-        """`kind: playbook`: a child execution in this process and store, with parent_id."""
+    def _run_child(
+        self, path: str, workload: dict[str, Any], action_id: str, child_id: str
+    ) -> dict[str, Any]:
+        """`kind: playbook`: a child execution in this process and store, with parent_id. Its
+        id is a function of the call: a resumed parent finds the child its first run started
+        (finished: its summary; left running by the dead process: resumed), never a second.
+        The calling action's cancel flag (set when the action is cancelled or the parent
+        ended, `noetl-vm cancel` included) cancels the child."""
         from noetlc.runtime.children import compile_child
         from noetlc.runtime.store import SQLiteStore
 
@@ -383,14 +397,29 @@ class EmbeddedRuntime:
         store = self.store
         if isinstance(store, SQLiteStore):
             store = SQLiteStore(store.path)  # its own connection: this runs in a pool thread
+        stop = self.active.get(action_id)
         try:
+            record = store.execution(child_id)
+            if record is not None and record["status"] != "running" and record["summary"]:
+                finished: dict[str, Any] = record["summary"]
+                return finished
+            if record is not None and record.get("program") is not None:
+                return resume_embedded(
+                    store,
+                    child_id,
+                    call_tool=self.call_tool,
+                    keychain_file=self.keychain_file,
+                    stop=stop,
+                )
             return run_embedded(
                 payload,
                 workload,
                 store,
+                execution_id=child_id,
                 parent_id=self.execution_id,
                 call_tool=self.call_tool,
                 keychain_file=self.keychain_file,
+                stop=stop,
             )
         finally:
             if store is not self.store:
@@ -399,6 +428,16 @@ class EmbeddedRuntime:
     # ------------------------------------------------------------------ requests
 
     def _poll_requests(self) -> None:
+        if self.stop is not None and self.stop.is_set() and not self.stop_asked:
+            self.stop_asked = True
+            self.queue.put_nowait(
+                {
+                    "event_id": f"{self.execution_id}:stopped-by-parent",
+                    "name": "execution.cancelled",
+                    "source": "client",
+                    "payload": {"reason": "the calling action of the parent was cancelled"},
+                }
+            )
         for request in self.store.requests(self.execution_id, self.last_request):
             self.last_request = request["request_id"]
             base = {

@@ -18,13 +18,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from noetlc.stdlib_tools.context import RunPlaybook, ToolContext
+from noetlc.stdlib_tools.context import ToolContext
 from noetlc.stdlib_tools.keychain import Keychain
 from noetlc.stdlib_tools.registry import call_tool as call_registry_tool
 from noetlc.vm.pipeline import ToolCall, Wait, run_pipeline
 from noetlc.vm.program import OP, Program
 
 EmitEvent = Callable[[dict[str, Any]], None]
+# `kind: playbook`: (path, workload, the calling action_id, the child's execution id) -> the
+# child's summary; the runtime cancels the child when the calling action is cancelled
+StartChild = Callable[[str, dict[str, Any], str, str], dict[str, Any]]
+_CHILDREN = uuid.UUID("6f1c2d0e-6b0a-5c3e-9a57-0e7c4c5d1a21")  # namespace of child ids
 
 # worker event ids: unique per process run (a random prefix) and cheap (a counter)
 _PROCESS = uuid.uuid4().hex[:16]
@@ -62,12 +66,21 @@ class ToolEnv:
 
     keychain: Keychain | None = None
     workdir: Path = field(default_factory=Path.cwd)
-    run_playbook: RunPlaybook | None = None
+    start_child: StartChild | None = None
 
     def caller(self, execution_id: str, action_id: str, step: str) -> ToolCall:
         def call(
             kind: str, args: dict[str, Any], spec: dict[str, Any] | None, task: str, attempt: int
         ) -> dict[str, Any]:
+            start_child = self.start_child
+            run_playbook = None
+            if start_child is not None:
+                child_id = child_execution_id(execution_id, action_id, task, attempt)
+
+                def run_playbook(path: str, workload: dict[str, Any]) -> dict[str, Any]:
+                    assert start_child is not None
+                    return start_child(path, workload, action_id, child_id)
+
             context = ToolContext(
                 execution_id,
                 action_id,
@@ -76,7 +89,7 @@ class ToolEnv:
                 attempt,
                 self.keychain,
                 self.workdir,
-                self.run_playbook,
+                run_playbook,
             )
             return call_registry_tool(kind, args, spec, context)
 
@@ -84,6 +97,13 @@ class ToolEnv:
 
 
 DEFAULT_ENV = ToolEnv()
+
+
+def child_execution_id(parent_id: str, action_id: str, task: str, attempt: int) -> str:
+    """The id of the child a `kind: playbook` task starts: a function of the call, so a re-run
+    of the parent's action (resume, a re-leased job) finds the child the first run started
+    instead of starting another; a retry (next attempt) starts a new one."""
+    return str(uuid.uuid5(_CHILDREN, f"{parent_id}/{action_id}/{task}/{attempt}"))
 
 
 def default_tools(

@@ -4,6 +4,11 @@ The control VM is a function of its input events (vm/control.py `is_input`): fee
 recorded inputs, in log order, to a fresh VM must reproduce every event the server recorded,
 in the same order. `check` reports the first divergence (a log written by another compiler or
 VM version, a corrupted log, or a non-deterministic VM); `rebuild` is what `resume` starts from.
+
+Both take the scope entries the run had that are not in the log: the reference resolver
+(`$resolve`) above all. A guard or an arc's args that read a result stored by reference
+(runtime/results.py) evaluate to something else without it, so replay must read the same
+result store as the run (`store_scope`).
 """
 
 from __future__ import annotations
@@ -11,7 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from noetlc.runtime.results import References, ResultStore
 from noetlc.vm.control import ControlVM, is_input
+from noetlc.vm.expr_runtime import RESOLVER_KEY
 from noetlc.vm.program import Program
 
 # what two server events must agree on (ids, seq and timestamps are the log's business)
@@ -31,6 +38,11 @@ class ReplayReport:
         return self.divergence is None
 
 
+def store_scope(store: ResultStore) -> dict[str, Any]:
+    """The scope entries replay needs from the run's store: references resolve through it."""
+    return {RESOLVER_KEY: References(store, None).resolve}
+
+
 def rebuild(
     program: Program,
     execution_id: str,
@@ -48,11 +60,16 @@ def rebuild(
 
 
 def check(
-    program: Program, execution_id: str, workload: dict[str, Any], events: list[dict[str, Any]]
+    program: Program,
+    execution_id: str,
+    workload: dict[str, Any],
+    events: list[dict[str, Any]],
+    scope: dict[str, Any] | None = None,
 ) -> ReplayReport:
     """Replay the inputs and compare the regenerated server events with the recorded ones."""
     recorded = [e for e in events if e.get("source") == "server"]
     vm = ControlVM(program, workload, execution_id)
+    vm.scope.update(scope or {})
     produced: list[dict[str, Any]] = []
     commands = [c.key() for c in vm.start()]
     produced.extend(vm.take_events())

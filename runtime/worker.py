@@ -13,7 +13,8 @@ Leases are heartbeated every ttl/3; a job whose lease was lost is told to stop a
 are not appended (its new holder runs it). A re-leased job (attempt > 1) reads the
 `task.done` events its earlier attempts recorded and replays them instead of calling those
 tools again. SIGTERM: stop leasing, let running jobs finish for `grace` seconds, release the
-rest (no attempt is spent).
+rest (no attempt is spent). A job whose `kind: playbook` call waits on its child lends its
+slot (not its thread) meanwhile, so the child's jobs find one even on `--concurrency 1`.
 """
 
 from __future__ import annotations
@@ -61,7 +62,12 @@ class Worker:
         self.grace = grace
         self.keychain_file = keychain_file
         self.executions: dict[str, Known] = {}  # the last 1,000 executions seen
-        self.threads = ThreadPoolExecutor(self.concurrency, thread_name_prefix="noetl-worker")
+        # a job waiting on a child gives its slot back and keeps its thread (below)
+        self.threads = ThreadPoolExecutor(
+            self.concurrency + MAX_WAITING, thread_name_prefix="noetl-worker"
+        )
+        self.waiting = 0  # jobs whose `kind: playbook` call waits on a child
+        self._slot_freed = asyncio.Event()
         self.running: dict[str, tuple[Lease, asyncio.Task[Finished | None], threading.Event]] = {}
         self.completed = 0
         # finished jobs and their events (by execution), committed by the next round
@@ -70,24 +76,23 @@ class Worker:
         self._more = False  # the last pick was full: pick again without waiting
         # reference-first results: large task results stored, references resolved
         self.results = BlockingResults(db.url)
+        self._next_heartbeat = 0.0  # when the running jobs' leases are renewed next
 
     async def run(self, stop: asyncio.Event) -> None:
-        next_heartbeat = time.monotonic() + self.ttl / 3
+        self._next_heartbeat = time.monotonic() + self.ttl / 3
         try:
             while not stop.is_set():
                 try:
-                    await self._round(next_heartbeat)
+                    await self._round()
                 except ROUND_RETRYABLE as exc:
                     # the database went away, or the round lost a deadlock to a cancel: it
                     # rolled back whole (the finished jobs are kept for the next round)
                     _warn(self.owner, exc)
                     await asyncio.sleep(self.poll)
-                if time.monotonic() >= next_heartbeat:
-                    next_heartbeat = time.monotonic() + self.ttl / 3
         finally:
             await self._shutdown()
 
-    async def _round(self, next_heartbeat: float) -> None:
+    async def _round(self) -> None:
         """One transaction: pick, run what runs inline, commit; start the other leases;
         heartbeat; wait for running jobs or new work."""
         notes = self.db.notifications
@@ -95,30 +100,43 @@ class Worker:
         # registered before the pick: an enqueue committed after it still wakes us
         woken = notes.register("noetl_jobs", self.pool)
         try:
-            await self._round_registered(next_heartbeat, woken)
+            await self._round_registered(woken)
         finally:
             notes.unregister("noetl_jobs", self.pool, woken)
 
-    async def _round_registered(self, next_heartbeat: float, woken: asyncio.Event) -> None:
-        free = self.concurrency - len(self.running)
+    async def _round_registered(self, woken: asyncio.Event) -> None:
+        self._slot_freed.clear()  # before `free` is counted: a later lent slot wakes the wait
+        free = self._slots() - len(self.running)
+        idle = not self.running
         self._more = False
         if free > 0 or self._finished:
             for lease in await self._commit(max(free, 0)):
                 flag = threading.Event()
                 task = asyncio.create_task(self._run_job(lease, flag))
                 self.running[lease.job_id] = (lease, task, flag)
-        if time.monotonic() >= next_heartbeat and self.running:
+        now = time.monotonic()
+        if idle or not self.running:
+            self._next_heartbeat = now + self.ttl / 3  # leases taken now need none yet
+        elif now >= self._next_heartbeat:
+            # due by the clock, not by rounds: a round waits up to the next heartbeat, so
+            # a job running longer than the ttl keeps its lease
+            self._next_heartbeat = now + self.ttl / 3
             held = await self.db.queue.heartbeat(
                 [lease for lease, _, _ in self.running.values()], ttl=self.ttl
             )
             for job_id, (_, _, flag) in self.running.items():
                 if job_id not in held:
                     flag.set()  # lost: someone else runs it now
-        if self._finished or (self._more and len(self.running) < self.concurrency):
+        if self._finished or (self._more and len(self.running) < self._slots()):
             return  # commit them, or lease more, right away
         if self.running:
             tasks = [task for _, task, _ in self.running.values()]
-            await asyncio.wait(tasks, timeout=self.ttl / 3, return_when=asyncio.FIRST_COMPLETED)
+            timeout = max(0.0, self._next_heartbeat - time.monotonic())
+            freed = asyncio.ensure_future(self._slot_freed.wait())
+            await asyncio.wait(
+                [*tasks, freed], timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+            )
+            freed.cancel()
             await asyncio.sleep(0)  # let jobs finishing at the same moment join this batch
             self._collect()
         else:
@@ -218,7 +236,14 @@ class Worker:
                 ToolEnv(
                     keychain,
                     playbook_folder(program),
-                    ChildRunner(self.db, asyncio.get_running_loop(), execution_id, self.poll),
+                    ChildRunner(
+                        self.db,
+                        asyncio.get_running_loop(),
+                        execution_id,
+                        self.poll,
+                        self._running_job,
+                        self._child_wait,
+                    ),
                 ),
                 keychain.namespace(),
                 References(self.results, payload_limit(program.payload)),
@@ -226,6 +251,25 @@ class Worker:
             if len(self.executions) > 1000:
                 self.executions.pop(next(iter(self.executions)))
         return known
+
+    def _slots(self) -> int:
+        return self.concurrency + min(self.waiting, MAX_WAITING)
+
+    def _child_wait(self, delta: int) -> None:
+        """A `kind: playbook` call starts (+1) or stops (-1) waiting on its child, on this
+        loop: while it waits its slot serves other jobs — the child's among them — so one
+        worker with `--concurrency 1` runs nested children instead of deadlocking."""
+        self.waiting += delta
+        if delta > 0:
+            self._slot_freed.set()  # the round's wait: lease into the freed slot now
+
+    def _running_job(self, action_id: str) -> tuple[str, threading.Event] | None:
+        """The job this worker runs for `action_id`, and its cancel flag (a waiting
+        `kind: playbook` call asks, on this loop)."""
+        for lease, _, flag in self.running.values():
+            if lease.action_id == action_id:
+                return lease.job_id, flag
+        return None
 
     async def _run_job(self, lease: Lease, flag: threading.Event) -> Finished | None:
         """Run one job; its events, not committed yet, or None when its lease was lost."""
@@ -279,6 +323,10 @@ class Worker:
 
 
 ROUND_RETRYABLE = (*RETRYABLE, asyncpg.DeadlockDetectedError)
+
+# jobs waiting on children that give their slot back (each keeps a thread); past this many,
+# waiting jobs hold their slots again
+MAX_WAITING = 64
 
 # batches of inline (noop-only) jobs leased and run in one transaction: `concurrency` jobs per
 # batch, so one WAL flush covers up to this many times as many jobs (docs/distributed.md)

@@ -21,6 +21,7 @@ from noetlc.runtime.embedded import run_embedded
 from noetlc.runtime.pgstore import PostgresStore
 from noetlc.runtime.postgres.database import Database
 from noetlc.runtime.postgres.testing import run_sync, schema_or_skip
+from noetlc.vm import cli
 from noetlc.vm.expr_runtime import REF_KEY
 
 
@@ -152,6 +153,8 @@ def test_large_results_are_stored_by_reference(cluster: Cluster, tmp_path: Path)
     assert REF_KEY in task["payload"]["outcome"]["result"]
     assert done["count"]["payload"]["result"]["n"] == 50  # small: kept in the event
     assert all(len(json.dumps(e["payload"])) < 2000 for e in events[1:])
+    # the arc guard read the stored result: replay resolves it through the results table
+    assert cli.main(["replay", distributed["execution_id"], "--db", cluster.url]) == 0
 
 
 FAIL_FAST = """\
@@ -285,3 +288,186 @@ def test_kind_playbook_runs_a_child_execution(cluster: Cluster, tmp_path: Path) 
     assert child is not None and child["status"] == "completed"
     assert child["parent_id"] == summary["execution_id"]
     assert child["summary"]["result"] == 42
+
+
+SLOW_CHILD = """\
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: slow, path: tests/child/slow}
+workload: {seconds: 3}
+workflow:
+  - step: start
+    tool:
+      kind: python
+      input: {seconds: "{{ workload.seconds }}"}
+      code: |
+        import time
+        time.sleep(seconds)
+        result = seconds
+"""
+
+SLOW_PARENT = """\
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: slow_parent, path: tests/slow_parent}
+workload: {seconds: 3}
+workflow:
+  - step: start
+    tool:
+      kind: playbook
+      path: child/slow
+      args: {seconds: "{{ workload.seconds }}"}
+"""
+
+
+def _children(url: str, parent_id: str) -> list[dict[str, Any]]:
+    store = PostgresStore(url)
+    try:
+        return [r for r in store.executions() if r["parent_id"] == parent_id]
+    finally:
+        store.close()
+
+
+def _submit_nowait(cluster: Cluster, playbook: Path, *workload: str) -> str:
+    args = ["submit", str(playbook), "--db", cluster.url, "--json", *workload]
+    out, err = _vm(*args, cwd=cluster.tmp).communicate(timeout=60)
+    assert out.strip(), err
+    execution_id: str = json.loads(out.strip().splitlines()[-1])["execution_id"]
+    return execution_id
+
+
+def _wait_for(condition: Any, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.2)
+
+
+def test_a_re_leased_parent_job_waits_for_the_same_child(cluster: Cluster, tmp_path: Path) -> None:
+    cluster.start("worker", "--concurrency", "2", "--grace", "1")
+    (tmp_path / "child").mkdir()
+    _write(tmp_path / "child" / "slow.yaml", SLOW_CHILD)
+    playbook = _write(tmp_path / "slow_parent.yaml", SLOW_PARENT)
+    parent_id = _submit_nowait(cluster, playbook)
+    _wait_for(lambda: _children(cluster.url, parent_id))
+    cluster.procs[-1].send_signal(signal.SIGKILL)  # the worker that waits on the child
+    cluster.procs[-1].wait()
+    cluster.start("worker", "--concurrency", "2", "--grace", "1")
+    store = PostgresStore(cluster.url)
+    try:
+        _wait_for(lambda: (store.execution(parent_id) or {}).get("status") != "running")
+        parent = store.execution(parent_id)
+    finally:
+        store.close()
+    assert parent is not None and parent["status"] == "completed", parent
+    children = _children(cluster.url, parent_id)
+    assert len(children) == 1, children  # the new lease found the child the first one started
+    assert children[0]["status"] == "completed"
+    assert parent["summary"]["steps"]["start"]["result"] == 3
+
+
+LONG_JOB = """\
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: long_job, path: tests/long_job}
+workload: {log: calls.log}
+workflow:
+  - step: start
+    tool:
+      kind: python
+      input: {log: "{{ workload.log }}"}
+      code: |
+        import time
+        with open(log, "a") as fh:
+            fh.write("start\\n")
+        time.sleep(5)
+        result = 5
+"""
+
+
+def test_a_job_longer_than_the_lease_keeps_it(cluster: Cluster, tmp_path: Path) -> None:
+    # ttl 2 s: the worker must heartbeat the 5 s job, or the lease expires and the job runs
+    # again (or fails with LeaseExpired)
+    cluster.start("worker", "--concurrency", "2", "--grace", "1")
+    summary = cluster.submit(_write(tmp_path / "long_job.yaml", LONG_JOB))
+    assert summary["status"] == "completed", summary
+    assert (tmp_path / "calls.log").read_text() == "start\n"  # it ran once
+    events = cluster.events(summary["execution_id"])
+    assert not [e for e in events if e["name"] == "step.started"][1:]
+
+
+WAITING_CHILD = """\
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: wait_signal, path: tests/child/wait_signal}
+workflow:
+  - step: start
+    eval_mode: on_event
+    spec: {timeout: 20}
+    tool: {kind: noop}
+    next:
+      arcs:
+        - step: approved
+          when: "{{ event.name == 'signal.received' }}"
+        - step: expired
+          when: "{{ event.name == 'timer.fired' }}"
+  - step: approved
+    tool: {kind: noop}
+  - step: expired
+    tool: {kind: noop}
+"""
+
+WAITING_PARENT = """\
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: parent_waits, path: tests/parent_waits}
+workflow:
+  - step: start
+    tool:
+      kind: playbook
+      path: child/wait_signal
+"""
+
+
+def test_cancelling_the_parent_cancels_its_running_child(cluster: Cluster, tmp_path: Path) -> None:
+    cluster.start("worker", "--concurrency", "2", "--grace", "1")
+    (tmp_path / "child").mkdir()
+    _write(tmp_path / "child" / "wait_signal.yaml", WAITING_CHILD)
+    playbook = _write(tmp_path / "parent_waits.yaml", WAITING_PARENT)
+    parent_id = _submit_nowait(cluster, playbook)
+    _wait_for(lambda: _children(cluster.url, parent_id))
+    assert cli.main(["cancel", parent_id, "--db", cluster.url]) == 0
+    _wait_for(lambda: all(r["status"] != "running" for r in _children(cluster.url, parent_id)))
+    [child] = _children(cluster.url, parent_id)
+    assert child["status"] == "cancelled", child  # not ended by its 20 s timer
+    store = PostgresStore(cluster.url)
+    try:
+        parent = store.execution(parent_id)
+    finally:
+        store.close()
+    assert parent is not None and parent["status"] == "cancelled", parent
+
+
+MIDDLE_CHILD = """\
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: middle, path: tests/child/middle}
+workflow:
+  - step: start
+    tool:
+      kind: playbook
+      path: slow
+      args: {seconds: 1}
+"""
+
+
+def test_one_slot_serves_nested_children(cluster: Cluster, tmp_path: Path) -> None:
+    # a job waiting on its child gives its slot back: one slot runs parent, child, grandchild
+    cluster.start("worker", "--concurrency", "1", "--grace", "1")
+    (tmp_path / "child").mkdir()
+    _write(tmp_path / "child" / "slow.yaml", SLOW_CHILD)
+    _write(tmp_path / "child" / "middle.yaml", MIDDLE_CHILD)
+    playbook = _write(tmp_path / "top.yaml", SLOW_PARENT.replace("child/slow", "child/middle"))
+    summary = cluster.submit(playbook, timeout=40)
+    assert summary["status"] == "completed", summary
+    assert summary["steps"]["start"]["result"] == 1

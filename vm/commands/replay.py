@@ -22,7 +22,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from noetlc.runtime.embedded import decode_program
-    from noetlc.runtime.replay import check
+    from noetlc.runtime.replay import check, store_scope
     from noetlc.vm.program import Program
 
     store = open_or_report(args.db)
@@ -30,17 +30,19 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         record = find_execution(store, args.execution_id, args.db, program=True)
-        events = store.read(args.execution_id) if record is not None else []
+        if record is None:
+            return 1
+        events = store.read(args.execution_id)
+        # results stored by reference are read from the store, as the run read them
+        report = check(
+            Program(decode_program(record["program"])),
+            args.execution_id,
+            record.get("workload") or {},
+            events,
+            store_scope(store),
+        )
     finally:
         store.close()
-    if record is None:
-        return 1
-    report = check(
-        Program(decode_program(record["program"])),
-        args.execution_id,
-        record.get("workload") or {},
-        events,
-    )
     out = {
         "execution_id": args.execution_id,
         "ok": report.ok,
