@@ -10,9 +10,7 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
-import uuid
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,89 +22,14 @@ import yaml
 from noetlc.compiler.pipeline import compile_file
 from noetlc.runtime.embedded import run_embedded
 from noetlc.runtime.pgstore import PostgresStore
+from noetlc.runtime.postgres.cluster_testing import Cluster
+from noetlc.runtime.postgres.cluster_testing import run_vm as _vm
 from noetlc.runtime.postgres.testing import schema_or_skip
 
 HERE = Path(__file__).resolve().parent
 CONFORMANCE = HERE.parents[2] / "shared" / "corpus" / "conformance"
 PLAYBOOKS = HERE.parent / "vm" / "playbooks"
 CASES = sorted(CONFORMANCE.glob("c[0-9][0-9]_*[!t].yaml")) if CONFORMANCE.is_dir() else []
-
-
-def _vm(*args: str, cwd: Path | None = None) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "noetlc.vm", *args],
-        cwd=cwd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
-class Cluster:
-    def __init__(self, url: str, tmp: Path) -> None:
-        self.url = url
-        self.tmp = tmp
-        self.procs: list[subprocess.Popen[str]] = []
-        # servers and workers name their connections `<this>_server` / `<this>_worker`, so a
-        # test can terminate this cluster's backends without touching anyone else's
-        self.application_name = f"noetl_test_{uuid.uuid4().hex[:12]}"
-
-    def name_of(self, role: str) -> str:
-        return f"{self.application_name}_{role}"
-
-    def url_for(self, role: str) -> str:
-        joiner = "&" if "?" in self.url else "?"
-        return f"{self.url}{joiner}application_name={self.name_of(role)}"
-
-    def server(self, ttl: float = 2.0, poll: float = 0.2) -> subprocess.Popen[str]:
-        url = self.url_for("server")
-        proc = _vm("server", "--db", url, "--ttl", str(ttl), "--poll", str(poll), cwd=self.tmp)
-        self.procs.append(proc)
-        return proc
-
-    def worker(self, concurrency: int = 4, ttl: float = 2.0, *extra: str) -> subprocess.Popen[str]:
-        proc = _vm(
-            "worker",
-            *extra,
-            "--db",
-            self.url_for("worker"),
-            "--concurrency",
-            str(concurrency),
-            "--ttl",
-            str(ttl),
-            "--poll",
-            "0.2",
-            "--grace",
-            "1",
-            cwd=self.tmp,
-        )
-        self.procs.append(proc)
-        return proc
-
-    def submit(
-        self, playbook: Path, *sets: str, wait: bool = True, timeout: float = 90
-    ) -> dict[str, Any]:
-        args = ["submit", str(playbook), "--db", self.url, "--json"]
-        for item in sets:
-            args += ["--set", item]
-        if wait:
-            args += ["--wait", "--timeout", str(timeout)]
-        proc = _vm(*args, cwd=self.tmp)
-        out, err = proc.communicate(timeout=120)
-        assert out.strip(), err
-        result: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
-        return result
-
-    def stop(self) -> None:
-        for proc in self.procs:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        for proc in self.procs:
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
 
 
 @pytest.fixture(scope="module")

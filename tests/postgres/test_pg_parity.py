@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
-import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -19,59 +17,11 @@ import pytest
 from noetlc.compiler.pipeline import compile_file
 from noetlc.runtime.embedded import run_embedded
 from noetlc.runtime.pgstore import PostgresStore
+from noetlc.runtime.postgres.cluster_testing import Cluster
 from noetlc.runtime.postgres.database import Database
 from noetlc.runtime.postgres.testing import run_sync, schema_or_skip
 from noetlc.vm import cli
 from noetlc.vm.expr_runtime import REF_KEY
-
-
-def _vm(*args: str, cwd: Path) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "noetlc.vm", *args],
-        cwd=cwd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
-class Cluster:
-    """Servers and workers of one schema, stopped (SIGTERM) at the end of the test."""
-
-    def __init__(self, url: str, tmp: Path) -> None:
-        self.url = url
-        self.tmp = tmp
-        self.procs: list[subprocess.Popen[str]] = []
-
-    def start(self, *args: str) -> None:
-        common = ["--db", self.url, "--ttl", "2", "--poll", "0.2"]
-        self.procs.append(_vm(*args, *common, cwd=self.tmp))
-
-    def submit(self, playbook: Path, timeout: float = 90) -> dict[str, Any]:
-        args = ["submit", str(playbook), "--db", self.url, "--json", "--wait"]
-        proc = _vm(*args, "--timeout", str(timeout), cwd=self.tmp)
-        out, err = proc.communicate(timeout=timeout + 30)
-        assert out.strip(), err
-        summary: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
-        return summary
-
-    def events(self, execution_id: str) -> list[dict[str, Any]]:
-        store = PostgresStore(self.url)
-        try:
-            return store.read(execution_id)
-        finally:
-            store.close()
-
-    def stop(self) -> None:
-        for proc in self.procs:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        for proc in self.procs:
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +32,7 @@ def cluster_url() -> Iterator[str]:
 @pytest.fixture
 def cluster(cluster_url: str, tmp_path: Path) -> Iterator[Cluster]:
     c = Cluster(cluster_url, tmp_path)
-    c.start("server")
+    c.server()
     yield c
     c.stop()
 
@@ -135,7 +85,7 @@ workflow:
 
 
 def test_large_results_are_stored_by_reference(cluster: Cluster, tmp_path: Path) -> None:
-    cluster.start("worker", "--concurrency", "4", "--grace", "1")
+    cluster.worker(4)
     playbook = _write(tmp_path / "big_result.yaml", BIG_RESULT)
     distributed = cluster.submit(playbook)
     embedded = run_embedded(compile_file(str(playbook)).artifacts["payload"])
@@ -199,7 +149,7 @@ async def _job_states(url: str, execution_id: str) -> dict[int, str]:
 def test_fail_fast_cancels_the_other_iterations(cluster: Cluster, tmp_path: Path) -> None:
     # two slots: iterations 0 and 1 run, 2..5 are queued; 0 fails after 0.3 s (the round that
     # commits its failure may already start 2), the others sleep 3 s
-    cluster.start("worker", "--concurrency", "2", "--grace", "1")
+    cluster.worker(2)
     playbook = _write(tmp_path / "fail_fast.yaml", FAIL_FAST)
     summary = cluster.submit(playbook)
     assert summary["status"] == "failed", summary
@@ -266,7 +216,7 @@ workflow:
 
 
 def test_kind_playbook_runs_a_child_execution(cluster: Cluster, tmp_path: Path) -> None:
-    cluster.start("worker", "--concurrency", "4", "--grace", "1")
+    cluster.worker(4)
     (tmp_path / "child").mkdir()
     _write(tmp_path / "child" / "double.yaml", CHILD)
     playbook = _write(tmp_path / "parent.yaml", PARENT)
@@ -328,14 +278,6 @@ def _children(url: str, parent_id: str) -> list[dict[str, Any]]:
         store.close()
 
 
-def _submit_nowait(cluster: Cluster, playbook: Path, *workload: str) -> str:
-    args = ["submit", str(playbook), "--db", cluster.url, "--json", *workload]
-    out, err = _vm(*args, cwd=cluster.tmp).communicate(timeout=60)
-    assert out.strip(), err
-    execution_id: str = json.loads(out.strip().splitlines()[-1])["execution_id"]
-    return execution_id
-
-
 def _wait_for(condition: Any, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
@@ -344,15 +286,15 @@ def _wait_for(condition: Any, timeout: float = 60) -> None:
 
 
 def test_a_re_leased_parent_job_waits_for_the_same_child(cluster: Cluster, tmp_path: Path) -> None:
-    cluster.start("worker", "--concurrency", "2", "--grace", "1")
+    cluster.worker(2)
     (tmp_path / "child").mkdir()
     _write(tmp_path / "child" / "slow.yaml", SLOW_CHILD)
     playbook = _write(tmp_path / "slow_parent.yaml", SLOW_PARENT)
-    parent_id = _submit_nowait(cluster, playbook)
+    parent_id = cluster.submit(playbook, wait=False, timeout=30)["execution_id"]
     _wait_for(lambda: _children(cluster.url, parent_id))
     cluster.procs[-1].send_signal(signal.SIGKILL)  # the worker that waits on the child
     cluster.procs[-1].wait()
-    cluster.start("worker", "--concurrency", "2", "--grace", "1")
+    cluster.worker(2)
     store = PostgresStore(cluster.url)
     try:
         _wait_for(lambda: (store.execution(parent_id) or {}).get("status") != "running")
@@ -388,7 +330,7 @@ workflow:
 def test_a_job_longer_than_the_lease_keeps_it(cluster: Cluster, tmp_path: Path) -> None:
     # ttl 2 s: the worker must heartbeat the 5 s job, or the lease expires and the job runs
     # again (or fails with LeaseExpired)
-    cluster.start("worker", "--concurrency", "2", "--grace", "1")
+    cluster.worker(2)
     summary = cluster.submit(_write(tmp_path / "long_job.yaml", LONG_JOB))
     assert summary["status"] == "completed", summary
     assert (tmp_path / "calls.log").read_text() == "start\n"  # it ran once
@@ -430,11 +372,11 @@ workflow:
 
 
 def test_cancelling_the_parent_cancels_its_running_child(cluster: Cluster, tmp_path: Path) -> None:
-    cluster.start("worker", "--concurrency", "2", "--grace", "1")
+    cluster.worker(2)
     (tmp_path / "child").mkdir()
     _write(tmp_path / "child" / "wait_signal.yaml", WAITING_CHILD)
     playbook = _write(tmp_path / "parent_waits.yaml", WAITING_PARENT)
-    parent_id = _submit_nowait(cluster, playbook)
+    parent_id = cluster.submit(playbook, wait=False, timeout=30)["execution_id"]
     _wait_for(lambda: _children(cluster.url, parent_id))
     assert cli.main(["cancel", parent_id, "--db", cluster.url]) == 0
     _wait_for(lambda: all(r["status"] != "running" for r in _children(cluster.url, parent_id)))
@@ -463,7 +405,7 @@ workflow:
 
 def test_one_slot_serves_nested_children(cluster: Cluster, tmp_path: Path) -> None:
     # a job waiting on its child gives its slot back: one slot runs parent, child, grandchild
-    cluster.start("worker", "--concurrency", "1", "--grace", "1")
+    cluster.worker(1)
     (tmp_path / "child").mkdir()
     _write(tmp_path / "child" / "slow.yaml", SLOW_CHILD)
     _write(tmp_path / "child" / "middle.yaml", MIDDLE_CHILD)
