@@ -249,19 +249,7 @@ class ControlVM(Routing):
             return
         self.runs[run_id] = run
         if table.loop is None:
-            self.events.append(
-                {
-                    "name": "step.scheduled",
-                    "source": "server",
-                    "step": step,
-                    "step_run_id": run_id,
-                    "iteration": None,
-                    "payload": {"args": args},
-                }
-            )
-            digest = self._action_prefix.copy()  # action_id(execution_id, run_id, None)
-            digest.update(f"{run_id}/".encode())
-            commands.append(Command("run", step, run_id, args, digest.hexdigest()[:32]))
+            self._schedule(step, run_id, args, commands)
             return
         assert isinstance(run, LoopRun)  # a loop step's run (above)
         items = table.items(scope) if table.items is not None else []
@@ -283,6 +271,22 @@ class ControlVM(Routing):
             self.firings += 1
             self.record("loop.iteration.started", run.step, {"index": index}, run.run_id, index)
             commands.append(self._run_command(run, index))
+
+    def _schedule(
+        self, step: str, run_id: str, args: dict[str, Any], commands: list[Command]
+    ) -> None:
+        """A plain (not loop) run is scheduled: its event and its run command."""
+        self.events.append(
+            {
+                "name": "step.scheduled",
+                "source": "server",
+                "step": step,
+                "step_run_id": run_id,
+                "iteration": None,
+                "payload": {"args": args},
+            }
+        )
+        commands.append(Command("run", step, run_id, args, self._action_id(run_id, None)))
 
     def _command(self, kind: str, run: StepRun, iteration: int | None) -> Command:
         return Command(
@@ -451,19 +455,7 @@ class ControlVM(Routing):
         entered.status = "running"
         run_id = f"{entering}#{entered.runs}"
         self.runs[run_id] = StepRun(entering, run_id, token)
-        self.events.append(
-            {
-                "name": "step.scheduled",
-                "source": "server",
-                "step": entering,
-                "step_run_id": run_id,
-                "iteration": None,
-                "payload": {"args": args},
-            }
-        )
-        digest = self._action_prefix.copy()  # action_id(execution_id, run_id, None)
-        digest.update(f"{run_id}/".encode())
-        commands.append(Command("run", entering, run_id, args, digest.hexdigest()[:32]))
+        self._schedule(entering, run_id, args, commands)
 
     def _listener_event(self, run: StepRun, event: dict[str, Any], commands: list[Command]) -> bool:
         data = event.get("payload") or {}
