@@ -52,20 +52,24 @@ def _tokens(leases: Sequence[Lease]) -> tuple[list[str], list[str]]:
 
 def _leases(rows: list[asyncpg.Record]) -> list[Lease]:
     return [
-        Lease(
-            r["job_id"],
-            r["execution_id"],
-            r["action_id"],
-            r["pool"],
-            json.loads(r["payload"]),
-            r["attempt"],
-            r["max_attempts"],
-            r["lease_owner"],
-            r["lease_id"],
-            r["lease_expires_at"],
-        )
+        _lease(r, r["lease_owner"], r["lease_id"], r["lease_expires_at"])
         for r in sorted(rows, key=lambda r: r["queue_seq"])
     ]
+
+
+def _lease(r: asyncpg.Record, owner: str, lease_id: str, expires_at: float) -> Lease:
+    return Lease(
+        r["job_id"],
+        r["execution_id"],
+        r["action_id"],
+        r["pool"],
+        json.loads(r["payload"]),
+        r["attempt"],
+        r["max_attempts"],
+        owner,
+        lease_id,
+        expires_at,
+    )
 
 
 class PostgresJobQueue:
@@ -253,21 +257,7 @@ class WorkerRound:
         rows = await self._conn.fetch(q("pick_jobs"), self.pool, limit, self._after)
         if rows:
             self._after = rows[-1]["queue_seq"]
-        return [
-            Lease(
-                r["job_id"],
-                r["execution_id"],
-                r["action_id"],
-                r["pool"],
-                json.loads(r["payload"]),
-                r["attempt"],
-                r["max_attempts"],
-                self.owner,
-                "",
-                0.0,
-            )
-            for r in rows
-        ]
+        return [_lease(r, self.owner, "", 0.0) for r in rows]
 
     async def lease_picked(self, picked: Sequence[Lease]) -> list[Lease]:
         """Lease picked jobs (those that will run outside this transaction)."""
