@@ -127,12 +127,6 @@ class Net:
     joins: tuple[JoinInfo, ...] = ()
     decisions: tuple[Decision, ...] = ()
 
-    def place(self, place_id: str) -> Place:
-        for p in self.places:
-            if p.id == place_id:
-                return p
-        raise KeyError(place_id)
-
 
 class NetError(Exception):
     """The verifier found the net malformed (a compiler bug or hand-broken IR text)."""
