@@ -177,8 +177,8 @@ class _Error:
     expected: tuple[str, ...]  # what the value should have been, in words
 
 
-# pydantic error types -> what the value should have been
-_EXPECTED_NOUN = {
+# pydantic error types -> what the value should have been (the tools pass reads it too)
+EXPECTED_NOUN = {
     "model_type": "a mapping",
     "model_attributes_type": "a mapping",
     "dict_type": "a mapping",
@@ -200,7 +200,7 @@ def _report_validation(exc: ValidationError, doc: YMap, reporter: Reporter) -> N
     for err in exc.errors():
         path, tags = _data_path(err["loc"], data, missing=err["type"] == "missing")
         expected = err.get("ctx", {}).get("expected") if err["type"] == "literal_error" else None
-        noun = expected or _EXPECTED_NOUN.get(err["type"]) or err["msg"].lower()
+        noun = expected or EXPECTED_NOUN.get(err["type"]) or err["msg"].lower()
         errors.append(_Error(err["type"], tuple(err["loc"]), path, tags, (noun,)))
     seen: set[tuple[str, Path]] = set()
     for error in _prune_unions(errors):
@@ -267,7 +267,7 @@ def _prune_unions(errors: list[_Error], level: int = 0) -> list[_Error]:
 
 
 def _is_type_error(err: _Error) -> bool:
-    return err.kind in _EXPECTED_NOUN or err.kind in ("literal_error", "union_type")
+    return err.kind in EXPECTED_NOUN or err.kind in ("literal_error", "union_type")
 
 
 def _report_one(err: _Error, doc: YMap, reporter: Reporter) -> None:

@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from noetlc.compiler import tree
 from noetlc.compiler.diagnostics import Reporter, Span
+from noetlc.compiler.passes.schema import EXPECTED_NOUN
 from noetlc.compiler.unit import CompilationUnit
 from noetlc.compiler.ynodes import YMap, YScalar, node_at
 from noetlc.stdlib_tools.schemas import ARG_SCHEMAS, SQL_SPELLINGS, argument_names
@@ -34,21 +35,6 @@ CREDENTIAL_ARGUMENTS = {
     "secrets": ("key", "secret", "entry"),
 }
 
-# pydantic error types -> what the value should have been
-_EXPECTED = {
-    "model_type": "a mapping",
-    "model_attributes_type": "a mapping",
-    "dict_type": "a mapping",
-    "list_type": "a list",
-    "string_type": "a string",
-    "int_type": "an integer",
-    "int_parsing": "an integer",
-    "int_from_float": "an integer",
-    "float_type": "a number",
-    "float_parsing": "a number",
-    "bool_type": "a boolean",
-    "bool_parsing": "a boolean",
-}
 _SHOWN_TYPE = {
     str: "a string", int: "an integer", float: "a number", bool: "a boolean",
     dict: "a mapping", list: "a list", type(None): "null",
@@ -279,7 +265,7 @@ def _span_of(task: tree.Task, path: Path) -> Span:
 def _expected(err: Any) -> str:
     if err["type"] == "literal_error":
         return f"one of {err.get('ctx', {}).get('expected', '')}"
-    return _EXPECTED.get(err["type"]) or str(err["msg"]).lower()
+    return EXPECTED_NOUN.get(err["type"]) or str(err["msg"]).lower()
 
 
 def _describe(value: Any) -> str:
