@@ -83,8 +83,8 @@ def temporary_schema(prefix: str = "noetl_test") -> Iterator[str]:
         run_sync(_drop_schema(dsn, schema))
 
 
-def schema_or_skip() -> Iterator[str]:
-    """The body of a session fixture: a migrated schema's URL, or skip (fail under CI)."""
+def dsn_or_skip() -> str:
+    """The test server's DSN when it answers; else skip the test (fail it under CI)."""
     import pytest
 
     reason = run_sync(unreachable_reason(dsn_for_tests()))
@@ -93,6 +93,12 @@ def schema_or_skip() -> Iterator[str]:
         if must_not_skip():
             pytest.fail(f"{message} — CI=true, so this is a failure, not a skip")
         pytest.skip(message)
+    return dsn_for_tests()
+
+
+def schema_or_skip() -> Iterator[str]:
+    """The body of a session fixture: a migrated schema's URL, or skip (fail under CI)."""
+    dsn_or_skip()
     with temporary_schema() as url:
         yield url
 

@@ -9,8 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from noetlc.runtime.postgres.testing import dsn_for_tests, must_not_skip, run_sync
-from noetlc.runtime.postgres.testing import unreachable_reason as pg_unreachable
+from noetlc.runtime.postgres.testing import dsn_or_skip
 from noetlc.stdlib_tools.keychain import Keychain
 from noetlc.stdlib_tools.registry import ToolContext, call_tool
 
@@ -19,13 +18,7 @@ pytestmark = pytest.mark.postgres
 
 @pytest.fixture(scope="module")
 def dsn() -> str:
-    reason = run_sync(pg_unreachable(dsn_for_tests()))
-    if reason is not None:
-        message = f"PostgreSQL not reachable (NOETLC_TEST_PG_DSN={dsn_for_tests()}): {reason}"
-        if must_not_skip():
-            pytest.fail(f"{message} — CI=true, so this is a failure, not a skip")
-        pytest.skip(message)
-    return dsn_for_tests()
+    return dsn_or_skip()
 
 
 @pytest.fixture(scope="module")
