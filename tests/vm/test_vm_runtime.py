@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -17,6 +15,7 @@ import pytest
 
 from noetlc.compiler.pipeline import compile_file
 from noetlc.runtime.embedded import run_embedded
+from noetlc.runtime.postgres.cluster_testing import run_vm
 from noetlc.runtime.replay import check
 from noetlc.runtime.store import MemoryStore, SQLiteStore
 from noetlc.vm import cli
@@ -143,16 +142,6 @@ def test_timer_fires_when_no_signal_comes() -> None:
     assert "approved" not in summary["steps"]
 
 
-def _noetl_vm(*args: str, cwd: Path) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "noetlc.vm", *args],
-        cwd=cwd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
 def _invocations(log: Path) -> Counter[str]:
     return Counter(log.read_text().splitlines()) if log.exists() else Counter()
 
@@ -162,7 +151,7 @@ def test_resume_after_sigkill_runs_no_finished_task_again(tmp_path: Path) -> Non
     db = f"sqlite:///{db_path}"
     log = tmp_path / "invocations.log"
     playbook = str(PLAYBOOKS / "crash_loop.yaml")
-    proc = _noetl_vm("run", playbook, "--db", db, "--set", f"log={log}", "--quiet", cwd=tmp_path)
+    proc = run_vm("run", playbook, "--db", db, "--set", f"log={log}", "--quiet", cwd=tmp_path)
     deadline = time.monotonic() + 60
     while sum(_invocations(log).values()) < 12 and time.monotonic() < deadline:
         time.sleep(0.02)
@@ -182,7 +171,7 @@ def test_resume_after_sigkill_runs_no_finished_task_again(tmp_path: Path) -> Non
     store.close()
     assert done_before, "the process was killed before any task finished"
 
-    resumed = _noetl_vm("resume", execution, "--db", db, "--json", cwd=tmp_path)
+    resumed = run_vm("resume", execution, "--db", db, "--json", cwd=tmp_path)
     out, err = resumed.communicate(timeout=120)
     assert resumed.returncode == 0, err
     summary = json.loads(out.splitlines()[-1])
@@ -213,7 +202,7 @@ def test_cancel_cli_stops_a_running_process(tmp_path: Path) -> None:
     db = f"sqlite:///{db_path}"
     log = tmp_path / "invocations.log"
     playbook = str(PLAYBOOKS / "crash_loop.yaml")
-    proc = _noetl_vm("run", playbook, "--db", db, "--set", f"log={log}", "--json", cwd=tmp_path)
+    proc = run_vm("run", playbook, "--db", db, "--set", f"log={log}", "--json", cwd=tmp_path)
     deadline = time.monotonic() + 60
     while not _invocations(log) and time.monotonic() < deadline:
         time.sleep(0.02)
