@@ -1,6 +1,6 @@
 # The two commands a new user needs (see README.md):
 #   make demo   installs noetlc into .venv, checks and runs an example playbook end to end
-#   make test   installs the dev extras and runs ruff, mypy and the whole test suite
+#   make test   installs the dev extras and runs ruff, lint-imports, mypy and the whole test suite
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -24,6 +24,7 @@ demo: install
 lint:
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/python scripts/lint_imports.py
 
 typecheck:
 	$(BIN)/python scripts/typecheck.py

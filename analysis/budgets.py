@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from noetlc.analysis import soundness
 from noetlc.analysis.context import LintContext
 from noetlc.analysis.model import build
 from noetlc.analysis.statespace import explore
@@ -142,7 +143,7 @@ def _items(ctx: LintContext, step: tree.Step) -> Bound:
 
 
 def _tokens(ctx: LintContext, runs: dict[str, int], cycle: str | None) -> Bound:
-    growing = ctx.soundness.of("unbounded")
+    growing = soundness.shared(ctx).of("unbounded")
     if growing:
         return Bound(None, f"a fork on a cycle at step `{growing[0].step}`")
     system = build(ctx)

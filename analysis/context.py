@@ -2,7 +2,8 @@
 
 `LintContext` is built once per playbook after the `net` pass. Facts several rules need —
 the events a step can emit, the static truth of each net transition's guard, the step graph,
-the soundness result — are computed here once, lazily.
+are computed here once, lazily; results other modules compute once per playbook (the soundness
+check) are kept in `computed`.
 """
 
 from __future__ import annotations
@@ -10,17 +11,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import Any
 
 from noetlc.analysis.guards import Truth, earlier_truths, guard_truth
 from noetlc.compiler import tree
-from noetlc.compiler.diagnostics import Diagnostic, Span, TraceStep
-from noetlc.compiler.expressions import ExpressionPool
 from noetlc.compiler.unit import CompilationUnit
+from noetlc.diagnostics.report import Diagnostic, Span, TraceStep
+from noetlc.expr.compile import ExpressionPool
 from noetlc.ir.net import Net, Place, Position, Transition, decision_guards, negations
-
-if TYPE_CHECKING:
-    from noetlc.analysis.soundness import SoundnessResult
 
 DEFAULT_BUDGET = 200_000
 _ARC_PATH = re.compile(r"\.next\.arcs\[(\d+)\]$")
@@ -34,6 +32,8 @@ class LintContext:
     pool: ExpressionPool
     budget_states: int = DEFAULT_BUDGET
     findings: list[Diagnostic] = field(default_factory=list)
+    # results computed once per playbook by the modules above this one, by name
+    computed: dict[str, Any] = field(default_factory=dict, repr=False)
     # per (decision place, event): the truth of "none of its first k guards holds", by k
     _earlier_truths: dict[tuple[str, str | None], list[Truth]] = field(
         default_factory=dict, repr=False
@@ -56,7 +56,7 @@ class LintContext:
         trace: tuple[TraceStep, ...] = (),
         related: tuple[tuple[str, Span], ...] = (),
     ) -> None:
-        from noetlc.compiler.codes import lookup
+        from noetlc.diagnostics.codes import lookup
 
         info = lookup(code)
         self.findings.append(
@@ -205,14 +205,6 @@ class LintContext:
         chain.reverse()
         entry = self.steps[self.net.entry_step]
         return (TraceStep(f"start at `{entry.name}`", entry.name_span), *chain)
-
-    # ------------------------------------------------------------------ soundness (shared)
-
-    @cached_property
-    def soundness(self) -> SoundnessResult:
-        from noetlc.analysis.soundness import check
-
-        return check(self)
 
 
 def trace_step(ctx: LintContext, t: Transition, message: str) -> TraceStep:

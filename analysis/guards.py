@@ -16,10 +16,10 @@ from typing import Any
 
 from lark import Token, Tree
 
-from noetlc.compiler.expressions import CompiledExpression
-from noetlc.compiler.expressions.codegen import unquote
-from noetlc.compiler.expressions.facts import is_event_name, unwrap
-from noetlc.compiler.expressions.parser import ExprPiece, parse_expression, split_template
+from noetlc.expr.codegen import unquote
+from noetlc.expr.compile import CompiledExpression
+from noetlc.expr.facts import is_event_name, unwrap
+from noetlc.expr.parser import ExprPiece, parse_expression, split_template
 from noetlc.ir.net import Guard
 
 ALIASES: dict[str, frozenset[str]] = {

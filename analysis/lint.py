@@ -5,13 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from noetlc.analysis import soundness
 from noetlc.analysis.context import DEFAULT_BUDGET, LintContext
 from noetlc.analysis.registry import checks
 from noetlc.analysis.soundness import SoundnessResult
-from noetlc.compiler.diagnostics import Diagnostic, InternalCompilerError
-from noetlc.compiler.expressions import ExpressionPool
 from noetlc.compiler.pipeline import compile_file, compile_source, gc_paused
 from noetlc.compiler.unit import CompilationUnit
+from noetlc.diagnostics.errors import InternalCompilerError
+from noetlc.diagnostics.report import Diagnostic
+from noetlc.expr.compile import ExpressionPool
 from noetlc.ir.net import Net
 
 
@@ -34,14 +36,14 @@ def context_of(unit: CompilationUnit, budget: int = DEFAULT_BUDGET) -> LintConte
 def lint_unit(unit: CompilationUnit, budget: int = DEFAULT_BUDGET) -> LintReport:
     diagnostics = list(unit.reporter.diagnostics)
     ctx = context_of(unit, budget)
-    soundness = None
+    result = None
     if ctx is not None:
         with gc_paused():  # the analysis allocates much and frees little: no cyclic GC passes
             _run_rules(ctx)
         diagnostics.extend(ctx.findings)
-        soundness = ctx.soundness
+        result = soundness.shared(ctx)
     diagnostics.sort(key=Diagnostic.sort_key)
-    return LintReport(unit.file, unit.source, diagnostics, soundness)
+    return LintReport(unit.file, unit.source, diagnostics, result)
 
 
 def _run_rules(ctx: LintContext) -> None:

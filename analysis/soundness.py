@@ -26,7 +26,7 @@ from typing import Literal
 
 from noetlc.analysis import model, statespace, structure
 from noetlc.analysis.context import LintContext
-from noetlc.compiler.diagnostics import Span, TraceStep
+from noetlc.diagnostics.report import Span, TraceStep
 
 Kind = Literal["deadlock", "trap", "unbounded"]
 
@@ -52,6 +52,15 @@ class SoundnessResult:
 
     def of(self, kind: Kind) -> list[Finding]:
         return [f for f in self.findings if f.kind == kind]
+
+
+def shared(ctx: LintContext) -> SoundnessResult:
+    """The soundness result of the playbook, computed once and shared by every rule."""
+    result = ctx.computed.get("soundness")
+    if result is None:
+        result = ctx.computed["soundness"] = check(ctx)
+    assert isinstance(result, SoundnessResult)
+    return result
 
 
 def check(ctx: LintContext, *, por: bool = True, reduce: bool = True) -> SoundnessResult:

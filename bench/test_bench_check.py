@@ -16,7 +16,7 @@ import yaml
 
 from noetlc.bench.figures import quick, record
 from noetlc.bench.generators import chain, guards, nested, payload
-from noetlc.compiler.commands.check import _check_until
+from noetlc.cli.noetlc_commands.check import _check_until
 from noetlc.compiler.pipeline import compile_source
 
 pytestmark = pytest.mark.bench

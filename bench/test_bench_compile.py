@@ -17,9 +17,9 @@ import yaml
 
 from noetlc.bench.figures import quick, record, target
 from noetlc.bench.generators import chain, fanout, guards, loops
-from noetlc.compiler.expressions import _compile_cached
 from noetlc.compiler.pipeline import run_pipeline
 from noetlc.compiler.unit import CompilationUnit
+from noetlc.expr.compile import _compile_cached
 
 pytestmark = pytest.mark.bench
 

@@ -30,8 +30,8 @@ from typing import Any
 import pytest
 
 from noetlc.bench.figures import record, target
-from noetlc.runtime.pgstore import PostgresStore
 from noetlc.runtime.postgres.database import Database
+from noetlc.runtime.postgres.store import PostgresStore
 from noetlc.runtime.postgres.testing import schema_or_skip, truncate_all
 from noetlc.runtime.queue import JobSpec
 
@@ -48,7 +48,7 @@ def url() -> Iterator[str]:
 
 def _spawn(*args: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [sys.executable, "-m", "noetlc.vm", *args],
+        [sys.executable, "-m", "noetlc.cli.vm_main", *args],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -66,7 +66,7 @@ def _submit(url: str, playbook: Path) -> str:
         [
             sys.executable,
             "-m",
-            "noetlc.vm",
+            "noetlc.cli.vm_main",
             "submit",
             str(playbook),
             "--db",

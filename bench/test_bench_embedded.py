@@ -27,7 +27,7 @@ import pytest
 from noetlc.bench import peers
 from noetlc.bench.figures import quick, record, target
 from noetlc.bench.workflows import WORKFLOWS, best_ms, label, payload, run, tool_calls
-from noetlc.runtime.store import open_store
+from noetlc.runtime.stores import open_store
 from noetlc.stdlib_tools.basic import call_tool
 from noetlc.vm.control import ControlVM
 from noetlc.vm.program import Program

@@ -17,8 +17,8 @@ from jinja2 import ChainableUndefined
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from noetlc.bench.figures import quick, record, target
-from noetlc.compiler.expressions import compile_expression
-from noetlc.vm.expr_runtime import compile_entry
+from noetlc.expr.compile import compile_expression
+from noetlc.expr.runtime import compile_entry
 
 pytestmark = pytest.mark.bench
 

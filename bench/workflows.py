@@ -11,7 +11,8 @@ from typing import Any
 from noetlc.bench import generators
 from noetlc.compiler.pipeline import compile_source
 from noetlc.runtime.embedded import run_embedded
-from noetlc.runtime.store import EventStore, open_store
+from noetlc.runtime.store import EventStore
+from noetlc.runtime.stores import open_store
 
 # name -> (playbook generator, size, tool calls per run: the floor of events)
 WORKFLOWS: dict[str, tuple[Callable[[int], str], int]] = {

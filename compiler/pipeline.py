@@ -23,8 +23,9 @@ from importlib import import_module
 from pathlib import Path
 from typing import Any
 
-from noetlc.compiler.diagnostics import InternalCompilerError, Reporter
 from noetlc.compiler.unit import CompilationUnit
+from noetlc.diagnostics.errors import InternalCompilerError
+from noetlc.diagnostics.report import Reporter
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from noetlc.compiler.diagnostics import Span
-from noetlc.compiler.ynodes import NO_SPAN, YMap, YNode
+from noetlc.compiler.ynodes import YMap, YNode
+from noetlc.diagnostics.report import NO_SPAN, Span
 
 Directive = Literal["continue", "retry", "jump", "break", "fail"]
 RouterMode = Literal["exclusive", "inclusive"]

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from noetlc.compiler.diagnostics import Reporter
 from noetlc.compiler.tree import Playbook
 from noetlc.compiler.ynodes import YMap
+from noetlc.diagnostics.report import Reporter
 
 
 @dataclass

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from noetlc.compiler.expressions import ExpressionPool
 from noetlc.compiler.ynodes import YMap, YNode, YScalar, YSeq
+from noetlc.expr.compile import ExpressionPool
 
 Path = tuple[str | int, ...]
 

@@ -12,11 +12,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
-from noetlc.compiler.diagnostics import Span
+from noetlc.diagnostics.report import NO_SPAN, Span
 
 Scalar = str | int | float | bool | None
-
-NO_SPAN = Span("<generated>", 0, 0, 0, 0)
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,6 @@ jobs can run on the same worker, even with `--concurrency 1`.
 from __future__ import annotations
 
 import asyncio
-import base64
 import threading
 import time
 from collections.abc import Callable
@@ -23,33 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from noetlc.runtime.postgres.database import Database
-
-REQUESTED = "playbook.execution.requested"
+from noetlc.runtime.programs import requested_event
 
 # action_id -> (job_id, cancel flag) of the job the worker runs for it, or None
 RunningJob = Callable[[str], tuple[str, threading.Event] | None]
-
-
-def requested_event(
-    execution_id: str,
-    playbook: str,
-    program: bytes,
-    workload: dict[str, Any],
-    parent_id: str | None,
-) -> dict[str, Any]:
-    """The first event of a distributed execution: what servers and workers read it from."""
-    return {
-        "event_id": f"{execution_id}:requested",
-        "name": REQUESTED,
-        "source": "client",
-        "parent_id": parent_id,
-        "ts": time.time(),
-        "payload": {
-            "playbook": playbook,
-            "workload": workload,
-            "program": base64.b64encode(program).decode("ascii"),
-        },
-    }
 
 
 def compile_child(path: str) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
@@ -92,7 +68,7 @@ class ChildRunner:
     def __call__(
         self, path: str, workload: dict[str, Any], action_id: str, child_id: str
     ) -> dict[str, Any]:
-        from noetlc.runtime.embedded import encode_program
+        from noetlc.runtime.programs import encode_program
 
         payload, failed = compile_child(path)
         if payload is None:

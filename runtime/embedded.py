@@ -30,16 +30,15 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import msgpack
-
+from noetlc.expr.runtime import RESOLVER_KEY
 from noetlc.runtime.execute import ToolEnv, execute, memo_from_events, noop_only
 from noetlc.runtime.group_commit import GroupCommit
+from noetlc.runtime.programs import decode_program, encode_program
 from noetlc.runtime.results import References, payload_limit
 from noetlc.runtime.store import EventStore
 from noetlc.runtime.timers import started_times, timer
 from noetlc.stdlib_tools.keychain import Keychain
 from noetlc.vm.control import INPUT_SOURCES, RESULT_EVENTS, Command, ControlVM, is_input
-from noetlc.vm.expr_runtime import RESOLVER_KEY
 from noetlc.vm.pipeline import ToolCall
 from noetlc.vm.program import Program
 
@@ -100,16 +99,6 @@ def resume_embedded(
         stop=stop,
     )
     return _run_loop(runtime.resume(record.get("workload") or {}))
-
-
-def encode_program(payload: dict[str, Any]) -> bytes:
-    data: bytes = msgpack.packb(payload, use_bin_type=True)
-    return data
-
-
-def decode_program(data: bytes) -> dict[str, Any]:
-    payload: dict[str, Any] = msgpack.unpackb(data, raw=False, strict_map_key=False)
-    return payload
 
 
 def _run_loop(coroutine: Any) -> dict[str, Any]:

@@ -16,9 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from noetlc.expr.runtime import RESOLVER_KEY
 from noetlc.runtime.results import References, ResultStore
 from noetlc.vm.control import ControlVM, is_input
-from noetlc.vm.expr_runtime import RESOLVER_KEY
 from noetlc.vm.program import Program
 
 # what two server events must agree on (ids, seq and timestamps are the log's business)

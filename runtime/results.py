@@ -1,7 +1,7 @@
 """Reference-first results (DESIGN §2.4): a result larger than `limits.max_payload_bytes`
 (default 1 MiB) is kept in the store's result table and events carry a reference,
 `{"$ref": {"store", "key", "size", "checksum"}}`. Templates resolve references transparently
-(the scope's `$resolve`, vm/expr_runtime.py); tool arguments get the value; summaries show it.
+(the scope's `$resolve`, expr/runtime.py); tool arguments get the value; summaries show it.
 Keys are the SHA-256 of the JSON text, so equal results are stored once.
 """
 
@@ -11,8 +11,8 @@ import hashlib
 import json
 from typing import Any, Protocol
 
+from noetlc.expr.runtime import REF_KEY
 from noetlc.runtime.store import encode_payload
-from noetlc.vm.expr_runtime import REF_KEY
 
 DEFAULT_LIMIT = 1024 * 1024
 

@@ -23,18 +23,19 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from noetlc.runtime.embedded import decode_program, summary
+from noetlc.expr.runtime import RESOLVER_KEY
+from noetlc.runtime.embedded import summary
 from noetlc.runtime.postgres.blocking_results import BlockingResults
 from noetlc.runtime.postgres.connect import TRANSIENT
 from noetlc.runtime.postgres.database import Database
 from noetlc.runtime.postgres.errors import DatabaseError
 from noetlc.runtime.postgres.notify import ANY_KEY
+from noetlc.runtime.programs import decode_program
 from noetlc.runtime.queue import JobSpec
 from noetlc.runtime.replay import rebuild
 from noetlc.runtime.results import References, payload_limit
 from noetlc.runtime.timers import started_times, timer
 from noetlc.vm.control import INPUT_NAMES, INPUT_SOURCES, Command, ControlVM, is_input
-from noetlc.vm.expr_runtime import RESOLVER_KEY
 from noetlc.vm.program import Program
 
 REQUESTED = "playbook.execution.requested"
@@ -108,7 +109,7 @@ class Server:
                     except RETRYABLE as exc:
                         # the database went away: keep our state, try again (the leases
                         # may be lost meanwhile; renew() tells)
-                        _warn(self.owner, exc)
+                        warn_retrying(self.owner, exc)
                         progressed = False
                     if not progressed:
                         # never past the next lease renewal or reaping, whatever the polling
@@ -334,7 +335,7 @@ class Server:
         return bool(reaped)
 
 
-def _warn(owner: str, exc: BaseException) -> None:
+def warn_retrying(owner: str, exc: BaseException) -> None:
     import sys
 
     print(f"{owner}: database error, retrying: {type(exc).__name__}: {exc}", file=sys.stderr)

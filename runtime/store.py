@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
-from noetlc.errors import UserError
+from noetlc.diagnostics.errors import UserError
 
 DEFAULT_URL = "sqlite:///.noetl/noetl.db"
 
@@ -485,18 +485,3 @@ class SQLiteStore:
 
     def close(self) -> None:
         self._db.close()
-
-
-def open_store(url: str) -> EventStore:
-    """`memory:` or `sqlite:///relative/or//absolute/path.db`; anything else is NOE803."""
-    if url in ("memory:", "memory://"):
-        return MemoryStore()
-    if url.startswith("sqlite:///"):
-        return SQLiteStore(url[len("sqlite:///") :] or ":memory:")
-    if url.startswith(("postgresql://", "postgres://")):
-        from noetlc.runtime.pgstore import PostgresStore
-
-        return PostgresStore(url)
-    raise StoreError(
-        "NOE803", f"unsupported store URL {url!r}", "use sqlite:///path/to/file.db or memory:"
-    )

@@ -27,6 +27,7 @@ from typing import Any
 
 import asyncpg
 
+from noetlc.expr.runtime import RESOLVER_KEY
 from noetlc.runtime.children import ChildRunner
 from noetlc.runtime.embedded import playbook_folder
 from noetlc.runtime.execute import EmitEvent, ToolEnv, execute, memo_from_events, noop_only
@@ -34,9 +35,14 @@ from noetlc.runtime.postgres.blocking_results import BlockingResults
 from noetlc.runtime.postgres.database import Database
 from noetlc.runtime.queue import Lease
 from noetlc.runtime.results import References, payload_limit
-from noetlc.runtime.server import REQUESTED, RETRYABLE, _warn, new_owner, program_from_requested
+from noetlc.runtime.server import (
+    REQUESTED,
+    RETRYABLE,
+    new_owner,
+    program_from_requested,
+    warn_retrying,
+)
 from noetlc.stdlib_tools.keychain import Keychain
-from noetlc.vm.expr_runtime import RESOLVER_KEY
 from noetlc.vm.program import OP, Program
 
 
@@ -87,7 +93,7 @@ class Worker:
                 except ROUND_RETRYABLE as exc:
                     # the database went away, or the round lost a deadlock to a cancel: it
                     # rolled back whole (the finished jobs are kept for the next round)
-                    _warn(self.owner, exc)
+                    warn_retrying(self.owner, exc)
                     await asyncio.sleep(self.poll)
         finally:
             await self._shutdown()

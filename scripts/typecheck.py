@@ -15,7 +15,18 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SUBPACKAGES = ["compiler", "ir", "vm", "runtime", "stdlib_tools", "bench", "analysis"]
+SUBPACKAGES = [
+    "diagnostics",
+    "expr",
+    "ir",
+    "stdlib_tools",
+    "compiler",
+    "vm",
+    "analysis",
+    "runtime",
+    "cli",
+    "bench",
+]
 
 
 def main() -> int:

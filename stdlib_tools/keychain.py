@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from noetlc.errors import UserError
+from noetlc.diagnostics.errors import UserError
 
 DEFAULT_FILE = Path(".noetl") / "keychain.yaml"
 ENV_PREFIX = "NOETL_KEYCHAIN_"

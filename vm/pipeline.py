@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from noetlc.vm.expr_runtime import Scope
+from noetlc.expr.runtime import Scope
 from noetlc.vm.program import OP, Program, StepInfo
 
 ToolCall = Callable[[str, dict[str, Any], dict[str, Any] | None, str, int], dict[str, Any]]

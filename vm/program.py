@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from noetlc.expr.runtime import REF_KEY, RESOLVER_KEY, Evaluator, Scope, load_pool
 from noetlc.ir.opcodes import BY_MNEMONIC
-from noetlc.vm.expr_runtime import REF_KEY, RESOLVER_KEY, Evaluator, Scope, load_pool
 
 OP = {name: op.code for name, op in BY_MNEMONIC.items()}
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from noetlc.expr.runtime import Evaluator
 from noetlc.ir.cycles import back_edges
-from noetlc.vm.expr_runtime import Evaluator
 from noetlc.vm.program import OP, ControlBlock, Program
 
 

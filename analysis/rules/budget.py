@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from noetlc.analysis import soundness
 from noetlc.analysis.context import LintContext
 
 
 def run(ctx: LintContext) -> None:
-    result = ctx.soundness
+    result = soundness.shared(ctx)
     if not result.complete:
         entry = ctx.steps.get(ctx.net.entry_step)
         ctx.report(

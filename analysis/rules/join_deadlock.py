@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from noetlc.analysis import soundness
 from noetlc.analysis.context import LintContext
 
 
 def run(ctx: LintContext) -> None:
-    for finding in ctx.soundness.of("deadlock"):
+    for finding in soundness.shared(ctx).of("deadlock"):
         step = ctx.steps.get(finding.step)
         ctx.report(
             "NOE504",

@@ -14,7 +14,7 @@ from __future__ import annotations
 from noetlc.analysis.context import LintContext
 from noetlc.analysis.guards import truth
 from noetlc.compiler import tree
-from noetlc.compiler.diagnostics import Span
+from noetlc.diagnostics.report import Span
 
 END = -1
 

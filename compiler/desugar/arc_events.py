@@ -9,8 +9,8 @@ the rewrite such an arc tests an event the step never emits and can never fire.
 from __future__ import annotations
 
 from noetlc.compiler.desugar.common import map_step_list, rewrite_node, step_name
-from noetlc.compiler.diagnostics import Reporter
 from noetlc.compiler.ynodes import YMap
+from noetlc.diagnostics.report import Reporter
 
 LEGACY = ("call.done", "call.error", "step.exit")
 

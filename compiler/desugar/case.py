@@ -47,8 +47,8 @@ from noetlc.compiler.desugar.recall import (
     make_recallable,
     retarget_self,
 )
-from noetlc.compiler.diagnostics import Reporter, Span
 from noetlc.compiler.ynodes import YMap, YNode, YScalar, YSeq
+from noetlc.diagnostics.report import Reporter, Span
 
 _EVENT = re.compile(
     r"""event\.name\s*==\s*(['"])(call\.done|call\.error|step\.exit|step\.enter)\1"""

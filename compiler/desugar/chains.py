@@ -24,8 +24,8 @@ from noetlc.compiler.desugar.common import (
     node,
     rewrite_node,
 )
-from noetlc.compiler.diagnostics import Span
 from noetlc.compiler.ynodes import YMap, YNode, YScalar, YSeq
+from noetlc.diagnostics.report import Span
 
 ON_OK = "{{ outcome.status == 'ok' }}"
 _RETRY_VARS = re.compile(r"\b_retry\.(index|count)\b")

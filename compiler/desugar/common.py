@@ -10,8 +10,8 @@ from collections.abc import Callable, Iterator
 
 import jinja2
 
-from noetlc.compiler.diagnostics import Reporter, Span
 from noetlc.compiler.ynodes import YMap, YNode, YScalar, YSeq, from_python
+from noetlc.diagnostics.report import Reporter, Span
 
 Pass = Callable[[YMap, Reporter], YMap]
 

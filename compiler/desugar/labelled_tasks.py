@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from noetlc.compiler.desugar.common import map_step_list, step_name
-from noetlc.compiler.diagnostics import Reporter
 from noetlc.compiler.ynodes import YMap, YNode, YScalar, YSeq
+from noetlc.diagnostics.report import Reporter
 
 
 def run(doc: YMap, reporter: Reporter) -> YMap:

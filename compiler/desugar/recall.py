@@ -10,8 +10,8 @@ import json
 import re
 
 from noetlc.compiler.desugar.common import guard_body
-from noetlc.compiler.diagnostics import Span
 from noetlc.compiler.ynodes import YMap, YNode, YScalar, YSeq
+from noetlc.diagnostics.report import Span
 from noetlc.stdlib_tools.schemas import ARG_SCHEMAS, argument_names
 
 _IDENTIFIER = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")

@@ -27,8 +27,8 @@ from noetlc.compiler.desugar.common import (
     with_tasks,
 )
 from noetlc.compiler.desugar.recall import collect_write, make_recallable, retarget_self
-from noetlc.compiler.diagnostics import Reporter
 from noetlc.compiler.ynodes import YMap, YNode, YScalar, YSeq
+from noetlc.diagnostics.report import Reporter
 
 ON_ERROR = "{{ outcome.status == 'error' }}"
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from noetlc.compiler.diagnostics import Reporter
 from noetlc.compiler.ynodes import YMap, YScalar
+from noetlc.diagnostics.report import Reporter
 
 
 def run(doc: YMap, reporter: Reporter) -> YMap:

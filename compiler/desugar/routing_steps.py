@@ -8,8 +8,8 @@ error (NOE206).
 from __future__ import annotations
 
 from noetlc.compiler.desugar.common import map_step_list, node, step_name, steps
-from noetlc.compiler.diagnostics import Reporter
 from noetlc.compiler.ynodes import YMap
+from noetlc.diagnostics.report import Reporter
 
 
 def run(doc: YMap, reporter: Reporter) -> YMap:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from noetlc.compiler.desugar.common import map_step_list, step_name, tool_tasks, with_tasks
-from noetlc.compiler.diagnostics import Reporter
 from noetlc.compiler.ynodes import YMap, YScalar
+from noetlc.diagnostics.report import Reporter
 
 
 def run(doc: YMap, reporter: Reporter) -> YMap:

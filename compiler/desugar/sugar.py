@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from noetlc.compiler.desugar.common import as_guard, map_step_list, node, step_name
-from noetlc.compiler.diagnostics import Reporter, Span
 from noetlc.compiler.ynodes import YMap, YNode, YScalar, YSeq
+from noetlc.diagnostics.report import Reporter, Span
 
 SUGAR = ("choose", "while", "until")
 PASS_THROUGH = "{{ _prev }}"

@@ -16,8 +16,8 @@ from noetlc.compiler.desugar.common import (
     tool_tasks,
     with_tasks,
 )
-from noetlc.compiler.diagnostics import Reporter
 from noetlc.compiler.ynodes import YMap, YSeq
+from noetlc.diagnostics.report import Reporter
 
 RESULT_NAMES = {"result": "outcome.result", "response": "outcome.result"}
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 from typing import Any
 
 from noetlc import FORMAT_VERSION, __version__
-from noetlc.compiler.expressions import ExpressionPool
 from noetlc.compiler.passes.lower import Programs
 from noetlc.compiler.unit import CompilationUnit
 from noetlc.compiler.values import ValuePool
+from noetlc.expr.compile import ExpressionPool
 from noetlc.ir import nbc
 from noetlc.ir.net import Net
 

@@ -13,9 +13,10 @@ from __future__ import annotations
 import difflib
 
 from noetlc.compiler import tree
-from noetlc.compiler.diagnostics import Span
-from noetlc.compiler.expressions import (
-    ROOT_NAMESPACES,
+from noetlc.compiler.unit import CompilationUnit
+from noetlc.compiler.ynodes import YMap, YNode, YScalar, YSeq, walk_scalars
+from noetlc.diagnostics.report import Span
+from noetlc.expr.compile import (
     CompiledExpression,
     ExpressionPool,
     ExpressionSyntaxError,
@@ -23,14 +24,10 @@ from noetlc.compiler.expressions import (
     Mode,
     compile_expression,
 )
-from noetlc.compiler.unit import CompilationUnit
-from noetlc.compiler.ynodes import YMap, YNode, YScalar, YSeq, walk_scalars
+from noetlc.expr.namespaces import ROOT_NAMESPACES, RUNTIME_NAMES
 
 Path = tuple[str | int, ...]
 NOT_TEMPLATES = {("python", "code")}
-# Names the runtime may bind besides the namespaces: the legacy `case` names (desugaring
-# rewrites them, but the VM still provides them) and the corpus's `loop.index` alias.
-RUNTIME_NAMES = frozenset({"result", "response", "error", "this", "loop", "vars"})
 
 
 def run(unit: CompilationUnit) -> None:

@@ -15,9 +15,9 @@ from typing import Any
 
 import yaml
 
-from noetlc.compiler.diagnostics import Reporter, Span
 from noetlc.compiler.unit import CompilationUnit
 from noetlc.compiler.ynodes import YMap, YNode, YScalar, YSeq
+from noetlc.diagnostics.report import Reporter, Span
 
 _STR = "tag:yaml.org,2002:str"
 _INT = "tag:yaml.org,2002:int"

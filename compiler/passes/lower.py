@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from noetlc.compiler import tree
-from noetlc.compiler.diagnostics import Span
-from noetlc.compiler.expressions import ExpressionPool
 from noetlc.compiler.unit import CompilationUnit
 from noetlc.compiler.values import ValuePool
+from noetlc.diagnostics.report import Span
+from noetlc.expr.compile import ExpressionPool
 from noetlc.ir.net import Net, Position, Transition
 from noetlc.ir.opcodes import BY_MNEMONIC
 

@@ -11,10 +11,10 @@ succeeded and the guard; a `when` that mentions `event` fires on the events it n
 from __future__ import annotations
 
 from noetlc.compiler import tree
-from noetlc.compiler.diagnostics import Span
-from noetlc.compiler.expressions import ExpressionPool
 from noetlc.compiler.unit import CompilationUnit
 from noetlc.compiler.values import ValuePool
+from noetlc.diagnostics.report import Span
+from noetlc.expr.compile import ExpressionPool
 from noetlc.ir.cycles import back_edges
 from noetlc.ir.net import (
     Decision,

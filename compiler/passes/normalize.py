@@ -15,9 +15,9 @@ from __future__ import annotations
 from pathlib import PurePath
 
 from noetlc.compiler import tree
-from noetlc.compiler.diagnostics import Reporter
 from noetlc.compiler.unit import CompilationUnit
 from noetlc.compiler.ynodes import YMap, YNode, YScalar, YSeq
+from noetlc.diagnostics.report import Reporter
 
 # Keys of a task mapping that are not tool arguments.
 TASK_META_KEYS = frozenset({"name", "kind", "spec", "retry", "desc", "description", "set"})

@@ -11,18 +11,11 @@ from __future__ import annotations
 import difflib
 
 from noetlc.compiler import tree
-from noetlc.compiler.diagnostics import Reporter, Span
 from noetlc.compiler.unit import CompilationUnit
 from noetlc.compiler.ynodes import YScalar
+from noetlc.diagnostics.report import Reporter, Span
+from noetlc.expr.namespaces import is_reserved
 from noetlc.stdlib_tools.kinds import TOOL_KINDS
-
-# Template namespaces a step or task name may not shadow (DESIGN §2.1).
-RESERVED_NAMES = frozenset(
-    {
-        "workload", "ctx", "iter", "args", "event", "outcome", "output", "keychain", "vars",
-        "execution_id",
-    }
-)  # fmt: skip
 
 
 def run(unit: CompilationUnit) -> None:
@@ -147,7 +140,7 @@ def _check_kind(task: tree.Task, reporter: Reporter) -> None:
 
 
 def _check_reserved(name: str, what: str, span: Span, reporter: Reporter) -> None:
-    if name in RESERVED_NAMES or name.startswith("_"):
+    if is_reserved(name):
         reporter.report(
             "NOE208",
             f"{what} name `{name}` shadows a template namespace",

@@ -18,10 +18,10 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from noetlc.compiler.diagnostics import Reporter, Span
 from noetlc.compiler.surface.models import Playbook
 from noetlc.compiler.unit import CompilationUnit
 from noetlc.compiler.ynodes import YMap, YNode, YScalar, YSeq, node_at
+from noetlc.diagnostics.report import Reporter, Span
 
 Path = tuple[str | int, ...]
 

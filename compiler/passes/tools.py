@@ -18,10 +18,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from noetlc.compiler import tree
-from noetlc.compiler.diagnostics import Reporter, Span
 from noetlc.compiler.passes.schema import EXPECTED_NOUN
 from noetlc.compiler.unit import CompilationUnit
 from noetlc.compiler.ynodes import YMap, YScalar, node_at
+from noetlc.diagnostics.report import Reporter, Span
 from noetlc.stdlib_tools.schemas import ARG_SCHEMAS, SQL_SPELLINGS, argument_names
 
 Path = tuple[str | int, ...]

@@ -16,13 +16,13 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from noetlc.runtime.pgstore import PostgresStore
+from noetlc.runtime.postgres.store import PostgresStore
 
 
 def run_vm(*args: str, cwd: Path | None = None) -> subprocess.Popen[str]:
-    """`python -m noetlc.vm ARGS...` with captured text output."""
+    """`python -m noetlc.cli.vm_main ARGS...` with captured text output."""
     return subprocess.Popen(
-        [sys.executable, "-m", "noetlc.vm", *args],
+        [sys.executable, "-m", "noetlc.cli.vm_main", *args],
         cwd=cwd,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from noetlc.errors import UserError
+from noetlc.diagnostics.errors import UserError
 
 
 class DatabaseError(UserError):
     """Cannot connect, bad URL, schema not upgraded, migration failed: a stable NOE8xx code
-    (compiler/codes/runtime_codes.py) and a hint. Command lines print
+    (diagnostics/codes/runtime_codes.py) and a hint. Command lines print
     `error[CODE]: message` and `  hint: ...` and exit non-zero, without a traceback."""

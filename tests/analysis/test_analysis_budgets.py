@@ -10,7 +10,7 @@ import pytest
 from noetlc.analysis.budgets import compute
 from noetlc.analysis.lint import context_of
 from noetlc.bench.generators import wide_fanout
-from noetlc.compiler import cli
+from noetlc.cli import noetlc_main as cli
 from noetlc.compiler.pipeline import compile_source
 
 RETRY = """\

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from noetlc.compiler import cli
+from noetlc.cli import noetlc_main as cli
 
 CASES = Path(__file__).parent.parent / "diagnostics" / "cases"
 DEADLOCK = str(CASES / "NOE504_join_deadlock.yaml")

@@ -9,7 +9,7 @@ import pytest
 
 from noetlc.analysis.lint import lint_source
 from noetlc.analysis.registry import RULES, checks
-from noetlc.compiler.codes import registry
+from noetlc.diagnostics.codes import registry
 
 HERE = Path(__file__).parent
 CASES = HERE.parent / "diagnostics" / "cases"

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from noetlc.compiler import cli
-from noetlc.compiler.diagnostics import InternalCompilerError
+from noetlc.cli import noetlc_main as cli
 from noetlc.compiler.pipeline import PIPELINE
+from noetlc.diagnostics.errors import InternalCompilerError
 
 GOOD = """\
 apiVersion: noetl.io/v2
@@ -87,7 +87,7 @@ def test_unreadable_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
 )
 def test_usage_errors_exit_2_without_traceback(argv: list[str]) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "noetlc.compiler", *argv],
+        [sys.executable, "-m", "noetlc.cli.noetlc_main", *argv],
         capture_output=True,
         text=True,
         check=False,
@@ -140,7 +140,7 @@ def test_schema_is_valid_json_schema(capsys: pytest.CaptureFixture[str]) -> None
 
 
 def test_module_entry_points() -> None:
-    for module in ("noetlc.compiler", "noetlc.vm"):
+    for module in ("noetlc.cli.noetlc_main", "noetlc.cli.vm_main"):
         proc = subprocess.run(
             [sys.executable, "-m", module, "--version"], capture_output=True, text=True, check=False
         )

@@ -20,12 +20,12 @@ from typing import Any
 import pytest
 
 from noetlc.bench.generators import chain, fanout, guards, loops
-from noetlc.compiler.diagnostics import Reporter
-from noetlc.compiler.expressions import _compile_cached, compile_expression
 from noetlc.compiler.passes.load import load
 from noetlc.compiler.pipeline import PIPELINE, compile_source, pass_names, run_pipeline
 from noetlc.compiler.unit import CompilationUnit
 from noetlc.compiler.ynodes import YMap, YSeq
+from noetlc.diagnostics.report import Reporter
+from noetlc.expr.compile import _compile_cached, compile_expression
 
 SHAPES: dict[str, Callable[[int], str]] = {
     "guards": guards,  # one exclusive router of n guarded arcs (each negates the earlier ones)

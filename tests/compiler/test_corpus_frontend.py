@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from noetlc.compiler import cli
+from noetlc.cli import noetlc_main as cli
 from noetlc.compiler.pipeline import compile_file, pass_names
 from noetlc.compiler.tree_dump import dump_tree
 

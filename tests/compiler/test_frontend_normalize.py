@@ -7,10 +7,10 @@ from typing import Any
 import pytest
 
 from noetlc.compiler import tree
-from noetlc.compiler.diagnostics import Diagnostic
 from noetlc.compiler.passes import load, normalize
 from noetlc.compiler.pipeline import compile_source
 from noetlc.compiler.unit import CompilationUnit
+from noetlc.diagnostics.report import Diagnostic
 
 HEAD = "apiVersion: noetl.io/v2\nkind: Playbook\nmetadata: {name: t}\n"
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from noetlc.compiler.diagnostics import Diagnostic
 from noetlc.compiler.pipeline import compile_source
+from noetlc.diagnostics.report import Diagnostic
 
 HEAD = "apiVersion: noetl.io/v2\nkind: Playbook\nmetadata: {name: t}\n"
 

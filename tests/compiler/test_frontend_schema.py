@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from noetlc.compiler import cli
-from noetlc.compiler.commands.schema import json_schema
-from noetlc.compiler.diagnostics import Diagnostic
+from noetlc.cli import noetlc_main as cli
+from noetlc.cli.noetlc_commands.schema import json_schema
 from noetlc.compiler.pipeline import compile_source
+from noetlc.diagnostics.report import Diagnostic
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "corpus"
 

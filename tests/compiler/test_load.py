@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from noetlc.compiler.diagnostics import Reporter
 from noetlc.compiler.passes.load import load
 from noetlc.compiler.ynodes import YMap, YScalar, YSeq
+from noetlc.diagnostics.report import Reporter
 
 
 def _load(text: str) -> tuple[YMap | None, Reporter]:

@@ -12,8 +12,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from noetlc.compiler.diagnostics import InternalCompilerError
 from noetlc.compiler.pipeline import compile_source
+from noetlc.diagnostics.errors import InternalCompilerError
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "corpus"
 SOURCES = sorted(

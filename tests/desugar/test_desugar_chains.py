@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from noetlc.compiler import cli
+from noetlc.cli import noetlc_main as cli
 from noetlc.compiler.pipeline import compile_source
 from noetlc.runtime.embedded import run_embedded
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from noetlc.compiler import cli
-from noetlc.compiler.commands.migrate import migrate_text
+from noetlc.cli import noetlc_main as cli
+from noetlc.cli.noetlc_commands.migrate import migrate_text
 from noetlc.compiler.pipeline import compile_file, compile_source
 from noetlc.compiler.tree_dump import dump_tree
 

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from noetlc.analysis.lint import lint_source
-from noetlc.compiler.codes import registry
 from noetlc.compiler.pipeline import compile_source
+from noetlc.diagnostics.codes import registry
 
 CASES = Path(__file__).parent / "cases"
 EXPECT = re.compile(r"^#\s*expect:\s*(NOE\d{3})\s+at\s+(\d+):(\d+)\s*$")

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from noetlc.compiler import cli
+from noetlc.cli import noetlc_main as cli
 
 
 def test_evaluates_with_variables(capsys: pytest.CaptureFixture[str]) -> None:

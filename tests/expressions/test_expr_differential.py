@@ -18,9 +18,9 @@ from hypothesis import strategies as st
 from jinja2 import ChainableUndefined, Undefined
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from noetlc.compiler.expressions import compile_expression
-from noetlc.vm.expr_library import lookup
-from noetlc.vm.expr_runtime import ExpressionError, _flatten, compile_entry
+from noetlc.expr.compile import compile_expression
+from noetlc.expr.library import lookup
+from noetlc.expr.runtime import ExpressionError, _flatten, compile_entry
 
 ENV = ImmutableSandboxedEnvironment(undefined=ChainableUndefined)
 ENV.globals["lookup"] = lookup

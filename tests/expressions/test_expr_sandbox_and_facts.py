@@ -6,13 +6,13 @@ import msgpack
 import pytest
 from jinja2.exceptions import SecurityError
 
-from noetlc.compiler.expressions import (
+from noetlc.expr.compile import (
     ExpressionPool,
     ExpressionSyntaxError,
     ExpressionUnsafe,
     compile_expression,
 )
-from noetlc.vm.expr_runtime import ExpressionError, compile_entry, load_pool, slow_expression
+from noetlc.expr.runtime import ExpressionError, compile_entry, load_pool, slow_expression
 
 ESCAPES = [
     "''.__class__.__mro__",

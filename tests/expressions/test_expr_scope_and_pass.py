@@ -11,14 +11,14 @@ from jinja2 import ChainableUndefined, Undefined
 from jinja2.exceptions import SecurityError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from noetlc.compiler.expressions import (
+from noetlc.compiler.pipeline import compile_source
+from noetlc.expr.compile import (
     ExpressionPool,
     ExpressionSyntaxError,
     ExpressionUnsafe,
     compile_expression,
 )
-from noetlc.compiler.pipeline import compile_source
-from noetlc.vm.expr_runtime import (
+from noetlc.expr.runtime import (
     RESOLVER_KEY,
     ExpressionError,
     _flatten,

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from noetlc import FORMAT_VERSION
-from noetlc.compiler import cli
+from noetlc.cli import noetlc_main as cli
 from noetlc.compiler.pipeline import compile_file
 from noetlc.ir import nbc
 from noetlc.ir.dis import disassemble

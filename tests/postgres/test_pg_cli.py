@@ -14,7 +14,7 @@ pytestmark = pytest.mark.postgres
 
 def noetl_vm(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "noetlc.vm", *args],
+        [sys.executable, "-m", "noetlc.cli.vm_main", *args],
         capture_output=True,
         text=True,
         timeout=120,

@@ -21,9 +21,9 @@ import yaml
 
 from noetlc.compiler.pipeline import compile_file
 from noetlc.runtime.embedded import run_embedded
-from noetlc.runtime.pgstore import PostgresStore
 from noetlc.runtime.postgres.cluster_testing import Cluster
 from noetlc.runtime.postgres.cluster_testing import run_vm as _vm
+from noetlc.runtime.postgres.store import PostgresStore
 from noetlc.runtime.postgres.testing import schema_or_skip
 
 HERE = Path(__file__).resolve().parent

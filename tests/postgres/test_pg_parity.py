@@ -14,14 +14,14 @@ from typing import Any
 
 import pytest
 
+from noetlc.cli import vm_main as cli
 from noetlc.compiler.pipeline import compile_file
+from noetlc.expr.runtime import REF_KEY
 from noetlc.runtime.embedded import run_embedded
-from noetlc.runtime.pgstore import PostgresStore
 from noetlc.runtime.postgres.cluster_testing import Cluster
 from noetlc.runtime.postgres.database import Database
+from noetlc.runtime.postgres.store import PostgresStore
 from noetlc.runtime.postgres.testing import run_sync, schema_or_skip
-from noetlc.vm import cli
-from noetlc.vm.expr_runtime import REF_KEY
 
 
 @pytest.fixture(scope="module")

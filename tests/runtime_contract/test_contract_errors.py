@@ -1,4 +1,4 @@
-"""The user-fixable errors of every layer share one shape (`noetlc.errors.UserError`)."""
+"""The user-fixable errors of every layer share one shape (`noetlc.diagnostics.errors.UserError`)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from noetlc.errors import UserError
+from noetlc.diagnostics.errors import UserError
 from noetlc.runtime.postgres.errors import DatabaseError
-from noetlc.runtime.store import StoreError, open_store
+from noetlc.runtime.store import StoreError
+from noetlc.runtime.stores import open_store
 from noetlc.stdlib_tools.keychain import Keychain, KeychainError
 
 SUBCLASSES = [StoreError, DatabaseError, KeychainError]
@@ -43,7 +44,7 @@ def test_raised_errors_are_caught_as_user_errors(
 def test_the_command_lines_print_a_user_error_once_and_exit_1(
     cls: type[UserError], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from noetlc.compiler.cli import run_guarded
+    from noetlc.cli.noetlc_main import run_guarded
 
     def command() -> int:
         raise cls("NOE807", "refused", "check the user")
@@ -57,8 +58,8 @@ def test_the_command_lines_print_a_user_error_once_and_exit_1(
 def test_a_keychain_error_from_run_is_printed_exactly(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    from noetlc.cli import vm_main as cli
     from noetlc.stdlib_tools.keychain import load_file
-    from noetlc.vm import cli
 
     bad = tmp_path / "keys.yaml"
     bad.write_text("- not a mapping\n")

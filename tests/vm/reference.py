@@ -20,16 +20,16 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from noetlc.compiler import tree
 from noetlc.compiler.passes.net import infer_joins
 from noetlc.compiler.ynodes import YMap, YNode, YScalar, YSeq
+from noetlc.expr.namespaces import BARE_NAME_ORDER
 from noetlc.stdlib_tools.basic import call_tool
 
 ENV = ImmutableSandboxedEnvironment(undefined=ChainableUndefined)
 SINGLE = re.compile(r"^\s*\{\{(.*)\}\}\s*$", re.S)
-BARE_ORDER = ("args", "ctx", "iter", "workload")
 
 
 def _flat(scope: dict[str, Any]) -> dict[str, Any]:
     flat: dict[str, Any] = {}
-    for ns in reversed(BARE_ORDER):
+    for ns in reversed(BARE_NAME_ORDER):
         if isinstance(scope.get(ns), dict):
             flat.update(scope[ns])
     flat.update(scope)

@@ -8,10 +8,11 @@ from typing import Any
 
 import pytest
 
+from noetlc.cli import vm_main as cli
 from noetlc.compiler.pipeline import compile_file
-from noetlc.runtime.embedded import encode_program, resume_embedded, run_embedded
+from noetlc.runtime.embedded import resume_embedded, run_embedded
+from noetlc.runtime.programs import encode_program
 from noetlc.runtime.store import MemoryStore, SQLiteStore
-from noetlc.vm import cli
 
 PLAYBOOKS = Path(__file__).resolve().parent / "playbooks"
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from noetlc.vm import cli
+from noetlc.cli import vm_main as cli
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "conformance"
 CASES = sorted(p for p in SHARED.glob("*.yaml") if not p.name.endswith(".expect.yaml"))

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
+from noetlc.cli import vm_main as cli
 from noetlc.compiler.pipeline import compile_source
 from noetlc.runtime.store import MemoryStore
-from noetlc.vm import cli
 from noetlc.vm.control import ControlVM, Token, action_id
 from noetlc.vm.program import Program
 

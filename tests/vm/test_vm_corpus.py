@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from noetlc.vm import cli
+from noetlc.cli import vm_main as cli
 
 NOETL = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "noetl"
 RUNS = [

@@ -29,7 +29,7 @@ CONTENT = ("name", "source", "step", "step_run_id", "iteration", "payload")
 KILLER = """
 import os, signal, sys
 from noetlc.runtime import group_commit
-from noetlc.vm import cli
+from noetlc.cli import vm_main as cli
 
 kill_at, where = int(sys.argv[1]), sys.argv[2]
 flush = group_commit.GroupCommit.flush
@@ -158,7 +158,7 @@ def test_kill_with_a_group_open_then_resume_reaches_the_same_result(
     assert _content(before) == _content(uninterrupted[: len(before)])
 
     resumed = subprocess.run(
-        [sys.executable, "-m", "noetlc.vm", "resume", execution, "--db", db, "--json"],
+        [sys.executable, "-m", "noetlc.cli.vm_main", "resume", execution, "--db", db, "--json"],
         cwd=tmp_path,
         capture_output=True,
         text=True,

@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
+from noetlc.cli import vm_main as cli
 from noetlc.compiler.pipeline import compile_file
 from noetlc.runtime.embedded import run_embedded
 from noetlc.runtime.postgres.cluster_testing import run_vm
 from noetlc.runtime.replay import check
 from noetlc.runtime.store import MemoryStore, SQLiteStore
-from noetlc.vm import cli
 from noetlc.vm.program import Program
 
 HERE = Path(__file__).resolve().parent

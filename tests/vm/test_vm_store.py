@@ -12,14 +12,14 @@ from typing import Any
 
 import pytest
 
+from noetlc.cli import vm_main as cli
 from noetlc.runtime.store import (
     MemoryStore,
     SQLiteStore,
     StoreError,
     encode_payload,
-    open_store,
 )
-from noetlc.vm import cli
+from noetlc.runtime.stores import open_store
 
 CONFORMANCE = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "conformance"
 

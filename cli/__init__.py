@@ -1,0 +1,1 @@
+"""noetlc.cli: the `noetlc` and `noetl-vm` command lines (the top layer)."""

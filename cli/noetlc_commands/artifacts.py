@@ -1,0 +1,54 @@
+"""Shared by `compile`, `dis` and `graph`: get a compiled payload from a .yaml or a .nbc."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from noetlc import FORMAT_VERSION
+from noetlc.compiler.pipeline import compile_file
+from noetlc.diagnostics.report import render_text
+from noetlc.ir import nbc
+
+
+def load_payload(path: str) -> dict[str, Any] | None:
+    """Compile a playbook or read a bytecode file; print located errors and return None."""
+    if path.endswith(".nbc"):
+        try:
+            data = Path(path).read_bytes()
+        except OSError as exc:
+            print(f"{path}:1:1: error[NOE004]: cannot read {path}: {exc.strerror}", file=sys.stderr)
+            return None
+        try:
+            _, payload = nbc.decode(data, format_version=FORMAT_VERSION)
+        except nbc.BytecodeError as exc:
+            print(f"{path}:1:1: error[{exc.code}]: {exc}", file=sys.stderr)
+            if exc.hint:
+                print(f"  hint: {exc.hint}", file=sys.stderr)
+            return None
+        return payload
+    unit = compile_file(path)
+    if unit.reporter.has_errors or "payload" not in unit.artifacts:
+        print(render_text(unit.reporter.sorted(), {unit.file: unit.source}), file=sys.stderr)
+        return None
+    compiled: dict[str, Any] = unit.artifacts["payload"]
+    return compiled
+
+
+def render_payload(path: str, render: Callable[[dict[str, Any]], str]) -> int:
+    """Load or compile `path`, render it, print it; a malformed payload is NOE702."""
+    payload = load_payload(path)
+    if payload is None:
+        return 1
+    try:
+        text = render(payload)
+    except (KeyError, IndexError, TypeError, ValueError) as exc:
+        print(
+            f"{path}:1:1: error[NOE702]: the bytecode is malformed ({type(exc).__name__}: {exc})",
+            file=sys.stderr,
+        )
+        return 1
+    sys.stdout.write(text)
+    return 0

@@ -1,0 +1,113 @@
+"""Validate playbooks: load, check the schema, desugar, resolve names, check templates and tools.
+
+`--stats` also builds the net and prints static budgets (tokens in flight, events per
+execution, worst-case retry wait, fan-out), each a bound or "unbounded" with the reason.
+
+Exit status: 0 when no file has errors, 1 when any has, 2 for usage errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from noetlc import __version__
+from noetlc.compiler.pipeline import compile_file
+from noetlc.compiler.unit import CompilationUnit
+from noetlc.diagnostics.report import Diagnostic, render_json, render_sarif, render_text
+
+if TYPE_CHECKING:
+    from noetlc.analysis.budgets import Budgets
+
+FORMATS = ("text", "json", "sarif")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("files", nargs="+", metavar="FILE", help="playbook files or directories")
+    p.add_argument("--format", choices=FORMATS, default="text", help="output format")
+    p.add_argument("--until", metavar="PASS", default=None, help="stop after this pass (debugging)")
+    p.add_argument(
+        "--stats",
+        action="store_true",
+        help="print static budgets: tokens in flight, events, retry time, fan-out",
+    )
+
+
+def expand_paths(paths: list[str]) -> list[str]:
+    """Directories expand to the *.yaml / *.yml files below them (sorted, expectations skipped)."""
+    out: list[str] = []
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            found = sorted(f for f in p.rglob("*") if f.suffix in (".yaml", ".yml") and f.is_file())
+            out.extend(str(f) for f in found if not f.name.endswith(".expect.yaml"))
+        else:
+            out.append(raw)
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    from noetlc.compiler.pipeline import pass_names
+
+    if args.until is not None and args.until not in pass_names():
+        print(
+            f"noetlc check: error[NOE800]: unknown pass {args.until!r} for --until; "
+            f"passes are: {', '.join(pass_names())}",
+            file=sys.stderr,
+        )
+        return 2
+    files = expand_paths(args.files)
+    diagnostics: list[Diagnostic] = []
+    sources: dict[str, str] = {}
+    stats: dict[str, dict[str, object]] = {}
+    texts: list[str] = []
+    for f in files:
+        until = "net" if args.stats and args.until is None else args.until or _check_until()
+        unit = compile_file(f, until=until)
+        sources[unit.file] = unit.source
+        diagnostics.extend(unit.reporter.sorted())
+        if args.stats:
+            budgets = _budgets(unit)
+            if budgets is not None:
+                stats[unit.file] = budgets.to_json()
+                texts.append(f"{unit.file}:\n" + "\n".join(f"  {b}" for b in budgets.lines()))
+    if args.format == "json":
+        extra = {"stats": stats} if args.stats else {}
+        print(render_json(diagnostics, files=len(files), **extra))
+    elif args.format == "sarif":
+        print(render_sarif(diagnostics, __version__))
+    else:
+        if diagnostics:
+            print(render_text(diagnostics, sources))
+        for text in texts:
+            print(text)
+        if diagnostics or texts:
+            sys.stdout.flush()  # the summary (stderr) comes after the diagnostics
+        errors = sum(d.is_error for d in diagnostics)
+        warnings = len(diagnostics) - errors
+        print(
+            f"{len(files)} file(s) checked: {errors} error(s), {warnings} warning(s)",
+            file=sys.stderr,
+        )
+    return 1 if any(d.is_error for d in diagnostics) else 0
+
+
+def _budgets(unit: CompilationUnit) -> Budgets | None:
+    from noetlc.analysis.budgets import compute
+    from noetlc.analysis.lint import context_of
+
+    ctx = context_of(unit)
+    return compute(ctx) if ctx is not None else None
+
+
+def _check_until() -> str | None:
+    """`check` runs the front end: everything before the net is built."""
+    from noetlc.compiler.pipeline import pass_names
+
+    names = pass_names()
+    for stop in ("expressions", "tools", "resolve", "normalize"):
+        if stop in names:
+            return stop
+    return names[-1]

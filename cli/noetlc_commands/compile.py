@@ -1,0 +1,93 @@
+"""Compile a playbook to bytecode (`.nbc`), or show what a pass produced.
+
+    noetlc compile playbook.yaml -o playbook.nbc
+    noetlc compile playbook.yaml --dump-after desugar     # the canonical YAML
+    noetlc compile playbook.yaml --dump-after all         # every stage
+    noetlc compile playbook.yaml --emit ir                # the Petri net's text form
+
+Exit status: 0 compiled, 1 the playbook has errors, 2 usage errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import yaml
+
+from noetlc.compiler.pipeline import compile_file, pass_names
+from noetlc.compiler.tree_dump import dump_tree
+from noetlc.compiler.unit import CompilationUnit
+from noetlc.diagnostics.report import render_text
+from noetlc.ir.dis import disassemble
+from noetlc.ir.net import Net, dump
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", metavar="FILE", help="the playbook (.yaml)")
+    p.add_argument(
+        "-o", "--output", metavar="OUT", help="write the bytecode here (default: FILE with .nbc)"
+    )
+    p.add_argument(
+        "--dump-after",
+        metavar="PASS",
+        choices=[*pass_names(), "all"],
+        help="print the output of a pass (or of every pass)",
+    )
+    p.add_argument(
+        "--emit",
+        choices=("ir", "bytecode"),
+        help="print the net (ir) or the disassembly (bytecode) instead of writing",
+    )
+
+
+def stage_text(name: str, unit: CompilationUnit) -> str | None:
+    if name == "load" and unit.document is not None:
+        return yaml.safe_dump(unit.document.to_python(), sort_keys=False)
+    if name == "desugar" and unit.canonical is not None:
+        return yaml.safe_dump(unit.canonical.to_python(), sort_keys=False)
+    if name == "normalize" and unit.playbook is not None:
+        return dump_tree(unit.playbook)
+    if name == "expressions" and "expressions" in unit.artifacts:
+        pool = unit.artifacts["expressions"]
+        return "".join(f"e{i} {e.mode} {e.kind} {e.source!r}\n" for i, e in enumerate(pool.entries))
+    if name == "net" and isinstance(unit.artifacts.get("net"), Net):
+        return dump(unit.artifacts["net"])
+    if name in ("lower", "assemble") and "payload" in unit.artifacts:
+        return disassemble(unit.artifacts["payload"])
+    return None
+
+
+def run(args: argparse.Namespace) -> int:
+    dumps: list[str] = []
+
+    def after(name: str, unit: CompilationUnit) -> None:
+        if args.dump_after in (name, "all"):
+            text = stage_text(name, unit)
+            if text is not None:
+                dumps.append(f"# after {name}\n{text}" if args.dump_after == "all" else text)
+
+    unit = compile_file(args.file, after_each=after)
+    diagnostics = unit.reporter.sorted()
+    if diagnostics:
+        print(render_text(diagnostics, {unit.file: unit.source}), file=sys.stderr)
+    if unit.reporter.has_errors:
+        return 1
+    if dumps:
+        sys.stdout.write("\n".join(dumps))
+        return 0
+    if args.emit == "ir":
+        sys.stdout.write(dump(unit.artifacts["net"]))
+        return 0
+    if args.emit == "bytecode":
+        sys.stdout.write(disassemble(unit.artifacts["payload"]))
+        return 0
+    out = Path(args.output) if args.output else Path(args.file).with_suffix(".nbc")
+    try:
+        out.write_bytes(unit.artifacts["nbc"])
+    except OSError as exc:
+        print(f"{out}:1:1: error[NOE802]: cannot write {out}: {exc.strerror}", file=sys.stderr)
+        return 1
+    print(f"wrote {out} ({len(unit.artifacts['nbc'])} bytes)", file=sys.stderr)
+    return 0

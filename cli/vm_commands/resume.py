@@ -1,0 +1,48 @@
+"""Finish an execution whose process died (killed, crashed, or interrupted).
+
+    noetl-vm resume EXECUTION_ID [--db URL] [--json]
+
+The control VM is rebuilt from the event log; the steps and iterations that were started and
+never answered run again, and tasks whose `task.done` is in the log are not called again (their
+recorded outcomes are replayed). Exit status as `run`: 0 completed, 1 failed, 3 cancelled.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from noetlc.cli.vm_commands.history import add_db, find_execution, open_or_report
+from noetlc.cli.vm_commands.run import add_keychain, progress_for, report
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("execution_id", help="the execution to finish")
+    p.add_argument("--json", action="store_true", help="print the summary as one JSON line")
+    p.add_argument("--quiet", action="store_true", help="no progress line")
+    add_keychain(p)
+    add_db(p)
+
+
+def run(args: argparse.Namespace) -> int:
+    from noetlc.runtime.embedded import resume_embedded
+    from noetlc.runtime.programs import decode_program
+
+    store = open_or_report(args.db)
+    if store is None:
+        return 2
+    try:
+        record = find_execution(store, args.execution_id, args.db, running=True, program=True)
+        if record is None:
+            return 1
+        payload = decode_program(record["program"])
+        progress = progress_for(args, len(payload["steps"]))
+        try:
+            result = resume_embedded(
+                store, args.execution_id, on_events=progress, keychain_file=args.keychain
+            )
+        finally:
+            if progress is not None:
+                progress.close()
+    finally:
+        store.close()
+    return report(result, payload, args.json)

@@ -1,0 +1,48 @@
+"""Run tasks for distributed executions: lease jobs, run the pipeline VM, append events.
+
+    noetl-vm worker --db postgresql://USER@HOST:PORT/DB [--concurrency N] [--pool NAME]
+
+No inbound ports. SIGTERM or Ctrl-C: stop leasing, let running jobs finish for `--grace`
+seconds, give the rest back (they are leased again at once, no attempt spent), exit 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+
+from noetlc.cli.vm_commands.server import add_db_required, check_db, serve
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    add_db_required(p)
+    p.add_argument("--concurrency", type=int, default=4, help="jobs at once (4)")
+    p.add_argument("--pool", default="default", help="the pool to lease from (default)")
+    p.add_argument("--ttl", type=float, default=15.0, help="job lease seconds (15)")
+    p.add_argument("--poll", type=float, default=1.0, help="polling fallback seconds (1)")
+    p.add_argument("--grace", type=float, default=10.0, help="shutdown grace seconds (10)")
+    p.add_argument("--keychain", metavar="FILE", help="a YAML/JSON file of keychain entries")
+
+
+def run(args: argparse.Namespace) -> int:
+    from noetlc.runtime.worker import Worker
+
+    if not check_db(args.db):
+        return 2
+    if args.concurrency < 1:
+        print("error[NOE800]: --concurrency must be at least 1", file=sys.stderr)
+        return 2
+
+    def make(db: object) -> Worker:
+        return Worker(
+            db,  # type: ignore[arg-type]
+            pool=args.pool,
+            concurrency=args.concurrency,
+            ttl=args.ttl,
+            poll=args.poll,
+            grace=args.grace,
+            keychain_file=args.keychain,
+        )
+
+    return asyncio.run(serve(make, args.db))

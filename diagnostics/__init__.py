@@ -1,0 +1,1 @@
+"""noetlc.diagnostics: diagnostics, their codes and the error base every layer uses."""

@@ -1,0 +1,115 @@
+"""NOE3xx: templates and expressions."""
+
+from noetlc.diagnostics.codes import CodeInfo, code
+
+CODES: tuple[CodeInfo, ...] = (
+    code(
+        "NOE301",
+        "template-syntax",
+        "error",
+        "a template does not parse",
+        """
+Every `{{ … }}` in a playbook is a Jinja expression and every `when:` is one (with or without
+the braces). This one is not valid Jinja: an unclosed brace or bracket, a dangling operator,
+an unknown tag.
+
+Example:
+
+    when: "{{ outcome.status == 'error' and }}"
+""",
+        "check the braces and the expression inside `{{ … }}`",
+    ),
+)
+
+CODES = (
+    *CODES,
+    code(
+        "NOE302",
+        "sandbox-violation",
+        "error",
+        "an expression reaches outside the sandbox",
+        """
+Templates may read data, never Python internals: attributes and keys starting with `_`,
+methods and modules are out of reach, in compiled expressions and on the jinja2 path alike.
+
+Example:
+
+    input: {cls: "{{ workload.__class__ }}"}
+""",
+        "read the data you need through the playbook's namespaces",
+    ),
+    code(
+        "NOE303",
+        "slow-path-expression",
+        "note",
+        "an expression runs on jinja2's slow path",
+        """
+The expression is valid Jinja but outside the subset noetlc compiles to Python code (method
+calls, `{% %}` blocks, filters outside the whitelist). It still works, through jinja2's
+sandboxed environment, at about 10 µs per evaluation instead of ~0.1 µs. See
+docs/expressions.md for the compiled subset.
+
+Example:
+
+    when: "{{ ctx.items.keys() | length > 0 }}"
+""",
+        "rewrite with the whitelisted filters (e.g. `ctx.items | length`)",
+    ),
+    code(
+        "NOE304",
+        "text-condition",
+        "warning",
+        "a condition is text with a template inside",
+        """
+A `when:` that is not one expression — some text around `{{ … }}` — renders to a string, and
+a non-empty string is always true. This is usually a comparison written outside the braces.
+
+Example:
+
+    when: "{{ workload.environment }} == production"
+""",
+        "put the whole comparison inside the braces",
+    ),
+)
+
+CODES = (
+    *CODES,
+    code(
+        "NOE305",
+        "undefined-name",
+        "warning",
+        "an expression reads a name nothing in the playbook defines",
+        """
+A bare name in an expression resolves at the scope root (the namespaces `workload`, `ctx`,
+`iter`, `args`, `event`, `outcome`/`output`, …, and every step and task by name, bound to its
+result), then as a key of `args`, `ctx`, `iter` and `workload`. This name is none of those:
+no step, task, loop iterator, workload key, `set_ctx`/`set_iter` key or arc argument has it.
+It is undefined — falsy, rendered as `''` — unless the request's workload happens to supply
+it. Names written under `| default(...)` or `is defined` are not reported.
+
+Example (the threshold lives in `workload`, and `spec` is not a namespace):
+
+    workload: {threshold: 30}
+    ...
+        when: "{{ fetch_weather.max_temp > spec.threshold }}"
+""",
+        "use a namespace (`workload.x`, `ctx.x`, `iter.x`) or a step name; "
+        "add `| default(...)` if the value is optional",
+    ),
+    code(
+        "NOE310",
+        "expression-runtime-error",
+        "error",
+        "an expression failed when it was evaluated",
+        """
+The expression compiled, but evaluating it raised an error: arithmetic on an undefined
+value, a comparison between incompatible types, a filter given the wrong input, a sandbox
+refusal of a dynamic key. The message names the expression and where it was written.
+
+Example (`ctx.count` is undefined, and undefined values cannot be added to):
+
+    noetlc expr "{{ ctx.count + 1 }}" --vars '{"ctx": {}}'
+""",
+        "use `| default(...)` for values that may be missing",
+    ),
+)

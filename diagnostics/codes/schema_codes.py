@@ -1,0 +1,90 @@
+"""NOE1xx: the surface schema."""
+
+from noetlc.diagnostics.codes import code
+
+CODES = (
+    code(
+        "NOE101",
+        "unknown-key",
+        "error",
+        "unknown key",
+        """
+The key is not part of the structure it appears in. Steps, loops, routers, arcs, policies and
+rules have a fixed set of keys; a misspelt key would otherwise be silently ignored. Tool tasks
+accept their kind's arguments, which the tool check validates separately.
+
+Example (`nxt` instead of `next`):
+
+    - step: start
+      tool: {kind: noop}
+      nxt: end
+""",
+        "check the spelling; `noetlc schema` prints every allowed key",
+    ),
+    code(
+        "NOE102",
+        "missing-key",
+        "error",
+        "a required key is missing",
+        """
+The structure needs this key. A playbook needs `workflow:`, every step needs `step:` (its
+name), a router needs `arcs:`, an arc needs `step:`, an admission policy needs `rules:`.
+
+Example (an arc without its target):
+
+    next:
+      arcs:
+        - when: "{{ start.ok }}"
+""",
+        None,
+    ),
+    code(
+        "NOE103",
+        "wrong-type",
+        "error",
+        "a value has the wrong type",
+        """
+The value is of a different type than this key takes: a list where a mapping is expected, a
+string where a number is expected, and so on.
+
+Example (`workflow` must be a list of steps):
+
+    workflow:
+      step: start
+""",
+        None,
+    ),
+    code(
+        "NOE104",
+        "invalid-value",
+        "error",
+        "a value is not one of the allowed choices",
+        """
+This key takes one of a fixed set of words, for example `next.spec.mode` is `exclusive` or
+`inclusive`, a policy directive `do:` is `continue`, `retry`, `jump`, `break` or `fail`.
+
+Example:
+
+    then: {do: restart}
+""",
+        None,
+    ),
+    code(
+        "NOE105",
+        "rejected-legacy-key",
+        "error",
+        "a legacy key that is no longer supported",
+        """
+Some keys of older NoETL dialects have no canonical meaning and are rejected rather than
+guessed at (DESIGN §2.2): root-level `vars:`, `eval:`, `expr:`, `pipe:`, step `type:`, and
+`next` entries with `then:`/`else:`. The hint says what to write instead.
+
+Example:
+
+    - step: start
+      type: python
+      code: "result = 1"
+""",
+        None,
+    ),
+)

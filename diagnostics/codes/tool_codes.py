@@ -1,0 +1,132 @@
+"""NOE6xx: tool kinds and tool arguments (the `tools` pass, `stdlib_tools/schemas.py`)."""
+
+from noetlc.diagnostics.codes import code
+
+CODES = (
+    code(
+        "NOE601",
+        "unknown-tool-argument",
+        "error",
+        "an argument the tool kind does not take",
+        """
+Each tool kind takes a fixed set of arguments (`docs/tools.md` lists them, with the NoETL
+spellings it accepts, such as `endpoint` for `url` or `command` for `query`). A misspelt
+argument would otherwise be ignored and the call would run without it. Keys inside structured
+arguments (`timeout: {connect, read}`, `assert: {expects, returns}`) are checked the same way.
+
+Example (`header` instead of `headers`):
+
+    - name: fetch
+      kind: http
+      url: "{{ workload.api }}/items"
+      header: {Accept: application/json}
+""",
+        "check the spelling; docs/tools.md lists every argument of every kind",
+    ),
+    code(
+        "NOE602",
+        "missing-tool-argument",
+        "error",
+        "a required tool argument is missing",
+        """
+The tool cannot run without this argument: `url` for http, `code` for python, `query` (or
+`command`/`sql`) and `auth` for postgres, `query` for sqlite and duckdb, `command` (or `cmds`)
+for shell, `path` for playbook. The diagnostic points at the task's `kind:`.
+
+Example (a postgres task without its SQL):
+
+    - name: save
+      kind: postgres
+      auth: pg_main
+""",
+        None,
+    ),
+    code(
+        "NOE603",
+        "wrong-tool-argument-type",
+        "error",
+        "a tool argument has the wrong type",
+        """
+The literal value written for the argument has a type the tool cannot use, or is not one of
+its choices: a list where a mapping of query parameters is expected, a word where a number of
+seconds is expected, an HTTP method that does not exist. Templates (`"{{ ... }}"`) are not
+checked here: their value is known only when the task runs, where the same schema checks it.
+
+Example:
+
+    - name: fetch
+      kind: http
+      method: FETCH
+      url: https://example.com
+      timeout: soon
+""",
+        None,
+    ),
+    code(
+        "NOE604",
+        "sql-from-template",
+        "warning",
+        "SQL text is built from a template",
+        """
+The SQL of a postgres, sqlite or duckdb task contains `{{ ... }}`: the rendered values become
+part of the SQL text. Data spliced into SQL breaks on quotes and is an injection risk (DESIGN
+§6: the tools take parameters, never string-built SQL from data). Pass values as `params:`
+(`$1, $2` for postgres, `?` for sqlite and duckdb); templates remain fine for identifiers you
+control, such as a schema name from the workload. SQL that is exactly one template
+(`query: "{{ workload.report_sql }}"`) is one value, not spliced text, and is not warned about.
+
+Example:
+
+    - name: save
+      kind: postgres
+      auth: pg_main
+      command: "INSERT INTO users (name) VALUES ('{{ iter.user.name }}')"
+
+Instead:
+
+      command: "INSERT INTO users (name) VALUES ($1)"
+      params: ["{{ iter.user.name }}"]
+""",
+        "pass the values as `params:` and use placeholders in the SQL",
+    ),
+    code(
+        "NOE605",
+        "conflicting-tool-arguments",
+        "error",
+        "two arguments that exclude each other",
+        """
+The task gives the same argument under two spellings (`url` and `endpoint`, `query` and
+`command`), or two arguments that cannot be combined: only one request body (`json`, `data`,
+`payload`, `body`, `form`) for http, `command` or `cmds` for shell.
+
+Example:
+
+    - name: fetch
+      kind: http
+      url: https://example.com/a
+      endpoint: https://example.com/b
+""",
+        "keep one of them",
+    ),
+    code(
+        "NOE606",
+        "undeclared-keychain-entry",
+        "warning",
+        "a task uses a keychain entry the playbook does not declare",
+        """
+The playbook declares the credentials it needs under the root `keychain:`, and a task names
+another one (`auth:` of postgres, http and python, `key:` of secrets). The keychain's providers
+may still have a value for it, so this is a warning; usually it is a typo, which would otherwise
+surface only at run time as NOE812. Playbooks without a `keychain:` section are not checked.
+
+Example:
+
+    keychain:
+      - {name: pg_main, kind: postgres_credential}
+    workflow:
+      - step: start
+        tool: {kind: postgres, auth: pg_mian, query: "SELECT 1"}
+""",
+        "declare the entry under `keychain:` or fix the name",
+    ),
+)

@@ -1,0 +1,1 @@
+"""noetlc.expr: the playbook expression language, below the compiler and both VMs."""

@@ -1,0 +1,367 @@
+"""Jinja expression parse tree (lark) -> Python source of `def _e(s): return <expr>`.
+
+The generated code calls only the helpers of `noetlc.expr.runtime.RUNTIME` (`_name`,
+`_attr`, `_item`, `_F[...]` filters, `_T[...]` tests, `_G[...]` globals) and Python operators
+whose semantics match Jinja's (jinja2 compiles `==`, `<`, `+`, `in`, `and`, `or`, `not` to the
+same Python operators). Anything the subset does not cover raises `Unsupported`, and the
+caller puts the expression on jinja2's slow path.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from lark import Token, Tree
+
+from noetlc.expr.library import FILTERS, GLOBALS, TESTS
+from noetlc.expr.namespaces import ROOT_NAMESPACES
+from noetlc.expr.runtime import FORMAT_METHODS
+
+
+class Unsupported(Exception):
+    """The expression is valid Jinja but outside the compiled subset (slow path)."""
+
+
+class Unsafe(Exception):
+    """The expression tries to reach something the sandbox forbids (statically visible)."""
+
+
+def _call(func: ast.expr, *args: ast.expr, keywords: list[ast.keyword] | None = None) -> ast.expr:
+    return ast.Call(func=func, args=list(args), keywords=keywords or [])
+
+
+def _n(name: str) -> ast.expr:
+    return ast.Name(id=name, ctx=ast.Load())
+
+
+def _const(value: Any) -> ast.expr:
+    return ast.Constant(value=value)
+
+
+_CMP = {
+    "==": ast.Eq,
+    "!=": ast.NotEq,
+    "<": ast.Lt,
+    "<=": ast.LtE,
+    ">": ast.Gt,
+    ">=": ast.GtE,
+    "in": ast.In,
+    "notin": ast.NotIn,
+}
+_BIN = {
+    "+": ast.Add,
+    "-": ast.Sub,
+    "*": ast.Mult,
+    "/": ast.Div,
+    "//": ast.FloorDiv,
+    "%": ast.Mod,
+}
+
+
+class CodeGen:
+    def __init__(self) -> None:
+        self.names: set[str] = set()  # free root names (facts for the analyzer)
+        self.temps = 0  # walrus temporaries of inlined attribute access
+
+    def expr(self, node: Tree[Any] | Token) -> ast.expr:
+        if isinstance(node, Token):
+            raise Unsupported(f"unexpected token {node!r}")
+        method = getattr(self, f"n_{node.data}", None)
+        if method is None:
+            raise Unsupported(f"construct {node.data!r}")
+        result: ast.expr = method(node.children)
+        return result
+
+    # ---- boolean and comparison ------------------------------------------------------
+
+    def n_or_(self, ch: list[Any]) -> ast.expr:
+        if len(ch) == 1:
+            return self.expr(ch[0])
+        return ast.BoolOp(op=ast.Or(), values=[self.expr(c) for c in ch])
+
+    def n_and_(self, ch: list[Any]) -> ast.expr:
+        if len(ch) == 1:
+            return self.expr(ch[0])
+        return ast.BoolOp(op=ast.And(), values=[self.expr(c) for c in ch])
+
+    def n_not_(self, ch: list[Any]) -> ast.expr:
+        return ast.UnaryOp(op=ast.Not(), operand=self.expr(ch[0]))
+
+    def n_compare(self, ch: list[Any]) -> ast.expr:
+        if len(ch) == 1:
+            return self.expr(ch[0])
+        left = self.expr(ch[0])
+        ops: list[ast.cmpop] = []
+        comparators: list[ast.expr] = []
+        for i in range(1, len(ch), 2):
+            op = "".join(str(t) for t in ch[i].children)
+            ops.append(_CMP[op]())
+            comparators.append(self.expr(ch[i + 1]))
+        return ast.Compare(left=left, ops=ops, comparators=comparators)
+
+    def n_cond(self, ch: list[Any]) -> ast.expr:
+        body, test, orelse = ch
+        return ast.IfExp(test=self.expr(test), body=self.expr(body), orelse=self.expr(orelse))
+
+    def n_cond_noelse(self, ch: list[Any]) -> ast.expr:
+        body, test = ch
+        undefined = _call(
+            _n("_U"),
+            keywords=[
+                ast.keyword(
+                    arg="hint",
+                    value=_const(
+                        "the if expression evaluated to false and no else section was defined."
+                    ),
+                )
+            ],
+        )
+        return ast.IfExp(test=self.expr(test), body=self.expr(body), orelse=undefined)
+
+    # ---- arithmetic -----------------------------------------------------------------
+
+    def n_binop(self, ch: list[Any]) -> ast.expr:
+        result = self.expr(ch[0])
+        for i in range(1, len(ch), 2):
+            op = _BIN[str(ch[i])]()
+            result = ast.BinOp(left=result, op=op, right=self.expr(ch[i + 1]))
+        return result
+
+    def n_concat(self, ch: list[Any]) -> ast.expr:
+        if len(ch) == 1:
+            return self.expr(ch[0])
+        return joined([self.expr(c) for c in ch])
+
+    def n_power(self, ch: list[Any]) -> ast.expr:
+        operands = [c for c in ch if not (isinstance(c, Token) and c.type == "POW")]
+        result = self.expr(operands[0])
+        for operand in operands[1:]:  # Jinja's ** is left-associative
+            result = _call(_n("_pow"), result, self.expr(operand))
+        return result
+
+    def n_neg(self, ch: list[Any]) -> ast.expr:
+        return ast.UnaryOp(op=ast.USub(), operand=self.expr(ch[0]))
+
+    def n_pos(self, ch: list[Any]) -> ast.expr:
+        return ast.UnaryOp(op=ast.UAdd(), operand=self.expr(ch[0]))
+
+    # ---- filters, tests, calls --------------------------------------------------------
+
+    def _args(self, call_args: Tree[Any] | None) -> tuple[list[ast.expr], list[ast.keyword]]:
+        args: list[ast.expr] = []
+        keywords: list[ast.keyword] = []
+        if call_args is None:
+            return args, keywords
+        for arg in call_args.children:
+            if arg is None:
+                continue
+            if arg.data == "posarg":
+                if keywords:
+                    raise Unsupported("positional argument after keyword argument")
+                args.append(self.expr(arg.children[0]))
+            else:
+                keywords.append(
+                    ast.keyword(arg=str(arg.children[0]), value=self.expr(arg.children[1]))
+                )
+        return args, keywords
+
+    def n_filter(self, ch: list[Any]) -> ast.expr:
+        value, name = ch[0], str(ch[1])
+        if name not in FILTERS:
+            raise Unsupported(f"filter {name!r} is not in the compiled whitelist")
+        args, keywords = self._args(ch[2] if len(ch) > 2 else None)
+        func = ast.Subscript(value=_n("_F"), slice=_const(name), ctx=ast.Load())
+        return _call(func, self.expr(value), *args, keywords=keywords)
+
+    def _test(self, ch: list[Any]) -> ast.expr:
+        value = ch[0]
+        name = "".join(str(t) for t in ch[1].children) if isinstance(ch[1], Tree) else str(ch[1])
+        if name not in TESTS:
+            raise Unsupported(f"test {name!r} is not in the compiled whitelist")
+        args: list[ast.expr] = []
+        keywords: list[ast.keyword] = []
+        if len(ch) > 2 and ch[2] is not None:
+            inner = ch[2].children[0]
+            if isinstance(inner, Tree) and inner.data == "call_args":
+                args, keywords = self._args(inner)
+            else:
+                args = [self.expr(inner)]
+        func = ast.Subscript(value=_n("_T"), slice=_const(name), ctx=ast.Load())
+        return _call(func, self.expr(value), *args, keywords=keywords)
+
+    def n_test(self, ch: list[Any]) -> ast.expr:
+        return self._test(ch)
+
+    def n_test_not(self, ch: list[Any]) -> ast.expr:
+        return ast.UnaryOp(op=ast.Not(), operand=self._test(ch))
+
+    def n_call(self, ch: list[Any]) -> ast.expr:
+        target, call_args = ch
+        if not (isinstance(target, Tree) and target.data == "name"):
+            if (
+                isinstance(target, Tree)
+                and target.data == "getattr"
+                and str(target.children[1]) in FORMAT_METHODS
+            ):
+                raise Unsafe(f"string formatting (`.{target.children[1]}()`) is not allowed")
+            raise Unsupported("method calls are not compiled")
+        name = str(target.children[0])
+        if name not in GLOBALS:
+            raise Unsupported(f"function {name!r} is not in the compiled whitelist")
+        args, keywords = self._args(call_args)
+        func = ast.Subscript(value=_n("_G"), slice=_const(name), ctx=ast.Load())
+        return _call(func, *args, keywords=keywords)
+
+    # ---- access ----------------------------------------------------------------------
+
+    def n_getattr(self, ch: list[Any]) -> ast.expr:
+        name = str(ch[1])
+        if name.startswith("_"):
+            raise Unsafe(f"access to attribute `{name}` is not allowed")
+        # Inline the common case (a dict that has the key) and call `_attr` otherwise:
+        # `(t[k] if type(t := obj) is dict and k in t else _attr(t, k))`.
+        self.temps += 1
+        temp = f"_t{self.temps}"
+        bind = ast.NamedExpr(target=ast.Name(id=temp, ctx=ast.Store()), value=self.expr(ch[0]))
+        is_dict = ast.Compare(
+            left=_call(_n("type"), bind), ops=[ast.Is()], comparators=[_n("dict")]
+        )
+        has_key = ast.Compare(left=_const(name), ops=[ast.In()], comparators=[_n(temp)])
+        return ast.IfExp(
+            test=ast.BoolOp(op=ast.And(), values=[is_dict, has_key]),
+            body=ast.Subscript(value=_n(temp), slice=_const(name), ctx=ast.Load()),
+            orelse=_call(_n("_attr"), _n(temp), _const(name), _n("s")),
+        )
+
+    def n_getattr_int(self, ch: list[Any]) -> ast.expr:
+        index = _const(int(str(ch[1]).replace("_", "")))
+        return _call(_n("_item"), self.expr(ch[0]), index, _n("s"))
+
+    def n_getitem(self, ch: list[Any]) -> ast.expr:
+        key = self.expr(ch[1])
+        if (
+            isinstance(key, ast.Constant)
+            and isinstance(key.value, str)
+            and key.value.startswith("_")
+        ):
+            raise Unsafe(f"access to key `{key.value}` is not allowed")
+        return _call(_n("_item"), self.expr(ch[0]), key, _n("s"))
+
+    def n_getslice(self, ch: list[Any]) -> ast.expr:
+        parts = list(ch[1].children) + [None] * 3
+        bounds = [self.expr(p) if p is not None else _const(None) for p in parts[:3]]
+        return _call(_n("_slice"), self.expr(ch[0]), *bounds)
+
+    def n_name(self, ch: list[Any]) -> ast.expr:
+        name = str(ch[0])
+        self.names.add(name)
+        if name in ROOT_NAMESPACES:
+            # `_UN` is one shared undefined value: no allocation on the hot path.
+            return _call(
+                ast.Attribute(value=_n("s"), attr="get", ctx=ast.Load()), _const(name), _n("_UN")
+            )
+        return _call(_n("_name"), _n("s"), _const(name))
+
+    # ---- literals --------------------------------------------------------------------
+
+    def n_strings(self, ch: list[Any]) -> ast.expr:
+        return _const("".join(unquote(str(t)) for t in ch))
+
+    def n_int_(self, ch: list[Any]) -> ast.expr:
+        return _const(int(str(ch[0]).replace("_", "")))
+
+    def n_float_(self, ch: list[Any]) -> ast.expr:
+        return _const(float(str(ch[0]).replace("_", "")))
+
+    def n_true(self, ch: list[Any]) -> ast.expr:
+        return _const(True)
+
+    def n_false(self, ch: list[Any]) -> ast.expr:
+        return _const(False)
+
+    def n_none(self, ch: list[Any]) -> ast.expr:
+        return _const(None)
+
+    def n_list_(self, ch: list[Any]) -> ast.expr:
+        return ast.List(elts=[self.expr(c) for c in ch if c is not None], ctx=ast.Load())
+
+    def n_tuple_empty(self, ch: list[Any]) -> ast.expr:
+        return ast.Tuple(elts=[], ctx=ast.Load())
+
+    def n_tuple_one(self, ch: list[Any]) -> ast.expr:
+        return ast.Tuple(elts=[self.expr(ch[0])], ctx=ast.Load())
+
+    def n_tuple_many(self, ch: list[Any]) -> ast.expr:
+        return ast.Tuple(elts=[self.expr(c) for c in ch], ctx=ast.Load())
+
+    def n_dict_(self, ch: list[Any]) -> ast.expr:
+        pairs = [c for c in ch if c is not None]
+        return ast.Dict(
+            keys=[self.expr(p.children[0]) for p in pairs],
+            values=[self.expr(p.children[1]) for p in pairs],
+        )
+
+
+def unquote(token: str) -> str:
+    """The value of a quoted string token. Jinja's string escapes are Python's, so Python's
+    parser reads them; `ast.parse` rather than `ast.literal_eval`, whose recursive nested
+    helpers are reference cycles left for the garbage collector on every call."""
+    body = token[1:-1]
+    if "\\" not in body:
+        return body
+    node = ast.parse(token, mode="eval").body
+    if not (isinstance(node, ast.Constant) and isinstance(node.value, str)):
+        raise ValueError(f"not a string literal: {token}")
+    return node.value
+
+
+def function_source(expr: ast.expr) -> str:
+    """Wrap an expression AST into the source of the function the pool stores:
+
+        def _e(s):
+            try:
+                return <expr>
+            except Exception as e:
+                raise _fail(e) from e
+
+    (`_fail` is bound at load time to the expression's source and position; a `try` costs
+    nothing until something raises.)"""
+    handler = ast.ExceptHandler(
+        type=_n("Exception"),
+        name="e",
+        body=[ast.Raise(exc=_call(_n("_fail"), _n("e")), cause=_n("e"))],
+    )
+    body = ast.Try(body=[ast.Return(value=expr)], handlers=[handler], orelse=[], finalbody=[])
+    fn = ast.FunctionDef(
+        name="_e",
+        args=ast.arguments(
+            posonlyargs=[], args=[ast.arg(arg="s")], kwonlyargs=[], kw_defaults=[], defaults=[]
+        ),
+        body=[body],
+        decorator_list=[],
+        returns=None,
+        lineno=1,  # `unparse` reads the def's line for type comments
+    )
+    # No `ast.fix_missing_locations`: `unparse` needs only the def's line, and that helper's
+    # recursive closure is a reference cycle left for the garbage collector on every call.
+    return ast.unparse(ast.Module(body=[fn], type_ignores=[]))
+
+
+def joined(parts: list[ast.expr | str]) -> ast.expr:
+    """An f-string `f"{a!s}text{b!s}"`: str() of each value, as Jinja's `~` and rendering do
+    (an undefined value renders as '')."""
+    values: list[ast.expr] = []
+    for part in parts:
+        if isinstance(part, str):
+            values.append(_const(part))
+        elif isinstance(part, ast.Constant) and isinstance(part.value, str):
+            values.append(part)
+        else:
+            values.append(ast.FormattedValue(value=part, conversion=ord("s"), format_spec=None))
+    return ast.JoinedStr(values=values)
+
+
+def template_source(parts: list[ast.expr | str]) -> str:
+    """Mixed text: one f-string over the literal text and the expressions."""
+    return function_source(joined(parts))

@@ -1,0 +1,201 @@
+"""The whitelisted filters, tests and globals of playbook expressions (docs/expressions.md).
+
+jinja2's own filter and test functions are reused wherever they exist, so compiled code and
+jinja2 agree on every value. Both the generated code (`_F`, `_T`, `_G` in
+`noetlc.expr.runtime.RUNTIME`) and the compiler's code generator (which refuses names
+outside these tables) read them from here.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import jinja2
+from jinja2 import ChainableUndefined
+from jinja2 import filters as jf
+from jinja2 import tests as jt
+from jinja2.exceptions import SecurityError
+from jinja2.nodes import EvalContext
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+MAX_RANGE = 100_000  # the same bound as jinja2's sandbox
+
+__all__ = ["FILTERS", "GLOBALS", "MAX_RANGE", "TESTS", "lookup"]
+
+
+# --------------------------------------------------------------------------- filters and tests
+
+_ENV = ImmutableSandboxedEnvironment(undefined=ChainableUndefined)
+_EVAL_CTX = EvalContext(_ENV)
+
+
+def _safe_range(*args: int) -> range:
+    rng = range(*args)
+    if len(rng) > MAX_RANGE:
+        raise OverflowError(f"range too big, maximum size is {MAX_RANGE}")
+    return rng
+
+
+def lookup(obj: Any, path: Any, default: Any = None) -> Any:
+    """`lookup(obj, 'a.b.0.c', default)`: nested keys / list indexes by a dotted path."""
+    current = obj
+    for part in str(path).split("."):
+        if part.startswith("_"):
+            raise SecurityError(f"access to key {part!r} is not allowed")
+        if isinstance(current, Mapping) and part in current:
+            current = current[part]
+        elif (
+            isinstance(current, Sequence)
+            and not isinstance(current, str)
+            and part.lstrip("-").isdigit()
+        ):
+            index = int(part)
+            if -len(current) <= index < len(current):
+                current = current[index]
+            else:
+                return default
+        else:
+            return default
+    return current
+
+
+def _f_tojson(value: Any, indent: Any = None) -> str:
+    # Jinja's tojson HTML-escapes <, >, &, '; playbooks render into SQL/JSON, not HTML, so we
+    # keep Jinja's exact output for compatibility of existing playbooks.
+    return str(jf.do_tojson(_EVAL_CTX, value, indent))
+
+
+def _f_map(value: Any, *args: Any, **kwargs: Any) -> list[Any]:
+    if args and not kwargs:
+        name = args[0]
+        if name not in FILTERS:
+            raise jinja2.TemplateRuntimeError(f"No filter named {name!r}.")
+        fn = FILTERS[name]
+        return [fn(item, *args[1:]) for item in value]
+    attribute = kwargs.get("attribute")
+    if attribute is not None and str(attribute).startswith("_"):
+        raise SecurityError(f"access to attribute {attribute!r} is not allowed")
+    return list(jf.do_map(_context(), value, *args, **kwargs))
+
+
+def _select(value: Any, args: tuple[Any, ...], attr: bool, keep: bool) -> list[Any]:
+    if attr:
+        if not args:
+            raise jinja2.exceptions.FilterArgumentError("Missing parameter for attribute name")
+        attribute, rest = args[0], args[1:]
+        if str(attribute).startswith("_"):
+            raise SecurityError(f"access to attribute {attribute!r} is not allowed")
+        getter = jf.make_attrgetter(_ENV, attribute)
+    else:
+        rest = args
+
+        def getter(x: Any) -> Any:
+            return x
+
+    if rest:
+        name, params = rest[0], rest[1:]
+        if name not in TESTS:
+            raise jinja2.TemplateRuntimeError(f"No test named {name!r}.")
+        test = TESTS[name]
+
+        def check(item: Any) -> bool:
+            return bool(test(getter(item), *params))
+
+    else:
+
+        def check(item: Any) -> bool:
+            return bool(getter(item))
+
+    return [item for item in value if check(item) == keep]
+
+
+@functools.lru_cache(maxsize=1)
+def _context() -> Any:
+    return _ENV.from_string("").new_context()
+
+
+def _f_list(value: Any) -> list[Any]:
+    return list(value)
+
+
+FILTERS: dict[str, Callable[..., Any]] = {
+    "default": jf.do_default,
+    "d": jf.do_default,
+    "int": jf.do_int,
+    "float": jf.do_float,
+    "string": jf.FILTERS["string"],
+    "bool": lambda v: bool(v),
+    "length": len,
+    "count": len,
+    "lower": jf.do_lower,
+    "upper": jf.do_upper,
+    "trim": jf.do_trim,
+    "capitalize": jf.do_capitalize,
+    "title": jf.do_title,
+    "replace": lambda v, old, new, count=None: jf.do_replace(_EVAL_CTX, v, old, new, count),
+    "join": lambda v, d="", attribute=None: jf.sync_do_join(_EVAL_CTX, v, d, attribute),
+    "list": _f_list,
+    "first": lambda v: jf.sync_do_first(_ENV, v),
+    "last": lambda v: jf.do_last(_ENV, v),
+    "min": lambda v, case_sensitive=False, attribute=None: jf.do_min(
+        _ENV, v, case_sensitive, attribute
+    ),
+    "max": lambda v, case_sensitive=False, attribute=None: jf.do_max(
+        _ENV, v, case_sensitive, attribute
+    ),
+    "sum": lambda v, attribute=None, start=0: jf.sync_do_sum(_ENV, v, attribute, start),
+    "sort": lambda v, reverse=False, case_sensitive=False, attribute=None: jf.do_sort(
+        _ENV, v, reverse, case_sensitive, attribute
+    ),
+    "unique": lambda v, case_sensitive=False, attribute=None: list(
+        jf.do_unique(_ENV, v, case_sensitive, attribute)
+    ),
+    "round": jf.do_round,
+    "abs": abs,
+    "tojson": _f_tojson,
+    "map": _f_map,
+    "select": lambda v, *a: _select(v, a, attr=False, keep=True),
+    "reject": lambda v, *a: _select(v, a, attr=False, keep=False),
+    "selectattr": lambda v, *a: _select(v, a, attr=True, keep=True),
+    "rejectattr": lambda v, *a: _select(v, a, attr=True, keep=False),
+    "reverse": jf.do_reverse,
+    "items": lambda v: list(jf.do_items(v)),
+    "dictsort": jf.do_dictsort,
+}
+
+TESTS: dict[str, Callable[..., bool]] = {
+    "defined": jt.test_defined,
+    "undefined": jt.test_undefined,
+    "none": jt.test_none,
+    "number": jt.test_number,
+    "string": jt.test_string,
+    "mapping": jt.test_mapping,
+    "sequence": jt.test_sequence,
+    "iterable": jt.test_iterable,
+    "boolean": jt.test_boolean,
+    "integer": jt.test_integer,
+    "float": jt.test_float,
+    "true": jt.test_true,
+    "false": jt.test_false,
+    "odd": jt.test_odd,
+    "even": jt.test_even,
+    "divisibleby": jt.test_divisibleby,
+    "lower": jt.test_lower,
+    "upper": jt.test_upper,
+    "in": jt.test_in,
+    "eq": lambda a, b: bool(a == b),
+    "ne": lambda a, b: bool(a != b),
+    "lt": lambda a, b: bool(a < b),
+    "le": lambda a, b: bool(a <= b),
+    "gt": lambda a, b: bool(a > b),
+    "ge": lambda a, b: bool(a >= b),
+    "sameas": jt.test_sameas,
+}
+
+GLOBALS: dict[str, Callable[..., Any]] = {
+    "range": _safe_range,
+    "dict": dict,
+    "lookup": lookup,
+}

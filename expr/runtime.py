@@ -1,0 +1,387 @@
+"""The runtime of compiled expressions: what generated code calls, and the pool loader.
+
+The compiler (`noetlc.expr.compile`) turns every playbook expression into the source
+of one Python function `def _e(s): ...` over a scope `s`. `load_pool` compiles each entry
+once, at load time; evaluation then costs a function call and a few dict lookups. Semantics
+are Jinja's (jinja2's own `ChainableUndefined`, filters and tests are reused, so the results
+are identical), with a stricter sandbox: no attribute or key starting with `_`, no method
+calls, no string formatting, bounded `range` and `**`.
+
+The scope (`Scope`) is a plain dict built by the VM per evaluation (docs/expressions.md):
+
+* the namespaces `workload`, `ctx`, `iter`, `args`, `event`, `outcome`, `output`, `_prev`,
+  `_task`, `_attempt`, `keychain`, `execution_id` — each present or absent, never required;
+* every finished step or task bound by name to its result, and any other names the VM wants
+  to provide (the legacy `result`, `response`, `error`, `this` of `case` rules);
+* optionally `"$resolve"` (`RESOLVER_KEY`): a callable that turns the body of a reference
+  `{"$ref": {store, key, size, checksum}}` into its value. Reading a field or an item of a
+  reference (`fetch.rows`, `outcome.result[0]`) resolves it; the reference itself stays a
+  value that passes through unchanged. `$` cannot be written in an expression, so neither the
+  resolver nor `$ref` bodies are reachable by name.
+
+A bare name resolves at the scope root, then in `args` -> `ctx` -> `iter` -> `workload`.
+An evaluation that fails raises `ExpressionError`, which names the expression, where it was
+written, and the original error (`.cause`).
+
+Expressions outside the compiled subset are evaluated by `PlaybookSandbox`, jinja2's
+`ImmutableSandboxedEnvironment` with the same refusals, compiled once per process and cached.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+import json
+import math
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from jinja2 import ChainableUndefined, Undefined
+from jinja2.exceptions import SecurityError, UndefinedError
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+from noetlc.expr.library import FILTERS, GLOBALS, MAX_RANGE, TESTS
+from noetlc.expr.namespaces import BARE_NAME_ORDER
+
+Scope = dict[str, Any]
+Evaluator = Callable[[Scope], Any]
+
+MAX_POWER_EXPONENT = 10_000
+REF_KEY = "$ref"  # a reference-first result: {"$ref": {store, key, size, checksum}}
+RESOLVER_KEY = "$resolve"  # the scope entry holding the reference resolver, if any
+# String formatting reaches attributes through the format spec (`'{0.__class__}'.format(x)`).
+FORMAT_METHODS = frozenset({"format", "format_map"})
+
+__all__ = [
+    "FILTERS",
+    "GLOBALS",
+    "MAX_RANGE",
+    "REF_KEY",
+    "RESOLVER_KEY",
+    "TESTS",
+    "Evaluator",
+    "ExpressionError",
+    "PlaybookSandbox",
+    "Resolver",
+    "Scope",
+    "SecurityError",
+    "UndefinedError",
+    "compile_entry",
+    "fallback_environment",
+    "load_pool",
+    "render_value",
+    "to_json_value",
+]
+
+Resolver = Callable[[Any], Any]
+
+
+class ExpressionError(Exception):
+    """An expression failed at run time; names the expression and where it was written."""
+
+    def __init__(self, source: str, where: str, cause: BaseException) -> None:
+        self.source = source
+        self.where = where
+        self.cause = cause
+        self.error_type = type(cause).__name__
+        super().__init__(f"{where}: {self.error_type}: {cause} in `{source}`")
+
+
+def _failure(source: str, where: str) -> Callable[[BaseException], ExpressionError]:
+    def fail(cause: BaseException) -> ExpressionError:
+        return ExpressionError(source, where, cause)
+
+    return fail
+
+
+# --------------------------------------------------------------------------- undefined values
+
+
+def lookup_name(s: Scope, name: str) -> Any:
+    """A bare name: the scope root, then args -> ctx -> iter -> workload (DESIGN §2.3)."""
+    value = s.get(name, _MISSING)
+    if value is not _MISSING:
+        return value
+    for ns in BARE_NAME_ORDER:
+        space = s.get(ns)
+        if type(space) is dict and name in space:
+            return space[name]
+    return ChainableUndefined(name=name)
+
+
+_MISSING = object()
+
+
+# --------------------------------------------------------------------------- sandboxed access
+
+
+def _resolved(obj: dict[Any, Any], s: Scope | None) -> Any:
+    """The value of a reference when the scope has a resolver; else `_MISSING`."""
+    if REF_KEY not in obj or s is None:
+        return _MISSING
+    resolver = s.get(RESOLVER_KEY)
+    return _MISSING if resolver is None else resolver(obj[REF_KEY])
+
+
+def getattr_(obj: Any, name: str, s: Scope | None = None) -> Any:
+    """`obj.name`: a mapping's key first (no methods are reachable), else a data attribute."""
+    if type(obj) is dict:
+        value = obj.get(name, _MISSING)
+        if value is not _MISSING:
+            return value
+        target = _resolved(obj, s)
+        if target is not _MISSING:
+            return getattr_(target, name, s)
+        return ChainableUndefined(obj=obj, name=name)
+    if isinstance(obj, Undefined):
+        return obj.__getattr__(name) if isinstance(obj, ChainableUndefined) else obj
+    if name.startswith("_"):
+        raise SecurityError(f"access to attribute {name!r} is not allowed")
+    if isinstance(obj, Mapping):
+        return obj[name] if name in obj else ChainableUndefined(obj=obj, name=name)
+    try:
+        value = getattr(obj, name)
+    except AttributeError:
+        try:
+            return obj[name]
+        except (TypeError, LookupError):
+            return ChainableUndefined(obj=obj, name=name)
+    if callable(value):
+        raise SecurityError(f"access to method {type(obj).__name__}.{name} is not allowed")
+    return value
+
+
+def getitem_(obj: Any, key: Any, s: Scope | None = None) -> Any:
+    """`obj[key]`: the item, else (for a string key) a data attribute, else undefined."""
+    if isinstance(key, str) and key.startswith("_"):
+        raise SecurityError(f"access to key {key!r} is not allowed")
+    try:
+        return obj[key]
+    except (TypeError, LookupError):
+        if type(obj) is dict:
+            target = _resolved(obj, s)
+            if target is not _MISSING:
+                return getitem_(target, key, s)
+        if isinstance(obj, Undefined):
+            if isinstance(obj, ChainableUndefined):
+                return obj
+            obj._fail_with_undefined_error()
+        if isinstance(key, str) and not isinstance(obj, Mapping):
+            try:
+                value = getattr(obj, key)
+            except AttributeError:
+                pass
+            else:
+                if callable(value):
+                    raise SecurityError(f"access to method {key!r} is not allowed") from None
+                return value
+    return ChainableUndefined(obj=obj, name=key)
+
+
+def getslice_(obj: Any, start: Any, stop: Any, step: Any) -> Any:
+    return obj[start:stop:step]
+
+
+def concat(*values: Any) -> str:
+    """`a ~ b`: Jinja converts both sides with str(); undefined is ''."""
+    return "".join(map(str, values))
+
+
+def power(base: Any, exponent: Any) -> Any:
+    if isinstance(exponent, int) and exponent > MAX_POWER_EXPONENT and isinstance(base, int):
+        raise SecurityError(f"exponent {exponent} is too large")
+    return base**exponent
+
+
+def render_value(value: Any) -> str:
+    """How a value renders inside mixed text: str(), undefined as ''."""
+    return str(value)
+
+
+# The names generated code refers to; `load_pool` puts them in each function's globals.
+RUNTIME: dict[str, Any] = {
+    "__builtins__": {},
+    "type": type,  # only for the inlined `type(x) is dict` check of attribute access
+    "Exception": Exception,  # only for the `except` that wraps failures in ExpressionError
+    "dict": dict,
+    "_name": lookup_name,
+    "_attr": getattr_,
+    "_item": getitem_,
+    "_slice": getslice_,
+    "_concat": concat,
+    "_pow": power,
+    "_F": FILTERS,
+    "_T": TESTS,
+    "_G": GLOBALS,
+    "_U": ChainableUndefined,
+    "_UN": ChainableUndefined(),
+    "_str": render_value,
+}
+
+
+# --------------------------------------------------------------------------- the slow path
+
+# The resolver of the scope being evaluated on the slow path (jinja2 calls `getattr` and
+# `getitem` without the scope).
+_SLOW_RESOLVER: contextvars.ContextVar[Resolver | None] = contextvars.ContextVar(
+    "noetlc_slow_resolver", default=None
+)
+
+
+class PlaybookSandbox(ImmutableSandboxedEnvironment):
+    """jinja2's immutable sandbox with the compiled path's refusals.
+
+    On top of jinja2's own rules: keys (not only attributes) starting with `_` are refused,
+    string formatting methods are refused (not wrapped), a mapping's key wins over a method of
+    the same name (`data.items` is the key, as in compiled code), references resolve.
+    """
+
+    def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
+        if attr in FORMAT_METHODS and isinstance(obj, str):
+            return False
+        return bool(super().is_safe_attribute(obj, attr, value))
+
+    def wrap_str_format(self, value: Any) -> None:
+        return None  # refused by is_safe_attribute instead
+
+    def getattr(self, obj: Any, attribute: str) -> Any:
+        if attribute.startswith("_"):
+            raise SecurityError(f"access to attribute {attribute!r} is not allowed")
+        if type(obj) is dict:
+            if attribute in obj:
+                return obj[attribute]
+            target = self._resolved(obj)
+            if target is not _MISSING:
+                return self.getattr(target, attribute)
+        return super().getattr(obj, attribute)
+
+    def getitem(self, obj: Any, argument: Any) -> Any:
+        if isinstance(argument, str) and argument.startswith("_"):
+            raise SecurityError(f"access to key {argument!r} is not allowed")
+        if type(obj) is dict and argument not in obj:
+            target = self._resolved(obj)
+            if target is not _MISSING:
+                return self.getitem(target, argument)
+        return super().getitem(obj, argument)
+
+    @staticmethod
+    def _resolved(obj: dict[Any, Any]) -> Any:
+        resolver = _SLOW_RESOLVER.get()
+        if resolver is None or REF_KEY not in obj:
+            return _MISSING
+        return resolver(obj[REF_KEY])
+
+
+@functools.lru_cache(maxsize=1)
+def fallback_environment() -> PlaybookSandbox:
+    """The slow path's environment: the same globals and filters as compiled code."""
+    env = PlaybookSandbox(undefined=ChainableUndefined)
+    # Only the whitelisted globals: no cycler/joiner/lipsum (jinja2's `range` is replaced by
+    # ours, which has the same bound). `namespace` stays: `{% set %}` in loops needs it.
+    for name in ("cycler", "joiner", "lipsum"):
+        env.globals.pop(name, None)
+    env.globals.update(GLOBALS)
+    env.filters["bool"] = FILTERS["bool"]  # our extension, so both paths agree
+    return env
+
+
+@functools.lru_cache(maxsize=4096)
+def _fallback_compiled(text: str, mode: str) -> Any:
+    env = fallback_environment()
+    if mode == "expression":
+        return env.compile_expression(text, undefined_to_none=False)
+    return env.from_string(text)
+
+
+def _flatten(s: Scope) -> dict[str, Any]:
+    """The variables a Jinja template sees: bare names resolve like `lookup_name`."""
+    flat: dict[str, Any] = {}
+    for ns in reversed(BARE_NAME_ORDER):
+        space = s.get(ns)
+        if type(space) is dict:
+            flat.update(space)
+    flat.update(s)
+    flat.pop(RESOLVER_KEY, None)
+    return flat
+
+
+def _slow(text: str, mode: str) -> Evaluator:
+    def evaluate(s: Scope) -> Any:
+        compiled = _fallback_compiled(text, mode)
+        token = _SLOW_RESOLVER.set(s.get(RESOLVER_KEY))
+        try:
+            if mode == "expression":
+                return compiled(**_flatten(s))
+            return compiled.render(**_flatten(s))
+        finally:
+            _SLOW_RESOLVER.reset(token)
+
+    return evaluate
+
+
+def slow_expression(text: str) -> Evaluator:
+    return _slow(text, "expression")
+
+
+def slow_template(text: str) -> Evaluator:
+    return _slow(text, "template")
+
+
+# --------------------------------------------------------------------------- loading the pool
+
+
+def _guarded(fn: Evaluator, fail: Callable[[BaseException], ExpressionError]) -> Evaluator:
+    def evaluate(s: Scope) -> Any:
+        try:
+            return fn(s)
+        except Exception as exc:
+            raise fail(exc) from exc
+
+    return evaluate
+
+
+def compile_entry(entry: Mapping[str, Any]) -> Evaluator:
+    """Rebuild one pool entry (see `noetlc.expr.compile.ExpressionPool.to_data`).
+
+    Entry kinds: `code` (generated source of `def _e(s)`, run with `RUNTIME` as its only
+    globals), `const` (a value), `jinja_expression` / `jinja_template` (the slow path). An
+    optional `where` ("file:line:col" of the first use) goes into `ExpressionError`."""
+    kind = entry["kind"]
+    source = str(entry.get("source", ""))
+    fail = _failure(source, str(entry.get("where") or "<expr>"))
+    if kind == "code":
+        namespace: dict[str, Any] = dict(RUNTIME)
+        namespace["_fail"] = fail
+        exec(compile(entry["code"], f"<expr {source!r}>", "exec"), namespace)
+        # Popped, not read: left in its own globals the function would be a reference cycle
+        # (namespace -> _e -> __globals__), garbage for the collector once the entry is dropped.
+        fn: Evaluator = namespace.pop("_e")
+        return fn
+    if kind == "const":
+        value = entry["value"]
+        return lambda s: value
+    if kind == "jinja_expression":
+        return _guarded(slow_expression(entry["jinja"]), fail)
+    if kind == "jinja_template":
+        return _guarded(slow_template(entry["jinja"]), fail)
+    raise ValueError(f"unknown expression entry kind {kind!r}")
+
+
+def load_pool(entries: Iterable[Mapping[str, Any]]) -> list[Evaluator]:
+    """Compile every entry once; the VM keeps the list and indexes it by pool index."""
+    return [compile_entry(e) for e in entries]
+
+
+def to_json_value(value: Any) -> Any:
+    """Make an expression result JSON-compatible (undefined -> None, tuples -> lists)."""
+    if isinstance(value, Undefined):
+        return None
+    if isinstance(value, dict):
+        return {str(k): to_json_value(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [to_json_value(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return json.loads(json.dumps(value, default=str))

@@ -1,0 +1,24 @@
+"""Open an event store by URL: memory, SQLite (embedded) or PostgreSQL (distributed).
+
+Its own module, above `store.py` (memory and SQLite) and `postgres/` (which builds its store on
+`store.py`'s interface), so neither of those imports the other.
+"""
+
+from __future__ import annotations
+
+from noetlc.runtime.store import EventStore, MemoryStore, SQLiteStore, StoreError
+
+
+def open_store(url: str) -> EventStore:
+    """`memory:` or `sqlite:///relative/or//absolute/path.db`; anything else is NOE803."""
+    if url in ("memory:", "memory://"):
+        return MemoryStore()
+    if url.startswith("sqlite:///"):
+        return SQLiteStore(url[len("sqlite:///") :] or ":memory:")
+    if url.startswith(("postgresql://", "postgres://")):
+        from noetlc.runtime.postgres.store import PostgresStore  # asyncpg only when asked
+
+        return PostgresStore(url)
+    raise StoreError(
+        "NOE803", f"unsupported store URL {url!r}", "use sqlite:///path/to/file.db or memory:"
+    )

@@ -1,7 +1,0 @@
-"""`python -m noetlc.vm` is the `noetl-vm` command."""
-
-import sys
-
-from noetlc.vm.cli import main
-
-sys.exit(main())
