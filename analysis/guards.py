@@ -5,7 +5,7 @@ boundary event: a folded constant, a mixed-text condition (a non-blank rendered 
 true), or a boolean combination whose undecided parts are `event.name` comparisons. Anything
 that depends on data is None ("either way"), which is how the soundness check treats it.
 
-The corpus's legacy event names are aliases at arc level (DESIGN §2.2): `call.done` and
+The corpus's legacy event names are aliases at arc level (docs/frontend.md): `call.done` and
 `step.exit` mean the step's success event, `call.error` its failure.
 """
 

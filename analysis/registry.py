@@ -2,7 +2,7 @@
 
 A rule with a `module` is a module of `noetlc.analysis.rules` with one entry point
 `run(ctx: LintContext) -> None` that reports through `ctx.report`. A rule with `reported_by`
-is a check the front end already makes (DESIGN §3.1 lists it among the lint rules); `noetlc
+is a check the front end already makes (it is one of the lint rules a user expects, listed in docs/lint.md); `noetlc
 lint` shows those diagnostics as they come from that pass instead of checking twice.
 """
 

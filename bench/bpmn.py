@@ -1,4 +1,5 @@
-"""The DESIGN §5 workflows as BPMN 2.0 XML, for SpiffWorkflow (the peer runs them).
+"""The reference workflows (100-step noop chain, 1,000-iteration noop loop, 1,000 exclusive
+decisions) as BPMN 2.0 XML, for SpiffWorkflow (the peer runs them).
 
 * `chain(n)`: start → n script tasks (`pass`) → end.
 * `loop(n)`: one script task, sequential multi-instance over a cardinality of n.

@@ -12,7 +12,7 @@ A benchmark (any `bench/test_bench_*.py` test using the `benchmark` fixture) cal
     against_value  the comparison's figure, in the same unit
     ratio          value / against_value (computed here)
     target         optional {"on": "value"|"ratio", "op": "<"|"<="|">"|">=", "bound": x,
-                   "text": "DESIGN §5: < 50 ms"}; the harness decides whether it is met
+                   "text": "target: < 50 ms"}; the harness decides whether it is met
     fair           optional note on how fair the comparison is
     group          the table section (default: the test module's name without test_bench_)
     detail         optional dict kept in the JSON only (e.g. per-pass timings)

@@ -115,7 +115,7 @@ def big_loop(items: int, mode: str = "sequential", tasks: int = 1) -> str:
 
 
 def noop_chain(n: int) -> str:
-    """`n` noop steps in a row, unguarded: the 100-step chain of DESIGN §5."""
+    """`n` noop steps in a row, unguarded: the 100-step chain of the reference workflows."""
     steps: list[dict[str, object]] = []
     for i in range(n):
         step: dict[str, object] = {"step": "start" if i == 0 else f"s{i}", "tool": {"kind": "noop"}}

@@ -182,7 +182,7 @@ def readme_section(result: dict[str, Any], source: str) -> str:
         lines += ["", "Not measured in this run:", ""]
         lines.extend(f"* `{o['test']}` ({o['outcome']}): {_md(o['reason'])}" for o in outcomes)
     missed = unmet(result)
-    lines += ["", f"DESIGN §5 targets not met in this run: {len(missed)}."]
+    lines += ["", f"Targets not met in this run: {len(missed)}."]
     lines.extend(f"* {_md(f['figure'])}: {_md(f['target']['text'])}" for f in missed)
     lines.append(END)
     return "\n".join(lines)

@@ -1,7 +1,7 @@
 """Compile time by playbook size and shape, with the per-pass breakdown.
 
 Run: `python -m bench -k compile` (the per-pass times are in the result's `detail`).
-Target (DESIGN §5): linear growth, 10,000 steps in under 10 s. Each size is compared with
+Target: linear growth, 10,000 steps in under 10 s. Each size is compared with
 the floor of loading the same text with PyYAML (the loader the compiler's first pass uses).
 Every compilation starts with an empty expression cache, like a fresh `noetlc compile`.
 """
@@ -80,7 +80,7 @@ def test_compile_growth(benchmark: Any, shape: str) -> None:
         per_step[n] = (best / n, floor / n)
         goal = None
         if n == 10_000:
-            goal = target("value", "<", 10_000, "DESIGN §5: 10,000 steps < 10 s")
+            goal = target("value", "<", 10_000, "target: 10,000 steps < 10 s")
         record(
             benchmark,
             figure=f"compile {shape}, {n:,} steps",
@@ -100,6 +100,6 @@ def test_compile_growth(benchmark: Any, shape: str) -> None:
         unit="×",
         against="floor: the same growth of PyYAML load",
         against_value=per_step[largest][1] / per_step[small][1],
-        target=target("value", "<=", 2, "DESIGN §5: linear (≤ 2×)"),
+        target=target("value", "<=", 2, "target: linear (≤ 2×)"),
         group="compile",
     )

@@ -1,4 +1,4 @@
-"""End-to-end embedded runs of the DESIGN §5 workflows, events per execution, and memory
+"""End-to-end embedded runs of the reference workflows, events per execution, and memory
 per waiting execution.
 
 Run: `python -m bench -k embedded`.
@@ -34,7 +34,7 @@ from noetlc.vm.program import Program
 
 pytestmark = pytest.mark.bench
 
-LOOP_TARGET = target("value", "<", 50, "DESIGN §5: < 50 ms")
+LOOP_TARGET = target("value", "<", 50, "target: < 50 ms")
 
 
 def _floor_ms(calls: int, repeat: int) -> float:
@@ -123,7 +123,7 @@ def test_memory_per_waiting_execution(benchmark: Any) -> None:
         unit="B",
         against=against,
         against_value=theirs,
-        target=target("value", "<", 10_000, "DESIGN §5: < 10 KB"),
+        target=target("value", "<", 10_000, "target: < 10 KB"),
         fair=fair,
         group="memory",
     )

@@ -90,7 +90,7 @@ def test_guard(benchmark: Any, name: str, expr: str, hand: Callable[[dict[str, A
         unit="ns",
         against="hand-written lambda",
         against_value=lam,
-        target=target("ratio", "<=", 3, "DESIGN §5: within 3× of a lambda"),
+        target=target("ratio", "<=", 3, "target: within 3× of a lambda"),
     )
 
 

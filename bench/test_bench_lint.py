@@ -1,7 +1,7 @@
 """Lint time by playbook size and shape, beside the plain reachability graph of the same net.
 
 Run: `.venv/bin/python -m pytest bench/test_bench_lint.py -m bench -q -s`
-Target (issue #7): 1,000 steps linted in under 2 s. Columns: lint s (compile to the net + every
+Target: 1,000 steps linted in under 2 s. Columns: lint s (compile to the net + every
 rule), states (explored by the soundness search after the structural reduction), explicit s /
 states (the search alone on the whole token system, with stubborn sets), plain states (the
 same search without partial-order reduction, budget 200,000), pm4py s (its reachability graph
@@ -207,8 +207,6 @@ def test_lint_time(benchmark: Any, shape: str, n: int) -> None:
         value=min(times) * 1000,
         unit="ms",
         better="lower",
-        target=target("value", "<", 2000, "issue #7: < 2 s for 1,000 steps")
-        if n <= 1_000
-        else None,
+        target=target("value", "<", 2000, "target: < 2 s for 1,000 steps") if n <= 1_000 else None,
         group="lint",
     )

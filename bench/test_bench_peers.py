@@ -1,4 +1,4 @@
-"""The DESIGN §5 workflows against peers, each run in its own virtualenv (bench/peers.py):
+"""The reference workflows against peers, each run in its own virtualenv (bench/peers.py):
 SpiffWorkflow (BPMN), `transitions` (a state machine), Prefect 3 (local) and the NoETL CLI
 from PyPI. Each test runs our side (compiled once, best of k `run_embedded` runs) and the
 peer's script in the same test, and records one figure per workflow: our ms against theirs.

@@ -1,4 +1,5 @@
-"""The DESIGN §5 workflows on our side: compiled once, run end to end by `run_embedded`."""
+"""The reference workflows (100-step noop chain, 1,000-iteration noop loop, 1,000 exclusive
+decisions) on our side: compiled once, run end to end by `run_embedded`."""
 
 from __future__ import annotations
 

@@ -19,7 +19,8 @@ RunPlaybook = Callable[[str, dict[str, Any]], dict[str, Any]]
 class ToolContext:
     execution_id: str | None = None
     # Stable per step run / task / iteration, the same for every attempt: tools may use it as
-    # an idempotency key for their side effects (DESIGN §2.5, §6).
+    # an idempotency key for their side effects: the same for every attempt of an action, so a
+    # retried or re-leased task can apply its effect once.
     action_id: str | None = None
     step: str | None = None
     task: str | None = None

@@ -1,4 +1,4 @@
-"""The outcome envelope every tool returns (DESIGN §2.3), and JSON-safe conversion of results.
+"""The outcome envelope every tool returns (`status`, `result`, `error`, `meta`; docs/tools.md), and JSON-safe conversion of results.
 
 `{"status": "ok"|"error", "result": ..., "error": {"type", "message", ...} | None,
 "meta": {...}}` plus per-kind fields (`http`, `pg`, `py`, `shell`). Tools build outcomes with

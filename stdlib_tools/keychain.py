@@ -133,7 +133,7 @@ class Keychain:
         return value
 
     def resolve_all(self) -> dict[str, Any]:
-        """Every declared entry, resolved up front (spec 004 §2.1: before the workflow runs)."""
+        """Every declared entry, resolved up front (before the workflow runs, so a missing secret fails at start, not halfway)."""
         return {name: self.resolve(name) for name in self.declared}
 
     def namespace(self) -> dict[str, Any]:

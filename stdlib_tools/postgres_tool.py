@@ -3,7 +3,7 @@
 `auth:` (or `connection:`) names a keychain entry — whose value is a DSN or a mapping of
 connection fields (`host`, `port`, `user`, `password`, `database`, or NoETL's `db_host`,
 `db_port`, `db_user`, `db_password`, `db_name`) — or is a `postgresql://` DSN itself. Values go
-in `params:` as `$1, $2, ...`: the tool never builds SQL from data (DESIGN §6).
+in `params:` as `$1, $2, ...`: the tool never builds SQL from data (no injection through values).
 
 A single statement is prepared and run with the parameters; a script of several statements
 (no parameters) runs statement by statement in one transaction. The result is the last

@@ -1,5 +1,5 @@
 """The tool registry: `call_tool(kind, args, spec, context)` runs one tool call and returns its
-outcome envelope (DESIGN §2.3); it never raises.
+outcome envelope (status, result, error, meta); it never raises.
 
 The arguments are validated against the kind's schema (`ARG_SCHEMAS`, the same the compiler's
 `tools` pass checks statically) before the tool runs; a mismatch is a `ToolArgumentError`

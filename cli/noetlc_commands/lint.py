@@ -1,4 +1,4 @@
-"""Static analysis: soundness, reachability, dead arcs and the other rules of DESIGN §3.1.
+"""Static analysis: soundness, reachability, dead arcs and the other lint rules (docs/lint.md).
 
     noetlc lint FILE|DIR... [--format text|json|sarif] [--severity error|warning]
                             [--budget-states N]

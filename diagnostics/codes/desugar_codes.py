@@ -13,7 +13,7 @@ def _legacy(number: str, name: str, title: str, example: str) -> CodeInfo:
         title,
         f"""
 This is a legacy form of the NoETL language. noetlc rewrites it into the canonical form
-before compiling (DESIGN §2.2), so it runs, but tools that only know the canonical form will
+before compiling, so it runs, but tools that only know the canonical form will
 not understand the file. `noetlc migrate` prints the canonical version; docs/migration.md has
 a before/after example for every form.
 

@@ -76,7 +76,7 @@ Example:
         "a legacy key that is no longer supported",
         """
 Some keys of older NoETL dialects have no canonical meaning and are rejected rather than
-guessed at (DESIGN §2.2): root-level `vars:`, `eval:`, `expr:`, `pipe:`, step `type:`, and
+guessed at: root-level `vars:`, `eval:`, `expr:`, `pipe:`, step `type:`, and
 `next` entries with `then:`/`else:`. The hint says what to write instead.
 
 Example:

@@ -69,8 +69,8 @@ Example:
         "SQL text is built from a template",
         """
 The SQL of a postgres, sqlite or duckdb task contains `{{ ... }}`: the rendered values become
-part of the SQL text. Data spliced into SQL breaks on quotes and is an injection risk (DESIGN
-§6: the tools take parameters, never string-built SQL from data). Pass values as `params:`
+part of the SQL text. Data spliced into SQL breaks on quotes and is an injection risk (the
+tools take parameters, never SQL built from data). Pass values as `params:`
 (`$1, $2` for postgres, `?` for sqlite and duckdb); templates remain fine for identifiers you
 control, such as a schema name from the workload. SQL that is exactly one template
 (`query: "{{ workload.report_sql }}"`) is one value, not spliced text, and is not warned about.
