@@ -55,9 +55,11 @@ def run(unit: CompilationUnit) -> None:
     rejected = _report_rejected(doc, unit.reporter)
     data = _strip(doc, rejected).to_python()
     try:
-        Playbook.model_validate(data)
+        surface = Playbook.model_validate(data)
     except ValidationError as exc:
         _report_validation(exc, doc, unit.reporter)
+    else:
+        unit.surface = surface
 
 
 # --------------------------------------------------------------------------- rejected keys
