@@ -94,6 +94,7 @@ class TaskEntry:
 
 _TASK = TaskEntry("task")
 _OTHER = TaskEntry("other")
+_SUGAR = {block: TaskEntry("sugar", block=block) for block in SUGAR_BLOCKS}
 
 
 def task_entry(item: YNode) -> TaskEntry:
@@ -101,15 +102,20 @@ def task_entry(item: YNode) -> TaskEntry:
     kind), a named-key task `{name: {kind: ...}}`, an authoring block, or not a mapping."""
     if not isinstance(item, YMap):
         return _OTHER
-    if "kind" in item:
-        return _TASK
-    if len(item.items) == 1:
-        key, body = item.items[0]
-        if isinstance(body, YMap) and "kind" in body:
+    items = item.items
+    if len(items) == 1:
+        key, body = items[0]
+        if key.value != "kind" and isinstance(body, YMap) and "kind" in body:
             return TaskEntry("named", key=key, body=body)
+    blocks = []
+    for key, _ in items:  # one scan of the keys
+        if key.value == "kind":
+            return _TASK
+        if key.value in _SUGAR:
+            blocks.append(key.value)
     for block in SUGAR_BLOCKS:
-        if block in item:
-            return TaskEntry("sugar", block=block)
+        if block in blocks:
+            return _SUGAR[block]
     return _TASK
 
 
@@ -161,7 +167,7 @@ def arc_target(entry: YNode) -> tuple[str, YNode] | None:
 
 def done_event(step: YMap) -> str:
     """The event a step's routing is decided on: `loop.done` for a loop step."""
-    return "loop.done" if "loop" in step else "step.done"
+    return "loop.done" if step.get("loop") is not None else "step.done"
 
 
 # --------------------------------------------------------------------------- rules
