@@ -13,8 +13,6 @@ from noetlc.compiler.pipeline import compile_file, compile_source, gc_paused
 from noetlc.compiler.unit import CompilationUnit
 from noetlc.diagnostics.errors import InternalCompilerError
 from noetlc.diagnostics.report import Diagnostic
-from noetlc.expr.compile import ExpressionPool
-from noetlc.ir.net import Net
 
 
 @dataclass
@@ -26,11 +24,9 @@ class LintReport:
 
 
 def context_of(unit: CompilationUnit, budget: int = DEFAULT_BUDGET) -> LintContext | None:
-    net = unit.artifacts.get("net")
-    pool = unit.artifacts.get("expressions")
-    if unit.playbook is None or not isinstance(net, Net) or not isinstance(pool, ExpressionPool):
+    if unit.playbook is None or unit.net is None or unit.pool is None:
         return None
-    return LintContext(unit, unit.playbook, net, pool, budget_states=budget)
+    return LintContext(unit, unit.playbook, unit.net, unit.pool, budget_states=budget)
 
 
 def lint_unit(unit: CompilationUnit, budget: int = DEFAULT_BUDGET) -> LintReport:

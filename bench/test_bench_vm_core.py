@@ -47,8 +47,8 @@ pytestmark = pytest.mark.bench
 def compiled(source: str) -> dict[str, Any]:
     unit = compile_source(source)
     assert not unit.reporter.has_errors, unit.reporter.diagnostics[:3]
-    payload: dict[str, Any] = unit.artifacts["payload"]
-    return payload
+    assert unit.payload is not None
+    return unit.payload
 
 
 def drive(

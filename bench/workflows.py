@@ -42,8 +42,8 @@ def payload(name: str, n: int | None = None) -> dict[str, Any]:
     unit = compile_source(make(default if n is None else n), f"{name}.yaml")
     if unit.reporter.has_errors:
         raise AssertionError(unit.reporter.diagnostics[:3])
-    result: dict[str, Any] = unit.artifacts["payload"]
-    return result
+    assert unit.payload is not None
+    return unit.payload
 
 
 def run(compiled: dict[str, Any], store: EventStore | None) -> dict[str, Any]:

@@ -1,13 +1,23 @@
-"""The compilation unit: the state one playbook accumulates as it goes through the passes."""
+"""The compilation unit: the state one playbook accumulates as it goes through the passes.
+
+Each pass's output is one typed field, filled in pipeline order; a field stays None when its
+pass did not run (the pipeline stopped earlier, or `--until` ended it) or found the input
+unusable. A pass reads the fields of the passes before it and writes only its own.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
+from noetlc.compiler.programs import Programs
+from noetlc.compiler.surface.models import Playbook as SurfacePlaybook
 from noetlc.compiler.tree import Playbook
+from noetlc.compiler.values import ValuePool
 from noetlc.compiler.ynodes import YMap
 from noetlc.diagnostics.report import Reporter
+from noetlc.expr.compile import ExpressionPool
+from noetlc.ir.net import Net
 
 
 @dataclass
@@ -16,11 +26,22 @@ class CompilationUnit:
     source: str
     reporter: Reporter = field(default_factory=Reporter)
     options: dict[str, Any] = field(default_factory=dict)
-    # Stage outputs, filled by the passes in pipeline order.
-    document: YMap | None = None  # load: the located YAML document as written
-    canonical: YMap | None = None  # desugar: the same document in canonical form
-    playbook: Playbook | None = None  # normalize: the canonical tree
-    # Later stages (expression pool, net, analysis, bytecode) keep their results here,
-    # keyed by pass name, so this module does not import every stage.
-    artifacts: dict[str, Any] = field(default_factory=dict)
+    # load: the located YAML document as written
+    document: YMap | None = None
+    # schema: the document validated against the surface models (None when it does not fit)
+    surface: SurfacePlaybook | None = None
+    # desugar: the same document in canonical form (`noetlc migrate` prints it)
+    canonical: YMap | None = None
+    # normalize: the canonical tree
+    playbook: Playbook | None = None
+    # expressions: every guard and template of the tree, compiled
+    pool: ExpressionPool | None = None
+    # net: the colored Petri net and the value pool its transitions refer to
+    net: Net | None = None
+    values: ValuePool | None = None
+    # lower: the control and pipeline programs
+    programs: Programs | None = None
+    # assemble: the `.nbc` payload (plain data) and its encoded bytes
+    payload: dict[str, Any] | None = None
+    nbc: bytes | None = None
     passes_run: list[str] = field(default_factory=list)

@@ -37,12 +37,11 @@ def compile_child(path: str) -> tuple[dict[str, Any] | None, dict[str, Any] | No
         error = {"code": "NOE004", "message": f"no playbook file {path}", "step": None}
         return None, {"execution_id": None, "status": "failed", "result": None, "error": error}
     unit = compile_file(path)
-    if unit.reporter.has_errors or "payload" not in unit.artifacts:
+    if unit.reporter.has_errors or unit.payload is None:
         first = unit.reporter.sorted()[0]
         error = {"code": first.code, "message": first.message, "step": None}
         return None, {"execution_id": None, "status": "failed", "result": None, "error": error}
-    payload: dict[str, Any] = unit.artifacts["payload"]
-    return payload, None
+    return unit.payload, None
 
 
 class ChildRunner:

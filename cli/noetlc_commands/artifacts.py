@@ -30,11 +30,10 @@ def load_payload(path: str) -> dict[str, Any] | None:
             return None
         return payload
     unit = compile_file(path)
-    if unit.reporter.has_errors or "payload" not in unit.artifacts:
+    if unit.reporter.has_errors or unit.payload is None:
         print(render_text(unit.reporter.sorted(), {unit.file: unit.source}), file=sys.stderr)
         return None
-    compiled: dict[str, Any] = unit.artifacts["payload"]
-    return compiled
+    return unit.payload
 
 
 def render_payload(path: str, render: Callable[[dict[str, Any]], str]) -> int:

@@ -19,9 +19,10 @@ import yaml
 from noetlc.compiler.pipeline import compile_file, pass_names
 from noetlc.compiler.tree_dump import dump_tree
 from noetlc.compiler.unit import CompilationUnit
+from noetlc.diagnostics.errors import InternalCompilerError
 from noetlc.diagnostics.report import render_text
 from noetlc.ir.dis import disassemble
-from noetlc.ir.net import Net, dump
+from noetlc.ir.net import dump
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -49,13 +50,13 @@ def stage_text(name: str, unit: CompilationUnit) -> str | None:
         return yaml.safe_dump(unit.canonical.to_python(), sort_keys=False)
     if name == "normalize" and unit.playbook is not None:
         return dump_tree(unit.playbook)
-    if name == "expressions" and "expressions" in unit.artifacts:
-        pool = unit.artifacts["expressions"]
-        return "".join(f"e{i} {e.mode} {e.kind} {e.source!r}\n" for i, e in enumerate(pool.entries))
-    if name == "net" and isinstance(unit.artifacts.get("net"), Net):
-        return dump(unit.artifacts["net"])
-    if name in ("lower", "assemble") and "payload" in unit.artifacts:
-        return disassemble(unit.artifacts["payload"])
+    if name == "expressions" and unit.pool is not None:
+        entries = unit.pool.entries
+        return "".join(f"e{i} {e.mode} {e.kind} {e.source!r}\n" for i, e in enumerate(entries))
+    if name == "net" and unit.net is not None:
+        return dump(unit.net)
+    if name in ("lower", "assemble") and unit.payload is not None:
+        return disassemble(unit.payload)
     return None
 
 
@@ -77,17 +78,19 @@ def run(args: argparse.Namespace) -> int:
     if dumps:
         sys.stdout.write("\n".join(dumps))
         return 0
+    if unit.net is None or unit.payload is None or unit.nbc is None:
+        raise InternalCompilerError("the pipeline ended without bytecode and without an error")
     if args.emit == "ir":
-        sys.stdout.write(dump(unit.artifacts["net"]))
+        sys.stdout.write(dump(unit.net))
         return 0
     if args.emit == "bytecode":
-        sys.stdout.write(disassemble(unit.artifacts["payload"]))
+        sys.stdout.write(disassemble(unit.payload))
         return 0
     out = Path(args.output) if args.output else Path(args.file).with_suffix(".nbc")
     try:
-        out.write_bytes(unit.artifacts["nbc"])
+        out.write_bytes(unit.nbc)
     except OSError as exc:
         print(f"{out}:1:1: error[NOE802]: cannot write {out}: {exc.strerror}", file=sys.stderr)
         return 1
-    print(f"wrote {out} ({len(unit.artifacts['nbc'])} bytes)", file=sys.stderr)
+    print(f"wrote {out} ({len(unit.nbc)} bytes)", file=sys.stderr)
     return 0

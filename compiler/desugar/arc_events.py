@@ -9,6 +9,7 @@ the rewrite such an arc tests an event the step never emits and can never fire.
 from __future__ import annotations
 
 from noetlc.compiler.desugar.common import map_step_list, rewrite_node, step_name
+from noetlc.compiler.shapes import done_event
 from noetlc.compiler.ynodes import YMap
 from noetlc.diagnostics.report import Reporter
 
@@ -20,7 +21,7 @@ def run(doc: YMap, reporter: Reporter) -> YMap:
         routes = step.get("next")
         if routes is None:
             return None
-        done = "loop.done" if step.get("loop") is not None else "step.done"
+        done = done_event(step)
         strings = {"call.done": done, "call.error": "step.failed", "step.exit": done}
         new = rewrite_node(routes, {}, strings)
         if new == routes:

@@ -39,13 +39,19 @@ from noetlc.compiler.desugar.common import (
     rewrite_expression,
     rewrite_node,
     step_name,
-    tool_tasks,
-    with_tasks,
 )
 from noetlc.compiler.desugar.recall import (
     collect_write,
     make_recallable,
     retarget_self,
+)
+from noetlc.compiler.shapes import (
+    default_task_name,
+    done_event,
+    routes,
+    single_task,
+    task_maps,
+    with_task_maps,
 )
 from noetlc.compiler.ynodes import YMap, YNode, YScalar, YSeq
 from noetlc.diagnostics.report import Reporter, Span
@@ -95,8 +101,8 @@ def _step(step: YMap, reporter: Reporter) -> YMap | None:
         return None
     name = step_name(step)
     reporter.report("NOE408", f"step `{name}` uses a legacy `case:` block", key.span)
-    done = "loop.done" if "loop" in step else "step.done"
-    tasks = tool_tasks(step)
+    done = done_event(step)
+    tasks = task_maps(step)
     call_index = _call_index(tasks)
     call_default = _default_name(step, name, call_index)
     taken = {str(t.get("name").value) for t in tasks if isinstance(t.get("name"), YScalar)}  # type: ignore[union-attr]
@@ -129,15 +135,14 @@ def _step(step: YMap, reporter: Reporter) -> YMap | None:
             _rule(state, event, condition, actions, rule.span, reporter)
 
     router_mode = "inclusive" if inclusive else "exclusive"
-    if isinstance(step.get("next"), YMap):
-        spec = step.get("next").get("spec")  # type: ignore[union-attr]
-        if isinstance(spec, YMap) and isinstance(spec.get("mode"), YScalar) and not inclusive:
-            router_mode = str(spec.get("mode").value)  # type: ignore[union-attr]
+    written = routes(step.get("next"))
+    if written.mode is not None and not inclusive:
+        router_mode = written.mode
     arcs, router_mode = routing.router_arcs(
         state.arcs,
         state.forks,
         state.case_guards,
-        routing.structural_arcs(step.get("next")),
+        routing.structural_arcs(written.node),
         router_mode,
         inclusive,
         done,
@@ -181,7 +186,7 @@ def _step(step: YMap, reporter: Reporter) -> YMap | None:
         )
         tasks.insert(0, init)  # type: ignore[arg-type]
     if tasks:
-        new = with_tasks(new, tasks)
+        new = with_task_maps(new, tasks)
     return new
 
 
@@ -195,13 +200,13 @@ def _call_index(tasks: list[YMap]) -> int | None:
 
 def _default_name(step: YMap, name: str, index: int | None) -> str:
     """The name normalization gives the call task (DESIGN §2.1 task shapes)."""
-    tasks = tool_tasks(step)
+    tasks = task_maps(step)
     if index is None:
         return f"{name}_task"
     given = tasks[index].get("name")
     if isinstance(given, YScalar) and given.value is not None:
         return str(given.value)
-    return f"{name}_task" if isinstance(step.get("tool"), YMap) else f"task_{index}"
+    return default_task_name(name, single=single_task(step), index=index)
 
 
 def _attach(state: _Case, tasks: list[YMap], index: int, span: Span) -> list[YMap]:

@@ -55,23 +55,6 @@ def key_span(node: YMap, key: str) -> Span:
     return k.span if k is not None else node.span
 
 
-def tool_tasks(step: YMap) -> list[YMap]:
-    tool = step.get("tool")
-    if isinstance(tool, YMap):
-        return [tool]
-    if isinstance(tool, YSeq):
-        return [t for t in tool.items if isinstance(t, YMap)]
-    return []
-
-
-def with_tasks(step: YMap, tasks: list[YMap]) -> YMap:
-    tool = step.get("tool")
-    if isinstance(tool, YMap) and len(tasks) == 1:
-        return step.with_item("tool", tasks[0])
-    span = tool.span if tool is not None else step.span
-    return step.with_item("tool", YSeq(tuple(tasks), span))
-
-
 def add_policy_rules(task: YMap, rules: list[YNode], *, first: bool = True) -> YMap:
     """Put rules into `task.spec.policy.rules` (before the existing ones when `first`)."""
     spec = task.get("spec")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from noetlc.compiler.desugar.common import map_step_list, step_name
+from noetlc.compiler.shapes import task_entry
 from noetlc.compiler.ynodes import YMap, YNode, YScalar, YSeq
 from noetlc.diagnostics.report import Reporter
 
@@ -15,25 +16,25 @@ def run(doc: YMap, reporter: Reporter) -> YMap:
         changed = False
         items: list[YNode] = []
         for task in tool.items:
-            if isinstance(task, YMap) and len(task.items) == 1 and "kind" not in task:
-                key, body = task.items[0]
-                if isinstance(body, YMap) and "kind" in body:
-                    reporter.report(
-                        "NOE401",
-                        f"named-key task `{key.value}:` in step `{step_name(step)}`",
-                        key.span,
+            entry = task_entry(task)
+            if entry.form == "named" and entry.key is not None and entry.body is not None:
+                key = entry.key
+                reporter.report(
+                    "NOE401",
+                    f"named-key task `{key.value}:` in step `{step_name(step)}`",
+                    key.span,
+                )
+                items.append(
+                    YMap(
+                        (
+                            (YScalar("name", key.span), YScalar(key.value, key.span)),
+                            *entry.body.items,
+                        ),
+                        task.span,
                     )
-                    items.append(
-                        YMap(
-                            (
-                                (YScalar("name", key.span), YScalar(key.value, key.span)),
-                                *body.items,
-                            ),
-                            task.span,
-                        )
-                    )
-                    changed = True
-                    continue
+                )
+                changed = True
+                continue
             items.append(task)
         return step.with_item("tool", YSeq(tuple(items), tool.span)) if changed else None
 

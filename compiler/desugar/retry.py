@@ -23,10 +23,9 @@ from noetlc.compiler.desugar.common import (
     rewrite_expression,
     rewrite_node,
     step_name,
-    tool_tasks,
-    with_tasks,
 )
 from noetlc.compiler.desugar.recall import collect_write, make_recallable, retarget_self
+from noetlc.compiler.shapes import default_task_name, single_task, task_maps, with_task_maps
 from noetlc.compiler.ynodes import YMap, YNode, YScalar, YSeq
 from noetlc.diagnostics.report import Reporter
 
@@ -36,7 +35,7 @@ ON_ERROR = "{{ outcome.status == 'error' }}"
 def run(doc: YMap, reporter: Reporter) -> YMap:
     def fix(step: YMap) -> YMap | None:
         step_retry = step.get("retry")
-        tasks = tool_tasks(step)
+        tasks = task_maps(step)
         if step_retry is None and not any("retry" in t for t in tasks):
             return None
         new_tasks: list[YMap] = []
@@ -54,8 +53,8 @@ def run(doc: YMap, reporter: Reporter) -> YMap:
             )
             recall: set[str] = set()
             sinks: list[YMap] = []
-            default = f"{step_name(step)}_task" if isinstance(step.get("tool"), YMap) else ""
-            task_name = _name_of(task) or default or f"task_{index}"
+            default = default_task_name(step_name(step), single=single_task(step), index=index)
+            task_name = _name_of(task) or default
             following = _name_of(tasks[index + 1]) if index + 1 < len(tasks) else None
             rules = _rules(source, reporter, recall, _Sinks(task_name, sinks, following))
             task = task.without("retry")
@@ -72,7 +71,7 @@ def run(doc: YMap, reporter: Reporter) -> YMap:
                 sinks = [retarget_self(t, task_name) for t in sinks]  # type: ignore[misc]
             new_tasks.extend([task, *sinks])
         new = step.without("retry") if step_retry is not None else step
-        return with_tasks(new, new_tasks) if tasks else new
+        return with_task_maps(new, new_tasks) if tasks else new
 
     return map_step_list(doc, fix)
 

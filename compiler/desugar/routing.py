@@ -22,27 +22,21 @@ from __future__ import annotations
 import re
 
 from noetlc.compiler.desugar.common import guard_body
-from noetlc.compiler.ynodes import YMap, YNode, YScalar, YSeq
+from noetlc.compiler.shapes import routes
+from noetlc.compiler.ynodes import YMap, YNode, YScalar
 
 _MENTIONS_EVENT = re.compile(r"\bevent\b")
 
 
 def structural_arcs(nxt: YNode | None) -> list[YMap]:
     """The step's own `next` (string, list, or `{spec, arcs}`) as arc mappings."""
-    if isinstance(nxt, YScalar) and nxt.value is not None:
-        return [YMap(((YScalar("step", nxt.span), nxt),), nxt.span)]
-    if isinstance(nxt, YSeq):
-        out = []
-        for entry in nxt.items:
-            if isinstance(entry, YScalar):
-                out.append(YMap(((YScalar("step", entry.span), entry),), entry.span))
-            elif isinstance(entry, YMap):
-                out.append(entry)
-        return out
-    if isinstance(nxt, YMap):
-        arcs = nxt.get("arcs")
-        return [a for a in arcs.items if isinstance(a, YMap)] if isinstance(arcs, YSeq) else []
-    return []
+    out = []
+    for entry in routes(nxt).entries:
+        if isinstance(entry, YScalar):
+            out.append(YMap(((YScalar("step", entry.span), entry),), entry.span))
+        elif isinstance(entry, YMap):
+            out.append(entry)
+    return out
 
 
 def router_arcs(

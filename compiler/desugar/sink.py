@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from noetlc.compiler.desugar.common import map_step_list, step_name, tool_tasks, with_tasks
+from noetlc.compiler.desugar.common import map_step_list, step_name
+from noetlc.compiler.shapes import task_maps, with_task_maps
 from noetlc.compiler.ynodes import YMap, YScalar
 from noetlc.diagnostics.report import Reporter
 
@@ -31,6 +32,6 @@ def run(doc: YMap, reporter: Reporter) -> YMap:
                 sink.span,
             )
         )
-        return with_tasks(step.without("sink"), [*tool_tasks(step), task])
+        return with_task_maps(step.without("sink"), [*task_maps(step), task])
 
     return map_step_list(doc, fix)

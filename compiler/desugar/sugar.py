@@ -12,10 +12,10 @@ from __future__ import annotations
 from typing import Any
 
 from noetlc.compiler.desugar.common import as_guard, map_step_list, node, step_name
+from noetlc.compiler.shapes import task_entry
 from noetlc.compiler.ynodes import YMap, YNode, YScalar, YSeq
 from noetlc.diagnostics.report import Reporter, Span
 
-SUGAR = ("choose", "while", "until")
 PASS_THROUGH = "{{ _prev }}"
 
 
@@ -32,11 +32,7 @@ def run(doc: YMap, reporter: Reporter) -> YMap:
 
 
 def _sugar_kind(item: YNode) -> str | None:
-    if isinstance(item, YMap) and "kind" not in item:
-        for kind in SUGAR:
-            if kind in item:
-                return kind
-    return None
+    return task_entry(item).block
 
 
 def _expand(items: list[YNode], step: str, counter: list[int], reporter: Reporter) -> list[YNode]:

@@ -13,9 +13,8 @@ from noetlc.compiler.desugar.common import (
     rewrite_node,
     step_name,
     steps,
-    tool_tasks,
-    with_tasks,
 )
+from noetlc.compiler.shapes import task_maps, with_task_maps
 from noetlc.compiler.ynodes import YMap, YSeq
 from noetlc.diagnostics.report import Reporter
 
@@ -34,7 +33,7 @@ def run(doc: YMap, reporter: Reporter) -> YMap:
         reporter.report(
             "NOE406", f"`vars:` of step `{step_name(step)}` become ctx writes", key.span
         )
-        tasks = tool_tasks(step)
+        tasks = task_maps(step)
         if not tasks:
             return step.without("vars")
         writes = rewrite_node(values, RESULT_NAMES, {})
@@ -43,7 +42,7 @@ def run(doc: YMap, reporter: Reporter) -> YMap:
             key.span,
         )
         tasks[-1] = add_policy_rules(tasks[-1], [rule])
-        return with_tasks(step.without("vars"), tasks)
+        return with_task_maps(step.without("vars"), tasks)
 
     doc = map_step_list(doc, fix)
     # `{{ vars.x }}` anywhere reads the ctx key the block wrote.

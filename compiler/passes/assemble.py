@@ -12,29 +12,14 @@ from __future__ import annotations
 from typing import Any
 
 from noetlc import FORMAT_VERSION, __version__
-from noetlc.compiler.passes.lower import Programs
 from noetlc.compiler.unit import CompilationUnit
-from noetlc.compiler.values import ValuePool
-from noetlc.expr.compile import ExpressionPool
 from noetlc.ir import nbc
-from noetlc.ir.net import Net
 
 
 def run(unit: CompilationUnit) -> None:
-    programs = unit.artifacts.get("programs")
-    net = unit.artifacts.get("net")
-    pool = unit.artifacts.get("expressions")
-    values = unit.artifacts.get("values")
+    programs, net, pool, values = unit.programs, unit.net, unit.pool, unit.values
     playbook = unit.playbook
-    if (
-        not (
-            isinstance(programs, Programs)
-            and isinstance(net, Net)
-            and isinstance(pool, ExpressionPool)
-            and isinstance(values, ValuePool)
-        )
-        or playbook is None
-    ):
+    if programs is None or net is None or pool is None or values is None or playbook is None:
         return
     steps: list[dict[str, Any]] = []
     for step in playbook.workflow:
@@ -76,8 +61,8 @@ def run(unit: CompilationUnit) -> None:
         "positions": [[p.file, p.line, p.column, p.path] for p in programs.positions],
         "workbook": programs.workbook,
     }
-    unit.artifacts["payload"] = payload
-    unit.artifacts["nbc"] = nbc.encode(
+    unit.payload = payload
+    unit.nbc = nbc.encode(
         payload,
         format_version=FORMAT_VERSION,
         compiler_version=__version__,

@@ -55,7 +55,7 @@ def run(unit: CompilationUnit) -> None:
                     compiler.value(arc.args, (*base, "next", i, "args"))
                 if arc.set_ctx is not None:
                     compiler.value(arc.set_ctx, (*base, "next", i, "set_ctx"))
-    unit.artifacts["expressions"] = compiler.pool
+    unit.pool = compiler.pool
 
 
 def defined_names(playbook: tree.Playbook) -> frozenset[str]:

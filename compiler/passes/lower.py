@@ -12,10 +12,10 @@ column, YAML path) in the debug map.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from noetlc.compiler import tree
+from noetlc.compiler.programs import Block, Instruction, Programs
 from noetlc.compiler.unit import CompilationUnit
 from noetlc.compiler.values import ValuePool
 from noetlc.diagnostics.report import Span
@@ -23,38 +23,12 @@ from noetlc.expr.compile import ExpressionPool
 from noetlc.ir.net import Net, Position, Transition
 from noetlc.ir.opcodes import BY_MNEMONIC
 
-Instruction = list[Any]
-
-
-@dataclass
-class Block:
-    name: str
-    code: list[Instruction] = field(default_factory=list)
-    positions: list[int] = field(default_factory=list)  # index into the position table
-
-
-@dataclass
-class Programs:
-    names: list[str]
-    positions: list[Position]
-    control: list[Block]
-    pipelines: list[Block]
-    task_labels: dict[str, dict[str, int]]  # step -> task name -> pc of its TASK
-    workbook: list[list[Any]] = field(default_factory=list)  # [name, kind, args value, spec value]
-
 
 def run(unit: CompilationUnit) -> None:
-    net = unit.artifacts.get("net")
-    pool = unit.artifacts.get("expressions")
-    values = unit.artifacts.get("values")
-    if (
-        unit.playbook is None
-        or not isinstance(net, Net)
-        or not isinstance(pool, ExpressionPool)
-        or not isinstance(values, ValuePool)
-    ):
+    net, pool, values = unit.net, unit.pool, unit.values
+    if unit.playbook is None or net is None or pool is None or values is None:
         return
-    unit.artifacts["programs"] = Lowerer(unit.playbook, net, pool, values).lower()
+    unit.programs = Lowerer(unit.playbook, net, pool, values).lower()
 
 
 class Lowerer:

@@ -33,13 +33,13 @@ BOUNDARY = ("step.done", "loop.done", "step.failed")
 
 def run(unit: CompilationUnit) -> None:
     playbook = unit.playbook
-    pool = unit.artifacts.get("expressions")
-    if playbook is None or not isinstance(pool, ExpressionPool):
+    pool = unit.pool
+    if playbook is None or pool is None:
         return
     values = ValuePool(pool)
     builder = NetBuilder(playbook, pool, values)
-    unit.artifacts["net"] = builder.build()
-    unit.artifacts["values"] = values
+    unit.net = builder.build()
+    unit.values = values
 
 
 class NetBuilder:

@@ -15,20 +15,20 @@ from __future__ import annotations
 from pathlib import PurePath
 
 from noetlc.compiler import tree
+from noetlc.compiler.shapes import (
+    SPEC_TOOL_ARGUMENTS,
+    TASK_META_KEYS,
+    arc_target,
+    loop_items_form,
+    routes,
+    rule_parts,
+    task_slots,
+)
+from noetlc.compiler.shapes import text as _text
 from noetlc.compiler.unit import CompilationUnit
 from noetlc.compiler.ynodes import YMap, YNode, YScalar, YSeq
 from noetlc.diagnostics.report import Reporter
 
-# Keys of a task mapping that are not tool arguments.
-TASK_META_KEYS = frozenset({"name", "kind", "spec", "retry", "desc", "description", "set"})
-# Keys the corpus dialect writes under a task's `spec:` that are really tool arguments.
-SPEC_TOOL_ARGUMENTS = frozenset(
-    {
-        "code", "input", "args", "method", "endpoint", "url", "params", "headers", "payload",
-        "body", "json", "data", "command", "commands", "query", "cmds", "auth", "connection",
-        "path", "libs", "sql",
-    }
-)  # fmt: skip
 # Keys of each spec layer that the layer itself consumes; they are not inherited by tasks
 # (`policy` never is: step and loop policies are not task policies, DESIGN §2.1).
 EXECUTOR_CONTROL_KEYS = ("entry_step", "final_step", "policy")
@@ -228,7 +228,7 @@ class Normalizer:
         for item in _seq_items(node.get("rules")):
             if not isinstance(item, YMap):
                 continue
-            when_node, then, is_else = _rule_parts(item)
+            when_node, then, is_else = rule_parts(item)
             if then is None:
                 self._rule_without_action(item, "an admission")
                 continue
@@ -257,15 +257,14 @@ class Normalizer:
                 hint="claim a batch in a task, then loop over it with `in:`",
             )
             return None
-        if items is None:
+        form = loop_items_form(items)
+        if form == "missing":
             self.reporter.report(
                 "NOE204", "the loop has no `in:` (the items to iterate over)", node.span
             )
             ok = False
-        elif isinstance(items, YMap) or (
-            isinstance(items, YScalar)
-            and not (isinstance(items.value, str) and "{{" in items.value)
-        ):
+        elif form == "invalid":
+            assert items is not None
             self.reporter.report(
                 "NOE204",
                 f"the loop's `in:` must be a list or a template that yields one, not "
@@ -330,14 +329,10 @@ class Normalizer:
     # ------------------------------------------------------------------ tasks
 
     def tasks(self, step: YMap, step_name: str, outer_spec: YMap | None) -> tuple[tree.Task, ...]:
-        tool = step.get("tool")
         step_input = _map(step.get("input"))
-        if isinstance(tool, YMap):
-            nodes: list[tuple[YNode, str]] = [(tool, f"{step_name}_task")]
-        elif isinstance(tool, YSeq):
-            nodes = [(item, f"task_{i}") for i, item in enumerate(tool.items)]
-        else:
-            if tool is None:
+        nodes = task_slots(step, step_name)
+        if not nodes:
+            if "tool" not in step:
                 self.reporter.report(
                     "NOE206", f"step `{step_name}` has no `tool:`", step.span,
                     hint="every step runs a tool; use `tool: {kind: noop}` for a step that only routes",
@@ -434,7 +429,7 @@ class Normalizer:
         for item in _seq_items(node.get("rules")):
             if not isinstance(item, YMap):
                 continue
-            when_node, then, is_else = _rule_parts(item)
+            when_node, then, is_else = rule_parts(item)
             if then is None:
                 self._rule_without_action(item, "a policy")
                 continue
@@ -551,34 +546,20 @@ class Normalizer:
     # ------------------------------------------------------------------ routing
 
     def router(self, node: YNode | None, step_name: str) -> tree.Router | None:
-        if node is None:
+        written = routes(node)
+        if written.node is None or written.form == "none":
             return None
-        if isinstance(node, YScalar):
-            target = _text(node)
-            if not target:
-                return None
-            arc = tree.Arc(step=target, span=node.span, target_span=node.span)
-            return tree.Router("exclusive", (arc,), node.span)
-        if isinstance(node, YSeq):
-            arcs = tuple(a for item in node.items if (a := self.arc(item)) is not None)
-            return tree.Router("exclusive", arcs, node.span)
-        spec = _map(node.get("spec"))
-        mode = _text(spec.get("mode")) if spec else None
-        arcs = tuple(
-            a for item in _seq_items(node.get("arcs")) if (a := self.arc(item)) is not None
-        )
-        return tree.Router("inclusive" if mode == "inclusive" else "exclusive", arcs, node.span)
+        arcs = tuple(a for item in written.entries if (a := self.arc(item)) is not None)
+        inclusive = written.mode == "inclusive"
+        return tree.Router("inclusive" if inclusive else "exclusive", arcs, written.node.span)
 
     def arc(self, node: YNode) -> tree.Arc | None:
-        if isinstance(node, YScalar):
-            target = _text(node)
-            return tree.Arc(step=target, span=node.span, target_span=node.span) if target else None
+        found = arc_target(node)
+        if found is None:
+            return None
+        target, target_node = found
         if not isinstance(node, YMap):
-            return None
-        target_node = node.get("step")
-        target = _text(target_node)
-        if not target or target_node is None:
-            return None
+            return tree.Arc(step=target, span=node.span, target_span=node.span)
         set_ctx, _ = self.prefixed_writes(
             _map(node.get("set")), where="arc `set:`", iter_allowed=False
         )
@@ -611,32 +592,12 @@ class Normalizer:
 # --------------------------------------------------------------------------- helpers
 
 
-def _rule_parts(item: YMap) -> tuple[YNode | None, YMap | None, bool]:
-    """A rule -> (its `when` node, its `then` mapping, whether it is the `else` rule).
-
-    Accepted shapes: `{when, then}`; `{else: {then: {...}}}`; the corpus's `{else: {do: ...}}`;
-    and `{else: null, then: {...}}` (the corpus writes `then` one level too far left).
-    """
-    otherwise = item.get("else")
-    if isinstance(otherwise, YMap):
-        return None, _map(otherwise.get("then")) if "then" in otherwise else otherwise, True
-    if "else" in item and isinstance(otherwise, YScalar) and otherwise.value is None:
-        return None, _map(item.get("then")), True
-    return item.get("when"), _map(item.get("then")), False
-
-
 def _map(node: YNode | None) -> YMap | None:
     return node if isinstance(node, YMap) else None
 
 
 def _seq_items(node: YNode | None) -> tuple[YNode, ...]:
     return node.items if isinstance(node, YSeq) else ()
-
-
-def _text(node: YNode | None) -> str | None:
-    if isinstance(node, YScalar) and node.value is not None and not isinstance(node.value, bool):
-        return str(node.value)
-    return None
 
 
 def _number(node: YNode | None) -> float | None:

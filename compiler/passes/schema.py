@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from noetlc.compiler.shapes import routes
 from noetlc.compiler.surface.models import Playbook
 from noetlc.compiler.unit import CompilationUnit
 from noetlc.compiler.ynodes import YMap, YNode, YScalar, YSeq, node_at
@@ -55,9 +56,11 @@ def run(unit: CompilationUnit) -> None:
     rejected = _report_rejected(doc, unit.reporter)
     data = _strip(doc, rejected).to_python()
     try:
-        Playbook.model_validate(data)
+        surface = Playbook.model_validate(data)
     except ValidationError as exc:
         _report_validation(exc, doc, unit.reporter)
+    else:
+        unit.surface = surface
 
 
 # --------------------------------------------------------------------------- rejected keys
@@ -111,14 +114,11 @@ def _rejected_step_keys(step: YMap, here: Path, reporter: Reporter, found: set[P
 
 
 def _rejected_next_entries(step: YMap, here: Path, reporter: Reporter, found: set[Path]) -> None:
-    nxt = step.get("next")
-    if isinstance(nxt, YSeq):
-        entries, base = nxt, (*here, "next")
-    elif isinstance(nxt, YMap) and isinstance(nxt.get("arcs"), YSeq):
-        entries, base = nxt.get("arcs"), (*here, "next", "arcs")  # type: ignore[assignment]
-    else:
+    written = routes(step.get("next"))
+    if written.form not in ("list", "router"):
         return
-    for j, entry in enumerate(entries.items):
+    base = (*here, *written.at)
+    for j, entry in enumerate(written.entries):
         if not isinstance(entry, YMap):
             continue
         for bad in ("then", "else"):

@@ -117,7 +117,7 @@ WORKLOADS = [dict(zip("abcd", values, strict=True)) for values in product((False
 def test_the_control_vm_fires_the_first_match(workload: dict[str, bool]) -> None:
     unit = compile_source(SOURCE, "case.yaml")
     assert not unit.reporter.has_errors, unit.reporter.sorted()
-    vm = ControlVM(Program(unit.artifacts["payload"]), workload, "x")
+    vm = ControlVM(Program(unit.payload), workload, "x")
     [start] = vm.start()
     commands = vm.step(
         {
@@ -138,7 +138,7 @@ def test_a_whole_run_agrees_with_the_reference(workload: dict[str, Any]) -> None
     unit = compile_source(SOURCE, "case.yaml")
     assert unit.playbook is not None
     expected = reference.Reference(unit.playbook, workload).run()
-    got = run_embedded(unit.artifacts["payload"], workload)
+    got = run_embedded(unit.payload, workload)
     assert got["status"] == expected["status"] == "completed"
     ran = {name for name, s in got["steps"].items() if s["runs"]}
     assert ran == {name for name, s in expected["steps"].items() if s["runs"]}
@@ -169,7 +169,7 @@ def test_the_join_runs_once_after_the_first_match(workload: dict[str, Any]) -> N
     unit = compile_source(JOIN_SOURCE, "join.yaml")
     assert unit.playbook is not None
     expected = reference.Reference(unit.playbook, workload).run()
-    got = run_embedded(unit.artifacts["payload"], workload)
+    got = run_embedded(unit.payload, workload)
     assert got["status"] == expected["status"] == "completed"
     assert got["steps"]["meet"]["runs"] == expected["steps"]["meet"]["runs"] == 1
     ran = {name for name, s in got["steps"].items() if s["runs"]}
@@ -213,7 +213,7 @@ def test_an_inclusive_router_fires_every_match_up_to_a_stopping_arc(
                 break
     unit = compile_source(STOPPING_SOURCE, "stop.yaml")
     assert unit.playbook is not None and not unit.reporter.has_errors
-    got = run_embedded(unit.artifacts["payload"], workload)
+    got = run_embedded(unit.payload, workload)
     reference_run = reference.Reference(unit.playbook, workload).run()
     ran = sorted(n for n, s in got["steps"].items() if s["runs"] and n != "start")
     assert ran == sorted(n for n, s in reference_run["steps"].items() if s["runs"] and n != "start")

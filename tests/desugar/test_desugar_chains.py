@@ -41,7 +41,7 @@ def _run(source: str, **overrides: Any) -> dict[str, Any]:
     unit = compile_source(source, "chains.yaml")
     errors = [d for d in unit.reporter.diagnostics if d.is_error]
     assert not errors, errors
-    return run_embedded(unit.artifacts["payload"], overrides)
+    return run_embedded(unit.payload, overrides)
 
 
 def test_case_result_sets_the_step_result_after_paginating() -> None:

@@ -192,7 +192,7 @@ workflow:
 
 def _pool(source: str) -> tuple[ExpressionPool, list[str]]:
     unit = compile_source(source, "p.yaml", until="expressions")
-    pool = unit.artifacts["expressions"]
+    pool = unit.pool
     assert isinstance(pool, ExpressionPool)
     return pool, [d.code for d in unit.reporter.diagnostics]
 
@@ -244,7 +244,7 @@ def test_no_corpus_playbook_has_a_slow_path_expression() -> None:
     for path in _corpus_files():
         unit = compile_source(path.read_text(encoding="utf-8"), str(path), until="expressions")
         slow += [str(d) for d in unit.reporter.diagnostics if d.code in ("NOE301", "NOE303")]
-        pool = unit.artifacts.get("expressions")
+        pool = unit.pool
         if isinstance(pool, ExpressionPool):
             slow += [e.source for e in pool.entries if not e.fast]
     assert slow == []

@@ -44,28 +44,28 @@ def _golden(name: str, text: str) -> None:
 def test_net_and_dis_goldens(path: Path) -> None:
     unit = compile_file(path)
     assert not unit.reporter.has_errors
-    net = unit.artifacts["net"]
+    net = unit.net
     assert verify(net) == []
     _golden(f"{path.stem}.net.txt", dump(net))
-    _golden(f"{path.stem}.dis.txt", disassemble(unit.artifacts["payload"]))
+    _golden(f"{path.stem}.dis.txt", disassemble(unit.payload))
 
 
 @pytest.mark.parametrize("path", CONFORMANCE + CORPUS, ids=lambda p: p.name)
 def test_compiling_twice_gives_identical_bytes(path: Path) -> None:
-    a = compile_file(path).artifacts.get("nbc")
-    b = compile_file(path).artifacts.get("nbc")
+    a = compile_file(path).nbc
+    b = compile_file(path).nbc
     assert a == b
 
 
 @pytest.mark.parametrize("path", CONFORMANCE + CORPUS, ids=lambda p: p.name)
 def test_every_compiled_playbook_round_trips_and_verifies(path: Path, tmp_path: Path) -> None:
     unit = compile_file(path)
-    data = unit.artifacts.get("nbc")
+    data = unit.nbc
     if data is None:
         assert unit.reporter.has_errors
         return
     header, payload = nbc.decode(data, format_version=FORMAT_VERSION)
-    assert payload == unit.artifacts["payload"]
+    assert payload == unit.payload
     assert header["format"] == FORMAT_VERSION
     pools = {
         "expr": len(payload["expressions"]),
@@ -122,7 +122,7 @@ def test_compile_cli_reports_unwritable_output(capsys: pytest.CaptureFixture[str
     ],
 )
 def test_bad_bytecode_is_reported(mutate: object, code: str) -> None:
-    data = compile_file(CONFORMANCE[0]).artifacts["nbc"]
+    data = compile_file(CONFORMANCE[0]).nbc
     with pytest.raises(nbc.BytecodeError) as err:
         nbc.decode(mutate(data), format_version=FORMAT_VERSION)  # type: ignore[operator]
     assert err.value.code == code
@@ -131,7 +131,7 @@ def test_bad_bytecode_is_reported(mutate: object, code: str) -> None:
 @settings(max_examples=300, deadline=None)
 @given(st.data())
 def test_fuzzed_bytecode_never_crashes_the_loader(data: st.DataObject) -> None:
-    original = compile_file(CONFORMANCE[2]).artifacts["nbc"]
+    original = compile_file(CONFORMANCE[2]).nbc
     raw = bytearray(original)
     for _ in range(data.draw(st.integers(1, 8))):
         index = data.draw(st.integers(0, len(raw) - 1))
@@ -142,7 +142,7 @@ def test_fuzzed_bytecode_never_crashes_the_loader(data: st.DataObject) -> None:
 
 
 def test_verifier_rejects_broken_nets() -> None:
-    net: Net = compile_file(CONFORMANCE[2]).artifacts["net"]
+    net: Net = compile_file(CONFORMANCE[2]).net
     broken_ref = dataclasses.replace(
         net,
         transitions=(
@@ -190,6 +190,6 @@ def test_opcode_table_is_consistent_and_documented() -> None:
 
 
 def test_joins_and_forks_are_visible() -> None:
-    payload = compile_file(SHARED / "conformance" / "c03_fanout_join.yaml").artifacts["payload"]
+    payload = compile_file(SHARED / "conformance" / "c03_fanout_join.yaml").payload
     assert payload["joins"] == [["merge", "all", "start", ["left", "right"]]]
     assert "join all" in __import__("noetlc.ir.graph", fromlist=["to_dot"]).to_dot(payload)

@@ -42,8 +42,8 @@ workflow:
 def _sizes(n: int) -> dict[str, int]:
     unit = compile_source(_router(n), "router.yaml")
     assert not unit.reporter.has_errors, unit.reporter.sorted()
-    net: Net = unit.artifacts["net"]
-    payload = unit.artifacts["payload"]
+    net: Net = unit.net
+    payload = unit.payload
     guard_entries = sum(
         (t.guard.expr is not None) + len(t.guard.negated) + (t.guard.earlier > 0)
         for t in net.transitions
@@ -55,7 +55,7 @@ def _sizes(n: int) -> dict[str, int]:
         "net guard entries": guard_entries,
         "bytecode guard entries": instructions,
         "text form characters": len(dump(net)),
-        "bytecode bytes": len(unit.artifacts["nbc"]),
+        "bytecode bytes": len(unit.nbc),
     }
 
 
@@ -67,7 +67,7 @@ def test_guard_data_grows_linearly_with_the_arcs() -> None:
 
 
 def test_the_negations_spelled_out_are_every_earlier_arcs_guard() -> None:
-    net: Net = compile_source(_router(30), "router.yaml").artifacts["net"]
+    net: Net = compile_source(_router(30), "router.yaml").net
     assert verify(net) == []
     tables = decision_guards(net)
     routes = [t for t in net.transitions if t.kind == "route"]
@@ -81,9 +81,7 @@ def test_the_negations_spelled_out_are_every_earlier_arcs_guard() -> None:
 
 def test_an_old_format_file_gets_the_version_mismatch_error() -> None:
     unit = compile_source(_router(3), "router.yaml")
-    old = nbc.encode(
-        unit.artifacts["payload"], format_version=1, compiler_version="0.0.1", source=b""
-    )
+    old = nbc.encode(unit.payload, format_version=1, compiler_version="0.0.1", source=b"")
     with pytest.raises(nbc.BytecodeError) as err:
         nbc.decode(old, format_version=FORMAT_VERSION)
     assert err.value.code == "NOE703"

@@ -34,7 +34,7 @@ net tiny entry start
 
 @pytest.mark.parametrize("path", CONFORMANCE, ids=lambda p: p.stem)
 def test_dump_parse_round_trip(path: Path) -> None:
-    net = compile_file(path).artifacts["net"]
+    net = compile_file(path).net
     assert parse(dump(net)) == net
 
 

@@ -66,7 +66,7 @@ def test_conformance_cases_match_embedded_mode(cluster: Cluster) -> None:
         sets = _sets(case)
         distributed = cluster.submit(case, *sets)
         overrides = {k: json.loads(v) for k, v in (s.split("=", 1) for s in sets)}
-        embedded = run_embedded(compile_file(str(case)).artifacts["payload"], overrides)
+        embedded = run_embedded(compile_file(str(case)).payload, overrides)
         assert _comparable(distributed) == _comparable(embedded), case.name
 
 
@@ -283,9 +283,7 @@ def test_workers_resolve_the_keychain_and_redact_it(cluster: Cluster, tmp_path: 
         store.close()
     assert any(e["name"] == "task.done" for e in events)
     assert secret not in json.dumps([e["payload"] for e in events])
-    embedded = run_embedded(
-        compile_file(str(playbook)).artifacts["payload"], {}, keychain_file=str(keychain)
-    )
+    embedded = run_embedded(compile_file(str(playbook)).payload, {}, keychain_file=str(keychain))
     assert embedded["steps"]["start"]["result"] == result
 
 

@@ -88,7 +88,7 @@ def test_large_results_are_stored_by_reference(cluster: Cluster, tmp_path: Path)
     cluster.worker(4)
     playbook = _write(tmp_path / "big_result.yaml", BIG_RESULT)
     distributed = cluster.submit(playbook)
-    embedded = run_embedded(compile_file(str(playbook)).artifacts["payload"])
+    embedded = run_embedded(compile_file(str(playbook)).payload)
     assert distributed["status"] == "completed", distributed
     assert _comparable(distributed) == _comparable(embedded)
     assert distributed["steps"]["count"]["result"] == {"n": 50, "last": "row-49", "first": "row-0"}
@@ -153,9 +153,7 @@ def test_fail_fast_cancels_the_other_iterations(cluster: Cluster, tmp_path: Path
     playbook = _write(tmp_path / "fail_fast.yaml", FAIL_FAST)
     summary = cluster.submit(playbook)
     assert summary["status"] == "failed", summary
-    embedded = run_embedded(
-        compile_file(str(playbook)).artifacts["payload"], {"log": str(tmp_path / "e.log")}
-    )
+    embedded = run_embedded(compile_file(str(playbook)).payload, {"log": str(tmp_path / "e.log")})
     assert _comparable(summary) == _comparable(embedded)
     time.sleep(4)  # the iterations that were running when the cancel came have ended by now
     events = cluster.events(summary["execution_id"])
@@ -221,7 +219,7 @@ def test_kind_playbook_runs_a_child_execution(cluster: Cluster, tmp_path: Path) 
     _write(tmp_path / "child" / "double.yaml", CHILD)
     playbook = _write(tmp_path / "parent.yaml", PARENT)
     summary = cluster.submit(playbook)
-    embedded = run_embedded(compile_file(str(playbook)).artifacts["payload"])
+    embedded = run_embedded(compile_file(str(playbook)).payload)
     assert _comparable(summary) == _comparable(embedded)
     assert summary["steps"]["start"]["result"] == {"doubled": 42}
     assert summary["status"] == "failed"  # `broken` names no playbook file

@@ -21,7 +21,7 @@ def test_set_entries_resolve_and_unset_unused_ones_do_not_fail_the_run(
     monkeypatch.chdir(tmp_path)  # no .noetl/keychain.yaml
     monkeypatch.delenv("NOETL_KEYCHAIN_UNUSED_TOKEN", raising=False)
     monkeypatch.setenv("NOETL_KEYCHAIN_API_TOKEN", "n4mespace-secret")
-    summary = run_embedded(compile_file(str(PLAYBOOK)).artifacts["payload"], {})
+    summary = run_embedded(compile_file(str(PLAYBOOK)).payload, {})
     assert summary["status"] == "completed", summary["error"]
     result = summary["steps"]["start"]["result"]
     assert result == {"token_length": len("n4mespace-secret"), "echo": "token=***"}

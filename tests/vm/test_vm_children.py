@@ -20,7 +20,7 @@ PLAYBOOKS = Path(__file__).resolve().parent / "playbooks"
 def _payload(path: Path) -> dict[str, Any]:
     unit = compile_file(str(path))
     assert not unit.reporter.has_errors, unit.reporter.sorted()
-    payload: dict[str, Any] = unit.artifacts["payload"]
+    payload: dict[str, Any] = unit.payload
     return payload
 
 

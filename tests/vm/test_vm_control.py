@@ -54,7 +54,7 @@ workflow:
 def _program(text: str) -> Program:
     unit = compile_source(text, "t.yaml")
     assert not unit.reporter.has_errors, unit.reporter.sorted()
-    return Program(unit.artifacts["payload"])
+    return Program(unit.payload)
 
 
 def _answer(vm: ControlVM, command: Any, result: Any = None) -> list[Any]:
@@ -162,9 +162,9 @@ def test_a_loop_head_after_a_fork_is_not_a_join() -> None:
     from noetlc.runtime.embedded import run_embedded
 
     unit = compile_file(str(Path(__file__).parent / "playbooks" / "loop_head_in_fork.yaml"))
-    joins = {j[0] for j in unit.artifacts["payload"]["joins"]}
+    joins = {j[0] for j in unit.payload["joins"]}
     assert joins == {"merge"}
-    summary = run_embedded(unit.artifacts["payload"])
+    summary = run_embedded(unit.payload)
     assert summary["status"] == "completed", summary["error"]
     assert summary["steps"]["page"]["runs"] == 3 and summary["steps"]["merge"]["runs"] == 1
 

@@ -96,7 +96,7 @@ def _trace(program: Program, general: bool, results: list[Any]) -> list[Any]:
 def _program(text: str) -> Program:
     unit = compile_source(text, "t.yaml")
     assert not unit.reporter.has_errors, unit.reporter.sorted()
-    return Program(unit.artifacts["payload"])
+    return Program(unit.payload)
 
 
 @pytest.mark.parametrize("results", [[None], [{"ok": True}], [{"ok": False}, {"v": 3}]])

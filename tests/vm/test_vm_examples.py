@@ -29,6 +29,6 @@ def test_every_example_has_an_expectation() -> None:
 def test_example_runs(name: str) -> None:
     unit = compile_file(str(EXAMPLES / f"{name}.yaml"))
     assert not unit.reporter.diagnostics, unit.reporter.sorted()
-    summary = run_embedded(unit.artifacts["payload"])
+    summary = run_embedded(unit.payload)
     assert summary["status"] == "completed", summary["error"]
     assert summary["result"] == EXPECTED[name]

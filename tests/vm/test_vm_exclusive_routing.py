@@ -65,7 +65,7 @@ def _steps(n: int) -> str:
 def _first_decision(text: str, workload: dict[str, Any]) -> list[str]:
     unit = compile_source(text, "t.yaml")
     assert not unit.reporter.has_errors, unit.reporter.sorted()
-    vm = ControlVM(Program(unit.artifacts["payload"]), workload, "x")
+    vm = ControlVM(Program(unit.payload), workload, "x")
     [start] = vm.start()
     commands = vm.step(
         {

@@ -68,7 +68,7 @@ sys.exit(cli.main(sys.argv[3:]))
 def _payload(path: Path) -> dict[str, Any]:
     unit = compile_file(str(path))
     assert not unit.reporter.has_errors, unit.reporter.sorted()
-    payload: dict[str, Any] = unit.artifacts["payload"]
+    payload: dict[str, Any] = unit.payload
     return payload
 
 

@@ -49,7 +49,7 @@ def test_vm_agrees_with_the_reference_interpreter(path: Path) -> None:
     assert playbook is not None
     workload = _sets(path)
     expected = reference.Reference(playbook, workload).run()
-    got = run_embedded(unit.artifacts["payload"], workload)
+    got = run_embedded(unit.payload, workload)
     assert got["status"] == expected["status"]
     steps = {
         name: {"runs": s["runs"], "status": s["status"], "result": _norm(s["result"])}
@@ -179,7 +179,7 @@ def test_generated_workflows_agree(seed: int, tmp_path: Path) -> None:
     assert not unit.reporter.has_errors, (unit.reporter.sorted(), path.read_text())
     assert unit.playbook is not None
     expected = reference.Reference(unit.playbook, {}).run()
-    got = run_embedded(unit.artifacts["payload"])
+    got = run_embedded(unit.payload)
     assert got["status"] == expected["status"], path.read_text()
     if got["status"] == "failed":
         return  # branches running beside the failure legitimately differ in how far they got

@@ -30,7 +30,7 @@ CASES = sorted(CONFORMANCE.glob("c[0-9][0-9]_*[!t].yaml")) if CONFORMANCE.is_dir
 def _payload(path: Path) -> dict[str, Any]:
     unit = compile_file(str(path))
     assert not unit.reporter.has_errors, unit.reporter.sorted()
-    payload: dict[str, Any] = unit.artifacts["payload"]
+    payload: dict[str, Any] = unit.payload
     return payload
 
 

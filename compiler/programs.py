@@ -1,0 +1,31 @@
+"""The lowered programs: the control program's blocks (one per transition), the pipeline
+programs (one per step), the name and position tables and the workbook's tasks.
+
+`lower` builds them from the net and the tree; `assemble` writes them into the `.nbc` payload.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from noetlc.ir.net import Position
+
+Instruction = list[Any]
+
+
+@dataclass
+class Block:
+    name: str
+    code: list[Instruction] = field(default_factory=list)
+    positions: list[int] = field(default_factory=list)  # index into the position table
+
+
+@dataclass
+class Programs:
+    names: list[str]
+    positions: list[Position]
+    control: list[Block]
+    pipelines: list[Block]
+    task_labels: dict[str, dict[str, int]]  # step -> task name -> pc of its TASK
+    workbook: list[list[Any]] = field(default_factory=list)  # [name, kind, args value, spec value]
