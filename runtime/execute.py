@@ -18,13 +18,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from noetlc.expr.runtime import RESOLVER_KEY
 from noetlc.stdlib_tools.context import ToolContext
 from noetlc.stdlib_tools.keychain import Keychain
 from noetlc.stdlib_tools.registry import call_tool as call_registry_tool
 from noetlc.vm.pipeline import ToolCall, Wait, run_pipeline
 from noetlc.vm.program import OP, Program
+from noetlc.vm.protocol import Event, EventName, Source, envelope
 
-EmitEvent = Callable[[dict[str, Any]], None]
+EmitEvent = Callable[[Event], None]
 # `kind: playbook`: (path, workload, the calling action_id, the child's execution id) -> the
 # child's summary; the runtime cancels the child when the calling action is cancelled
 StartChild = Callable[[str, dict[str, Any], str, str], dict[str, Any]]
@@ -44,19 +46,20 @@ def worker_event(
     payload: dict[str, Any],
     attempt: int | None = None,
     task_run_id: str | None = None,
-) -> dict[str, Any]:
-    return {
-        "event_id": f"w:{_PROCESS}:{next(_COUNTER)}",
-        "name": name,
-        "source": "worker",
-        "step": step,
-        "step_run_id": step_run_id,
-        "task_run_id": task_run_id,
-        "iteration": iteration,
-        "attempt": attempt,
-        "action_id": action_id,
-        "payload": payload,
-    }
+) -> Event:
+    """An event of an action (a task's, or its result), with an id unique to this process."""
+    return envelope(
+        name,
+        Source.WORKER,
+        event_id=f"w:{_PROCESS}:{next(_COUNTER)}",
+        step=step,
+        step_run_id=step_run_id,
+        task_run_id=task_run_id,
+        iteration=iteration,
+        attempt=attempt,
+        action_id=action_id,
+        payload=payload,
+    )
 
 
 @dataclass(frozen=True)
@@ -126,10 +129,13 @@ def execute(
     memo: dict[int, dict[str, Any]] | None = None,
     wait: Wait | None = None,
     env: ToolEnv = DEFAULT_ENV,
-) -> dict[str, Any]:
+    resolve: Callable[[dict[str, Any]], Any] | None = None,
+) -> Event:
     """Run the command; emit its events; return the terminal event (also emitted).
     Tools run through the registry with a `ToolContext` from `env`, unless `call_tool` is
-    given (tests)."""
+    given (tests). `resolve` (reference-first results, from the result store) replaces the
+    scope's own resolver: the pipeline may read any stored result, the control VM only those
+    its input events brought."""
     info = program.steps[step]
     if call_tool is None:
         call_tool = env.caller(str(scope.get("execution_id") or ""), action_id, step)
@@ -137,6 +143,8 @@ def execute(
     run_scope["ctx"] = dict(scope.get("ctx") or {})
     run_scope["args"] = args
     run_scope.pop("event", None)
+    if resolve is not None:
+        run_scope[RESOLVER_KEY] = resolve
     if iteration is not None and info.loop is not None:
         run_scope["iter"] = {info.loop["iterator"]: item, "index": iteration}
     else:
@@ -158,7 +166,7 @@ def execute(
         )
 
     if iteration is None:
-        emit(worker_event("step.started", step, step_run_id, action_id, None, {}))
+        emit(worker_event(EventName.STEP_STARTED, step, step_run_id, action_id, None, {}))
     if wait is None:
         outcome = run_pipeline(
             program, info, run_scope, call_tool, on_task_event, memo, private_scope=True
@@ -168,9 +176,11 @@ def execute(
             program, info, run_scope, call_tool, on_task_event, memo, wait, private_scope=True
         )
     if iteration is None:
-        name = "step.done" if outcome.ok else "step.failed"
+        name = EventName.STEP_DONE if outcome.ok else EventName.STEP_FAILED
+    elif outcome.ok:
+        name = EventName.LOOP_ITERATION_DONE
     else:
-        name = "loop.iteration.done" if outcome.ok else "loop.iteration.failed"
+        name = EventName.LOOP_ITERATION_FAILED
     payload: dict[str, Any] = {"result": outcome.result} if outcome.ok else {"error": outcome.error}
     if outcome.ctx_writes:
         payload["ctx_writes"] = [[key, value] for key, value in outcome.ctx_writes]
@@ -191,7 +201,7 @@ def memo_from_events(events: list[dict[str, Any]]) -> dict[str, dict[int, dict[s
     """action_id -> {call index -> recorded outcome}, from `task.done` events."""
     memo: dict[str, dict[int, dict[str, Any]]] = {}
     for event in events:
-        if event["name"] != "task.done" or event.get("source") != "worker":
+        if event["name"] != EventName.TASK_DONE or event.get("source") != Source.WORKER:
             continue
         payload = event.get("payload") or {}
         if "call" in payload and "outcome" in payload and event.get("action_id"):

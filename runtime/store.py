@@ -15,29 +15,18 @@ import json
 import json.encoder
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
 from noetlc.diagnostics.errors import UserError
+from noetlc.vm.protocol import ENVELOPE, Event
+
+# what `append` takes: the protocol's events (records, dicts with the envelope's fields, are
+# accepted too and converted at this edge)
+Appendable = Sequence[Event | Mapping[str, Any]]
 
 DEFAULT_URL = "sqlite:///.noetl/noetl.db"
-
-# the envelope of DESIGN §2.5, in column order after (execution_id, seq)
-ENVELOPE = (
-    "event_id",
-    "ts",
-    "name",
-    "source",
-    "step",
-    "step_run_id",
-    "task_run_id",
-    "iteration",
-    "attempt",
-    "parent_id",
-    "action_id",
-    "pc",
-)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS executions (
@@ -123,7 +112,7 @@ class EventStore(Protocol):
         workload: dict[str, Any] | None = None,
         parent_id: str | None = None,
     ) -> None: ...
-    def append(self, execution_id: str, events: list[dict[str, Any]]) -> int: ...
+    def append(self, execution_id: str, events: Appendable) -> int: ...
     def finish_execution(self, execution_id: str, status: str, summary: dict[str, Any]) -> None: ...
     def read(self, execution_id: str, after_seq: int = 0) -> list[dict[str, Any]]: ...
     def executions(self) -> list[dict[str, Any]]: ...
@@ -137,12 +126,25 @@ class EventStore(Protocol):
     def close(self) -> None: ...
 
 
-def _complete(execution_id: str, event: dict[str, Any]) -> dict[str, Any]:
-    out = {f: event.get(f) for f in ENVELOPE}
-    out["execution_id"] = execution_id
-    out["ts"] = out["ts"] or time.time()
-    out["payload"] = event.get("payload") or {}
-    return out
+def stored_record(execution_id: str, seq: int, event: Event, now: float) -> dict[str, Any]:
+    """An event as a store gives it back: every envelope field, `seq`, the payload."""
+    return {
+        "execution_id": execution_id,
+        "seq": seq,
+        "event_id": event.event_id,
+        "ts": event.ts or now,
+        "name": event.name,
+        "source": event.source,
+        "step": event.step,
+        "step_run_id": event.step_run_id,
+        "task_run_id": event.task_run_id,
+        "iteration": event.iteration,
+        "attempt": event.attempt,
+        "parent_id": event.parent_id,
+        "action_id": event.action_id,
+        "pc": event.pc,
+        "payload": event.payload or {},
+    }
 
 
 class MemoryStore:
@@ -180,18 +182,16 @@ class MemoryStore:
         )
         self._events.setdefault(execution_id, [])
 
-    def append(self, execution_id: str, events: list[dict[str, Any]]) -> int:
+    def append(self, execution_id: str, events: Appendable) -> int:
         log = self._events.setdefault(execution_id, [])
         added = 0
-        for event in events:
-            if event["event_id"] in self._ids:
+        now = time.time()
+        for item in events:
+            event = Event.from_record(item)
+            if event.event_id in self._ids:
                 continue
-            self._ids.add(event["event_id"])
-            event["execution_id"] = execution_id
-            event["seq"] = len(log) + 1
-            if "payload" not in event:
-                event["payload"] = {}
-            log.append(event)
+            self._ids.add(str(event.event_id))
+            log.append(stored_record(execution_id, len(log) + 1, event, now))
             added += 1
         return added
 
@@ -200,8 +200,7 @@ class MemoryStore:
         record.update(status=status, finished_at=time.time(), summary=summary)
 
     def read(self, execution_id: str, after_seq: int = 0) -> list[dict[str, Any]]:
-        log = self._events.get(execution_id, [])[after_seq:]
-        return [_complete(execution_id, e) | {"seq": e["seq"]} for e in log]
+        return [dict(e) for e in self._events.get(execution_id, [])[after_seq:]]
 
     def executions(self) -> list[dict[str, Any]]:
         return sorted(self._executions.values(), key=lambda e: e["created_at"])
@@ -299,9 +298,10 @@ class SQLiteStore:
             ),
         )
 
-    def append(self, execution_id: str, events: list[dict[str, Any]]) -> int:
+    def append(self, execution_id: str, events: Appendable) -> int:
         if not events:
             return 0
+        batch = [Event.from_record(e) for e in events]
         db = self._db
         last = self._last_seq.get(execution_id)
         if last is None:
@@ -311,7 +311,7 @@ class SQLiteStore:
                 "SELECT COALESCE(MAX(seq), 0) FROM events WHERE execution_id = ?", (execution_id,)
             ).fetchone()
         # fast path: these ids are new and nobody appended since `last`; the constraints check it
-        rows = self._rows(execution_id, events, last, set())
+        rows = self._rows(execution_id, batch, last, set())
         try:
             self._insert(rows)
         except sqlite3.IntegrityError:
@@ -324,7 +324,7 @@ class SQLiteStore:
             (last,) = db.execute(
                 "SELECT COALESCE(MAX(seq), 0) FROM events WHERE execution_id = ?", (execution_id,)
             ).fetchone()
-            ids = [e["event_id"] for e in events]
+            ids = [str(e.event_id) for e in batch]
             known = {
                 r[0]
                 for chunk in range(0, len(ids), 500)
@@ -334,7 +334,7 @@ class SQLiteStore:
                     ids[chunk : chunk + 500],
                 )
             }
-            rows = self._rows(execution_id, events, last, known)
+            rows = self._rows(execution_id, batch, last, known)
             db.executemany(self._INSERT, rows)
             db.execute("COMMIT")
         except sqlite3.Error:
@@ -357,37 +357,50 @@ class SQLiteStore:
 
     @staticmethod
     def _rows(
-        execution_id: str, events: list[dict[str, Any]], last: int, known: set[str]
+        execution_id: str, events: list[Event], last: int, known: set[str]
     ) -> list[tuple[Any, ...]]:
         rows: list[tuple[Any, ...]] = []
         add_row = rows.append
         seen = set(known)
         now = time.time()
         for event in events:
-            event_id = event["event_id"]
+            (
+                name,
+                source,
+                step,
+                step_run_id,
+                iteration,
+                payload,
+                event_id,
+                _,
+                _,
+                ts,
+                task_run_id,
+                attempt,
+                parent_id,
+                action_id,
+                pc,
+            ) = event
             if event_id in seen:
                 continue
-            seen.add(event_id)
+            seen.add(event_id)  # type: ignore[arg-type]  # a missing id fails the insert
             last += 1
-            event["seq"] = last
-            get = event.get
-            payload = get("payload")
             add_row(
                 (
                     execution_id,
                     last,
                     event_id,
-                    get("ts") or now,
-                    event["name"],
-                    get("source"),
-                    get("step"),
-                    get("step_run_id"),
-                    get("task_run_id"),
-                    get("iteration"),
-                    get("attempt"),
-                    get("parent_id"),
-                    get("action_id"),
-                    get("pc"),
+                    ts or now,
+                    name,
+                    source,
+                    step,
+                    step_run_id,
+                    task_run_id,
+                    iteration,
+                    attempt,
+                    parent_id,
+                    action_id,
+                    pc,
                     encode_payload(payload) if payload else "{}",
                 )
             )

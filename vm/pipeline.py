@@ -17,6 +17,7 @@ from typing import Any
 
 from noetlc.expr.runtime import Scope
 from noetlc.vm.program import OP, Program, StepInfo
+from noetlc.vm.protocol import EventName
 
 ToolCall = Callable[[str, dict[str, Any], dict[str, Any] | None, str, int], dict[str, Any]]
 Emit = Callable[[str, dict[str, Any]], None]
@@ -112,7 +113,9 @@ def run_pipeline(
                     except Exception as exc:
                         outcome = _error_outcome(exc, "TemplateError")
                     else:
-                        emit("task.started", {"task": task, "attempt": attempt, "call": call})
+                        emit(
+                            EventName.TASK_STARTED, {"task": task, "attempt": attempt, "call": call}
+                        )
                         if kind == "noop":  # the compiler's pass-through task: no tool call
                             outcome = {
                                 "status": "ok",
@@ -127,7 +130,7 @@ def run_pipeline(
                         else:
                             outcome = call_tool(kind, args, spec, task, attempt)
                     emit(
-                        "task.done",
+                        EventName.TASK_DONE,
                         {
                             "task": task,
                             "attempt": attempt,
@@ -185,7 +188,7 @@ def run_pipeline(
                 delay_s = _backoff(names[backoff], delay, max_delay, jitter, attempt)
                 if not (memo and calls in memo):  # a recorded next attempt needs no wait
                     emit(
-                        "task.retry",
+                        EventName.TASK_RETRY,
                         {
                             "task": names[code[current_task_pc][1]],
                             "attempt": attempt,
