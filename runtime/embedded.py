@@ -58,6 +58,9 @@ from noetlc.vm.protocol import (
     is_input,
 )
 
+_LOOP_ITERATION_FAILED = EventName.LOOP_ITERATION_FAILED
+_STEP_FAILED = EventName.STEP_FAILED
+
 OnEvents = Callable[[list[Event]], None]
 _INLINE = threading.Event()  # the cancel flag of inline actions: they finish before any cancel
 
@@ -444,9 +447,7 @@ def _guarded(
     try:
         action(scope, emit, memo=memo, wait=wait)
     except BaseException as exc:
-        name = (
-            EventName.STEP_FAILED if command.iteration is None else EventName.LOOP_ITERATION_FAILED
-        )
+        name = _STEP_FAILED if command.iteration is None else _LOOP_ITERATION_FAILED
         error = {"type": type(exc).__name__, "message": str(exc)}
         emit(
             worker_event(

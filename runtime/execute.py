@@ -24,7 +24,14 @@ from noetlc.stdlib_tools.keychain import Keychain
 from noetlc.stdlib_tools.registry import call_tool as call_registry_tool
 from noetlc.vm.pipeline import ToolCall, Wait, run_pipeline
 from noetlc.vm.program import OP, Program
-from noetlc.vm.protocol import Event, EventName, Source, envelope
+from noetlc.vm.protocol import Event, EventName, Source, action_event
+
+_LOOP_ITERATION_DONE = EventName.LOOP_ITERATION_DONE
+_LOOP_ITERATION_FAILED = EventName.LOOP_ITERATION_FAILED
+_STEP_DONE = EventName.STEP_DONE
+_STEP_FAILED = EventName.STEP_FAILED
+_STEP_STARTED = EventName.STEP_STARTED
+_TASK_DONE = EventName.TASK_DONE
 
 EmitEvent = Callable[[Event], None]
 # `kind: playbook`: (path, workload, the calling action_id, the child's execution id) -> the
@@ -48,17 +55,16 @@ def worker_event(
     task_run_id: str | None = None,
 ) -> Event:
     """An event of an action (a task's, or its result), with an id unique to this process."""
-    return envelope(
+    return action_event(
+        f"w:{_PROCESS}:{next(_COUNTER)}",
         name,
-        Source.WORKER,
-        event_id=f"w:{_PROCESS}:{next(_COUNTER)}",
-        step=step,
-        step_run_id=step_run_id,
-        task_run_id=task_run_id,
-        iteration=iteration,
-        attempt=attempt,
-        action_id=action_id,
-        payload=payload,
+        step,
+        step_run_id,
+        iteration,
+        action_id,
+        payload,
+        attempt,
+        task_run_id,
     )
 
 
@@ -166,7 +172,7 @@ def execute(
         )
 
     if iteration is None:
-        emit(worker_event(EventName.STEP_STARTED, step, step_run_id, action_id, None, {}))
+        emit(worker_event(_STEP_STARTED, step, step_run_id, action_id, None, {}))
     if wait is None:
         outcome = run_pipeline(
             program, info, run_scope, call_tool, on_task_event, memo, private_scope=True
@@ -176,11 +182,11 @@ def execute(
             program, info, run_scope, call_tool, on_task_event, memo, wait, private_scope=True
         )
     if iteration is None:
-        name = EventName.STEP_DONE if outcome.ok else EventName.STEP_FAILED
+        name = _STEP_DONE if outcome.ok else _STEP_FAILED
     elif outcome.ok:
-        name = EventName.LOOP_ITERATION_DONE
+        name = _LOOP_ITERATION_DONE
     else:
-        name = EventName.LOOP_ITERATION_FAILED
+        name = _LOOP_ITERATION_FAILED
     payload: dict[str, Any] = {"result": outcome.result} if outcome.ok else {"error": outcome.error}
     if outcome.ctx_writes:
         payload["ctx_writes"] = [[key, value] for key, value in outcome.ctx_writes]
@@ -201,7 +207,7 @@ def memo_from_events(events: list[dict[str, Any]]) -> dict[str, dict[int, dict[s
     """action_id -> {call index -> recorded outcome}, from `task.done` events."""
     memo: dict[str, dict[int, dict[str, Any]]] = {}
     for event in events:
-        if event["name"] != EventName.TASK_DONE or event.get("source") != Source.WORKER:
+        if event["name"] != _TASK_DONE or event.get("source") != Source.WORKER:
             continue
         payload = event.get("payload") or {}
         if "call" in payload and "outcome" in payload and event.get("action_id"):

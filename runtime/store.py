@@ -152,7 +152,7 @@ class MemoryStore:
 
     def __init__(self) -> None:
         self._executions: dict[str, dict[str, Any]] = {}
-        self._events: dict[str, list[dict[str, Any]]] = {}
+        self._events: dict[str, list[tuple[float, Event]]] = {}  # (when appended, event)
         self._ids: set[str] = set()
         self._requests: list[dict[str, Any]] = []
         self._results: dict[str, bytes] = {}
@@ -184,14 +184,16 @@ class MemoryStore:
 
     def append(self, execution_id: str, events: Appendable) -> int:
         log = self._events.setdefault(execution_id, [])
+        ids = self._ids
         added = 0
         now = time.time()
         for item in events:
-            event = Event.from_record(item)
-            if event.event_id in self._ids:
+            event = item if type(item) is Event else Event.from_record(item)
+            event_id = event.event_id
+            if event_id in ids:
                 continue
-            self._ids.add(str(event.event_id))
-            log.append(stored_record(execution_id, len(log) + 1, event, now))
+            ids.add(str(event_id))
+            log.append((now, event))  # the record is built when read
             added += 1
         return added
 
@@ -200,7 +202,11 @@ class MemoryStore:
         record.update(status=status, finished_at=time.time(), summary=summary)
 
     def read(self, execution_id: str, after_seq: int = 0) -> list[dict[str, Any]]:
-        return [dict(e) for e in self._events.get(execution_id, [])[after_seq:]]
+        log = self._events.get(execution_id, [])
+        return [
+            stored_record(execution_id, seq, event, now)
+            for seq, (now, event) in enumerate(log[after_seq:], after_seq + 1)
+        ]
 
     def executions(self) -> list[dict[str, Any]]:
         return sorted(self._executions.values(), key=lambda e: e["created_at"])

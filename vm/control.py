@@ -32,11 +32,19 @@ from noetlc.vm.protocol import (
     CommandKind,
     Event,
     EventName,
+    Source,
     Step,
-    recorded,
 )
 from noetlc.vm.routing import Routing
 from noetlc.vm.tables import DonePlan, StepTable, Transition, build_tables, first_passing
+
+_EXECUTION_CANCELLED = EventName.EXECUTION_CANCELLED
+_LOOP_ITERATION_STARTED = EventName.LOOP_ITERATION_STARTED
+_LOOP_STARTED = EventName.LOOP_STARTED
+_STEP_SKIPPED = EventName.STEP_SKIPPED
+_STEP_STARTED = EventName.STEP_STARTED
+_WORKFLOW_FINISHED = EventName.WORKFLOW_FINISHED
+_WORKFLOW_STARTED = EventName.WORKFLOW_STARTED
 
 __all__ = ["ControlVM", "Resolve", "StepRecord", "StepRun", "Token", "action_id"]
 
@@ -52,6 +60,8 @@ _STEP_SCHEDULED = EventName.STEP_SCHEDULED
 _SIGNAL_RECEIVED = EventName.SIGNAL_RECEIVED
 _TIMER_FIRED = EventName.TIMER_FIRED
 _RUN = CommandKind.RUN
+_SERVER = Source.SERVER
+_new = tuple.__new__  # Command and Step without their Python-level __new__ (the hot path)
 _CANCEL = CommandKind.CANCEL
 
 
@@ -111,7 +121,7 @@ class ControlVM(Routing):
     def start(self) -> Step:
         commands: list[Command] = []
         try:
-            self.record(EventName.WORKFLOW_STARTED, None, {})
+            self.record(_WORKFLOW_STARTED, None, {})
             self.ready.append((self.program.entry, Token({})))
             self._drain(commands)
             self._check_complete()
@@ -122,13 +132,13 @@ class ControlVM(Routing):
     def _answer(self, commands: list[Command]) -> Step:
         events = self._events
         self._events = []
-        return Step(commands, events)
+        return _new(Step, (commands, events))
 
     def step(self, event: Event) -> Step:
         """Feed one input event; return the commands it causes and the events recorded."""
         commands: list[Command] = []
         if self.status != "running":
-            return Step(commands, [])
+            return _new(Step, (commands, []))
         try:
             name = event.name
             if name in RESULT_NAMES:
@@ -163,7 +173,9 @@ class ControlVM(Routing):
                 self._check_complete()
         except Exception as exc:
             self._internal(exc, getattr(event, "step", None))
-        return self._answer(commands)
+        events = self._events
+        self._events = []
+        return _new(Step, (commands, events))
 
     def finished(self) -> bool:
         return self.status != "running"
@@ -198,7 +210,7 @@ class ControlVM(Routing):
                     del self.listeners[run.run_id]
                     self.record(_STEP_FAILED, run.step, {"error": error}, run.run_id)
                     self._boundary(run, _STEP_FAILED, None, error, commands)
-        elif name == EventName.EXECUTION_CANCELLED:
+        elif name == _EXECUTION_CANCELLED:
             self.status = "cancelled"
             self.error = {"code": "NOE855", "message": "the execution was cancelled", "step": None}
             for run in self.runs.values():
@@ -255,7 +267,7 @@ class ControlVM(Routing):
             record = self.steps[step] = StepRecord()
         if transition.skip:
             record.status = "skipped"
-            self.record(EventName.STEP_SKIPPED, step, {"transition": transition.id})
+            self.record(_STEP_SKIPPED, step, {"transition": transition.id})
             self._announce_dead(table)
             return
         record.runs += 1
@@ -266,7 +278,7 @@ class ControlVM(Routing):
             self._apply_writes(transition.writes, scope)
         if table.listener:
             self.listeners[run_id] = run
-            self.record(EventName.STEP_STARTED, step, {"listener": True}, run_id)
+            self.record(_STEP_STARTED, step, {"listener": True}, run_id)
             if table.listener_timeout is not None:
                 self.timers.add(run_id)
                 commands.append(self._timer_command(run))
@@ -281,7 +293,7 @@ class ControlVM(Routing):
         run.results = [None] * len(run.items)
         run.best_effort = table.loop.get("failure_mode") == "best_effort"
         self.firings += 1  # loop_start
-        self.record(EventName.LOOP_STARTED, step, {"count": len(run.items)}, run_id)
+        self.record(_LOOP_STARTED, step, {"count": len(run.items)}, run_id)
         if not run.items:
             self._loop_done(run, commands)
             return
@@ -293,9 +305,7 @@ class ControlVM(Routing):
             run.next_index += 1
             run.in_flight.add(index)
             self.firings += 1
-            self.record(
-                EventName.LOOP_ITERATION_STARTED, run.step, {"index": index}, run.run_id, index
-            )
+            self.record(_LOOP_ITERATION_STARTED, run.step, {"index": index}, run.run_id, index)
             commands.append(self._run_command(run, index))
 
     def _schedule(
@@ -304,27 +314,46 @@ class ControlVM(Routing):
         """A plain (not loop) run is scheduled: its event and its run command."""
         self.event_count = n = self.event_count + 1
         self._events.append(
-            recorded(
-                f"{self._event_prefix}{n}",
-                self.execution_id,
-                _STEP_SCHEDULED,
-                step,
-                run_id,
-                None,
-                {"args": args},
+            _new(
+                Event,
+                (
+                    _STEP_SCHEDULED,
+                    _SERVER,
+                    step,
+                    run_id,
+                    None,
+                    {"args": args},
+                    f"{self._event_prefix}{n}",
+                    self.execution_id,
+                    None,
+                    None,
+                    None,
+                    None,
+                    None,
+                    None,
+                    None,
+                ),
+            )
+        )  # `recorded`, inlined: one per step run
+        commands.append(
+            _new(
+                Command, (_RUN, step, run_id, args, self._action_id(run_id, None), None, None, None)
             )
         )
-        commands.append(Command(_RUN, step, run_id, args, self._action_id(run_id, None)))
 
     def _command(self, kind: str, run: StepRun, iteration: int | None) -> Command:
-        return Command(
-            kind,
-            run.step,
-            run.run_id,
-            run.token.args,
-            self._action_id(run.run_id, iteration),
-            iteration,
-            run.items[iteration] if iteration is not None else None,
+        return _new(
+            Command,
+            (
+                kind,
+                run.step,
+                run.run_id,
+                run.token.args,
+                self._action_id(run.run_id, iteration),
+                iteration,
+                run.items[iteration] if iteration is not None else None,
+                None,
+            ),
         )
 
     def _action_id(self, step_run_id: str, iteration: int | None) -> str:
@@ -450,16 +479,27 @@ class ControlVM(Routing):
             args = {}
         self.event_count = n = self.event_count + 1
         self._events.append(
-            recorded(
-                f"{self._event_prefix}{n}",
-                self.execution_id,
-                _NEXT_SELECTED,
-                step,
-                run.run_id,
-                None,
-                {"to": taken.id},
+            _new(
+                Event,
+                (
+                    _NEXT_SELECTED,
+                    _SERVER,
+                    step,
+                    run.run_id,
+                    None,
+                    {"to": taken.id},
+                    f"{self._event_prefix}{n}",
+                    self.execution_id,
+                    None,
+                    None,
+                    None,
+                    None,
+                    None,
+                    None,
+                    None,
+                ),
             )
-        )
+        )  # `recorded`, inlined: one per decision
         ready = self.ready
         if target is None or ready:
             for _, entry in taken.entries:
@@ -541,4 +581,4 @@ class ControlVM(Routing):
             )
             return
         self.status = "completed"
-        self.record(EventName.WORKFLOW_FINISHED, None, {"status": "completed"})
+        self.record(_WORKFLOW_FINISHED, None, {"status": "completed"})

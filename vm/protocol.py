@@ -160,6 +160,8 @@ class Event(NamedTuple):
 
 
 _new = tuple.__new__
+_SERVER = Source.SERVER
+_WORKER = Source.WORKER
 
 
 def envelope(
@@ -180,8 +182,9 @@ def envelope(
     action_id: str | None = None,
     pc: int | None = None,
 ) -> Event:
-    """The envelope constructor: every event the runtimes create is built here (or by
-    `recorded`, its positional form for the control VM)."""
+    """The envelope constructor: every event the runtimes create is built here, or by one of
+    its positional forms for the hot paths: `recorded` (the control VM's server events) and
+    `action_event` (an action's events)."""
     return _new(
         Event,
         (
@@ -218,7 +221,7 @@ def recorded(
         Event,
         (
             name,
-            "server",
+            _SERVER,
             step,
             step_run_id,
             iteration,
@@ -231,6 +234,40 @@ def recorded(
             None,
             None,
             None,
+            None,
+        ),
+    )
+
+
+def action_event(
+    event_id: str,
+    name: str,
+    step: str,
+    step_run_id: str,
+    iteration: int | None,
+    action_id: str,
+    payload: dict[str, Any],
+    attempt: int | None,
+    task_run_id: str | None,
+) -> Event:
+    """An event of an action, source `worker` (positional: a pipeline emits several per task)."""
+    return _new(
+        Event,
+        (
+            name,
+            _WORKER,
+            step,
+            step_run_id,
+            iteration,
+            payload,
+            event_id,
+            None,
+            None,
+            None,
+            task_run_id,
+            attempt,
+            None,
+            action_id,
             None,
         ),
     )
@@ -285,6 +322,7 @@ __all__ = [
     "EventName",
     "Source",
     "Step",
+    "action_event",
     "envelope",
     "is_input",
     "recorded",

@@ -14,6 +14,10 @@ from noetlc.vm.program import Program
 from noetlc.vm.protocol import Event, EventName, recorded
 from noetlc.vm.tables import StepTable, Transition, clear_prefix
 
+_EXECUTION_FAILED = EventName.EXECUTION_FAILED
+_JOIN_FIRED = EventName.JOIN_FIRED
+_STEP_FAILED = EventName.STEP_FAILED
+
 _NEXT_SELECTED = EventName.NEXT_SELECTED
 _NOTHING_LIVE: set[str] = set()  # a step that feeds no join tracks no live places (never added to)
 
@@ -146,7 +150,7 @@ class Routing:
                         }
                     )
                     return False
-        if fired_route and name == EventName.STEP_FAILED:
+        if fired_route and name == _STEP_FAILED:
             self.handled_failures += 1
         if feeds and not any(
             p.endswith(".entry") and p[: -len(".entry")] in table.back_targets for p in live
@@ -165,7 +169,7 @@ class Routing:
         for step, entering, payload in self.join_places.arrive(place, token):
             self.firings += 1
             if payload is not None:
-                self.record(EventName.JOIN_FIRED, step, payload)
+                self.record(_JOIN_FIRED, step, payload)
             self.ready.append((step, entering))
 
     def _announce_dead(self, table: StepTable) -> None:
@@ -192,4 +196,4 @@ class Routing:
         if self.status == "running":
             self.status = "failed"
             self.error = error
-            self.record(EventName.EXECUTION_FAILED, error.get("step"), {"error": error})
+            self.record(_EXECUTION_FAILED, error.get("step"), {"error": error})
