@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from noetlc.runtime.postgres.database import Database
+from noetlc.runtime.backend import Backend
 from noetlc.runtime.programs import requested_event
 from noetlc.vm.protocol import EventName, Source, envelope
 
@@ -52,7 +52,7 @@ class ChildRunner:
 
     def __init__(
         self,
-        db: Database,
+        db: Backend,
         loop: asyncio.AbstractEventLoop,
         parent_id: str,
         poll: float,

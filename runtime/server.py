@@ -19,11 +19,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from noetlc.runtime.backend import ANY_KEY, EVENTS, EXECUTIONS, Backend
 from noetlc.runtime.cluster import RETRYABLE, new_owner, warn_retrying
 from noetlc.runtime.driver import REQUESTED, Driver, program_from_requested
-from noetlc.runtime.postgres.blocking_results import BlockingResults
-from noetlc.runtime.postgres.database import Database
-from noetlc.runtime.postgres.notify import ANY_KEY
 from noetlc.runtime.queue import JobSpec
 from noetlc.runtime.timers import Timers, started_times
 from noetlc.vm.control import ControlVM
@@ -56,7 +54,7 @@ class Owned:
 class Server:
     def __init__(
         self,
-        db: Database,
+        db: Backend,
         *,
         owner: str | None = None,
         ttl: float = 15.0,
@@ -79,7 +77,7 @@ class Server:
         self._background: set[asyncio.Future[Any]] = set()
         self._wake = asyncio.Event()  # set by our own appends made outside `tick` (timers)
         # reference-first results the control VMs read (arcs, step args, the summary)
-        self.results = BlockingResults(db.url)
+        self.results = db.result_store()
 
     async def run(self, stop: asyncio.Event) -> None:
         notes = self.db.notifications
@@ -88,8 +86,8 @@ class Server:
         try:
             while not stop.is_set():
                 await notes.ensure_listening()  # again after the database came back
-                wake_events = notes.register("noetl_events", ANY_KEY)
-                wake_offers = notes.register("noetl_executions", ANY_KEY)
+                wake_events = notes.register(EVENTS, ANY_KEY)
+                wake_offers = notes.register(EXECUTIONS, ANY_KEY)
                 self._wake.clear()
                 try:
                     try:
@@ -114,8 +112,8 @@ class Server:
                     if wake_offers.is_set():
                         self.offered = True
                 finally:
-                    notes.unregister("noetl_events", ANY_KEY, wake_events)
-                    notes.unregister("noetl_executions", ANY_KEY, wake_offers)
+                    notes.unregister(EVENTS, ANY_KEY, wake_events)
+                    notes.unregister(EXECUTIONS, ANY_KEY, wake_offers)
         finally:
             for owned in self.owned.values():
                 owned.timers.close()

@@ -28,13 +28,12 @@ from typing import Any
 import asyncpg
 
 from noetlc.expr.runtime import RESOLVER_KEY
+from noetlc.runtime.backend import JOBS, Backend
 from noetlc.runtime.children import ChildRunner
 from noetlc.runtime.cluster import RETRYABLE, new_owner, warn_retrying
 from noetlc.runtime.driver import REQUESTED, program_from_requested
 from noetlc.runtime.embedded import playbook_folder
 from noetlc.runtime.execute import EmitEvent, ToolEnv, execute, memo_from_events, noop_only
-from noetlc.runtime.postgres.blocking_results import BlockingResults
-from noetlc.runtime.postgres.database import Database
 from noetlc.runtime.queue import Lease
 from noetlc.runtime.results import References, payload_limit
 from noetlc.stdlib_tools.keychain import Keychain
@@ -45,7 +44,7 @@ from noetlc.vm.protocol import Event, EventName
 class Worker:
     def __init__(
         self,
-        db: Database,
+        db: Backend,
         *,
         owner: str | None = None,
         pool: str = "default",
@@ -77,7 +76,7 @@ class Worker:
         self._pending: dict[str, list[Event]] = {}
         self._more = False  # the last pick was full: pick again without waiting
         # reference-first results: large task results stored, references resolved
-        self.results = BlockingResults(db.url)
+        self.results = db.result_store()
         self._next_heartbeat = 0.0  # when the running jobs' leases are renewed next
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -100,11 +99,11 @@ class Worker:
         notes = self.db.notifications
         await notes.ensure_listening()
         # registered before the pick: an enqueue committed after it still wakes us
-        woken = notes.register("noetl_jobs", self.pool)
+        woken = notes.register(JOBS, self.pool)
         try:
             await self._round_registered(woken)
         finally:
-            notes.unregister("noetl_jobs", self.pool, woken)
+            notes.unregister(JOBS, self.pool, woken)
 
     async def _round_registered(self, woken: asyncio.Event) -> None:
         self._slot_freed.clear()  # before `free` is counted: a later lent slot wakes the wait

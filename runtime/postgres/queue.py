@@ -19,9 +19,10 @@ from typing import Any
 
 import asyncpg
 
+from noetlc.runtime.backend import ANY_KEY
 from noetlc.runtime.postgres.connect import PgUrl, with_retry
 from noetlc.runtime.postgres.eventlog import event_columns
-from noetlc.runtime.postgres.notify import ANY_KEY, Notifications
+from noetlc.runtime.postgres.notify import Notifications
 from noetlc.runtime.postgres.queries import q
 from noetlc.runtime.queue import (
     DEFAULT_POOL,
