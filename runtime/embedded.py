@@ -9,7 +9,7 @@ work wait in an open group, which is committed in one transaction before anythin
 visible happens — a command handed to the thread pool, a cancel sent to a thread, a timer, the
 loop waiting for events, the summary — or when it reaches its size or age bound; a batch with
 events from threads, timers or other processes is committed at once. So every event is durable
-before its effects (DESIGN §6; the argument is in docs/runtime.md). Timers are loop timers;
+before its effects (the argument is in docs/runtime.md). Timers are loop timers;
 `cancel` and `signal` requests from other processes are read from the store (`noetl-vm
 cancel|signal` write them) every `poll_interval` seconds.
 

@@ -2,7 +2,7 @@
 
 Shared by the embedded runtime and distributed workers. The pipeline VM runs with the scope
 the command carries; every `task.*` event it emits becomes a worker event with the full
-envelope (DESIGN §2.5), handed to `emit` as it happens (so a finished task is logged before
+envelope (vm/protocol.py), handed to `emit` as it happens (so a finished task is logged before
 the next one starts), and the run ends with one terminal event: `step.done`/`step.failed`, or
 `loop.iteration.done`/`.failed`, carrying the result and the ctx writes. `memo_from_events`
 turns an action's recorded `task.done` events into the pipeline VM's memo, so a resumed or

@@ -1,7 +1,7 @@
 """Group commit: the events of internal work wait and are appended in one transaction.
 
-DESIGN §6 asks that every acknowledged event be durable before the next command is issued.
-The embedded runtime runs `noop`-only actions inline: no thread, no tool, nothing outside the
+The rule: every acknowledged event is durable before the next command is issued. The
+embedded runtime runs `noop`-only actions inline: no thread, no tool, nothing outside the
 process sees them. Their events, and the control VM's answers to them, are therefore not
 acknowledged to anyone, and committing each step's batch on its own (one fsync-free WAL commit,
 still ~30-300 µs) made a 1,000-iteration noop loop spend most of its time in COMMIT. A

@@ -1,4 +1,4 @@
-"""Replay: rebuild an execution's control VM from its event log, and check it (DESIGN §4).
+"""Replay: rebuild an execution's control VM from its event log, and check it.
 
 The control VM is a function of its input events (vm/protocol.py `is_input`): feeding the
 recorded inputs, in log order, to a fresh VM must reproduce every event the server recorded,

@@ -1,4 +1,4 @@
-"""Reference-first results (DESIGN §2.4): a result larger than `limits.max_payload_bytes`
+"""Reference-first results: a result larger than `limits.max_payload_bytes`
 (default 1 MiB) is kept in the store's result table and events carry a reference,
 `{"$ref": {"store", "key", "size", "checksum"}}`. Templates resolve references transparently
 (the scope's `$resolve`, expr/runtime.py); tool arguments get the value; summaries show it.

@@ -1,4 +1,4 @@
-"""`noetl-vm server`: runs the control VMs of distributed executions (DESIGN §4, docs/distributed.md).
+"""`noetl-vm server`: runs the control VMs of distributed executions (docs/distributed.md).
 
 Any number of servers share one PostgreSQL. Each running execution is owned by one server at
 a time (an ownership lease, renewed every ttl/3); a server claims new submissions and the
@@ -192,7 +192,7 @@ class Server:
 
     async def _commit(self, owned: Owned, events: list[Event], commands: list[Command]) -> bool:
         """Append the VM's new events and enqueue the jobs its commands ask for: one
-        transaction, one round trip (the jobs become visible with the events, DESIGN §6);
+        transaction, one round trip (the jobs become visible with the events);
         then arm and cancel timers. True when nobody else appended since our last read."""
         now = time.time()
         if events:
@@ -209,7 +209,7 @@ class Server:
                 owned.after_seq = stored[-1][1]
         for command in commands:
             owned.timers.apply(command)  # arms timers, disarms cancelled ones
-        # after the events that decided it are committed (DESIGN §6): the jobs of cancelled
+        # after the events that decided it are committed: the jobs of cancelled
         # actions (a fail_fast loop's other iterations) never start, running ones stop
         cancelled = [c.action_id for c in commands if c.kind == CommandKind.CANCEL]
         if cancelled:

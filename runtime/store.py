@@ -5,7 +5,7 @@ store assigns `seq` (gap-free per execution) and skips an event whose `event_id`
 holds, so re-appending a batch after a crash changes nothing. Besides the log a store keeps
 the execution's record (the program it runs, its workload, its status and summary), requests
 from other processes (`cancel`, `signal`) that the running process or `resume` picks up, and
-the result store for reference-first payloads (DESIGN §2.4). `open_store(url)` takes `memory:`
+the result store for reference-first payloads. `open_store(url)` takes `memory:`
 or `sqlite:///path/to/file.db` (the default for `noetl-vm run` is `sqlite:///.noetl/noetl.db`).
 """
 

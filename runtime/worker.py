@@ -150,7 +150,7 @@ class Worker:
         """One transaction (one WAL flush): pick up to `limit` jobs (row locks) and run the
         inline ones at once, again while every job ran inline (up to INLINE_ROUNDS batches);
         lease the others; then append the events of everything finished and complete it
-        (DESIGN §6: never one without the other). Returns the leases to run in threads. If
+        (never one without the other). Returns the leases to run in threads. If
         anything fails, the transaction rolls back: the jobs return to the queue and what ran
         inline is run again by whoever takes it (same event ids, so nothing is logged twice);
         the threaded jobs' results are kept for the next try."""
@@ -360,7 +360,7 @@ class Known:
 
     def shrink(self, event: Event) -> None:
         """A result over `limits.max_payload_bytes` goes to the result table; the event
-        keeps its reference (DESIGN §2.4, as in embedded mode)."""
+        keeps its reference (as in embedded mode)."""
         if self.refs.limit is not None and event.name in SHRUNK:
             self.refs.shrink_event(event)
 

@@ -1,4 +1,4 @@
-"""The control VM: the token game over the control program (DESIGN §2.4, §4).
+"""The control VM: the token game over the control program.
 
 `start()` and `step(event)` turn events into commands and do no I/O; anything that goes wrong
 inside them becomes an execution failure, never an exception. The VM reacts only to *input

@@ -1,8 +1,8 @@
 """The event log and the result store on PostgreSQL, as plain async operations on envelopes.
 
-Events are dicts with the envelope fields of DESIGN §2.5 (`event_id`, `ts`, `name`, `source`,
-`step`, `step_run_id`, `task_run_id`, `iteration`, `attempt`, `parent_id`, `action_id`, `pc`,
-`payload`). The store assigns `seq`: several writers (a server and its workers) append to one
+Events are the protocol's envelopes (vm/protocol.py `Event`: `event_id`, `ts`, `name`,
+`source`, `step`, `step_run_id`, `task_run_id`, `iteration`, `attempt`, `parent_id`,
+`action_id`, `pc`, `payload`; records, dicts with those fields, are accepted). The store assigns `seq`: several writers (a server and its workers) append to one
 execution, and an append holds the execution's counter row, so `seq` is gap-free and an
 event already stored (same `event_id`) is skipped without taking a number. Small batches go
 through `noetl_append_events` (one round trip); batches of `COPY_THRESHOLD` events or more
@@ -29,7 +29,7 @@ from noetlc.vm.protocol import ENVELOPE, Event
 
 COPY_THRESHOLD = 64
 _TEXT_FIELDS = ("name", "source", "step", "step_run_id", "task_run_id", "parent_id", "action_id")
-# the envelope of DESIGN §2.5 in column order: one definition for SQLite and PostgreSQL
+# the envelope (vm/protocol.py) in column order: one definition for SQLite and PostgreSQL
 _COLUMNS = ("execution_id", "seq", *ENVELOPE, "payload")
 
 
