@@ -40,9 +40,11 @@ from noetlc.stdlib_tools.basic import call_tool
 from noetlc.vm.control import ControlVM
 from noetlc.vm.pipeline import run_pipeline
 from noetlc.vm.program import Program
-from noetlc.vm.protocol import Event, EventName, Source, envelope
+from noetlc.vm.protocol import Event, EventName, action_event
 
 pytestmark = pytest.mark.bench
+
+STEP_DONE = EventName.STEP_DONE.value
 
 
 def compiled(source: str) -> dict[str, Any]:
@@ -52,20 +54,31 @@ def compiled(source: str) -> dict[str, Any]:
     return payload
 
 
-def drive(program: Program, flush: Callable[[Event, list[Event]], None] | None = None) -> ControlVM:
-    """Answer every command with its result event at once (the pipeline's part)."""
+def drive(
+    program: Program,
+    flush: Callable[[Event, list[Event]], None] | None = None,
+    prefix: str = "w:",
+) -> ControlVM:
+    """Answer every command with its result event at once (the pipeline's part), built as
+    the runtime builds an action's events (`action_event`, ids `PREFIX:N`)."""
     vm = ControlVM(program, dict(program.workload), str(uuid.uuid4()))
     queue = list(vm.start().commands)
+    count = 0
     while queue and not vm.finished():
         command = queue.pop()
         if command.step == "decide":
             vm.ctx["i"] = vm.ctx.get("i", 0) + 1
-        event = envelope(
-            EventName.STEP_DONE,
-            Source.WORKER,
-            step=command.step,
-            step_run_id=command.step_run_id,
-            payload={"result": None},
+        count += 1
+        event = action_event(
+            f"{prefix}{count}",
+            STEP_DONE,
+            command.step,
+            command.step_run_id,
+            None,
+            command.action_id,
+            {"result": None},
+            None,
+            None,
         )
         answer = vm.step(event)
         queue.extend(answer.commands)
@@ -147,18 +160,15 @@ def test_control_vm_firings_sqlite(benchmark: Any, tmp_path: Path) -> None:
 
     def durable() -> None:
         execution = str(uuid.uuid4())
-        count = 0
         store.create_execution(execution, program.name)
         sizes: list[int] = []
         group = GroupCommit(store, execution, lambda committed: sizes.append(len(committed)))
 
         def flush(event: Event, answer: list[Event]) -> None:
             # the embedded runtime's batch: the worker's result and the VM's answer
-            nonlocal count
-            count += 1
-            group.add([event._replace(event_id=f"{execution}:{count}"), *answer])
+            group.add([event, *answer])
 
-        drive(program, flush=flush)
+        drive(program, flush=flush, prefix=f"{execution}:")
         group.flush()  # the runtime commits what is open before it returns the summary
         group_sizes[:] = sizes
 

@@ -58,8 +58,8 @@ from noetlc.vm.protocol import (
     is_input,
 )
 
-_LOOP_ITERATION_FAILED = EventName.LOOP_ITERATION_FAILED
-_STEP_FAILED = EventName.STEP_FAILED
+_LOOP_ITERATION_FAILED = EventName.LOOP_ITERATION_FAILED.value
+_STEP_FAILED = EventName.STEP_FAILED.value
 
 OnEvents = Callable[[list[Event]], None]
 _INLINE = threading.Event()  # the cancel flag of inline actions: they finish before any cancel
@@ -461,8 +461,8 @@ def _guarded(
         )
 
 
-_WORKER = Source.WORKER
-_TIMER_FIRED = EventName.TIMER_FIRED
-_RUN = CommandKind.RUN
+_WORKER = Source.WORKER.value
+_TIMER_FIRED = EventName.TIMER_FIRED.value
+_RUN = CommandKind.RUN.value
 
 __all__ = ["EmbeddedRuntime", "playbook_folder", "resume_embedded", "run_embedded"]

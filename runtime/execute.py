@@ -26,12 +26,12 @@ from noetlc.vm.pipeline import ToolCall, Wait, run_pipeline
 from noetlc.vm.program import OP, Program
 from noetlc.vm.protocol import Event, EventName, Source, action_event
 
-_LOOP_ITERATION_DONE = EventName.LOOP_ITERATION_DONE
-_LOOP_ITERATION_FAILED = EventName.LOOP_ITERATION_FAILED
-_STEP_DONE = EventName.STEP_DONE
-_STEP_FAILED = EventName.STEP_FAILED
-_STEP_STARTED = EventName.STEP_STARTED
-_TASK_DONE = EventName.TASK_DONE
+_LOOP_ITERATION_DONE = EventName.LOOP_ITERATION_DONE.value
+_LOOP_ITERATION_FAILED = EventName.LOOP_ITERATION_FAILED.value
+_STEP_DONE = EventName.STEP_DONE.value
+_STEP_FAILED = EventName.STEP_FAILED.value
+_STEP_STARTED = EventName.STEP_STARTED.value
+_TASK_DONE = EventName.TASK_DONE.value
 
 EmitEvent = Callable[[Event], None]
 # `kind: playbook`: (path, workload, the calling action_id, the child's execution id) -> the

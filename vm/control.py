@@ -38,31 +38,31 @@ from noetlc.vm.protocol import (
 from noetlc.vm.routing import Routing
 from noetlc.vm.tables import DonePlan, StepTable, Transition, build_tables, first_passing
 
-_EXECUTION_CANCELLED = EventName.EXECUTION_CANCELLED
-_LOOP_ITERATION_STARTED = EventName.LOOP_ITERATION_STARTED
-_LOOP_STARTED = EventName.LOOP_STARTED
-_STEP_SKIPPED = EventName.STEP_SKIPPED
-_STEP_STARTED = EventName.STEP_STARTED
-_WORKFLOW_FINISHED = EventName.WORKFLOW_FINISHED
-_WORKFLOW_STARTED = EventName.WORKFLOW_STARTED
+_EXECUTION_CANCELLED = EventName.EXECUTION_CANCELLED.value
+_LOOP_ITERATION_STARTED = EventName.LOOP_ITERATION_STARTED.value
+_LOOP_STARTED = EventName.LOOP_STARTED.value
+_STEP_SKIPPED = EventName.STEP_SKIPPED.value
+_STEP_STARTED = EventName.STEP_STARTED.value
+_WORKFLOW_FINISHED = EventName.WORKFLOW_FINISHED.value
+_WORKFLOW_STARTED = EventName.WORKFLOW_STARTED.value
 
 __all__ = ["ControlVM", "Resolve", "StepRecord", "StepRun", "Token", "action_id"]
 
 # the body of a `{"$ref": ...}` -> the value it refers to, from memory (no I/O: see __init__)
 Resolve = Callable[[dict[str, Any]], Any]
 
-_STEP_DONE = EventName.STEP_DONE
-_STEP_FAILED = EventName.STEP_FAILED
-_LOOP_DONE = EventName.LOOP_DONE
-_LOOP_ITERATION_DONE = EventName.LOOP_ITERATION_DONE
-_NEXT_SELECTED = EventName.NEXT_SELECTED
-_STEP_SCHEDULED = EventName.STEP_SCHEDULED
-_SIGNAL_RECEIVED = EventName.SIGNAL_RECEIVED
-_TIMER_FIRED = EventName.TIMER_FIRED
-_RUN = CommandKind.RUN
-_SERVER = Source.SERVER
+_STEP_DONE = EventName.STEP_DONE.value
+_STEP_FAILED = EventName.STEP_FAILED.value
+_LOOP_DONE = EventName.LOOP_DONE.value
+_LOOP_ITERATION_DONE = EventName.LOOP_ITERATION_DONE.value
+_NEXT_SELECTED = EventName.NEXT_SELECTED.value
+_STEP_SCHEDULED = EventName.STEP_SCHEDULED.value
+_SIGNAL_RECEIVED = EventName.SIGNAL_RECEIVED.value
+_TIMER_FIRED = EventName.TIMER_FIRED.value
+_RUN = CommandKind.RUN.value
+_SERVER = Source.SERVER.value
 _new = tuple.__new__  # Command and Step without their Python-level __new__ (the hot path)
-_CANCEL = CommandKind.CANCEL
+_CANCEL = CommandKind.CANCEL.value
 
 
 class ControlVM(Routing):

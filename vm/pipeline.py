@@ -19,9 +19,9 @@ from noetlc.expr.runtime import Scope
 from noetlc.vm.program import OP, Program, StepInfo
 from noetlc.vm.protocol import EventName
 
-_TASK_DONE = EventName.TASK_DONE
-_TASK_RETRY = EventName.TASK_RETRY
-_TASK_STARTED = EventName.TASK_STARTED
+_TASK_DONE = EventName.TASK_DONE.value
+_TASK_RETRY = EventName.TASK_RETRY.value
+_TASK_STARTED = EventName.TASK_STARTED.value
 
 ToolCall = Callable[[str, dict[str, Any], dict[str, Any] | None, str, int], dict[str, Any]]
 Emit = Callable[[str, dict[str, Any]], None]

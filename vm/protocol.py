@@ -3,6 +3,8 @@
 * `EventName` — every event name an execution's log can hold, in one enumeration (a
   `StrEnum`: a member *is* its dotted string, so it compares, hashes, serializes and is stored
   exactly like the string; logs written before this enumeration existed read back unchanged).
+  The hot paths keep module aliases of the members' `.value` (the plain string): no enum
+  attribute lookup per event, and SQLite binds a plain `str` without adapting it.
 * `Event` — one immutable event envelope (a `NamedTuple`: no per-instance dict, creation as
   cheap as a dict literal). `envelope(...)` builds one from keyword fields; `recorded(...)` is
   its positional form for the control VM's hot path. Stores serialize an `Event` to their rows
@@ -160,8 +162,8 @@ class Event(NamedTuple):
 
 
 _new = tuple.__new__
-_SERVER = Source.SERVER
-_WORKER = Source.WORKER
+_SERVER = Source.SERVER.value
+_WORKER = Source.WORKER.value
 
 
 def envelope(

@@ -14,11 +14,11 @@ from noetlc.vm.program import Program
 from noetlc.vm.protocol import Event, EventName, recorded
 from noetlc.vm.tables import StepTable, Transition, clear_prefix
 
-_EXECUTION_FAILED = EventName.EXECUTION_FAILED
-_JOIN_FIRED = EventName.JOIN_FIRED
-_STEP_FAILED = EventName.STEP_FAILED
+_EXECUTION_FAILED = EventName.EXECUTION_FAILED.value
+_JOIN_FIRED = EventName.JOIN_FIRED.value
+_STEP_FAILED = EventName.STEP_FAILED.value
 
-_NEXT_SELECTED = EventName.NEXT_SELECTED
+_NEXT_SELECTED = EventName.NEXT_SELECTED.value
 _NOTHING_LIVE: set[str] = set()  # a step that feeds no join tracks no live places (never added to)
 
 
