@@ -57,10 +57,11 @@ def compiled(source: str) -> dict[str, Any]:
 def drive(
     program: Program,
     flush: Callable[[Event, list[Event]], None] | None = None,
-    prefix: str = "w:",
+    prefix: str | None = None,
 ) -> ControlVM:
     """Answer every command with its result event at once (the pipeline's part), built as
-    the runtime builds an action's events (`action_event`, ids `PREFIX:N`)."""
+    the runtime builds an action's events (`action_event`; ids `PREFIXN` when they are
+    logged, none in memory)."""
     vm = ControlVM(program, dict(program.workload), str(uuid.uuid4()))
     queue = list(vm.start().commands)
     count = 0
@@ -70,7 +71,7 @@ def drive(
             vm.ctx["i"] = vm.ctx.get("i", 0) + 1
         count += 1
         event = action_event(
-            f"{prefix}{count}",
+            None if prefix is None else f"{prefix}{count}",
             STEP_DONE,
             command.step,
             command.step_run_id,

@@ -242,7 +242,7 @@ def recorded(
 
 
 def action_event(
-    event_id: str,
+    event_id: str | None,
     name: str,
     step: str,
     step_run_id: str,
