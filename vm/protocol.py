@@ -68,21 +68,22 @@ class Source(StrEnum):
     TIMER = "timer"  # a listener's timer
 
 
-# the worker results the control VM consumes
+# the worker results the control VM consumes (sets of the plain strings: a member finds
+# itself in them as well, since it equals and hashes as its string)
 RESULT_NAMES = frozenset(
-    {
+    n.value
+    for n in (
         EventName.STEP_DONE,
         EventName.STEP_FAILED,
         EventName.LOOP_ITERATION_DONE,
         EventName.LOOP_ITERATION_FAILED,
-    }
+    )
 )
 INPUT_NAMES = RESULT_NAMES | {
-    EventName.SIGNAL_RECEIVED,
-    EventName.TIMER_FIRED,
-    EventName.EXECUTION_CANCELLED,
+    n.value
+    for n in (EventName.SIGNAL_RECEIVED, EventName.TIMER_FIRED, EventName.EXECUTION_CANCELLED)
 }
-INPUT_SOURCES = frozenset({Source.WORKER, Source.CLIENT, Source.TIMER})
+INPUT_SOURCES = frozenset(s.value for s in (Source.WORKER, Source.CLIENT, Source.TIMER))
 
 # the envelope's fields as stores keep them, in column order after (execution_id, seq)
 ENVELOPE = (
