@@ -32,7 +32,6 @@ from noetlc.runtime.results import References, ResultStore, payload_limit
 from noetlc.vm.control import ControlVM
 from noetlc.vm.program import Program
 from noetlc.vm.protocol import (
-    Command,
     Event,
     EventName,
     Source,
@@ -192,10 +191,7 @@ class Driver:
             event = Event.from_record(record)
             if is_input(event):
                 events.extend(self.feed(event).events)
-        return Step(self.outstanding(), events)
-
-    def outstanding(self) -> list[Command]:
-        return self.vm.outstanding()
+        return Step(vm.outstanding(), events)
 
     def summary(self, events: int) -> dict[str, Any]:
         """The JSON line of `noetl-vm run --json` (shared/corpus/conformance/README.md):

@@ -1,11 +1,12 @@
-"""Replay: rebuild an execution's control VM from its event log, and check it.
+"""Replay: check that an execution's event log reproduces itself.
 
 The control VM is a function of its input events (vm/protocol.py `is_input`): feeding the
 recorded inputs, in log order, to a fresh VM must reproduce every event the server recorded,
 in the same order. `check` reports the first divergence (a log written by another compiler or
-VM version, a corrupted log, or a non-deterministic VM); `rebuild` is what `resume` starts from.
+VM version, a corrupted log, or a non-deterministic VM). Resume and takeover rebuild the VM the
+same way (`Driver.replay`).
 
-Both feed the inputs through a `Driver` (runtime/driver.py), as the run did: the values of the
+`check` feeds the inputs through a `Driver` (runtime/driver.py), as the run did: the values of the
 references an input event carries are loaded from the run's result store before the VM takes
 it, so a guard or an arc's args that read a large result evaluate as they did in the run.
 """
@@ -37,19 +38,6 @@ class ReplayReport:
     @property
     def ok(self) -> bool:
         return self.divergence is None
-
-
-def rebuild(
-    program: Program,
-    execution_id: str,
-    workload: dict[str, Any],
-    events: Sequence[Mapping[str, Any]],
-    results: ResultStore | None = None,
-    keychain: dict[str, Any] | None = None,
-) -> ControlVM:
-    driver = Driver(program, execution_id, workload, results=results, keychain=keychain)
-    driver.replay(events)
-    return driver.vm
 
 
 def check(
