@@ -6,10 +6,10 @@
   The hot paths keep module aliases of the members' `.value` (the plain string): no enum
   attribute lookup per event, and SQLite binds a plain `str` without adapting it.
 * `Event` — one immutable event envelope (a `NamedTuple`: no per-instance dict, creation as
-  cheap as a dict literal). `envelope(...)` builds one from keyword fields; `recorded(...)` is
-  its positional form for the control VM's hot path. Stores serialize an `Event` to their rows
-  at their edge (`Event.record`) and hand records back as dicts; `Event.from_record` turns a
-  stored record into an `Event` again.
+  cheap as a dict literal). `envelope(...)` builds one from keyword fields; `recorded(...)` (the
+  control VM's server events) and `action_event(...)` (an action's events) are its positional
+  forms for the hot paths. Stores serialize an `Event` to their rows at their edge and hand
+  records back as dicts; `Event.from_record` turns a stored record into an `Event` again.
 * `Command` — what the control VM asks the runtime to do: run a step (or one loop iteration),
   cancel one, or set a timer.
 * `Step` — the control VM's answer to `start()` or to one input event: the commands it issues
@@ -127,12 +127,6 @@ class Event(NamedTuple):
     def data(self) -> dict[str, Any]:
         """The payload, never None."""
         return self.payload or {}
-
-    def record(self) -> dict[str, Any]:
-        """The stored form: a dict of every envelope field that is set, and the payload."""
-        out = {k: v for k, v in zip(self._fields, self, strict=True) if v is not None}
-        out["payload"] = self.payload or {}
-        return out
 
     @classmethod
     def from_record(cls, record: Any) -> Event:
