@@ -95,7 +95,7 @@ def parked_bytes(count: int) -> float:
     parked = []
     for _ in range(count):
         vm = ControlVM(program, dict(program.workload), execution_id=str(uuid.uuid4()))
-        commands = vm.start()
+        commands = vm.start().commands
         assert commands and not vm.finished()
         parked.append(vm)
     after = tracemalloc.take_snapshot()

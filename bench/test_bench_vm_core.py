@@ -40,8 +40,11 @@ from noetlc.stdlib_tools.basic import call_tool
 from noetlc.vm.control import ControlVM
 from noetlc.vm.pipeline import run_pipeline
 from noetlc.vm.program import Program
+from noetlc.vm.protocol import Event, EventName, action_event
 
 pytestmark = pytest.mark.bench
+
+STEP_DONE = EventName.STEP_DONE.value
 
 
 def compiled(source: str) -> dict[str, Any]:
@@ -52,25 +55,36 @@ def compiled(source: str) -> dict[str, Any]:
 
 
 def drive(
-    program: Program, flush: Callable[[ControlVM, dict[str, Any]], None] | None = None
+    program: Program,
+    flush: Callable[[Event, list[Event]], None] | None = None,
+    prefix: str | None = None,
 ) -> ControlVM:
-    """Answer every command with its result event at once (the pipeline's part)."""
+    """Answer every command with its result event at once (the pipeline's part), built as
+    the runtime builds an action's events (`action_event`; ids `PREFIXN` when they are
+    logged, none in memory)."""
     vm = ControlVM(program, dict(program.workload), str(uuid.uuid4()))
-    queue = list(vm.start())
+    queue = list(vm.start().commands)
+    count = 0
     while queue and not vm.finished():
         command = queue.pop()
         if command.step == "decide":
             vm.ctx["i"] = vm.ctx.get("i", 0) + 1
-        event = {
-            "name": "step.done",
-            "source": "worker",
-            "step": command.step,
-            "step_run_id": command.step_run_id,
-            "payload": {"result": None},
-        }
-        queue.extend(vm.step(event))
+        count += 1
+        event = action_event(
+            None if prefix is None else f"{prefix}{count}",
+            STEP_DONE,
+            command.step,
+            command.step_run_id,
+            None,
+            command.action_id,
+            {"result": None},
+            None,
+            None,
+        )
+        answer = vm.step(event)
+        queue.extend(answer.commands)
         if flush is not None:
-            flush(vm, event)
+            flush(event, answer.events)
     assert vm.status == "completed", vm.error
     return vm
 
@@ -121,14 +135,14 @@ def test_control_vm_firings_memory(benchmark: Any) -> None:
     )
 
 
-def _raw_append(db: sqlite3.Connection, execution: str, groups: list[list[dict[str, Any]]]) -> None:
+def _raw_append(db: sqlite3.Connection, execution: str, groups: list[list[Event]]) -> None:
     seq = 0
     for batch in groups:
         rows = []
         for e in batch:
             seq += 1
-            rows.append((execution, seq, f"{execution}:{seq}", time.time(), e["name"],
-                         e["step"], json.dumps(e["payload"])))  # fmt: skip
+            rows.append((execution, seq, f"{execution}:{seq}", time.time(), e.name,
+                         e.step, json.dumps(e.payload)))  # fmt: skip
         db.execute("BEGIN")
         db.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
         db.execute("COMMIT")
@@ -136,10 +150,10 @@ def _raw_append(db: sqlite3.Connection, execution: str, groups: list[list[dict[s
 
 def test_control_vm_firings_sqlite(benchmark: Any, tmp_path: Path) -> None:
     program = Program(compiled(decisions(N)))
-    events: list[dict[str, Any]] = []
+    events: list[Event] = []
 
-    def capture(vm: ControlVM, event: dict[str, Any]) -> None:
-        events.extend([event, *vm.take_events()])
+    def capture(event: Event, answer: list[Event]) -> None:
+        events.extend([event, *answer])
 
     fired = drive(program, capture).firings
     store = SQLiteStore(str(tmp_path / "bench.db"))
@@ -147,21 +161,15 @@ def test_control_vm_firings_sqlite(benchmark: Any, tmp_path: Path) -> None:
 
     def durable() -> None:
         execution = str(uuid.uuid4())
-        count = 0
         store.create_execution(execution, program.name)
         sizes: list[int] = []
         group = GroupCommit(store, execution, lambda committed: sizes.append(len(committed)))
 
-        def flush(vm: ControlVM, event: dict[str, Any]) -> None:
+        def flush(event: Event, answer: list[Event]) -> None:
             # the embedded runtime's batch: the worker's result and the VM's answer
-            nonlocal count
-            batch = [event, *vm.take_events()]
-            for e in batch:
-                count += 1
-                e["event_id"] = f"{execution}:{count}"
-            group.add(batch)
+            group.add([event, *answer])
 
-        drive(program, flush=flush)
+        drive(program, flush=flush, prefix=f"{execution}:")
         group.flush()  # the runtime commits what is open before it returns the summary
         group_sizes[:] = sizes
 

@@ -21,8 +21,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from noetlc.runtime.postgres.database import Database
+from noetlc.runtime.backend import Backend
 from noetlc.runtime.programs import requested_event
+from noetlc.vm.protocol import EventName, Source, envelope
 
 # action_id -> (job_id, cancel flag) of the job the worker runs for it, or None
 RunningJob = Callable[[str], tuple[str, threading.Event] | None]
@@ -50,7 +51,7 @@ class ChildRunner:
 
     def __init__(
         self,
-        db: Database,
+        db: Backend,
         loop: asyncio.AbstractEventLoop,
         parent_id: str,
         poll: float,
@@ -133,12 +134,12 @@ class ChildRunner:
         state = await self.db.queue.get(job[0])
         if state is None or state.status != "cancelled":
             return False
-        cancel = {
-            "event_id": f"{child_id}:cancelled-with:{action_id}",
-            "name": "execution.cancelled",
-            "source": "client",
-            "ts": time.time(),
-            "payload": {"reason": "the parent's calling job was cancelled"},
-        }
+        cancel = envelope(
+            EventName.EXECUTION_CANCELLED,
+            Source.CLIENT,
+            event_id=f"{child_id}:cancelled-with:{action_id}",
+            ts=time.time(),
+            payload={"reason": "the parent's calling job was cancelled"},
+        )
         await self.db.events.append(child_id, [cancel])
         return True

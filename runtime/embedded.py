@@ -9,7 +9,7 @@ work wait in an open group, which is committed in one transaction before anythin
 visible happens — a command handed to the thread pool, a cancel sent to a thread, a timer, the
 loop waiting for events, the summary — or when it reaches its size or age bound; a batch with
 events from threads, timers or other processes is committed at once. So every event is durable
-before its effects (DESIGN §6; the argument is in docs/runtime.md). Timers are loop timers;
+before its effects (the argument is in docs/runtime.md). Timers are loop timers;
 `cancel` and `signal` requests from other processes are read from the store (`noetl-vm
 cancel|signal` write them) every `poll_interval` seconds.
 
@@ -30,19 +30,38 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from noetlc.expr.runtime import RESOLVER_KEY
-from noetlc.runtime.execute import ToolEnv, execute, memo_from_events, noop_only
+from noetlc.runtime.driver import (
+    Driver,
+    cancelled,
+    client_request,
+    requested,
+    resumed,
+    stored_program,
+)
+from noetlc.runtime.execute import ToolEnv, execute, memo_from_events, noop_only, worker_event
 from noetlc.runtime.group_commit import GroupCommit
-from noetlc.runtime.programs import decode_program, encode_program
+from noetlc.runtime.programs import encode_program
 from noetlc.runtime.results import References, payload_limit
 from noetlc.runtime.store import EventStore
-from noetlc.runtime.timers import started_times, timer
+from noetlc.runtime.timers import Timers, started_times
 from noetlc.stdlib_tools.keychain import Keychain
-from noetlc.vm.control import INPUT_SOURCES, RESULT_EVENTS, Command, ControlVM, is_input
+from noetlc.vm.control import ControlVM
 from noetlc.vm.pipeline import ToolCall
 from noetlc.vm.program import Program
+from noetlc.vm.protocol import (
+    RESULT_NAMES,
+    Command,
+    CommandKind,
+    Event,
+    EventName,
+    Source,
+    is_input,
+)
 
-OnEvents = Callable[[list[dict[str, Any]]], None]
+_LOOP_ITERATION_FAILED = EventName.LOOP_ITERATION_FAILED.value
+_STEP_FAILED = EventName.STEP_FAILED.value
+
+OnEvents = Callable[[list[Event]], None]
 _INLINE = threading.Event()  # the cancel flag of inline actions: they finish before any cancel
 
 
@@ -85,10 +104,10 @@ def resume_embedded(
     stop: threading.Event | None = None,
 ) -> dict[str, Any]:
     """Finish an execution whose process died; the caller checked that it is not finished."""
-    record = store.execution(execution_id)
-    if record is None or record.get("program") is None:
-        raise LookupError(execution_id)
-    program = Program(decode_program(record["program"]))
+    try:
+        program, workload = stored_program(store.execution(execution_id))
+    except LookupError:
+        raise LookupError(execution_id) from None
     runtime = EmbeddedRuntime(
         program,
         store,
@@ -98,7 +117,7 @@ def resume_embedded(
         keychain_file=keychain_file,
         stop=stop,
     )
-    return _run_loop(runtime.resume(record.get("workload") or {}))
+    return _run_loop(runtime.resume(workload))
 
 
 def _run_loop(coroutine: Any) -> dict[str, Any]:
@@ -138,10 +157,9 @@ class EmbeddedRuntime:
         self.env = ToolEnv(self.keychain, playbook_folder(program), self._run_child)
         self.refs = References(store, payload_limit(program.payload))
         self.inline = noop_only(program)
+        self.driver: Driver | None = None
         self.vm: ControlVM | None = None
-        self.server_events = 0
         self.active: dict[str, threading.Event] = {}  # action_id -> cancel flag
-        self.timers: dict[str, asyncio.TimerHandle] = {}
         self.memo: dict[str, dict[int, dict[str, Any]]] = {}
         self.last_request = 0
         self.total_events = 0
@@ -159,47 +177,37 @@ class EmbeddedRuntime:
             workload=workload,
             parent_id=parent_id,
         )
-        vm = self.vm = ControlVM(self.program, workload, self.execution_id)
-        vm.scope["keychain"] = self.keychain.namespace()
-        vm.scope[RESOLVER_KEY] = self.refs.resolve
-        requested = {
-            "event_id": f"{self.execution_id}:requested",
-            "name": "playbook.execution.requested",
-            "source": "client",
-            "parent_id": parent_id,
-            "payload": {"playbook": self.program.name, "workload": workload},
-        }
-        commands = vm.start()
-        self._log([requested, *self._server_events()])
-        return await self._loop(commands)
+        driver = self._driver(workload)
+        first = driver.start()
+        self._log(
+            [requested(self.execution_id, self.program.name, workload, parent_id), *first.events]
+        )
+        return await self._loop(first.commands)
 
-    async def resume(self, workload: dict[str, Any]) -> dict[str, Any]:
-        from noetlc.runtime.replay import rebuild
-
-        events = self.store.read(self.execution_id)
-        vm = self.vm = rebuild(
+    def _driver(self, workload: dict[str, Any]) -> Driver:
+        driver = self.driver = Driver(
             self.program,
             self.execution_id,
             workload,
-            events,
-            {"keychain": self.keychain.namespace(), RESOLVER_KEY: self.refs.resolve},
+            results=self.store,
+            keychain=self.keychain.namespace(),
         )
-        self.server_events = sum(1 for e in events if e.get("source") == "server")
+        self.vm = driver.vm
+        return driver
+
+    async def resume(self, workload: dict[str, Any]) -> dict[str, Any]:
+        events = self.store.read(self.execution_id)
+        # the log is a prefix cut at a group boundary: every server event the replay
+        # regenerates is in it already
+        rebuilt = self._driver(workload).replay(events)
         self.total_events = len(events)
-        vm.take_events()
         self.memo = memo_from_events(events)
         for event in events:
             request_id = (event.get("payload") or {}).get("request_id")
-            if event.get("source") == "client" and isinstance(request_id, int):
+            if event.get("source") == Source.CLIENT and isinstance(request_id, int):
                 self.last_request = max(self.last_request, request_id)
-        resumed = {
-            "event_id": str(uuid.uuid4()),
-            "name": "execution.resumed",
-            "source": "client",
-            "payload": {"after_seq": len(events)},
-        }
-        self._log([resumed])
-        return await self._loop(vm.outstanding(), started_at=started_times(events))
+        self._log([resumed(str(uuid.uuid4()), len(events))])
+        return await self._loop(rebuilt.commands, started_at=started_times(events))
 
     # ------------------------------------------------------------------ the loop
 
@@ -209,10 +217,11 @@ class EmbeddedRuntime:
         vm = self.vm
         assert vm is not None
         self.loop = asyncio.get_running_loop()
-        self.queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-        self.inbox: list[dict[str, Any]] = []  # events of inline actions: no queue round trip
+        self.queue: asyncio.Queue[Event] = asyncio.Queue()
+        self.inbox: list[Event] = []  # events of inline actions: no queue round trip
         self.pool = ThreadPoolExecutor(max_workers=self.max_threads, thread_name_prefix="noetl")
-        self.started_at = started_at or {}
+        self.timers = Timers(self.execution_id, self.queue.put_nowait)
+        self.timers.started_at = started_at or {}
         try:
             self._dispatch(commands)
             next_poll = 0.0
@@ -242,36 +251,34 @@ class EmbeddedRuntime:
                 self._process(batch, external)
             self.group.flush()  # before the summary is stored and returned
         finally:
-            for handle in self.timers.values():
-                handle.cancel()
+            self.timers.close()
             self.pool.shutdown(wait=True)
-        summary_ = summary(vm, self.total_events)
-        if self.refs.stored:
-            for record in summary_["steps"].values():
-                record["result"] = self.refs.expand(record["result"])
-            summary_["result"] = self.refs.expand(summary_["result"])
+        assert self.driver is not None
+        summary_ = self.driver.summary(self.total_events)
         if self.keychain.has_secrets:
             summary_ = self.keychain.redact(summary_)  # it is printed and stored
         self.store.finish_execution(self.execution_id, vm.status, summary_)
         return summary_
 
-    def _process(self, batch: list[dict[str, Any]], external: bool) -> None:
-        vm = self.vm
-        assert vm is not None
-        out: list[dict[str, Any]] = []
+    def _process(self, batch: list[Event], external: bool) -> None:
+        driver = self.driver
+        assert driver is not None
+        out: list[Event] = []
         commands: list[Command] = []
         shrink = self.refs.limit is not None
         for event in batch:
-            if shrink and event.get("source") == "worker":
+            worker = event.source == _WORKER
+            if shrink and worker:
                 self.refs.shrink_event(event)  # before the VM and the log see it
             out.append(event)
-            if event["name"] in RESULT_EVENTS and event.get("source") == "worker":
-                self.active.pop(event.get("action_id") or "", None)
+            if worker and event.name in RESULT_NAMES:
+                self.active.pop(event.action_id or "", None)
             if is_input(event):
-                if event["name"] == "timer.fired":
-                    self.timers.pop(event.get("step_run_id") or "", None)
-                commands.extend(vm.step(event))
-                out.extend(self._server_events())
+                if event.name == _TIMER_FIRED:
+                    self.timers.fired(event)
+                step = driver.feed(event)
+                commands.extend(step.commands)
+                out.extend(step.events)
         self._log(out)
         if external:
             # a thread's tool ran, a timer fired, another process asked: log it now, as
@@ -279,25 +286,14 @@ class EmbeddedRuntime:
             self.group.flush()
         self._dispatch(commands)
 
-    def _server_events(self) -> list[dict[str, Any]]:
-        assert self.vm is not None
-        events = self.vm.take_events()
-        for event in events:
-            self.server_events += 1
-            event["event_id"] = f"{self.execution_id}:s{self.server_events}"
-        return events
-
-    def _log(self, events: list[dict[str, Any]]) -> None:
-        """Add events to the open group; `self.group.flush()` makes them durable."""
+    def _log(self, events: list[Event]) -> None:
+        """Add events to the open group; `self.group.flush()` makes them durable (the store
+        stamps `ts` on events that have none)."""
         if not events:
             return
-        now = time.time()
-        redact = self.keychain.has_secrets
-        for event in events:
-            if "ts" not in event:
-                event["ts"] = now
-            if redact:
-                event["payload"] = self.keychain.redact(event.get("payload"))
+        if self.keychain.has_secrets:
+            redact = self.keychain.redact
+            events = [e._replace(payload=redact(e.payload)) for e in events]
         self.total_events += len(events)
         self.group.add(events)
 
@@ -307,31 +303,27 @@ class EmbeddedRuntime:
         for command in commands:
             if not self._internal(command):
                 self.group.flush()  # everything that caused it is durable before it starts
-            if command.kind == "run":
+            kind = command.kind
+            if kind == _RUN:
                 self._run(command)
-            elif command.kind == "cancel":
-                flag = self.active.get(command.action_id)
-                if flag is not None and flag is not _INLINE:
-                    flag.set()
-                handle = self.timers.pop(command.step_run_id, None)
-                if handle is not None:
-                    handle.cancel()
-            elif command.kind == "timer":
-                self._arm_timer(command)
+            else:
+                if kind == CommandKind.CANCEL:
+                    flag = self.active.get(command.action_id)
+                    if flag is not None and flag is not _INLINE:
+                        flag.set()
+                self.timers.apply(command)  # arms a timer, or disarms a cancelled one
 
     def _internal(self, command: Command) -> bool:
         """Does the command stay inside this loop (an inline noop run, or the cancel of one)?
         Only those may start while the events that caused them wait in the open group."""
-        if command.kind == "run":
+        if command.kind == _RUN:
             return self.inline[command.step] and command.action_id not in self.memo
-        if command.kind == "cancel":
+        if command.kind == CommandKind.CANCEL:
             flag = self.active.get(command.action_id)
-            return (flag is None or flag is _INLINE) and command.step_run_id not in self.timers
+            return (flag is None or flag is _INLINE) and (
+                command.step_run_id not in self.timers.handles
+            )
         return False
-
-    def _arm_timer(self, command: Command) -> None:
-        delay, event = timer(self.execution_id, command, self.started_at)
-        self.timers[command.step_run_id] = self.loop.call_later(delay, self.queue.put_nowait, event)
 
     def _run(self, command: Command) -> None:
         vm = self.vm
@@ -348,6 +340,7 @@ class EmbeddedRuntime:
             command.item,
             call_tool=self.call_tool,
             env=self.env,
+            resolve=self.refs.resolve,
         )
         if self.inline[command.step] and memo is None:
             # runs now, on this thread, before the VM changes: its scope needs no copy
@@ -358,7 +351,7 @@ class EmbeddedRuntime:
         flag = self.active[command.action_id] = threading.Event()
         loop = self.loop
 
-        def emit(event: dict[str, Any]) -> None:
+        def emit(event: Event) -> None:
             loop.call_soon_threadsafe(self.queue.put_nowait, event)
 
         def wait(seconds: float) -> bool:
@@ -420,29 +413,16 @@ class EmbeddedRuntime:
         if self.stop is not None and self.stop.is_set() and not self.stop_asked:
             self.stop_asked = True
             self.queue.put_nowait(
-                {
-                    "event_id": f"{self.execution_id}:stopped-by-parent",
-                    "name": "execution.cancelled",
-                    "source": "client",
-                    "payload": {"reason": "the calling action of the parent was cancelled"},
-                }
+                cancelled(
+                    f"{self.execution_id}:stopped-by-parent",
+                    "the calling action of the parent was cancelled",
+                )
             )
         for request in self.store.requests(self.execution_id, self.last_request):
             self.last_request = request["request_id"]
-            base = {
-                "event_id": f"{self.execution_id}:request:{request['request_id']}",
-                "source": "client",
-            }
-            if request["kind"] == "cancel":
-                payload = {"request_id": request["request_id"]}
-                self.queue.put_nowait({**base, "name": "execution.cancelled", "payload": payload})
-            elif request["kind"] == "signal":
-                payload = {
-                    "request_id": request["request_id"],
-                    "name": request["name"],
-                    "data": request["data"],
-                }
-                self.queue.put_nowait({**base, "name": "signal.received", "payload": payload})
+            event = client_request(f"{self.execution_id}:request:{request['request_id']}", request)
+            if event is not None:
+                self.queue.put_nowait(event)
 
 
 def playbook_folder(program: Program) -> Path:
@@ -459,7 +439,7 @@ def _guarded(
     command: Command,
     action: Callable[..., Any],
     scope: dict[str, Any],
-    emit: Callable[[dict[str, Any]], None],
+    emit: Callable[[Event], None],
     memo: dict[int, dict[str, Any]] | None,
     wait: Callable[[float], bool],
 ) -> None:
@@ -467,9 +447,7 @@ def _guarded(
     try:
         action(scope, emit, memo=memo, wait=wait)
     except BaseException as exc:
-        from noetlc.runtime.execute import worker_event
-
-        name = "step.failed" if command.iteration is None else "loop.iteration.failed"
+        name = _STEP_FAILED if command.iteration is None else _LOOP_ITERATION_FAILED
         error = {"type": type(exc).__name__, "message": str(exc)}
         emit(
             worker_event(
@@ -483,20 +461,8 @@ def _guarded(
         )
 
 
-def summary(vm: ControlVM, events: int) -> dict[str, Any]:
-    """The JSON line of `noetl-vm run --json` (shared/corpus/conformance/README.md)."""
-    return {
-        "execution_id": vm.execution_id,
-        "status": vm.status,
-        "steps": {
-            name: {"runs": rec.runs, "status": rec.status, "result": rec.result}
-            for name, rec in vm.steps.items()
-        },
-        "ctx": vm.ctx,
-        "result": vm.final_result,
-        "events": events,
-        "error": vm.error if vm.status != "completed" else None,
-    }
+_WORKER = Source.WORKER.value
+_TIMER_FIRED = EventName.TIMER_FIRED.value
+_RUN = CommandKind.RUN.value
 
-
-__all__ = ["INPUT_SOURCES", "EmbeddedRuntime", "resume_embedded", "run_embedded", "summary"]
+__all__ = ["EmbeddedRuntime", "playbook_folder", "resume_embedded", "run_embedded"]

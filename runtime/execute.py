@@ -2,7 +2,7 @@
 
 Shared by the embedded runtime and distributed workers. The pipeline VM runs with the scope
 the command carries; every `task.*` event it emits becomes a worker event with the full
-envelope (DESIGN §2.5), handed to `emit` as it happens (so a finished task is logged before
+envelope (vm/protocol.py), handed to `emit` as it happens (so a finished task is logged before
 the next one starts), and the run ends with one terminal event: `step.done`/`step.failed`, or
 `loop.iteration.done`/`.failed`, carrying the result and the ctx writes. `memo_from_events`
 turns an action's recorded `task.done` events into the pipeline VM's memo, so a resumed or
@@ -18,13 +18,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from noetlc.expr.runtime import RESOLVER_KEY
 from noetlc.stdlib_tools.context import ToolContext
 from noetlc.stdlib_tools.keychain import Keychain
 from noetlc.stdlib_tools.registry import call_tool as call_registry_tool
 from noetlc.vm.pipeline import ToolCall, Wait, run_pipeline
 from noetlc.vm.program import OP, Program
+from noetlc.vm.protocol import Event, EventName, Source, action_event
 
-EmitEvent = Callable[[dict[str, Any]], None]
+_LOOP_ITERATION_DONE = EventName.LOOP_ITERATION_DONE.value
+_LOOP_ITERATION_FAILED = EventName.LOOP_ITERATION_FAILED.value
+_STEP_DONE = EventName.STEP_DONE.value
+_STEP_FAILED = EventName.STEP_FAILED.value
+_STEP_STARTED = EventName.STEP_STARTED.value
+_TASK_DONE = EventName.TASK_DONE.value
+
+EmitEvent = Callable[[Event], None]
 # `kind: playbook`: (path, workload, the calling action_id, the child's execution id) -> the
 # child's summary; the runtime cancels the child when the calling action is cancelled
 StartChild = Callable[[str, dict[str, Any], str, str], dict[str, Any]]
@@ -44,19 +53,19 @@ def worker_event(
     payload: dict[str, Any],
     attempt: int | None = None,
     task_run_id: str | None = None,
-) -> dict[str, Any]:
-    return {
-        "event_id": f"w:{_PROCESS}:{next(_COUNTER)}",
-        "name": name,
-        "source": "worker",
-        "step": step,
-        "step_run_id": step_run_id,
-        "task_run_id": task_run_id,
-        "iteration": iteration,
-        "attempt": attempt,
-        "action_id": action_id,
-        "payload": payload,
-    }
+) -> Event:
+    """An event of an action (a task's, or its result), with an id unique to this process."""
+    return action_event(
+        f"w:{_PROCESS}:{next(_COUNTER)}",
+        name,
+        step,
+        step_run_id,
+        iteration,
+        action_id,
+        payload,
+        attempt,
+        task_run_id,
+    )
 
 
 @dataclass(frozen=True)
@@ -126,10 +135,13 @@ def execute(
     memo: dict[int, dict[str, Any]] | None = None,
     wait: Wait | None = None,
     env: ToolEnv = DEFAULT_ENV,
-) -> dict[str, Any]:
+    resolve: Callable[[dict[str, Any]], Any] | None = None,
+) -> Event:
     """Run the command; emit its events; return the terminal event (also emitted).
     Tools run through the registry with a `ToolContext` from `env`, unless `call_tool` is
-    given (tests)."""
+    given (tests). `resolve` (reference-first results, from the result store) replaces the
+    scope's own resolver: the pipeline may read any stored result, the control VM only those
+    its input events brought."""
     info = program.steps[step]
     if call_tool is None:
         call_tool = env.caller(str(scope.get("execution_id") or ""), action_id, step)
@@ -137,6 +149,8 @@ def execute(
     run_scope["ctx"] = dict(scope.get("ctx") or {})
     run_scope["args"] = args
     run_scope.pop("event", None)
+    if resolve is not None:
+        run_scope[RESOLVER_KEY] = resolve
     if iteration is not None and info.loop is not None:
         run_scope["iter"] = {info.loop["iterator"]: item, "index": iteration}
     else:
@@ -158,7 +172,7 @@ def execute(
         )
 
     if iteration is None:
-        emit(worker_event("step.started", step, step_run_id, action_id, None, {}))
+        emit(worker_event(_STEP_STARTED, step, step_run_id, action_id, None, {}))
     if wait is None:
         outcome = run_pipeline(
             program, info, run_scope, call_tool, on_task_event, memo, private_scope=True
@@ -168,9 +182,11 @@ def execute(
             program, info, run_scope, call_tool, on_task_event, memo, wait, private_scope=True
         )
     if iteration is None:
-        name = "step.done" if outcome.ok else "step.failed"
+        name = _STEP_DONE if outcome.ok else _STEP_FAILED
+    elif outcome.ok:
+        name = _LOOP_ITERATION_DONE
     else:
-        name = "loop.iteration.done" if outcome.ok else "loop.iteration.failed"
+        name = _LOOP_ITERATION_FAILED
     payload: dict[str, Any] = {"result": outcome.result} if outcome.ok else {"error": outcome.error}
     if outcome.ctx_writes:
         payload["ctx_writes"] = [[key, value] for key, value in outcome.ctx_writes]
@@ -191,7 +207,7 @@ def memo_from_events(events: list[dict[str, Any]]) -> dict[str, dict[int, dict[s
     """action_id -> {call index -> recorded outcome}, from `task.done` events."""
     memo: dict[str, dict[int, dict[str, Any]]] = {}
     for event in events:
-        if event["name"] != "task.done" or event.get("source") != "worker":
+        if event["name"] != _TASK_DONE or event.get("source") != Source.WORKER:
             continue
         payload = event.get("payload") or {}
         if "call" in payload and "outcome" in payload and event.get("action_id"):

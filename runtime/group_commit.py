@@ -1,7 +1,7 @@
 """Group commit: the events of internal work wait and are appended in one transaction.
 
-DESIGN §6 asks that every acknowledged event be durable before the next command is issued.
-The embedded runtime runs `noop`-only actions inline: no thread, no tool, nothing outside the
+The rule: every acknowledged event is durable before the next command is issued. The
+embedded runtime runs `noop`-only actions inline: no thread, no tool, nothing outside the
 process sees them. Their events, and the control VM's answers to them, are therefore not
 acknowledged to anyone, and committing each step's batch on its own (one fsync-free WAL commit,
 still ~30-300 µs) made a 1,000-iteration noop loop spend most of its time in COMMIT. A
@@ -22,16 +22,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
 
 from noetlc.runtime.store import EventStore
+from noetlc.vm.protocol import Event
 
 # bounds of one group: enough to fold a 1,000-iteration noop loop into a few commits, small
 # enough that a crash loses at most a few milliseconds of inline work
 MAX_EVENTS = 1024
 MAX_SECONDS = 0.05
 
-OnCommit = Callable[[list[dict[str, Any]]], None]
+OnCommit = Callable[[list[Event]], None]
 
 
 class GroupCommit:
@@ -60,11 +60,11 @@ class GroupCommit:
         self.on_commit = on_commit  # sees each group once it is durable
         self.max_events = max_events
         self.max_seconds = max_seconds
-        self.pending: list[dict[str, Any]] = []
+        self.pending: list[Event] = []
         self.opened = 0.0  # time.monotonic() of the group's first event
         self.commits = 0
 
-    def add(self, events: list[dict[str, Any]]) -> None:
+    def add(self, events: list[Event]) -> None:
         """Queue events for the open group; commit it when it reached a bound."""
         if not events:
             return

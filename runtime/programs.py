@@ -9,6 +9,8 @@ from typing import Any
 
 import msgpack
 
+from noetlc.vm.protocol import Event, EventName, Source, envelope
+
 
 def encode_program(payload: dict[str, Any]) -> bytes:
     data: bytes = msgpack.packb(payload, use_bin_type=True)
@@ -20,26 +22,23 @@ def decode_program(data: bytes) -> dict[str, Any]:
     return payload
 
 
-REQUESTED = "playbook.execution.requested"
-
-
 def requested_event(
     execution_id: str,
     playbook: str,
     program: bytes,
     workload: dict[str, Any],
     parent_id: str | None,
-) -> dict[str, Any]:
+) -> Event:
     """The first event of a distributed execution: what servers and workers read it from."""
-    return {
-        "event_id": f"{execution_id}:requested",
-        "name": REQUESTED,
-        "source": "client",
-        "parent_id": parent_id,
-        "ts": time.time(),
-        "payload": {
+    return envelope(
+        EventName.EXECUTION_REQUESTED,
+        Source.CLIENT,
+        event_id=f"{execution_id}:requested",
+        parent_id=parent_id,
+        ts=time.time(),
+        payload={
             "playbook": playbook,
             "workload": workload,
             "program": base64.b64encode(program).decode("ascii"),
         },
-    }
+    )

@@ -9,7 +9,14 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any, TextIO
+from typing import TextIO
+
+from noetlc.vm.protocol import Event, EventName
+
+_ITERATION_ENDS = frozenset({EventName.LOOP_ITERATION_DONE, EventName.LOOP_ITERATION_FAILED})
+_STEP_ENDS = frozenset(
+    {EventName.STEP_DONE, EventName.LOOP_DONE, EventName.STEP_FAILED, EventName.STEP_SKIPPED}
+)
 
 
 class Progress:
@@ -25,22 +32,22 @@ class Progress:
         self.last_draw = 0.0
         self.started = time.monotonic()
 
-    def __call__(self, events: list[dict[str, Any]]) -> None:
+    def __call__(self, events: list[Event]) -> None:
         for event in events:
-            name, step = event["name"], event.get("step")
-            if name == "step.scheduled" or name == "loop.started":
-                self.running[event.get("step_run_id") or ""] = step or ""
-                if name == "loop.started":
-                    self.loops[step or ""] = [0, int(event["payload"].get("count", 0))]
-            elif name in ("loop.iteration.done", "loop.iteration.failed") and step in self.loops:
+            name, step = event.name, event.step
+            if name == EventName.STEP_SCHEDULED or name == EventName.LOOP_STARTED:
+                self.running[event.step_run_id or ""] = step or ""
+                if name == EventName.LOOP_STARTED:
+                    self.loops[step or ""] = [0, int(event.data.get("count", 0))]
+            elif name in _ITERATION_ENDS and step in self.loops:
                 self.loops[step][0] += 1
-            elif name == "task.done":
+            elif name == EventName.TASK_DONE:
                 self.tasks += 1
-            elif name == "task.retry":
+            elif name == EventName.TASK_RETRY:
                 self.retries += 1
-            elif name in ("step.done", "loop.done", "step.failed", "step.skipped"):
-                self.running.pop(event.get("step_run_id") or "", None)
-                (self.failed if name == "step.failed" else self.done).add(step or "")
+            elif name in _STEP_ENDS:
+                self.running.pop(event.step_run_id or "", None)
+                (self.failed if name == EventName.STEP_FAILED else self.done).add(step or "")
         now = time.monotonic()
         if now - self.last_draw >= 0.1:
             self.last_draw = now

@@ -1,4 +1,4 @@
-"""Reference-first results (DESIGN §2.4): a result larger than `limits.max_payload_bytes`
+"""Reference-first results: a result larger than `limits.max_payload_bytes`
 (default 1 MiB) is kept in the store's result table and events carry a reference,
 `{"$ref": {"store", "key", "size", "checksum"}}`. Templates resolve references transparently
 (the scope's `$resolve`, expr/runtime.py); tool arguments get the value; summaries show it.
@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 from noetlc.expr.runtime import REF_KEY
 from noetlc.runtime.store import encode_payload
+from noetlc.vm.protocol import Event
 
 DEFAULT_LIMIT = 1024 * 1024
 
@@ -68,9 +69,10 @@ class References:
             return [self.expand(v) for v in value]
         return value
 
-    def shrink_event(self, event: dict[str, Any]) -> None:
-        """Results in a worker event: the terminal result and each task outcome's result."""
-        payload = event.get("payload")
+    def shrink_event(self, event: Event) -> None:
+        """Results in a worker event: the terminal result and each task outcome's result (the
+        payload is changed in place: the event is not logged yet)."""
+        payload = event.payload
         if not isinstance(payload, dict):
             return
         if "result" in payload:

@@ -1,4 +1,4 @@
-"""`noetl-vm server`: runs the control VMs of distributed executions (DESIGN §4, docs/distributed.md).
+"""`noetl-vm server`: runs the control VMs of distributed executions (docs/distributed.md).
 
 Any number of servers share one PostgreSQL. Each running execution is owned by one server at
 a time (an ownership lease, renewed every ttl/3); a server claims new submissions and the
@@ -15,60 +15,46 @@ out of attempts becomes a failure event for its step or iteration.
 from __future__ import annotations
 
 import asyncio
-import base64
-import os
-import socket
 import time
-import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from noetlc.expr.runtime import RESOLVER_KEY
-from noetlc.runtime.embedded import summary
-from noetlc.runtime.postgres.blocking_results import BlockingResults
-from noetlc.runtime.postgres.connect import TRANSIENT
-from noetlc.runtime.postgres.database import Database
-from noetlc.runtime.postgres.errors import DatabaseError
-from noetlc.runtime.postgres.notify import ANY_KEY
-from noetlc.runtime.programs import decode_program
+from noetlc.runtime.backend import ANY_KEY, EVENTS, EXECUTIONS, Backend
+from noetlc.runtime.cluster import RETRYABLE, new_owner, warn_retrying
+from noetlc.runtime.driver import REQUESTED, Driver, program_from_requested
 from noetlc.runtime.queue import JobSpec
-from noetlc.runtime.replay import rebuild
-from noetlc.runtime.results import References, payload_limit
-from noetlc.runtime.timers import started_times, timer
-from noetlc.vm.control import INPUT_NAMES, INPUT_SOURCES, Command, ControlVM, is_input
-from noetlc.vm.program import Program
-
-REQUESTED = "playbook.execution.requested"
-RETRYABLE: tuple[type[BaseException], ...] = (DatabaseError, *TRANSIENT)
-
-
-def new_owner(kind: str) -> str:
-    return f"{kind}-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
-
-
-def program_from_requested(event: dict[str, Any]) -> tuple[Program, dict[str, Any]]:
-    """The program and workload a submission recorded in its first event."""
-    payload = event["payload"]
-    program = Program(decode_program(base64.b64decode(payload["program"])))
-    return program, dict(payload.get("workload") or {})
+from noetlc.runtime.timers import Timers, started_times
+from noetlc.vm.control import ControlVM
+from noetlc.vm.protocol import (
+    INPUT_NAMES,
+    INPUT_SOURCES,
+    Command,
+    CommandKind,
+    Event,
+    EventName,
+    Source,
+    envelope,
+    is_input,
+)
 
 
 @dataclass
 class Owned:
     execution_id: str
-    vm: ControlVM
-    program: Program
+    driver: Driver
     after_seq: int
-    server_events: int
-    refs: References
-    timers: dict[str, asyncio.TimerHandle] = field(default_factory=dict)
-    started_at: dict[str, float] = field(default_factory=dict)
+    server_events: int  # the server events the log holds (the VM numbers them from 1)
+    timers: Timers
+
+    @property
+    def vm(self) -> ControlVM:
+        return self.driver.vm
 
 
 class Server:
     def __init__(
         self,
-        db: Database,
+        db: Backend,
         *,
         owner: str | None = None,
         ttl: float = 15.0,
@@ -91,7 +77,7 @@ class Server:
         self._background: set[asyncio.Future[Any]] = set()
         self._wake = asyncio.Event()  # set by our own appends made outside `tick` (timers)
         # reference-first results the control VMs read (arcs, step args, the summary)
-        self.results = BlockingResults(db.url)
+        self.results = db.result_store()
 
     async def run(self, stop: asyncio.Event) -> None:
         notes = self.db.notifications
@@ -100,8 +86,8 @@ class Server:
         try:
             while not stop.is_set():
                 await notes.ensure_listening()  # again after the database came back
-                wake_events = notes.register("noetl_events", ANY_KEY)
-                wake_offers = notes.register("noetl_executions", ANY_KEY)
+                wake_events = notes.register(EVENTS, ANY_KEY)
+                wake_offers = notes.register(EXECUTIONS, ANY_KEY)
                 self._wake.clear()
                 try:
                     try:
@@ -126,12 +112,11 @@ class Server:
                     if wake_offers.is_set():
                         self.offered = True
                 finally:
-                    notes.unregister("noetl_events", ANY_KEY, wake_events)
-                    notes.unregister("noetl_executions", ANY_KEY, wake_offers)
+                    notes.unregister(EVENTS, ANY_KEY, wake_events)
+                    notes.unregister(EXECUTIONS, ANY_KEY, wake_offers)
         finally:
             for owned in self.owned.values():
-                for handle in owned.timers.values():
-                    handle.cancel()
+                owned.timers.close()
             if self.owned:
                 await self.db.owners.release(self.owner, list(self.owned))
             self.results.close()
@@ -170,16 +155,16 @@ class Server:
             await self.db.owners.retire(self.owner, execution_id)
             return
         program, workload = program_from_requested(events[0])
-        # templates of the control VM resolve references through the result table
-        refs = References(self.results, payload_limit(program.payload))
-        vm = rebuild(program, execution_id, workload, events, {RESOLVER_KEY: refs.resolve})
-        recorded = sum(1 for e in events if e.get("source") == "server")
-        owned = Owned(execution_id, vm, program, events[-1]["seq"], recorded, refs)
-        owned.started_at = started_times(events)
+        # references in results are read from the result table, before the VM sees them
+        driver = Driver(program, execution_id, workload, results=self.results)
+        rebuilt = driver.replay(events)
+        recorded = sum(1 for e in events if e.get("source") == Source.SERVER)
+        timers = Timers(execution_id, self._timer_delivery(execution_id))
+        timers.started_at = started_times(events)
+        owned = Owned(execution_id, driver, events[-1]["seq"], recorded, timers)
         self.owned[execution_id] = owned
-        regenerated = vm.take_events()
         # server events a dead owner decided but never appended, and the outstanding jobs
-        await self._commit(owned, regenerated[recorded:], vm.outstanding())
+        await self._commit(owned, rebuilt.events[recorded:], rebuilt.commands)
         await self._close_if_finished(owned)
 
     async def advance(self, owned: Owned) -> bool:
@@ -192,28 +177,28 @@ class Server:
             return False
         owned.after_seq = last_seq
         commands: list[Command] = []
-        for event in events:
+        out: list[Event] = []
+        for record in events:
+            event = Event.from_record(record)
             if is_input(event):
-                if event["name"] == "timer.fired":
-                    owned.timers.pop(event.get("step_run_id") or "", None)
-                commands.extend(owned.vm.step(event))
-        caught_up = await self._commit(owned, owned.vm.take_events(), commands)
+                if event.name == EventName.TIMER_FIRED:
+                    owned.timers.fired(event)
+                step = owned.driver.feed(event)
+                commands.extend(step.commands)
+                out.extend(step.events)
+        caught_up = await self._commit(owned, out, commands)
         await self._close_if_finished(owned)
         return not caught_up
 
-    async def _commit(
-        self, owned: Owned, events: list[dict[str, Any]], commands: list[Command]
-    ) -> bool:
+    async def _commit(self, owned: Owned, events: list[Event], commands: list[Command]) -> bool:
         """Append the VM's new events and enqueue the jobs its commands ask for: one
-        transaction, one round trip (the jobs become visible with the events, DESIGN §6);
+        transaction, one round trip (the jobs become visible with the events);
         then arm and cancel timers. True when nobody else appended since our last read."""
         now = time.time()
-        for event in events:
-            owned.server_events += 1
-            event["event_id"] = f"{owned.execution_id}:s{owned.server_events}"
-            event["ts"] = now
-            if event["name"] == "step.started" and event.get("step_run_id"):
-                owned.started_at[event["step_run_id"]] = now
+        if events:
+            events = [e._replace(ts=now) for e in events]
+            owned.server_events += len(events)
+            owned.timers.noted(events, now)
         jobs = self._jobs(owned, commands)
         caught_up = True
         if events or jobs:
@@ -222,10 +207,11 @@ class Server:
             if caught_up:
                 # nobody appended in between: no need to read our own events back
                 owned.after_seq = stored[-1][1]
-        self._timers(owned, commands)
-        # after the events that decided it are committed (DESIGN §6): the jobs of cancelled
+        for command in commands:
+            owned.timers.apply(command)  # arms timers, disarms cancelled ones
+        # after the events that decided it are committed: the jobs of cancelled
         # actions (a fail_fast loop's other iterations) never start, running ones stop
-        cancelled = [c.action_id for c in commands if c.kind == "cancel"]
+        cancelled = [c.action_id for c in commands if c.kind == CommandKind.CANCEL]
         if cancelled:
             await self.db.queue.cancel_jobs(cancelled)
         return caught_up
@@ -234,7 +220,7 @@ class Server:
         jobs = []
         vm = owned.vm
         for command in commands:
-            if command.kind == "run":
+            if command.kind == CommandKind.RUN:
                 payload = {
                     "step": command.step,
                     "step_run_id": command.step_run_id,
@@ -255,28 +241,19 @@ class Server:
                 )
         return jobs
 
-    def _timers(self, owned: Owned, commands: list[Command]) -> None:
-        for command in commands:
-            if command.kind == "timer":
-                self._arm_timer(owned, command)
-            elif command.kind == "cancel":
-                handle = owned.timers.pop(command.step_run_id, None)
-                if handle is not None:
-                    handle.cancel()
+    def _timer_delivery(self, execution_id: str) -> Any:
+        """A due `timer.fired` is appended to the log (and wakes us: we read it as input)."""
 
-    def _arm_timer(self, owned: Owned, command: Command) -> None:
-        delay, event = timer(owned.execution_id, command, owned.started_at)
-
-        async def append_and_wake() -> None:
-            await self.db.events.append(owned.execution_id, [event])
+        async def append_and_wake(event: Event) -> None:
+            await self.db.events.append(execution_id, [event])
             self._wake.set()
 
-        def fire() -> None:
-            task = asyncio.ensure_future(append_and_wake())
+        def deliver(event: Event) -> None:
+            task = asyncio.ensure_future(append_and_wake(event))
             self._background.add(task)
             task.add_done_callback(self._background.discard)
 
-        owned.timers[command.step_run_id] = asyncio.get_running_loop().call_later(delay, fire)
+        return deliver
 
     async def _close_if_finished(self, owned: Owned) -> None:
         vm = owned.vm
@@ -286,11 +263,7 @@ class Server:
         await self.db.queue.cancel_execution(owned.execution_id)
         record = await self.db.events.execution(owned.execution_id)
         events = int(record["last_seq"]) if record else owned.after_seq
-        summary_ = summary(vm, events)
-        # the summary shows values, not references, as in embedded mode
-        for step in summary_["steps"].values():
-            step["result"] = owned.refs.expand(step["result"])
-        summary_["result"] = owned.refs.expand(summary_["result"])
+        summary_ = owned.driver.summary(events)  # values, not references, as in embedded mode
         await self.db.events.finish_execution(owned.execution_id, vm.status, summary_)
         await self.db.owners.retire(self.owner, owned.execution_id)
         self.finished += 1
@@ -299,8 +272,7 @@ class Server:
     def _drop(self, execution_id: str) -> None:
         owned = self.owned.pop(execution_id, None)
         if owned is not None:
-            for handle in owned.timers.values():
-                handle.cancel()
+            owned.timers.close()
 
     async def reap(self) -> bool:
         reaped = await self.db.queue.reap()
@@ -311,7 +283,10 @@ class Server:
             if state is None:
                 continue
             p = state.payload
-            name = "step.failed" if p.get("iteration") is None else "loop.iteration.failed"
+            if p.get("iteration") is None:
+                name = EventName.STEP_FAILED
+            else:
+                name = EventName.LOOP_ITERATION_FAILED
             error = {
                 "type": "LeaseExpired",
                 "message": f"no worker finished the job in {job.max_attempts} attempts"
@@ -320,25 +295,19 @@ class Server:
             await self.db.events.append(
                 job.execution_id,
                 [
-                    {
-                        "event_id": f"{job.action_id}:reaped",
-                        "name": name,
-                        "source": "worker",
-                        "step": p.get("step"),
-                        "step_run_id": p.get("step_run_id"),
-                        "iteration": p.get("iteration"),
-                        "action_id": job.action_id,
-                        "payload": {"error": error},
-                    }
+                    envelope(
+                        name,
+                        Source.WORKER,
+                        event_id=f"{job.action_id}:reaped",
+                        step=p.get("step"),
+                        step_run_id=p.get("step_run_id"),
+                        iteration=p.get("iteration"),
+                        action_id=job.action_id,
+                        payload={"error": error},
+                    )
                 ],
             )
         return bool(reaped)
-
-
-def warn_retrying(owner: str, exc: BaseException) -> None:
-    import sys
-
-    print(f"{owner}: database error, retrying: {type(exc).__name__}: {exc}", file=sys.stderr)
 
 
 async def _first(waits: list[Any], timeout: float) -> None:

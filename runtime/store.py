@@ -5,7 +5,7 @@ store assigns `seq` (gap-free per execution) and skips an event whose `event_id`
 holds, so re-appending a batch after a crash changes nothing. Besides the log a store keeps
 the execution's record (the program it runs, its workload, its status and summary), requests
 from other processes (`cancel`, `signal`) that the running process or `resume` picks up, and
-the result store for reference-first payloads (DESIGN §2.4). `open_store(url)` takes `memory:`
+the result store for reference-first payloads. `open_store(url)` takes `memory:`
 or `sqlite:///path/to/file.db` (the default for `noetl-vm run` is `sqlite:///.noetl/noetl.db`).
 """
 
@@ -15,29 +15,18 @@ import json
 import json.encoder
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
 from noetlc.diagnostics.errors import UserError
+from noetlc.vm.protocol import ENVELOPE, Event
+
+# what `append` takes: the protocol's events (records, dicts with the envelope's fields, are
+# accepted too and converted at this edge)
+Appendable = Sequence[Event | Mapping[str, Any]]
 
 DEFAULT_URL = "sqlite:///.noetl/noetl.db"
-
-# the envelope of DESIGN §2.5, in column order after (execution_id, seq)
-ENVELOPE = (
-    "event_id",
-    "ts",
-    "name",
-    "source",
-    "step",
-    "step_run_id",
-    "task_run_id",
-    "iteration",
-    "attempt",
-    "parent_id",
-    "action_id",
-    "pc",
-)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS executions (
@@ -123,7 +112,7 @@ class EventStore(Protocol):
         workload: dict[str, Any] | None = None,
         parent_id: str | None = None,
     ) -> None: ...
-    def append(self, execution_id: str, events: list[dict[str, Any]]) -> int: ...
+    def append(self, execution_id: str, events: Appendable) -> int: ...
     def finish_execution(self, execution_id: str, status: str, summary: dict[str, Any]) -> None: ...
     def read(self, execution_id: str, after_seq: int = 0) -> list[dict[str, Any]]: ...
     def executions(self) -> list[dict[str, Any]]: ...
@@ -137,12 +126,25 @@ class EventStore(Protocol):
     def close(self) -> None: ...
 
 
-def _complete(execution_id: str, event: dict[str, Any]) -> dict[str, Any]:
-    out = {f: event.get(f) for f in ENVELOPE}
-    out["execution_id"] = execution_id
-    out["ts"] = out["ts"] or time.time()
-    out["payload"] = event.get("payload") or {}
-    return out
+def stored_record(execution_id: str, seq: int, event: Event, now: float) -> dict[str, Any]:
+    """An event as a store gives it back: every envelope field, `seq`, the payload."""
+    return {
+        "execution_id": execution_id,
+        "seq": seq,
+        "event_id": event.event_id,
+        "ts": event.ts or now,
+        "name": event.name,
+        "source": event.source,
+        "step": event.step,
+        "step_run_id": event.step_run_id,
+        "task_run_id": event.task_run_id,
+        "iteration": event.iteration,
+        "attempt": event.attempt,
+        "parent_id": event.parent_id,
+        "action_id": event.action_id,
+        "pc": event.pc,
+        "payload": event.payload or {},
+    }
 
 
 class MemoryStore:
@@ -150,7 +152,7 @@ class MemoryStore:
 
     def __init__(self) -> None:
         self._executions: dict[str, dict[str, Any]] = {}
-        self._events: dict[str, list[dict[str, Any]]] = {}
+        self._events: dict[str, list[tuple[float, Event]]] = {}  # (when appended, event)
         self._ids: set[str] = set()
         self._requests: list[dict[str, Any]] = []
         self._results: dict[str, bytes] = {}
@@ -180,18 +182,18 @@ class MemoryStore:
         )
         self._events.setdefault(execution_id, [])
 
-    def append(self, execution_id: str, events: list[dict[str, Any]]) -> int:
+    def append(self, execution_id: str, events: Appendable) -> int:
         log = self._events.setdefault(execution_id, [])
+        ids = self._ids
         added = 0
-        for event in events:
-            if event["event_id"] in self._ids:
+        now = time.time()
+        for item in events:
+            event = item if type(item) is Event else Event.from_record(item)
+            event_id = event.event_id
+            if event_id in ids:
                 continue
-            self._ids.add(event["event_id"])
-            event["execution_id"] = execution_id
-            event["seq"] = len(log) + 1
-            if "payload" not in event:
-                event["payload"] = {}
-            log.append(event)
+            ids.add(str(event_id))
+            log.append((now, event))  # the record is built when read
             added += 1
         return added
 
@@ -200,8 +202,11 @@ class MemoryStore:
         record.update(status=status, finished_at=time.time(), summary=summary)
 
     def read(self, execution_id: str, after_seq: int = 0) -> list[dict[str, Any]]:
-        log = self._events.get(execution_id, [])[after_seq:]
-        return [_complete(execution_id, e) | {"seq": e["seq"]} for e in log]
+        log = self._events.get(execution_id, [])
+        return [
+            stored_record(execution_id, seq, event, now)
+            for seq, (now, event) in enumerate(log[after_seq:], after_seq + 1)
+        ]
 
     def executions(self) -> list[dict[str, Any]]:
         return sorted(self._executions.values(), key=lambda e: e["created_at"])
@@ -299,9 +304,10 @@ class SQLiteStore:
             ),
         )
 
-    def append(self, execution_id: str, events: list[dict[str, Any]]) -> int:
+    def append(self, execution_id: str, events: Appendable) -> int:
         if not events:
             return 0
+        batch = [Event.from_record(e) for e in events]
         db = self._db
         last = self._last_seq.get(execution_id)
         if last is None:
@@ -311,7 +317,7 @@ class SQLiteStore:
                 "SELECT COALESCE(MAX(seq), 0) FROM events WHERE execution_id = ?", (execution_id,)
             ).fetchone()
         # fast path: these ids are new and nobody appended since `last`; the constraints check it
-        rows = self._rows(execution_id, events, last, set())
+        rows = self._rows(execution_id, batch, last, set())
         try:
             self._insert(rows)
         except sqlite3.IntegrityError:
@@ -324,7 +330,7 @@ class SQLiteStore:
             (last,) = db.execute(
                 "SELECT COALESCE(MAX(seq), 0) FROM events WHERE execution_id = ?", (execution_id,)
             ).fetchone()
-            ids = [e["event_id"] for e in events]
+            ids = [str(e.event_id) for e in batch]
             known = {
                 r[0]
                 for chunk in range(0, len(ids), 500)
@@ -334,7 +340,7 @@ class SQLiteStore:
                     ids[chunk : chunk + 500],
                 )
             }
-            rows = self._rows(execution_id, events, last, known)
+            rows = self._rows(execution_id, batch, last, known)
             db.executemany(self._INSERT, rows)
             db.execute("COMMIT")
         except sqlite3.Error:
@@ -357,37 +363,50 @@ class SQLiteStore:
 
     @staticmethod
     def _rows(
-        execution_id: str, events: list[dict[str, Any]], last: int, known: set[str]
+        execution_id: str, events: list[Event], last: int, known: set[str]
     ) -> list[tuple[Any, ...]]:
         rows: list[tuple[Any, ...]] = []
         add_row = rows.append
         seen = set(known)
         now = time.time()
         for event in events:
-            event_id = event["event_id"]
+            (
+                name,
+                source,
+                step,
+                step_run_id,
+                iteration,
+                payload,
+                event_id,
+                _,
+                _,
+                ts,
+                task_run_id,
+                attempt,
+                parent_id,
+                action_id,
+                pc,
+            ) = event
             if event_id in seen:
                 continue
-            seen.add(event_id)
+            seen.add(event_id)  # type: ignore[arg-type]  # a missing id fails the insert
             last += 1
-            event["seq"] = last
-            get = event.get
-            payload = get("payload")
             add_row(
                 (
                     execution_id,
                     last,
                     event_id,
-                    get("ts") or now,
-                    event["name"],
-                    get("source"),
-                    get("step"),
-                    get("step_run_id"),
-                    get("task_run_id"),
-                    get("iteration"),
-                    get("attempt"),
-                    get("parent_id"),
-                    get("action_id"),
-                    get("pc"),
+                    ts or now,
+                    name,
+                    source,
+                    step,
+                    step_run_id,
+                    task_run_id,
+                    iteration,
+                    attempt,
+                    parent_id,
+                    action_id,
+                    pc,
                     encode_payload(payload) if payload else "{}",
                 )
             )

@@ -28,28 +28,23 @@ from typing import Any
 import asyncpg
 
 from noetlc.expr.runtime import RESOLVER_KEY
+from noetlc.runtime.backend import JOBS, Backend
 from noetlc.runtime.children import ChildRunner
+from noetlc.runtime.cluster import RETRYABLE, new_owner, warn_retrying
+from noetlc.runtime.driver import REQUESTED, program_from_requested
 from noetlc.runtime.embedded import playbook_folder
 from noetlc.runtime.execute import EmitEvent, ToolEnv, execute, memo_from_events, noop_only
-from noetlc.runtime.postgres.blocking_results import BlockingResults
-from noetlc.runtime.postgres.database import Database
 from noetlc.runtime.queue import Lease
 from noetlc.runtime.results import References, payload_limit
-from noetlc.runtime.server import (
-    REQUESTED,
-    RETRYABLE,
-    new_owner,
-    program_from_requested,
-    warn_retrying,
-)
 from noetlc.stdlib_tools.keychain import Keychain
 from noetlc.vm.program import OP, Program
+from noetlc.vm.protocol import Event, EventName
 
 
 class Worker:
     def __init__(
         self,
-        db: Database,
+        db: Backend,
         *,
         owner: str | None = None,
         pool: str = "default",
@@ -78,10 +73,10 @@ class Worker:
         self.completed = 0
         # finished jobs and their events (by execution), committed by the next round
         self._finished: list[Lease] = []
-        self._pending: dict[str, list[dict[str, Any]]] = {}
+        self._pending: dict[str, list[Event]] = {}
         self._more = False  # the last pick was full: pick again without waiting
         # reference-first results: large task results stored, references resolved
-        self.results = BlockingResults(db.url)
+        self.results = db.result_store()
         self._next_heartbeat = 0.0  # when the running jobs' leases are renewed next
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -104,11 +99,11 @@ class Worker:
         notes = self.db.notifications
         await notes.ensure_listening()
         # registered before the pick: an enqueue committed after it still wakes us
-        woken = notes.register("noetl_jobs", self.pool)
+        woken = notes.register(JOBS, self.pool)
         try:
             await self._round_registered(woken)
         finally:
-            notes.unregister("noetl_jobs", self.pool, woken)
+            notes.unregister(JOBS, self.pool, woken)
 
     async def _round_registered(self, woken: asyncio.Event) -> None:
         self._slot_freed.clear()  # before `free` is counted: a later lent slot wakes the wait
@@ -155,7 +150,7 @@ class Worker:
         """One transaction (one WAL flush): pick up to `limit` jobs (row locks) and run the
         inline ones at once, again while every job ran inline (up to INLINE_ROUNDS batches);
         lease the others; then append the events of everything finished and complete it
-        (DESIGN §6: never one without the other). Returns the leases to run in threads. If
+        (never one without the other). Returns the leases to run in threads. If
         anything fails, the transaction rolls back: the jobs return to the queue and what ran
         inline is run again by whoever takes it (same event ids, so nothing is logged twice);
         the threaded jobs' results are kept for the next try."""
@@ -184,23 +179,25 @@ class Worker:
         self._finished, self._pending = [], {}
         return threaded
 
-    def _finish(self, lease: Lease, known: Known, events: list[dict[str, Any]]) -> None:
+    def _finish(self, lease: Lease, known: Known, events: list[Event]) -> None:
         self._finished.append(lease)
         self._pending.setdefault(lease.execution_id, []).extend(_redact(known, events))
 
     @staticmethod
-    def _run_inline(lease: Lease, known: Known) -> list[dict[str, Any]] | None:
+    def _run_inline(lease: Lease, known: Known) -> list[Event] | None:
         """A first-attempt job of a noop-only pipeline runs right here, its events ready to
         commit; None for any other job (it runs in a thread)."""
         if lease.attempt > 1 or not known.inline.get(lease.payload["step"]):
             return None
-        events: list[dict[str, Any]] = []
-        execute(*_execute_args(lease, known, events.append))
+        emitted: list[Event] = []
+        execute(*_execute_args(lease, known, emitted.append))
         now = time.time()
-        for index, event in enumerate(events):
-            event["event_id"] = f"{lease.action_id}:{lease.attempt}:{index}"
-            event["ts"] = now
+        events = []
+        for index, event in enumerate(emitted):
+            # ids from the action and the lease attempt: a retried append adds nothing
+            event = event._replace(event_id=f"{lease.action_id}:{lease.attempt}:{index}", ts=now)
             known.shrink(event)
+            events.append(event)
         return _redact(known, events)
 
     def _collect(self) -> None:
@@ -287,7 +284,7 @@ class Worker:
             memo = memo_from_events(await self.db.events.read(lease.execution_id)).get(
                 lease.action_id
             )
-        events: list[dict[str, Any]] = []
+        events: list[Event] = []
         flushed = 0
         loop = asyncio.get_running_loop()
         info = program.steps[p["step"]]
@@ -295,13 +292,14 @@ class Worker:
         # replays it instead of calling the tool again
         eager = sum(1 for i in info.pipeline if i[0] == OP["TASK"]) > 1
 
-        def emit(event: dict[str, Any]) -> None:
+        def emit(event: Event) -> None:
             nonlocal flushed
-            event["event_id"] = f"{lease.action_id}:{lease.attempt}:{len(events)}"
-            event["ts"] = time.time()
+            event = event._replace(
+                event_id=f"{lease.action_id}:{lease.attempt}:{len(events)}", ts=time.time()
+            )
             known.shrink(event)  # stored before its reference is logged
             events.append(event)
-            if eager and event["name"] == "task.done" and not flag.is_set():
+            if eager and event.name == EventName.TASK_DONE and not flag.is_set():
                 try:
                     batch = _redact(known, events[flushed:])
                     asyncio.run_coroutine_threadsafe(
@@ -360,24 +358,23 @@ class Known:
         self.keychain = keychain  # the templates' `keychain` namespace
         self.refs = refs
 
-    def shrink(self, event: dict[str, Any]) -> None:
+    def shrink(self, event: Event) -> None:
         """A result over `limits.max_payload_bytes` goes to the result table; the event
-        keeps its reference (DESIGN §2.4, as in embedded mode)."""
-        if self.refs.limit is not None and event["name"] in SHRUNK:
+        keeps its reference (as in embedded mode)."""
+        if self.refs.limit is not None and event.name in SHRUNK:
             self.refs.shrink_event(event)
 
 
-Finished = tuple[Known, list[dict[str, Any]]]
+Finished = tuple[Known, list[Event]]
 
 # the worker events that carry results (a task's outcome, or the action's result)
-SHRUNK = frozenset({"task.done", "step.done", "loop.iteration.done"})
+SHRUNK = frozenset({EventName.TASK_DONE, EventName.STEP_DONE, EventName.LOOP_ITERATION_DONE})
 
 
-def _redact(known: Known, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _redact(known: Known, events: list[Event]) -> list[Event]:
     keychain = known.env.keychain
     if keychain is not None and keychain.has_secrets:
-        for event in events:
-            event["payload"] = keychain.redact(event.get("payload"))
+        return [e._replace(payload=keychain.redact(e.payload)) for e in events]
     return events
 
 

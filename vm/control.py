@@ -1,4 +1,4 @@
-"""The control VM: the token game over the control program (DESIGN §2.4, §4).
+"""The control VM: the token game over the control program.
 
 `start()` and `step(event)` turn events into commands and do no I/O; anything that goes wrong
 inside them becomes an execution failure, never an exception. The VM reacts only to *input
@@ -18,43 +18,70 @@ downstream.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from hashlib import sha256 as _sha256
 from typing import Any
 
-from noetlc.vm.control_state import Command, LoopRun, StepRecord, StepRun, Token, action_id
+from noetlc.expr.runtime import RESOLVER_KEY
+from noetlc.vm.control_state import LoopRun, StepRecord, StepRun, Token, action_id
 from noetlc.vm.joins import JoinPlaces
 from noetlc.vm.program import Program
+from noetlc.vm.protocol import (
+    RESULT_NAMES,
+    Command,
+    CommandKind,
+    Event,
+    EventName,
+    Source,
+    Step,
+)
 from noetlc.vm.routing import Routing
 from noetlc.vm.tables import DonePlan, StepTable, Transition, build_tables, first_passing
 
-__all__ = [
-    "INPUT_NAMES",
-    "INPUT_SOURCES",
-    "RESULT_EVENTS",
-    "Command",
-    "ControlVM",
-    "StepRecord",
-    "StepRun",
-    "Token",
-    "action_id",
-    "is_input",
-]
+_EXECUTION_CANCELLED = EventName.EXECUTION_CANCELLED.value
+_LOOP_ITERATION_STARTED = EventName.LOOP_ITERATION_STARTED.value
+_LOOP_STARTED = EventName.LOOP_STARTED.value
+_STEP_SKIPPED = EventName.STEP_SKIPPED.value
+_STEP_STARTED = EventName.STEP_STARTED.value
+_WORKFLOW_FINISHED = EventName.WORKFLOW_FINISHED.value
+_WORKFLOW_STARTED = EventName.WORKFLOW_STARTED.value
 
-INPUT_SOURCES = frozenset({"worker", "client", "timer"})
-RESULT_EVENTS = frozenset(
-    {"step.done", "step.failed", "loop.iteration.done", "loop.iteration.failed"}
-)
-INPUT_NAMES = RESULT_EVENTS | {"signal.received", "timer.fired", "execution.cancelled"}
+__all__ = ["ControlVM", "Resolve", "StepRecord", "StepRun", "Token", "action_id"]
 
+# the body of a `{"$ref": ...}` -> the value it refers to, from memory (no I/O: see __init__)
+Resolve = Callable[[dict[str, Any]], Any]
 
-def is_input(event: dict[str, Any]) -> bool:
-    """Does the control VM consume this event? (Everything else in the log is its output or
-    a worker's task events.)"""
-    return event.get("source") in INPUT_SOURCES and event["name"] in INPUT_NAMES
+_STEP_DONE = EventName.STEP_DONE.value
+_STEP_FAILED = EventName.STEP_FAILED.value
+_LOOP_DONE = EventName.LOOP_DONE.value
+_LOOP_ITERATION_DONE = EventName.LOOP_ITERATION_DONE.value
+_NEXT_SELECTED = EventName.NEXT_SELECTED.value
+_STEP_SCHEDULED = EventName.STEP_SCHEDULED.value
+_SIGNAL_RECEIVED = EventName.SIGNAL_RECEIVED.value
+_TIMER_FIRED = EventName.TIMER_FIRED.value
+_RUN = CommandKind.RUN.value
+_SERVER = Source.SERVER.value
+_new = tuple.__new__  # Command and Step without their Python-level __new__ (the hot path)
+_CANCEL = CommandKind.CANCEL.value
 
 
 class ControlVM(Routing):
-    def __init__(self, program: Program, workload: dict[str, Any], execution_id: str) -> None:
+    """`start()` and `step(event)` each return a `Step`: the commands issued and the server
+    events recorded. What the runtime lends the VM is given here, once: `keychain` (the
+    templates' `keychain` namespace) and `resolve` (reference-first results: the body of a
+    `{"$ref": ...}` to its value). `resolve` must not do I/O — the runtime loads the values
+    of the references an input event carries before it feeds the event (runtime/driver.py),
+    so guards evaluate the same way in the run and in every replay."""
+
+    def __init__(
+        self,
+        program: Program,
+        workload: dict[str, Any],
+        execution_id: str,
+        *,
+        keychain: dict[str, Any] | None = None,
+        resolve: Resolve | None = None,
+    ) -> None:
         self.program = program
         self.tables: dict[str, StepTable] = build_tables(program)
         self.workload = workload
@@ -69,8 +96,14 @@ class ControlVM(Routing):
             "ctx": self.ctx,
             "execution_id": execution_id,
         }
+        if keychain is not None:
+            self.scope["keychain"] = keychain
+        if resolve is not None:
+            self.scope[RESOLVER_KEY] = resolve
         self.steps: dict[str, StepRecord] = {}
-        self.events: list[dict[str, Any]] = []  # server events, in order (drained by runtimes)
+        self._events: list[Event] = []  # server events of the current `Step`, in order
+        self._event_prefix = f"{execution_id}:s"  # server event ids: EXECUTION:sN
+        self.event_count = 0  # server events recorded so far (N of the last id)
         self.join_places = JoinPlaces(program.joins, program.join_kind, self._has_run)
         self.runs: dict[str, StepRun] = {}  # active step runs by step_run_id
         self.listeners: dict[str, StepRun] = {}  # waiting listener steps by step_run_id
@@ -85,33 +118,38 @@ class ControlVM(Routing):
 
     # ------------------------------------------------------------------ interface
 
-    def start(self) -> list[Command]:
+    def start(self) -> Step:
         commands: list[Command] = []
         try:
-            self.record("workflow.started", None, {})
+            self.record(_WORKFLOW_STARTED, None, {})
             self.ready.append((self.program.entry, Token({})))
             self._drain(commands)
             self._check_complete()
         except Exception as exc:  # a bug must not take the runtime down
             self._internal(exc, None)
-        return commands
+        return self._answer(commands)
 
-    def step(self, event: dict[str, Any]) -> list[Command]:
-        """Feed one input event; return the commands it causes."""
+    def _answer(self, commands: list[Command]) -> Step:
+        events = self._events
+        self._events = []
+        return _new(Step, (commands, events))
+
+    def step(self, event: Event) -> Step:
+        """Feed one input event; return the commands it causes and the events recorded."""
         commands: list[Command] = []
         if self.status != "running":
-            return commands
+            return _new(Step, (commands, []))
         try:
-            name = event["name"]
-            if name in RESULT_EVENTS:
+            name = event.name
+            if name in RESULT_NAMES:
                 # a worker's result for an active step run (inline: the hot path)
-                run = self.runs.get(event.get("step_run_id") or "")
+                run = self.runs.get(event.step_run_id or "")
                 if run is not None:  # else a late or duplicate result: ignored
-                    data = event.get("payload") or {}
+                    data = event.payload or {}
                     writes = data.get("ctx_writes")
                     if writes:
                         self._apply_ctx(writes)
-                    if name == "step.done":
+                    if name == _STEP_DONE:
                         del self.runs[run.run_id]
                         self.firings += 1  # the net's complete transition
                         plan = self.tables[run.step].done_plan
@@ -119,7 +157,7 @@ class ControlVM(Routing):
                             self._done_planned(run, plan, data.get("result"), commands)
                         else:
                             self._boundary(run, name, data.get("result"), None, commands)
-                    elif name == "step.failed":
+                    elif name == _STEP_FAILED:
                         del self.runs[run.run_id]
                         self.firings += 1  # the net's fail transition
                         self._boundary(run, name, None, data.get("error"), commands)
@@ -134,8 +172,10 @@ class ControlVM(Routing):
             if not (self.runs or self.listeners or self.timers or ready):
                 self._check_complete()
         except Exception as exc:
-            self._internal(exc, event.get("step"))
-        return commands
+            self._internal(exc, getattr(event, "step", None))
+        events = self._events
+        self._events = []
+        return _new(Step, (commands, events))
 
     def finished(self) -> bool:
         return self.status != "running"
@@ -153,34 +193,30 @@ class ControlVM(Routing):
             out.append(self._timer_command(run))
         return out
 
-    def take_events(self) -> list[dict[str, Any]]:
-        events, self.events = self.events, []
-        return events
-
     # ------------------------------------------------------------------ events
 
-    def _on_event(self, event: dict[str, Any], commands: list[Command]) -> None:
+    def _on_event(self, event: Event, commands: list[Command]) -> None:
         """Any other input: a signal, a timer, a cancel request."""
-        name = event["name"]
-        if name == "signal.received":
+        name = event.name
+        if name == _SIGNAL_RECEIVED:
             for run_id in list(self.listeners):
                 self._listener_event(self.listeners[run_id], event, commands)
-        elif name == "timer.fired":
-            run = self.listeners.get(event.get("step_run_id") or "")
+        elif name == _TIMER_FIRED:
+            run = self.listeners.get(event.step_run_id or "")
             if run is not None:
                 self.timers.discard(run.run_id)
                 if not self._listener_event(run, event, commands):
                     error = {"type": "Timeout", "message": f"listener {run.step} timed out"}
                     del self.listeners[run.run_id]
-                    self.record("step.failed", run.step, {"error": error}, run.run_id)
-                    self._boundary(run, "step.failed", None, error, commands)
-        elif name == "execution.cancelled":
+                    self.record(_STEP_FAILED, run.step, {"error": error}, run.run_id)
+                    self._boundary(run, _STEP_FAILED, None, error, commands)
+        elif name == _EXECUTION_CANCELLED:
             self.status = "cancelled"
             self.error = {"code": "NOE855", "message": "the execution was cancelled", "step": None}
             for run in self.runs.values():
                 iterations = sorted(run.in_flight) if self.tables[run.step].loop else [None]
                 for i in iterations:
-                    commands.append(self._command("cancel", run, i))
+                    commands.append(self._command(_CANCEL, run, i))
 
     # ------------------------------------------------------------------ admission
 
@@ -231,7 +267,7 @@ class ControlVM(Routing):
             record = self.steps[step] = StepRecord()
         if transition.skip:
             record.status = "skipped"
-            self.record("step.skipped", step, {"transition": transition.id})
+            self.record(_STEP_SKIPPED, step, {"transition": transition.id})
             self._announce_dead(table)
             return
         record.runs += 1
@@ -242,7 +278,7 @@ class ControlVM(Routing):
             self._apply_writes(transition.writes, scope)
         if table.listener:
             self.listeners[run_id] = run
-            self.record("step.started", step, {"listener": True}, run_id)
+            self.record(_STEP_STARTED, step, {"listener": True}, run_id)
             if table.listener_timeout is not None:
                 self.timers.add(run_id)
                 commands.append(self._timer_command(run))
@@ -257,7 +293,7 @@ class ControlVM(Routing):
         run.results = [None] * len(run.items)
         run.best_effort = table.loop.get("failure_mode") == "best_effort"
         self.firings += 1  # loop_start
-        self.record("loop.started", step, {"count": len(run.items)}, run_id)
+        self.record(_LOOP_STARTED, step, {"count": len(run.items)}, run_id)
         if not run.items:
             self._loop_done(run, commands)
             return
@@ -269,34 +305,55 @@ class ControlVM(Routing):
             run.next_index += 1
             run.in_flight.add(index)
             self.firings += 1
-            self.record("loop.iteration.started", run.step, {"index": index}, run.run_id, index)
+            self.record(_LOOP_ITERATION_STARTED, run.step, {"index": index}, run.run_id, index)
             commands.append(self._run_command(run, index))
 
     def _schedule(
         self, step: str, run_id: str, args: dict[str, Any], commands: list[Command]
     ) -> None:
         """A plain (not loop) run is scheduled: its event and its run command."""
-        self.events.append(
-            {
-                "name": "step.scheduled",
-                "source": "server",
-                "step": step,
-                "step_run_id": run_id,
-                "iteration": None,
-                "payload": {"args": args},
-            }
+        self.event_count = n = self.event_count + 1
+        self._events.append(
+            _new(
+                Event,
+                (
+                    _STEP_SCHEDULED,
+                    _SERVER,
+                    step,
+                    run_id,
+                    None,
+                    {"args": args},
+                    f"{self._event_prefix}{n}",
+                    self.execution_id,
+                    None,
+                    None,
+                    None,
+                    None,
+                    None,
+                    None,
+                    None,
+                ),
+            )
+        )  # `recorded`, inlined: one per step run
+        commands.append(
+            _new(
+                Command, (_RUN, step, run_id, args, self._action_id(run_id, None), None, None, None)
+            )
         )
-        commands.append(Command("run", step, run_id, args, self._action_id(run_id, None)))
 
     def _command(self, kind: str, run: StepRun, iteration: int | None) -> Command:
-        return Command(
-            kind,
-            run.step,
-            run.run_id,
-            run.token.args,
-            self._action_id(run.run_id, iteration),
-            iteration,
-            run.items[iteration] if iteration is not None else None,
+        return _new(
+            Command,
+            (
+                kind,
+                run.step,
+                run.run_id,
+                run.token.args,
+                self._action_id(run.run_id, iteration),
+                iteration,
+                run.items[iteration] if iteration is not None else None,
+                None,
+            ),
         )
 
     def _action_id(self, step_run_id: str, iteration: int | None) -> str:
@@ -306,38 +363,37 @@ class ControlVM(Routing):
         return digest.hexdigest()[:32]
 
     def _run_command(self, run: StepRun, iteration: int | None) -> Command:
-        return self._command("run", run, iteration)
+        return self._command(_RUN, run, iteration)
 
     def _timer_command(self, run: StepRun) -> Command:
-        command = self._command("timer", run, None)
-        command.delay = self.tables[run.step].listener_timeout
-        return command
+        command = self._command(CommandKind.TIMER, run, None)
+        return command._replace(delay=self.tables[run.step].listener_timeout)
 
     # ------------------------------------------------------------------ results
 
     def _iteration_result(
-        self, run: StepRun, event: dict[str, Any], data: dict[str, Any], commands: list[Command]
+        self, run: StepRun, event: Event, data: dict[str, Any], commands: list[Command]
     ) -> None:
-        index = event.get("iteration")
+        index = event.iteration
         if index not in run.in_flight or not isinstance(run, LoopRun):
             return  # duplicate (a run that is not a loop has no iteration in flight)
         assert isinstance(index, int)
         run.in_flight.discard(index)
         run.done += 1
         self.firings += 1
-        if event["name"] == "loop.iteration.done":
+        if event.name == _LOOP_ITERATION_DONE:
             run.results[index] = data.get("result")
         else:
             run.failures += 1
             if not run.best_effort:
                 # fail_fast: the remaining iterations are cancelled, the step fails
                 for other in sorted(run.in_flight):
-                    commands.append(self._command("cancel", run, other))
+                    commands.append(self._command(_CANCEL, run, other))
                 error = data.get("error") or {"type": "IterationFailed", "message": "failed"}
                 self.record(
-                    "step.failed", run.step, {"error": error, "iteration": index}, run.run_id
+                    _STEP_FAILED, run.step, {"error": error, "iteration": index}, run.run_id
                 )
-                self._finish(run, "step.failed", None, error, commands)
+                self._finish(run, _STEP_FAILED, None, error, commands)
                 return
         if run.done == len(run.items):
             self._loop_done(run, commands)
@@ -346,8 +402,8 @@ class ControlVM(Routing):
 
     def _loop_done(self, run: LoopRun, commands: list[Command]) -> None:
         data = {"count": len(run.items), "failed": run.failures}
-        self.record("loop.done", run.step, data, run.run_id)
-        self._finish(run, "loop.done", run.results, None, commands)
+        self.record(_LOOP_DONE, run.step, data, run.run_id)
+        self._finish(run, _LOOP_DONE, run.results, None, commands)
 
     def _finish(
         self,
@@ -374,7 +430,7 @@ class ControlVM(Routing):
         table = self.tables[step]
         record = self.steps[step]
         scope = self.scope
-        if name == "step.failed":
+        if name == _STEP_FAILED:
             record.status = "failed"
             data: dict[str, Any] = {"error": error}
             routes = table.failed_on.get(name, ())
@@ -385,7 +441,7 @@ class ControlVM(Routing):
             scope[step] = result
             self.final_result = result
             data = {"result": result}
-            if name == "loop.done":
+            if name == _LOOP_DONE:
                 data.update(count=len(run.items), failed=run.failures)
             routes = table.done_on.get(name, ())
         scope["args"] = run.token.args
@@ -408,7 +464,7 @@ class ControlVM(Routing):
         scope[step] = result
         self.final_result = result
         scope["args"] = args = run.token.args
-        scope["event"] = {"name": "step.done", "step": step, "data": {"result": result}}
+        scope["event"] = {"name": _STEP_DONE, "step": step, "data": {"result": result}}
         guard, taken, target, otherwise, otherwise_target = plan
         if guard is not None and not guard(scope):
             if otherwise is None:
@@ -421,16 +477,29 @@ class ControlVM(Routing):
             args = self.program.value(taken.args, scope)
         if not args and type(args) is not dict:
             args = {}
-        self.events.append(
-            {
-                "name": "next.selected",
-                "source": "server",
-                "step": step,
-                "step_run_id": run.run_id,
-                "iteration": None,
-                "payload": {"to": taken.id},
-            }
-        )
+        self.event_count = n = self.event_count + 1
+        self._events.append(
+            _new(
+                Event,
+                (
+                    _NEXT_SELECTED,
+                    _SERVER,
+                    step,
+                    run.run_id,
+                    None,
+                    {"to": taken.id},
+                    f"{self._event_prefix}{n}",
+                    self.execution_id,
+                    None,
+                    None,
+                    None,
+                    None,
+                    None,
+                    None,
+                    None,
+                ),
+            )
+        )  # `recorded`, inlined: one per decision
         ready = self.ready
         if target is None or ready:
             for _, entry in taken.entries:
@@ -457,11 +526,11 @@ class ControlVM(Routing):
         self.runs[run_id] = StepRun(entering, run_id, token)
         self._schedule(entering, run_id, args, commands)
 
-    def _listener_event(self, run: StepRun, event: dict[str, Any], commands: list[Command]) -> bool:
-        data = event.get("payload") or {}
-        guard_event = {"name": event["name"], "step": run.step, "data": data}
+    def _listener_event(self, run: StepRun, event: Event, commands: list[Command]) -> bool:
+        data = event.payload or {}
+        name = event.name
+        guard_event = {"name": name, "step": run.step, "data": data}
         scope = self._scope(run.token.args, guard_event)
-        name = event["name"]
         table = self.tables[run.step]
         routes = tuple(t for t in table.done_routes if t.kind == "route" and name in t.events)
         if first_passing(routes, scope) is None:
@@ -469,14 +538,14 @@ class ControlVM(Routing):
         del self.listeners[run.run_id]
         if run.run_id in self.timers:
             self.timers.discard(run.run_id)
-            commands.append(self._command("cancel", run, None))
+            commands.append(self._command(_CANCEL, run, None))
         record = self.steps[run.step]
         record.status = "done"
         record.result = data
         self.results[run.step] = data
         self.scope[run.step] = data
         self.final_result = data
-        self.record("step.done", run.step, {"event": event["name"]}, run.run_id)
+        self.record(_STEP_DONE, run.step, {"event": name}, run.run_id)
         self._route(run, table, routes, name, scope, None)
         return True
 
@@ -512,4 +581,4 @@ class ControlVM(Routing):
             )
             return
         self.status = "completed"
-        self.record("workflow.finished", None, {"status": "completed"})
+        self.record(_WORKFLOW_FINISHED, None, {"status": "completed"})

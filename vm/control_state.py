@@ -1,5 +1,5 @@
-"""The control VM's state objects: tokens, commands, step records and step runs (slots
-classes: the VM creates several per transition fired)."""
+"""The control VM's state objects: tokens, step records and step runs (slots classes: the VM
+creates several per transition fired). Commands and events are the protocol's (vm/protocol.py)."""
 
 from __future__ import annotations
 
@@ -14,38 +14,6 @@ class Token:
         self.args = args
         self.dead = dead
         self.source = source
-
-
-class Command:
-    """What the runtime must do: run a step (or one iteration), cancel one, or set a timer."""
-
-    __slots__ = ("action_id", "args", "delay", "item", "iteration", "kind", "step", "step_run_id")
-
-    def __init__(
-        self,
-        kind: str,
-        step: str,
-        step_run_id: str,
-        args: dict[str, Any],
-        action_id: str = "",
-        iteration: int | None = None,
-        item: Any = None,
-        delay: float | None = None,
-    ) -> None:
-        self.kind = kind  # "run" | "cancel" | "timer"
-        self.step = step
-        self.step_run_id = step_run_id
-        self.args = args
-        self.action_id = action_id
-        self.iteration = iteration
-        self.item = item
-        self.delay = delay
-
-    def key(self) -> tuple[Any, ...]:
-        return (self.kind, self.step, self.step_run_id, self.iteration, self.action_id)
-
-    def __repr__(self) -> str:
-        return f"Command({self.kind} {self.step_run_id} it={self.iteration})"
 
 
 class StepRecord:

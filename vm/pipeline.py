@@ -17,6 +17,11 @@ from typing import Any
 
 from noetlc.expr.runtime import Scope
 from noetlc.vm.program import OP, Program, StepInfo
+from noetlc.vm.protocol import EventName
+
+_TASK_DONE = EventName.TASK_DONE.value
+_TASK_RETRY = EventName.TASK_RETRY.value
+_TASK_STARTED = EventName.TASK_STARTED.value
 
 ToolCall = Callable[[str, dict[str, Any], dict[str, Any] | None, str, int], dict[str, Any]]
 Emit = Callable[[str, dict[str, Any]], None]
@@ -112,7 +117,7 @@ def run_pipeline(
                     except Exception as exc:
                         outcome = _error_outcome(exc, "TemplateError")
                     else:
-                        emit("task.started", {"task": task, "attempt": attempt, "call": call})
+                        emit(_TASK_STARTED, {"task": task, "attempt": attempt, "call": call})
                         if kind == "noop":  # the compiler's pass-through task: no tool call
                             outcome = {
                                 "status": "ok",
@@ -127,7 +132,7 @@ def run_pipeline(
                         else:
                             outcome = call_tool(kind, args, spec, task, attempt)
                     emit(
-                        "task.done",
+                        _TASK_DONE,
                         {
                             "task": task,
                             "attempt": attempt,
@@ -185,7 +190,7 @@ def run_pipeline(
                 delay_s = _backoff(names[backoff], delay, max_delay, jitter, attempt)
                 if not (memo and calls in memo):  # a recorded next attempt needs no wait
                     emit(
-                        "task.retry",
+                        _TASK_RETRY,
                         {
                             "task": names[code[current_task_pc][1]],
                             "attempt": attempt,

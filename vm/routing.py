@@ -11,8 +11,14 @@ from typing import Any
 from noetlc.vm.control_state import StepRecord, StepRun, Token
 from noetlc.vm.joins import JoinPlaces
 from noetlc.vm.program import Program
+from noetlc.vm.protocol import Event, EventName, recorded
 from noetlc.vm.tables import StepTable, Transition, clear_prefix
 
+_EXECUTION_FAILED = EventName.EXECUTION_FAILED.value
+_JOIN_FIRED = EventName.JOIN_FIRED.value
+_STEP_FAILED = EventName.STEP_FAILED.value
+
+_NEXT_SELECTED = EventName.NEXT_SELECTED.value
 _NOTHING_LIVE: set[str] = set()  # a step that feeds no join tracks no live places (never added to)
 
 
@@ -24,7 +30,10 @@ class Routing:
     ctx: dict[str, Any]
     scope: dict[str, Any]
     steps: dict[str, StepRecord]
-    events: list[dict[str, Any]]
+    execution_id: str
+    _events: list[Event]
+    _event_prefix: str
+    event_count: int
     join_places: JoinPlaces
     ready: deque[tuple[str, Token]]
     error: dict[str, Any] | None
@@ -40,15 +49,17 @@ class Routing:
         step_run_id: str | None = None,
         iteration: int | None = None,
     ) -> None:
-        self.events.append(
-            {
-                "name": name,
-                "source": "server",
-                "step": step,
-                "step_run_id": step_run_id,
-                "iteration": iteration,
-                "payload": payload,
-            }
+        self.event_count = n = self.event_count + 1
+        self._events.append(
+            recorded(
+                f"{self._event_prefix}{n}",
+                self.execution_id,
+                name,
+                step,
+                step_run_id,
+                iteration,
+                payload,
+            )
         )
 
     def _route(
@@ -109,15 +120,17 @@ class Routing:
                         self._apply_writes(transition.writes, scope)
                         values.clear()
                         clear = 0
-                    self.events.append(
-                        {
-                            "name": "next.selected",
-                            "source": "server",
-                            "step": step,
-                            "step_run_id": run.run_id,
-                            "iteration": None,
-                            "payload": {"to": transition.id},
-                        }
+                    self.event_count = n = self.event_count + 1
+                    self._events.append(
+                        recorded(
+                            f"{self._event_prefix}{n}",
+                            self.execution_id,
+                            _NEXT_SELECTED,
+                            step,
+                            run.run_id,
+                            None,
+                            {"to": transition.id},
+                        )
                     )
                     for place, entry in transition.entries:
                         token = Token(args, False, step)
@@ -137,7 +150,7 @@ class Routing:
                         }
                     )
                     return False
-        if fired_route and name == "step.failed":
+        if fired_route and name == _STEP_FAILED:
             self.handled_failures += 1
         if feeds and not any(
             p.endswith(".entry") and p[: -len(".entry")] in table.back_targets for p in live
@@ -156,7 +169,7 @@ class Routing:
         for step, entering, payload in self.join_places.arrive(place, token):
             self.firings += 1
             if payload is not None:
-                self.record("join.fired", step, payload)
+                self.record(_JOIN_FIRED, step, payload)
             self.ready.append((step, entering))
 
     def _announce_dead(self, table: StepTable) -> None:
@@ -183,4 +196,4 @@ class Routing:
         if self.status == "running":
             self.status = "failed"
             self.error = error
-            self.record("execution.failed", error.get("step"), {"error": error})
+            self.record(_EXECUTION_FAILED, error.get("step"), {"error": error})

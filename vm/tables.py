@@ -13,6 +13,7 @@ from typing import Any
 from noetlc.expr.runtime import Evaluator
 from noetlc.ir.cycles import back_edges
 from noetlc.vm.program import OP, ControlBlock, Program
+from noetlc.vm.protocol import EventName
 
 
 class Transition:
@@ -262,7 +263,7 @@ def _done_plan(table: StepTable, tables: dict[str, StepTable]) -> DonePlan | Non
     evaluations are the general router's."""
     if table.loop is not None or table.listener or table.join_feeds:
         return None
-    routes = table.done_on.get("step.done", ())
+    routes = table.done_on.get(EventName.STEP_DONE, ())
     if not 1 <= len(routes) <= 2 or not all(_plain_route(t) for t in routes):
         return None
     first = routes[0]

@@ -22,7 +22,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from noetlc.runtime.programs import decode_program
-    from noetlc.runtime.replay import check, store_scope
+    from noetlc.runtime.replay import check
     from noetlc.vm.program import Program
 
     store = open_or_report(args.db)
@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
             args.execution_id,
             record.get("workload") or {},
             events,
-            store_scope(store),
+            store,
         )
     finally:
         store.close()

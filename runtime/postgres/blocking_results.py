@@ -16,24 +16,37 @@ import contextlib
 import threading
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from noetlc.runtime.postgres.connect import PgUrl
-from noetlc.runtime.postgres.database import Database
+from noetlc.runtime.postgres.eventlog import PostgresResultStore
 
 T = TypeVar("T")
 
 
+class _Results(Protocol):
+    """The part of a `Database` the result store uses."""
+
+    results: PostgresResultStore
+
+    async def close(self) -> None: ...
+
+
+# opens the private pool's database (postgres/database.py `Database.open`)
+Opener = Callable[[PgUrl], Awaitable[_Results]]
+
+
 class BlockingResults:
-    def __init__(self, url: PgUrl, cache_bytes: int = 64 * 1024 * 1024) -> None:
+    def __init__(self, url: PgUrl, opener: Opener, cache_bytes: int = 64 * 1024 * 1024) -> None:
         self.url = url
+        self.opener = opener
         self.cache_bytes = cache_bytes
         self._cache: OrderedDict[str, bytes] = OrderedDict()
         self._cached = 0
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
-        self._db: Database | None = None
+        self._db: _Results | None = None
 
     def put_result(self, key: str, data: bytes, execution_id: str | None = None) -> None:
         self._call(self._database_then(lambda db: db.results.put(key, data, execution_id)))
@@ -77,9 +90,9 @@ class BlockingResults:
                 _, dropped = self._cache.popitem(last=False)
                 self._cached -= len(dropped)
 
-    async def _database_then(self, use: Callable[[Database], Awaitable[T]]) -> T:
+    async def _database_then(self, use: Callable[[_Results], Awaitable[T]]) -> T:
         if self._db is None:
-            self._db = await Database.open(self.url, max_size=2, check_schema=False)
+            self._db = await self.opener(self.url)
         return await use(self._db)
 
     def _call(self, coro: Coroutine[Any, Any, T]) -> T:

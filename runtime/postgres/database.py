@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import asyncpg
 
+from noetlc.runtime.postgres.blocking_results import BlockingResults
 from noetlc.runtime.postgres.connect import PgUrl, connect, connection_error, create_pool, parse_url
 from noetlc.runtime.postgres.eventlog import PostgresEventLog, PostgresResultStore
 from noetlc.runtime.postgres.migrate import require_current
@@ -57,6 +58,15 @@ class Database:
             PostgresResultStore(pool, parsed),
         )
 
+    def result_store(self) -> BlockingResults:
+        """Reference-first results for synchronous callers (templates, the pipeline VM, tool
+        threads): a private loop thread with its own small pool, opened on first use."""
+        return BlockingResults(self.url, _open_for_results)
+
     async def close(self) -> None:
         await self.notifications.close()
         await self.pool.close()
+
+
+async def _open_for_results(url: PgUrl) -> Database:
+    return await Database.open(url, max_size=2, check_schema=False)

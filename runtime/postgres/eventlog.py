@@ -1,8 +1,8 @@
 """The event log and the result store on PostgreSQL, as plain async operations on envelopes.
 
-Events are dicts with the envelope fields of DESIGN §2.5 (`event_id`, `ts`, `name`, `source`,
-`step`, `step_run_id`, `task_run_id`, `iteration`, `attempt`, `parent_id`, `action_id`, `pc`,
-`payload`). The store assigns `seq`: several writers (a server and its workers) append to one
+Events are the protocol's envelopes (vm/protocol.py `Event`: `event_id`, `ts`, `name`,
+`source`, `step`, `step_run_id`, `task_run_id`, `iteration`, `attempt`, `parent_id`,
+`action_id`, `pc`, `payload`; records, dicts with those fields, are accepted). The store assigns `seq`: several writers (a server and its workers) append to one
 execution, and an append holds the execution's counter row, so `seq` is gap-free and an
 event already stored (same `event_id`) is skipped without taking a number. Small batches go
 through `noetl_append_events` (one round trip); batches of `COPY_THRESHOLD` events or more
@@ -25,11 +25,11 @@ from noetlc.runtime.postgres.errors import DatabaseError
 from noetlc.runtime.postgres.notify import Notifications
 from noetlc.runtime.postgres.queries import q
 from noetlc.runtime.queue import JobSpec
-from noetlc.runtime.store import ENVELOPE
+from noetlc.vm.protocol import ENVELOPE, Event
 
 COPY_THRESHOLD = 64
 _TEXT_FIELDS = ("name", "source", "step", "step_run_id", "task_run_id", "parent_id", "action_id")
-# the envelope of DESIGN §2.5 in column order: one definition for SQLite and PostgreSQL
+# the envelope (vm/protocol.py) in column order: one definition for SQLite and PostgreSQL
 _COLUMNS = ("execution_id", "seq", *ENVELOPE, "payload")
 
 
@@ -49,29 +49,29 @@ def encode_payload(payload: Any) -> str:
     return _ENCODE({} if payload is None else payload)
 
 
-def _row(event: Mapping[str, Any]) -> tuple[Any, ...]:
+def _row(item: Event | Mapping[str, Any]) -> tuple[Any, ...]:
     """An envelope as the column values after (execution_id, seq): the worker's hot path,
     hence spelled out field by field."""
-    get = event.get
+    event = Event.from_record(item)
     return (
-        str(event["event_id"]),
-        float(get("ts") or time.time()),
-        _text(get("name")),
-        _text(get("source")),
-        _text(get("step")),
-        _text(get("step_run_id")),
-        _text(get("task_run_id")),
-        _int(get("iteration")),
-        _int(get("attempt")),
-        _text(get("parent_id")),
-        _text(get("action_id")),
-        _int(get("pc")),
-        _ENCODE({} if (payload := get("payload")) is None else payload),
+        str(event.event_id),
+        float(event.ts or time.time()),
+        _text(event.name),
+        _text(event.source),
+        _text(event.step),
+        _text(event.step_run_id),
+        _text(event.task_run_id),
+        _int(event.iteration),
+        _int(event.attempt),
+        _text(event.parent_id),
+        _text(event.action_id),
+        _int(event.pc),
+        _ENCODE({} if (payload := event.payload) is None else payload),
     )
 
 
 def event_columns(
-    events_by_execution: Mapping[str, Sequence[Mapping[str, Any]]],
+    events_by_execution: Mapping[str, Sequence[Event | Mapping[str, Any]]],
 ) -> list[list[Any]]:
     """The 14 parallel arrays (execution_id, then the envelope) of several executions' events,
     each execution's first occurrence of an event_id only."""
@@ -83,7 +83,7 @@ def event_columns(
     return [list(column) for column in zip(*rows)] if rows else [[] for _ in range(14)]
 
 
-def _unique(events: Sequence[Mapping[str, Any]]) -> list[tuple[Any, ...]]:
+def _unique(events: Sequence[Event | Mapping[str, Any]]) -> list[tuple[Any, ...]]:
     """First occurrence of each event_id, in order."""
     seen: set[str] = set()
     rows = []
@@ -113,7 +113,7 @@ class PostgresEventLog:
         await with_retry(self._url, run)
 
     async def append(
-        self, execution_id: str, events: Sequence[Mapping[str, Any]]
+        self, execution_id: str, events: Sequence[Event | Mapping[str, Any]]
     ) -> list[tuple[str, int]]:
         """Store the events not stored yet; returns their (event_id, seq) in seq order.
         Idempotent: appending the same batch again returns []."""
@@ -137,7 +137,7 @@ class PostgresEventLog:
     async def append_and_enqueue(
         self,
         execution_id: str,
-        events: Sequence[Mapping[str, Any]],
+        events: Sequence[Event | Mapping[str, Any]],
         jobs: Sequence[JobSpec],
     ) -> list[tuple[str, int]]:
         """Enqueue `jobs` (of this execution) and append `events` in one transaction: the

@@ -15,11 +15,11 @@ from typing import Any
 
 import asyncpg
 
+from noetlc.runtime.backend import ANY_KEY, EVENTS, EXECUTIONS, JOBS
 from noetlc.runtime.postgres.connect import PgUrl, connect
 from noetlc.runtime.postgres.errors import DatabaseError
 
-CHANNELS = ("noetl_jobs", "noetl_executions", "noetl_events")
-ANY_KEY = "*"
+CHANNELS = (JOBS, EXECUTIONS, EVENTS)
 
 
 class Notifications:

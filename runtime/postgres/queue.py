@@ -19,9 +19,10 @@ from typing import Any
 
 import asyncpg
 
+from noetlc.runtime.backend import ANY_KEY
 from noetlc.runtime.postgres.connect import PgUrl, with_retry
 from noetlc.runtime.postgres.eventlog import event_columns
-from noetlc.runtime.postgres.notify import ANY_KEY, Notifications
+from noetlc.runtime.postgres.notify import Notifications
 from noetlc.runtime.postgres.queries import q
 from noetlc.runtime.queue import (
     DEFAULT_POOL,
@@ -32,6 +33,7 @@ from noetlc.runtime.queue import (
     Ownership,
     ReapedJob,
 )
+from noetlc.vm.protocol import Event
 
 _NEXT_READY = """
 SELECT CASE
@@ -272,7 +274,7 @@ class WorkerRound:
         self,
         done: Sequence[Lease],
         ran: Sequence[Lease],
-        events: Mapping[str, Sequence[Mapping[str, Any]]],
+        events: Mapping[str, Sequence[Event]],
     ) -> set[str]:
         """Complete `done` (leased jobs; current lease holders only) and `ran` (jobs picked
         and run in this transaction), and append `events` (by execution), in one statement:
@@ -288,7 +290,7 @@ class WorkerRound:
                 silenced = {d.action_id for d in done if d.job_id in cancelled}
                 done = [d for d in done if d.job_id not in cancelled]
                 events = {
-                    execution_id: [e for e in batch if e.get("action_id") not in silenced]
+                    execution_id: [e for e in batch if e.action_id not in silenced]
                     for execution_id, batch in events.items()
                 }
         rows = await self._conn.fetch(

@@ -21,10 +21,10 @@ from typing import Any, TypeVar
 from noetlc.runtime.postgres.database import Database
 from noetlc.runtime.postgres.errors import DatabaseError
 from noetlc.runtime.programs import requested_event
-from noetlc.runtime.store import StoreError
+from noetlc.runtime.store import Appendable, StoreError
+from noetlc.vm.protocol import EventName, Source, envelope
 
 T = TypeVar("T")
-REQUESTED = "playbook.execution.requested"
 
 
 class PostgresStore:
@@ -65,7 +65,7 @@ class PostgresStore:
     def offer(self, execution_id: str) -> None:
         self._call(self.db.owners.offer([execution_id]))
 
-    def append(self, execution_id: str, events: list[dict[str, Any]]) -> int:
+    def append(self, execution_id: str, events: Appendable) -> int:
         return len(self._call(self.db.events.append(execution_id, events)))
 
     def finish_execution(self, execution_id: str, status: str, summary: dict[str, Any]) -> None:
@@ -88,7 +88,7 @@ class PostgresStore:
             return None
         out = _public(record)
         first = self.read(execution_id, 0)[:1]
-        if first and first[0]["name"] == REQUESTED:
+        if first and first[0]["name"] == EventName.EXECUTION_REQUESTED:
             payload = first[0]["payload"]
             out["workload"] = payload.get("workload")
             program = payload.get("program")
@@ -101,12 +101,11 @@ class PostgresStore:
         self, execution_id: str, kind: str, name: str | None = None, data: Any = None
     ) -> int:
         event_id = f"{execution_id}:request:{uuid.uuid4().hex}"
-        event: dict[str, Any]
         if kind == "cancel":
-            event = {"name": "execution.cancelled", "payload": {}}
+            label, payload = EventName.EXECUTION_CANCELLED, {}
         else:
-            event = {"name": "signal.received", "payload": {"name": name, "data": data}}
-        event.update(event_id=event_id, source="client", ts=time.time())
+            label, payload = EventName.SIGNAL_RECEIVED, {"name": name, "data": data}
+        event = envelope(label, Source.CLIENT, event_id=event_id, ts=time.time(), payload=payload)
         stored = self._call(self.db.events.append(execution_id, [event]))
         return stored[0][1] if stored else 0
 

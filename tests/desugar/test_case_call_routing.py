@@ -21,6 +21,7 @@ from noetlc.compiler.ynodes import YMap, YScalar, YSeq
 from noetlc.runtime.embedded import run_embedded
 from noetlc.vm.control import ControlVM
 from noetlc.vm.program import Program
+from noetlc.vm.protocol import Event
 
 _REFERENCE = Path(__file__).resolve().parents[1] / "vm" / "reference.py"
 _spec = importlib.util.spec_from_file_location("noetl_reference_case", _REFERENCE)
@@ -118,16 +119,10 @@ def test_the_control_vm_fires_the_first_match(workload: dict[str, bool]) -> None
     unit = compile_source(SOURCE, "case.yaml")
     assert not unit.reporter.has_errors, unit.reporter.sorted()
     vm = ControlVM(Program(unit.payload), workload, "x")
-    [start] = vm.start()
+    [start] = vm.start().commands
     commands = vm.step(
-        {
-            "name": "step.done",
-            "source": "worker",
-            "step": start.step,
-            "step_run_id": start.step_run_id,
-            "payload": {"result": None},
-        }
-    )
+        Event("step.done", "worker", start.step, start.step_run_id, payload={"result": None})
+    ).commands
     assert sorted(c.step for c in commands) == sorted(_first_match(workload))
 
 

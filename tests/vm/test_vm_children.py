@@ -3,6 +3,7 @@ parent action (a re-run finds the same child), and cancelling the parent cancels
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,9 @@ from noetlc.cli import vm_main as cli
 from noetlc.compiler.pipeline import compile_file
 from noetlc.runtime.embedded import resume_embedded, run_embedded
 from noetlc.runtime.programs import encode_program
+from noetlc.runtime.replay import check
 from noetlc.runtime.store import MemoryStore, SQLiteStore
+from noetlc.vm.program import Program
 
 PLAYBOOKS = Path(__file__).resolve().parent / "playbooks"
 
@@ -32,6 +35,46 @@ def test_replay_resolves_references_an_arc_guard_reads(tmp_path: Path) -> None:
     assert summary["status"] == "completed", summary["error"]
     assert summary["steps"]["count"]["result"] == {"first": "row-0"}
     assert cli.main(["replay", summary["execution_id"], "--db", f"sqlite:///{db}"]) == 0
+
+
+class _WatchedResults:
+    """A result store that records, for each read, whether the control VM was deciding."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self.store = store
+        self.reads: list[bool] = []  # True: read while `ControlVM.step` or `start` ran
+
+    def put_result(self, key: str, data: bytes) -> None:
+        self.store.put_result(key, data)
+
+    def get_result(self, key: str) -> bytes | None:
+        frames = inspect.stack()
+        self.reads.append(
+            any(
+                f.function in ("step", "start") and f.filename.endswith("control.py")
+                for f in frames
+            )
+        )
+        return self.store.get_result(key)
+
+
+def test_guards_read_references_without_io_and_replay_gives_the_same_answer() -> None:
+    """The control VM's guards read a large result (by reference) from memory: the runtime
+    loads the references an input event carries before the VM takes it, so no result-store
+    read happens during `step`, and a replay that loads them the same way decides the same."""
+    payload = _payload(PLAYBOOKS / "big_result_guard.yaml")
+    store = MemoryStore()
+    summary = run_embedded(payload, store=store)
+    assert summary["steps"]["count"]["result"] == {"first": "row-0"}
+    events = store.read(summary["execution_id"])
+    watched = _WatchedResults(store)
+    report = check(Program(payload), summary["execution_id"], {}, events, watched)
+    assert report.ok, report.divergence
+    assert watched.reads and not any(watched.reads)  # loaded before `step`, never during it
+    # without the result store, the guard cannot see the rows: the replay decides otherwise
+    # (the reference is not resolved at all, rather than read behind the VM's back)
+    blind = check(Program(payload), summary["execution_id"], {}, events)
+    assert not blind.ok
 
 
 def test_resume_resolves_references_an_arc_guard_reads() -> None:

@@ -12,6 +12,7 @@ from noetlc.compiler.pipeline import compile_source
 from noetlc.runtime.store import MemoryStore
 from noetlc.vm.control import ControlVM, Token, action_id
 from noetlc.vm.program import Program
+from noetlc.vm.protocol import envelope
 
 FORK = """
 apiVersion: noetl.io/v2
@@ -59,20 +60,22 @@ def _program(text: str) -> Program:
 
 def _answer(vm: ControlVM, command: Any, result: Any = None) -> list[Any]:
     return vm.step(
-        {
-            "name": "step.done",
-            "source": "worker",
-            "step": command.step,
-            "step_run_id": command.step_run_id,
-            "payload": {"result": result},
-        }
-    )
+        envelope(
+            "step.done",
+            "worker",
+            step=command.step,
+            step_run_id=command.step_run_id,
+            payload={"result": result},
+        )
+    ).commands
 
 
 def test_the_vm_never_raises() -> None:
     vm = ControlVM(_program(FORK), {}, "x")
     vm.start()
-    assert vm.step({"source": "worker"}) == []  # no name: a bug in the caller
+    # a payload that is not a dict: a bug in the caller
+    step = vm.step(envelope("step.done", "worker", step_run_id="start#1", payload=[1]))  # type: ignore[arg-type]
+    assert step.commands == [] and [e.name for e in step.events] == ["execution.failed"]
     assert vm.status == "failed"
     assert vm.error is not None and vm.error["code"] == "NOE850"
 
@@ -89,7 +92,7 @@ def test_commands_and_action_ids_are_stable() -> None:
     runs = []
     for _ in range(2):
         vm = ControlVM(program, {}, "same-id")
-        [start] = vm.start()
+        [start] = vm.start().commands
         commands = _answer(vm, start)
         runs.append([(c.kind, c.step_run_id, c.action_id) for c in commands])
         for command in commands:
@@ -102,7 +105,7 @@ def test_commands_and_action_ids_are_stable() -> None:
 
 def test_duplicate_and_late_results_are_ignored() -> None:
     vm = ControlVM(_program(FORK), {}, "x")
-    [start] = vm.start()
+    [start] = vm.start().commands
     branches = _answer(vm, start)
     assert _answer(vm, start) == []  # the same result again
     assert {c.step for c in branches} == {"left", "right"}
@@ -111,7 +114,7 @@ def test_duplicate_and_late_results_are_ignored() -> None:
 
 def test_a_join_that_cannot_fire_is_a_deadlock() -> None:
     vm = ControlVM(_program(FORK), {}, "x")
-    [start] = vm.start()
+    [start] = vm.start().commands
     left, right = _answer(vm, start)
     # only one branch ever arrives (the other is lost, as a broken net would lose it)
     vm.runs.pop(right.step_run_id)
@@ -123,7 +126,7 @@ def test_a_join_that_cannot_fire_is_a_deadlock() -> None:
 def test_dead_token_reaches_the_join() -> None:
     vm = ControlVM(_program(FORK), {}, "x")
     vm.ready.append(("left", Token({}, dead=True)))
-    [start] = vm.start()
+    [start] = vm.start().commands
     [right] = _answer(vm, start)[1:]
     [merge] = _answer(vm, right, "r")
     assert merge.step == "merge" and set(merge.args) == {"right"}
@@ -196,7 +199,7 @@ def test_a_guard_shared_by_arcs_sees_the_ctx_written_by_an_earlier_arc() -> None
     vm = ControlVM(_program(SHARED_GUARD), {}, "x")
     routes = vm.tables["start"].done_on["step.done"]
     assert routes[0].guards[0][0] is routes[1].guards[0][0]  # one expression, two arcs
-    [start] = vm.start()
+    [start] = vm.start().commands
     assert [c.step for c in _answer(vm, start)] == ["a"]
     assert vm.ctx == {"n": 1}
 
@@ -222,7 +225,7 @@ workflow:
 def test_command_action_ids_are_action_id_of_the_run_and_iteration() -> None:
     program = _program(LOOP)
     vm = ControlVM(program, dict(program.workload), "exec-7")
-    queue = list(vm.start())
+    queue = list(vm.start().commands)
     seen = 0
     while queue and not vm.finished():
         command = queue.pop(0)
@@ -233,15 +236,15 @@ def test_command_action_ids_are_action_id_of_the_run_and_iteration() -> None:
         else:
             queue.extend(
                 vm.step(
-                    {
-                        "name": "loop.iteration.done",
-                        "source": "worker",
-                        "step": command.step,
-                        "step_run_id": command.step_run_id,
-                        "iteration": command.iteration,
-                        "payload": {"result": command.iteration},
-                    }
-                )
+                    envelope(
+                        "loop.iteration.done",
+                        "worker",
+                        step=command.step,
+                        step_run_id=command.step_run_id,
+                        iteration=command.iteration,
+                        payload={"result": command.iteration},
+                    )
+                ).commands
             )
     assert vm.status == "completed" and seen == 5  # start, 3 iterations, end
 
@@ -272,6 +275,6 @@ def test_exclusive_fires_the_first_match_even_when_its_write_changes_ctx() -> No
     """Regression: the second arc carries `not <first guard>`; re-evaluated after the first
     arc's write it passed, so both arcs fired."""
     vm = ControlVM(_program(EXCLUSIVE_WRITE), {}, "x")
-    [start] = vm.start()
+    [start] = vm.start().commands
     assert [c.step for c in _answer(vm, start)] == ["a"]
     assert vm.ctx == {"n": 1}

@@ -16,6 +16,7 @@ import pytest
 from noetlc.compiler.pipeline import compile_source
 from noetlc.vm.control import ControlVM
 from noetlc.vm.program import Program
+from noetlc.vm.protocol import Event
 
 HERE = Path(__file__).resolve().parent
 _spec = importlib.util.spec_from_file_location("vm_reference_test", HERE / "test_vm_reference.py")
@@ -68,7 +69,7 @@ def _trace(program: Program, general: bool, results: list[Any]) -> list[Any]:
             table.done_plan = None
             table.plain_rule = None
     out: list[Any] = []
-    queue = list(vm.start())
+    queue = list(vm.start().commands)
     out.append([c.key() for c in queue])
     n = 0
     while queue and not vm.finished() and n < 500:
@@ -77,17 +78,17 @@ def _trace(program: Program, general: bool, results: list[Any]) -> list[Any]:
         if command.step == "count":
             vm.ctx["i"] = vm.ctx.get("i", 0) + 1
         loop = command.iteration is not None
-        event = {
-            "name": "loop.iteration.done" if loop else "step.done",
-            "source": "worker",
-            "step": command.step,
-            "step_run_id": command.step_run_id,
-            "iteration": command.iteration,
-            "payload": {"result": results[n % len(results)]},
-        }
-        commands = vm.step(event)
+        event = Event(
+            "loop.iteration.done" if loop else "step.done",
+            "worker",
+            command.step,
+            command.step_run_id,
+            command.iteration,
+            {"result": results[n % len(results)]},
+        )
+        commands, events = vm.step(event)
         out.append([(c.key(), c.args, c.item) for c in commands])
-        out.append([vm.take_events(), vm.firings, vm.status, vm.error])
+        out.append([events, vm.firings, vm.status, vm.error])
         queue.extend(commands)
     out.append([vm.ctx, {k: (r.runs, r.status, r.result) for k, r in vm.steps.items()}])
     return out

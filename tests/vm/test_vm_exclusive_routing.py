@@ -13,6 +13,7 @@ import pytest
 from noetlc.compiler.pipeline import compile_source
 from noetlc.vm.control import ControlVM
 from noetlc.vm.program import Program
+from noetlc.vm.protocol import Event
 
 EXCLUSIVE = """
 apiVersion: noetl.io/v2
@@ -66,16 +67,10 @@ def _first_decision(text: str, workload: dict[str, Any]) -> list[str]:
     unit = compile_source(text, "t.yaml")
     assert not unit.reporter.has_errors, unit.reporter.sorted()
     vm = ControlVM(Program(unit.payload), workload, "x")
-    [start] = vm.start()
+    [start] = vm.start().commands
     commands = vm.step(
-        {
-            "name": "step.done",
-            "source": "worker",
-            "step": start.step,
-            "step_run_id": start.step_run_id,
-            "payload": {"result": None},
-        }
-    )
+        Event("step.done", "worker", start.step, start.step_run_id, payload={"result": None})
+    ).commands
     return [c.step for c in commands]
 
 

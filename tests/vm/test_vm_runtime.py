@@ -20,6 +20,7 @@ from noetlc.runtime.postgres.cluster_testing import run_vm
 from noetlc.runtime.replay import check
 from noetlc.runtime.store import MemoryStore, SQLiteStore
 from noetlc.vm.program import Program
+from noetlc.vm.protocol import Event
 
 HERE = Path(__file__).resolve().parent
 PLAYBOOKS = HERE / "playbooks"
@@ -91,12 +92,12 @@ def test_failed_and_handled_branch_is_a_dead_path_for_the_join() -> None:
 
 
 def test_parallel_iterations_overlap_and_keep_input_order() -> None:
-    events: list[dict[str, Any]] = []
+    events: list[Event] = []
     summary = run_embedded(
         _payload(PLAYBOOKS / "slow_parallel.yaml"), on_events=lambda b: events.extend(b)
     )
     assert summary["steps"]["start"]["result"] == [1, 2, 3, 4, 5, 6, 7, 8]
-    names = [e["name"] for e in events if e["name"].startswith("loop.iteration.")]
+    names = [e.name for e in events if e.name.startswith("loop.iteration.")]
     first_done = names.index("loop.iteration.done")
     # max_in_flight 4: four iterations were running before the first one finished, never more
     assert names[:first_done].count("loop.iteration.started") == 4

@@ -1,0 +1,148 @@
+"""What distributed servers and workers run on, as interfaces: the event log, the job queue
+and its worker rounds, execution ownership, wake-ups, the result store.
+
+`Backend` bundles them. `postgres/database.py` (`Database`: any number of processes sharing one
+PostgreSQL) and `memory_backend.py` (`MemoryBackend`: one process, tests) implement it, so the
+server's and the worker's logic runs — and is tested — on either. The server and the worker
+call nothing but the methods declared here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Collection, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Protocol
+
+from noetlc.runtime.queue import DEFAULT_POOL, ExecutionOwnership, JobQueue, JobSpec, Lease
+from noetlc.vm.protocol import Event
+
+ANY_KEY = "*"  # a waiter for every key of a channel
+
+# the wake-up channels: leasable jobs (key: the pool), claimable executions, new events (key:
+# the execution)
+JOBS, EXECUTIONS, EVENTS = "noetl_jobs", "noetl_executions", "noetl_events"
+
+EventLike = Event | Mapping[str, Any]
+
+
+class EventLog(Protocol):
+    """Every execution's log (events with store-assigned gap-free `seq`, idempotent on
+    `event_id` within an execution) and its record (status, summary, `last_seq`)."""
+
+    async def create_execution(
+        self, execution_id: str, playbook: str, parent_execution_id: str | None = None
+    ) -> None: ...
+
+    async def append(self, execution_id: str, events: Sequence[EventLike]) -> list[tuple[str, int]]:
+        """Store the events not stored yet; their (event_id, seq) in seq order."""
+        ...
+
+    async def append_and_enqueue(
+        self, execution_id: str, events: Sequence[EventLike], jobs: Sequence[JobSpec]
+    ) -> list[tuple[str, int]]:
+        """`append` and enqueue the jobs those events caused, in one transaction."""
+        ...
+
+    async def read(
+        self, execution_id: str, after_seq: int = 0, limit: int | None = None
+    ) -> list[dict[str, Any]]: ...
+
+    async def read_inputs(
+        self,
+        execution_id: str,
+        after_seq: int,
+        sources: Collection[str],
+        names: Collection[str],
+    ) -> tuple[int, list[dict[str, Any]]]:
+        """The log's last seq, and the events after `after_seq` of these sources and names."""
+        ...
+
+    async def finish_execution(
+        self, execution_id: str, status: str, summary: Mapping[str, Any] | None
+    ) -> None: ...
+
+    async def execution(self, execution_id: str) -> dict[str, Any] | None: ...
+
+    async def wait_for_events(self, execution_id: str, after_seq: int, timeout: float) -> bool:
+        """Sleep until the execution has events after `after_seq` (True) or `timeout` passed."""
+        ...
+
+
+class WorkerRound(Protocol):
+    """The statements of one worker round (one transaction: all of it or nothing)."""
+
+    async def pick(self, limit: int) -> list[Lease]:
+        """Up to `limit` leasable jobs, held by this round but not leased."""
+        ...
+
+    async def lease_picked(self, picked: Sequence[Lease]) -> list[Lease]:
+        """Lease picked jobs (those that will run outside this round)."""
+        ...
+
+    async def finish(
+        self,
+        done: Sequence[Lease],
+        ran: Sequence[Lease],
+        events: Mapping[str, Sequence[Event]],
+    ) -> set[str]:
+        """Complete `done` (leased) and `ran` (picked and run in this round) and append
+        `events` (by execution); a job cancelled meanwhile logs nothing."""
+        ...
+
+
+class RoundQueue(JobQueue, Protocol):
+    """The job queue with worker rounds."""
+
+    def round(
+        self, owner: str, *, pool: str = DEFAULT_POOL, ttl: float = 30.0
+    ) -> AbstractAsyncContextManager[WorkerRound]: ...
+
+
+class Notifications(Protocol):
+    """Wake-ups: a hint, never a source of truth (callers always query after waking)."""
+
+    ignore_own: bool  # this process's own writes wake nobody here
+
+    async def ensure_listening(self) -> bool: ...
+
+    def register(self, channel: str, key: str = ANY_KEY) -> asyncio.Event:
+        """Register before checking for work, so a wake-up in between is not lost."""
+        ...
+
+    def unregister(self, channel: str, key: str, event: asyncio.Event) -> None: ...
+
+    async def sleep_on(self, event: asyncio.Event, timeout: float) -> bool: ...
+
+
+class BlockingResultStore(Protocol):
+    """Reference-first results, called synchronously (templates, the pipeline VM)."""
+
+    def put_result(self, key: str, data: bytes) -> None: ...
+    def get_result(self, key: str) -> bytes | None: ...
+    def close(self) -> None: ...
+
+
+class Backend(Protocol):
+    notifications: Notifications
+    queue: RoundQueue
+    owners: ExecutionOwnership
+    events: EventLog
+
+    def result_store(self) -> BlockingResultStore:
+        """A result store this process may call from any thread (one per server or worker)."""
+        ...
+
+
+__all__ = [
+    "ANY_KEY",
+    "EVENTS",
+    "EXECUTIONS",
+    "JOBS",
+    "Backend",
+    "BlockingResultStore",
+    "EventLog",
+    "Notifications",
+    "RoundQueue",
+    "WorkerRound",
+]

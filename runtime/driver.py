@@ -1,0 +1,234 @@
+"""One execution's control VM and what every runtime does around it.
+
+The embedded runtime (runtime/embedded.py), the distributed server (runtime/server.py) and
+replay (runtime/replay.py) drive the control VM the same way, through a `Driver`:
+
+* **the program** comes from the stored execution: the store's record (`stored_program`) or
+  the execution's first event, `playbook.execution.requested` (`program_from_requested`);
+* **construction** gives the VM what the runtime lends it — the `keychain` namespace and the
+  resolver of reference-first results — once; nothing else writes the VM's scope;
+* **feeding an input event** (`feed`): the values of the references the event carries are
+  loaded first (`LoadedResults.load`: the only read of the result store on the control
+  side), then the VM takes the event. During `step` a guard that reads a reference finds its
+  value in memory: guard evaluation does no I/O, and a replay, which loads the same
+  references from the same events, evaluates every guard the same way;
+* **event ids**: the VM names its server events `EXECUTION:sN` (N counts them from the
+  start), so a rebuilt VM regenerates the ids of the events the log holds, and the ones a
+  dead owner decided but never appended (`replay`);
+* **the summary** (`summary`): the JSON line of `noetl-vm run --json`, results expanded.
+
+Timers are runtime/timers.py's `Timers` (both runtimes arm them on their asyncio loop).
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from noetlc.expr.runtime import REF_KEY
+from noetlc.runtime.programs import decode_program
+from noetlc.runtime.results import References, ResultStore, payload_limit
+from noetlc.vm.control import ControlVM
+from noetlc.vm.program import Program
+from noetlc.vm.protocol import (
+    Event,
+    EventName,
+    Source,
+    Step,
+    envelope,
+    is_input,
+)
+
+REQUESTED = EventName.EXECUTION_REQUESTED
+
+
+def program_from_requested(event: Mapping[str, Any]) -> tuple[Program, dict[str, Any]]:
+    """The program and workload a submission recorded in its first event."""
+    payload = event["payload"]
+    program = Program(decode_program(base64.b64decode(payload["program"])))
+    return program, dict(payload.get("workload") or {})
+
+
+def stored_program(record: Mapping[str, Any] | None) -> tuple[Program, dict[str, Any]]:
+    """The program and workload a store keeps with an execution (`EventStore.execution`)."""
+    if record is None or record.get("program") is None:
+        raise LookupError("the execution has no stored program")
+    return Program(decode_program(record["program"])), dict(record.get("workload") or {})
+
+
+def requested(
+    execution_id: str, playbook: str, workload: dict[str, Any], parent_id: str | None
+) -> Event:
+    """The first event of an embedded execution (its program is in the store's record)."""
+    return envelope(
+        REQUESTED,
+        Source.CLIENT,
+        event_id=f"{execution_id}:requested",
+        parent_id=parent_id,
+        payload={"playbook": playbook, "workload": workload},
+    )
+
+
+def resumed(event_id: str, after_seq: int) -> Event:
+    return envelope(
+        EventName.EXECUTION_RESUMED,
+        Source.CLIENT,
+        event_id=event_id,
+        payload={"after_seq": after_seq},
+    )
+
+
+def client_request(event_id: str, request: Mapping[str, Any]) -> Event | None:
+    """A `cancel` or `signal` request of another process as the input event it becomes."""
+    if request["kind"] == "cancel":
+        name, payload = EventName.EXECUTION_CANCELLED, {"request_id": request["request_id"]}
+    elif request["kind"] == "signal":
+        name = EventName.SIGNAL_RECEIVED
+        payload = {
+            "request_id": request["request_id"],
+            "name": request["name"],
+            "data": request["data"],
+        }
+    else:
+        return None
+    return envelope(name, Source.CLIENT, event_id=event_id, payload=payload)
+
+
+def cancelled(event_id: str, reason: str) -> Event:
+    return envelope(
+        EventName.EXECUTION_CANCELLED, Source.CLIENT, event_id=event_id, payload={"reason": reason}
+    )
+
+
+class LoadedResults:
+    """The values of the references the control VM has been given, keyed by their key: the
+    VM's resolver reads them from memory. `load` reads the result store (before the event is
+    fed); `resolve` never does."""
+
+    __slots__ = ("refs", "values")
+
+    def __init__(self, refs: References | None) -> None:
+        self.refs = refs
+        self.values: dict[str, Any] = {}
+
+    def load(self, event: Event) -> None:
+        payload = event.payload
+        if not payload:
+            return
+        result = payload.get("result")
+        if type(result) is dict and REF_KEY in result:
+            self._load(result[REF_KEY])
+
+    def _load(self, body: Any) -> None:
+        key = str(body.get("key")) if isinstance(body, dict) else ""
+        if key in self.values or self.refs is None:
+            return
+        self.values[key] = self.refs.resolve(body)
+
+    def resolve(self, body: dict[str, Any]) -> Any:
+        key = str(body.get("key"))
+        try:
+            return self.values[key]
+        except KeyError:
+            raise LookupError(f"result {key} was not loaded with the event that holds it") from None
+
+    def expand(self, value: Any) -> Any:
+        """A value with its top-level reference replaced by what it refers to."""
+        if isinstance(value, dict) and REF_KEY in value and len(value) == 1:
+            body = value[REF_KEY]
+            self._load(body)
+            return self.resolve(body)
+        if isinstance(value, list):
+            return [self.expand(v) for v in value]
+        return value
+
+
+class Driver:
+    """One execution's control VM, fed the way every runtime feeds it."""
+
+    __slots__ = ("execution_id", "loaded", "program", "refs", "vm", "workload")
+
+    def __init__(
+        self,
+        program: Program,
+        execution_id: str,
+        workload: dict[str, Any],
+        *,
+        results: ResultStore | None = None,
+        keychain: dict[str, Any] | None = None,
+    ) -> None:
+        self.program = program
+        self.execution_id = execution_id
+        self.workload = workload
+        # the result store: large worker results are put there, references read back
+        self.refs = None if results is None else References(results, payload_limit(program.payload))
+        self.loaded = LoadedResults(self.refs)
+        self.vm = ControlVM(
+            program,
+            workload,
+            execution_id,
+            keychain=keychain,
+            resolve=None if self.refs is None else self.loaded.resolve,
+        )
+
+    def start(self) -> Step:
+        return self.vm.start()
+
+    def feed(self, event: Event) -> Step:
+        """One input event: load the references it carries, then let the VM decide."""
+        if event.payload:
+            self.loaded.load(event)
+        return self.vm.step(event)
+
+    def replay(self, records: Iterable[Mapping[str, Any]]) -> Step:
+        """Rebuild the VM from a log: `start()` and every recorded input event, in order.
+        Returns every server event regenerated (the log's and any a dead process decided but
+        never appended) and the commands issued and not answered yet."""
+        vm = self.vm
+        events = vm.start().events
+        for record in records:
+            event = Event.from_record(record)
+            if is_input(event):
+                events.extend(self.feed(event).events)
+        return Step(vm.outstanding(), events)
+
+    def summary(self, events: int) -> dict[str, Any]:
+        """The JSON line of `noetl-vm run --json` (shared/corpus/conformance/README.md):
+        results stored by reference are shown as values."""
+        summary_ = summary(self.vm, events)
+        if self.loaded.values:  # every reference in a result was loaded when it arrived
+            for record in summary_["steps"].values():
+                record["result"] = self.loaded.expand(record["result"])
+            summary_["result"] = self.loaded.expand(summary_["result"])
+        return summary_
+
+
+def summary(vm: ControlVM, events: int) -> dict[str, Any]:
+    """The summary of a VM as it stands (references not expanded: `Driver.summary` does)."""
+    return {
+        "execution_id": vm.execution_id,
+        "status": vm.status,
+        "steps": {
+            name: {"runs": rec.runs, "status": rec.status, "result": rec.result}
+            for name, rec in vm.steps.items()
+        },
+        "ctx": vm.ctx,
+        "result": vm.final_result,
+        "events": events,
+        "error": vm.error if vm.status != "completed" else None,
+    }
+
+
+__all__ = [
+    "REQUESTED",
+    "Driver",
+    "LoadedResults",
+    "cancelled",
+    "client_request",
+    "program_from_requested",
+    "requested",
+    "resumed",
+    "stored_program",
+    "summary",
+]

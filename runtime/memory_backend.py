@@ -1,0 +1,277 @@
+"""The distributed backend in one process's memory (runtime/backend.py `Backend`).
+
+The event log, the job queue with worker rounds, ownership, wake-ups and the result store,
+with PostgreSQL's semantics where the server and the worker depend on them: gap-free `seq` per
+execution, appends idempotent on `event_id` within an execution, jobs enqueued with the events
+that caused them, a worker round that completes jobs and appends their events together (a job
+cancelled meanwhile logs nothing), wake-ups on enqueue, offer and append. One asyncio loop, not
+thread-safe except the result store. It lets the server and worker logic be tested without
+PostgreSQL (tests/runtime_contract/test_contract_cluster.py); `clock` is injectable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+from noetlc.runtime.backend import ANY_KEY, EVENTS, EXECUTIONS, JOBS, EventLike
+from noetlc.runtime.memory_queue import MemoryJobQueue, MemoryOwnership
+from noetlc.runtime.queue import DEFAULT_POOL, JobSpec, Lease
+from noetlc.runtime.store import stored_record
+from noetlc.vm.protocol import Event
+
+
+class MemoryNotifications:
+    def __init__(self) -> None:
+        self._waiters: dict[tuple[str, str], set[asyncio.Event]] = {}
+        self.ignore_own = False  # one process: nothing is "another process's" write
+
+    def notify(self, channel: str, key: str) -> None:
+        for k in (key, ANY_KEY):
+            for event in self._waiters.get((channel, k), ()):
+                event.set()
+
+    async def ensure_listening(self) -> bool:
+        return True
+
+    def register(self, channel: str, key: str = ANY_KEY) -> asyncio.Event:
+        event = asyncio.Event()
+        self._waiters.setdefault((channel, key), set()).add(event)
+        return event
+
+    def unregister(self, channel: str, key: str, event: asyncio.Event) -> None:
+        waiters = self._waiters.get((channel, key))
+        if waiters is not None:
+            waiters.discard(event)
+            if not waiters:
+                del self._waiters[(channel, key)]
+
+    async def sleep_on(self, event: asyncio.Event, timeout: float) -> bool:
+        try:
+            await asyncio.wait_for(event.wait(), max(timeout, 0.0))
+        except TimeoutError:
+            return False
+        return True
+
+
+class MemoryEventLog:
+    def __init__(self, queue: MemoryJobQueue, notes: MemoryNotifications) -> None:
+        self._queue = queue
+        self._notes = notes
+        self._executions: dict[str, dict[str, Any]] = {}
+        self._logs: dict[str, list[dict[str, Any]]] = {}
+        self._ids: dict[str, set[str]] = {}
+
+    async def create_execution(
+        self, execution_id: str, playbook: str, parent_execution_id: str | None = None
+    ) -> None:
+        if execution_id in self._executions:
+            return
+        self._executions[execution_id] = {
+            "execution_id": execution_id,
+            "playbook": playbook,
+            "status": "running",
+            "parent_execution_id": parent_execution_id,
+            "created_at": time.time(),
+            "finished_at": None,
+            "summary": None,
+            "last_seq": 0,
+        }
+        self._logs[execution_id] = []
+        self._ids[execution_id] = set()
+
+    def append_now(self, execution_id: str, events: Sequence[EventLike]) -> list[tuple[str, int]]:
+        record = self._executions.get(execution_id)
+        if record is None:
+            raise LookupError(f"cannot append events to execution {execution_id!r}")
+        log, ids = self._logs[execution_id], self._ids[execution_id]
+        stored = []
+        now = time.time()
+        for item in events:
+            event = Event.from_record(item)
+            event_id = str(event.event_id)
+            if event_id in ids:
+                continue
+            ids.add(event_id)
+            seq = len(log) + 1
+            log.append(stored_record(execution_id, seq, event, now))
+            stored.append((event_id, seq))
+        if stored:
+            record["last_seq"] = len(log)
+            self._notes.notify(EVENTS, execution_id)
+        return stored
+
+    async def append(self, execution_id: str, events: Sequence[EventLike]) -> list[tuple[str, int]]:
+        return self.append_now(execution_id, events)
+
+    async def append_and_enqueue(
+        self, execution_id: str, events: Sequence[EventLike], jobs: Sequence[JobSpec]
+    ) -> list[tuple[str, int]]:
+        stored = self.append_now(execution_id, events)
+        if jobs:
+            await self._queue.enqueue(jobs)
+        return stored
+
+    async def read(
+        self, execution_id: str, after_seq: int = 0, limit: int | None = None
+    ) -> list[dict[str, Any]]:
+        log = self._logs.get(execution_id, [])[after_seq:]
+        return [dict(e) for e in (log if limit is None else log[:limit])]
+
+    async def read_inputs(
+        self,
+        execution_id: str,
+        after_seq: int,
+        sources: Collection[str],
+        names: Collection[str],
+    ) -> tuple[int, list[dict[str, Any]]]:
+        if execution_id not in self._executions:
+            return after_seq, []
+        log = self._logs[execution_id]
+        picked = [dict(e) for e in log[after_seq:] if e["source"] in sources and e["name"] in names]
+        return len(log), picked
+
+    async def finish_execution(
+        self, execution_id: str, status: str, summary: Mapping[str, Any] | None
+    ) -> None:
+        record = self._executions.get(execution_id)
+        if record is not None:
+            record.update(status=status, summary=summary, finished_at=time.time())
+            self._notes.notify(EVENTS, execution_id)
+
+    async def execution(self, execution_id: str) -> dict[str, Any] | None:
+        record = self._executions.get(execution_id)
+        return None if record is None else dict(record)
+
+    async def wait_for_events(self, execution_id: str, after_seq: int, timeout: float) -> bool:
+        event = self._notes.register(EVENTS, execution_id)
+        try:
+            record = self._executions.get(execution_id)
+            if record is not None and record["last_seq"] > after_seq:
+                return True
+            return await self._notes.sleep_on(event, timeout)
+        finally:
+            self._notes.unregister(EVENTS, execution_id, event)
+
+
+class MemoryWorkerRound:
+    """A worker round; the memory queue has no transactions, so a round that fails half-way
+    keeps what it did (the tests that use it do not inject failures inside rounds)."""
+
+    def __init__(self, queue: MemoryRoundQueue, owner: str, pool: str, ttl: float) -> None:
+        self._queue = queue
+        self.owner = owner
+        self.pool = pool
+        self.ttl = ttl
+
+    async def pick(self, limit: int) -> list[Lease]:
+        if limit <= 0:
+            return []
+        return await self._queue.lease(self.owner, pool=self.pool, limit=limit, ttl=self.ttl)
+
+    async def lease_picked(self, picked: Sequence[Lease]) -> list[Lease]:
+        return list(picked)  # picking leased them already
+
+    async def finish(
+        self,
+        done: Sequence[Lease],
+        ran: Sequence[Lease],
+        events: Mapping[str, Sequence[Event]],
+    ) -> set[str]:
+        queue = self._queue
+        finished = [*done, *ran]
+        silenced = {
+            lease.action_id for lease in finished if queue.status(lease.job_id) == "cancelled"
+        }
+        accepted = await queue.complete(finished)
+        log = queue.log
+        assert log is not None
+        for execution_id, batch in events.items():
+            kept = [e for e in batch if e.action_id not in silenced]
+            if kept:
+                log.append_now(execution_id, kept)
+        return accepted
+
+
+class MemoryRoundQueue(MemoryJobQueue):
+    """The memory job queue with worker rounds and wake-ups through `MemoryNotifications`."""
+
+    def __init__(self, notes: MemoryNotifications, clock: Callable[[], float] = time.time):
+        super().__init__(clock)
+        self._notes = notes
+        self.log: MemoryEventLog | None = None  # where a round appends its events
+
+    def _wake(self, pool: str) -> None:
+        super()._wake(pool)
+        self._notes.notify(JOBS, pool)
+
+    def status(self, job_id: str) -> str | None:
+        job = self._jobs.get(job_id)
+        return None if job is None else job.status
+
+    @asynccontextmanager
+    async def round(
+        self, owner: str, *, pool: str = DEFAULT_POOL, ttl: float = 30.0
+    ) -> AsyncIterator[MemoryWorkerRound]:
+        yield MemoryWorkerRound(self, owner, pool, ttl)
+
+
+class MemoryOwners(MemoryOwnership):
+    def __init__(self, notes: MemoryNotifications, clock: Callable[[], float] = time.time):
+        super().__init__(clock)
+        self._notes = notes
+
+    async def offer(self, execution_ids: Sequence[str]) -> int:
+        added = await super().offer(execution_ids)
+        if added:
+            self._notes.notify(EXECUTIONS, ANY_KEY)
+        return added
+
+    async def release(self, owner: str, execution_ids: Sequence[str]) -> set[str]:
+        released = await super().release(owner, execution_ids)
+        if released:
+            self._notes.notify(EXECUTIONS, ANY_KEY)
+        return released
+
+
+class MemoryResults:
+    """Reference-first results in memory (thread-safe: tool threads store and read them)."""
+
+    def __init__(self) -> None:
+        self._data: dict[str, bytes] = {}
+        self._lock = threading.Lock()
+        self.reads = 0
+
+    def put_result(self, key: str, data: bytes) -> None:
+        with self._lock:
+            self._data.setdefault(key, data)
+
+    def get_result(self, key: str) -> bytes | None:
+        with self._lock:
+            self.reads += 1
+            return self._data.get(key)
+
+    def close(self) -> None:
+        pass
+
+
+class MemoryBackend:
+    """Everything a server and a worker need, in memory; share one between them."""
+
+    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+        self.notifications = MemoryNotifications()
+        self.queue = MemoryRoundQueue(self.notifications, clock)
+        self.owners = MemoryOwners(self.notifications, clock)
+        self.events = MemoryEventLog(self.queue, self.notifications)
+        self.queue.log = self.events
+        self.results = MemoryResults()
+
+    def result_store(self) -> MemoryResults:
+        return self.results
+
+
+__all__ = ["MemoryBackend", "MemoryEventLog", "MemoryNotifications", "MemoryResults"]

@@ -1,0 +1,104 @@
+"""The backend a distributed server and worker run on (runtime/backend.py): the event log,
+append-and-enqueue and the worker round behave the same in memory and on PostgreSQL."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from noetlc.runtime.memory_backend import MemoryBackend
+from noetlc.runtime.postgres.testing import truncate_all
+from noetlc.runtime.queue import JobSpec
+from noetlc.vm.protocol import INPUT_NAMES, INPUT_SOURCES, Event, EventName, Source, envelope
+
+
+@pytest.fixture(params=["memory", "postgres"])
+async def cluster(request: pytest.FixtureRequest) -> AsyncIterator[Any]:
+    if request.param == "memory":
+        yield MemoryBackend()
+        return
+    url = request.getfixturevalue("pg_url")
+    from noetlc.runtime.postgres.database import Database
+
+    await truncate_all(url)
+    db = await Database.open(url, max_size=4)
+    yield db
+    await db.close()
+
+
+def _event(event_id: str, name: str = EventName.TASK_DONE, source: str = Source.WORKER) -> Event:
+    return envelope(name, source, event_id=event_id, step="s", step_run_id="s#1", payload={"k": 1})
+
+
+async def test_append_assigns_gap_free_seq_and_is_idempotent(cluster: Any) -> None:
+    log = cluster.events
+    await log.create_execution("x", "p")
+    await log.create_execution("y", "p")
+    first = await log.append("x", [_event("a"), _event("b")])
+    assert first == [("a", 1), ("b", 2)]
+    assert await log.append("x", [_event("a"), _event("c")]) == [("c", 3)]
+    assert await log.append("y", [_event("a")]) == [("a", 1)]  # same id, other execution
+    events = await log.read("x")
+    assert [(e["event_id"], e["seq"], e["name"]) for e in events] == [
+        ("a", 1, "task.done"),
+        ("b", 2, "task.done"),
+        ("c", 3, "task.done"),
+    ]
+    assert events[0]["payload"] == {"k": 1} and events[0]["ts"] > 0
+    assert [e["seq"] for e in await log.read("x", 1, 1)] == [2]
+    record = await log.execution("x")
+    assert record is not None and record["status"] == "running" and record["last_seq"] == 3
+
+
+async def test_read_inputs_skips_what_the_vm_does_not_consume(cluster: Any) -> None:
+    log = cluster.events
+    await log.create_execution("x", "p")
+    await log.append(
+        "x",
+        [
+            _event("t"),
+            _event("d", EventName.STEP_DONE),
+            _event("s", EventName.STEP_SCHEDULED, Source.SERVER),
+            _event("c", EventName.EXECUTION_CANCELLED, Source.CLIENT),
+        ],
+    )
+    last, inputs = await log.read_inputs("x", 0, INPUT_SOURCES, INPUT_NAMES)
+    assert last == 4 and [e["event_id"] for e in inputs] == ["d", "c"]
+    last, inputs = await log.read_inputs("x", 4, INPUT_SOURCES, INPUT_NAMES)
+    assert last == 4 and inputs == []
+
+
+async def test_finish_execution_records_status_and_summary(cluster: Any) -> None:
+    log = cluster.events
+    await log.create_execution("x", "p")
+    await log.finish_execution("x", "completed", {"status": "completed"})
+    record = await log.execution("x")
+    assert record is not None
+    assert record["status"] == "completed" and record["summary"] == {"status": "completed"}
+    assert await log.wait_for_events("x", 0, 0.05) is False  # no events, timed out
+
+
+async def test_append_and_enqueue_then_a_worker_round(cluster: Any) -> None:
+    log, queue = cluster.events, cluster.queue
+    await log.create_execution("x", "p")
+    jobs = [JobSpec(f"j{i}", "x", f"a{i}", {"step": "s"}) for i in range(3)]
+    stored = await log.append_and_enqueue("x", [_event("s1", EventName.STEP_SCHEDULED)], jobs)
+    assert stored == [("s1", 1)]
+    await queue.cancel_jobs(["j2"])  # cancelled before anyone picks it: never picked
+    async with queue.round("w", ttl=10) as tx:
+        picked = await tx.pick(10)
+        assert sorted(p.job_id for p in picked) == ["j0", "j1"]
+        ran, leased = picked[:1], await tx.lease_picked(picked[1:])
+        events = {"x": [_event("e0")._replace(action_id=ran[0].action_id)]}
+        await tx.finish([], ran, events)
+    assert [e["event_id"] for e in await log.read("x")] == ["s1", "e0"]
+    state = await queue.get(ran[0].job_id)
+    assert state is not None and state.status == "done"
+    # a job cancelled while it ran: finishing it logs nothing
+    await queue.cancel_jobs([leased[0].job_id])
+    async with queue.round("w", ttl=10) as tx:
+        late = {"x": [_event("late")._replace(action_id=leased[0].action_id)]}
+        await tx.finish(leased, [], late)
+    assert [e["event_id"] for e in await log.read("x")] == ["s1", "e0"]

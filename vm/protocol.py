@@ -1,0 +1,326 @@
+"""The runtime protocol: what flows between the control VM, the runtimes and the stores.
+
+* `EventName` — every event name an execution's log can hold, in one enumeration (a
+  `StrEnum`: a member *is* its dotted string, so it compares, hashes, serializes and is stored
+  exactly like the string; logs written before this enumeration existed read back unchanged).
+  The hot paths keep module aliases of the members' `.value` (the plain string): no enum
+  attribute lookup per event, and SQLite binds a plain `str` without adapting it.
+* `Event` — one immutable event envelope (a `NamedTuple`: no per-instance dict, creation as
+  cheap as a dict literal). `envelope(...)` builds one from keyword fields; `recorded(...)` (the
+  control VM's server events) and `action_event(...)` (an action's events) are its positional
+  forms for the hot paths. Stores serialize an `Event` to their rows at their edge and hand
+  records back as dicts; `Event.from_record` turns a stored record into an `Event` again.
+* `Command` — what the control VM asks the runtime to do: run a step (or one loop iteration),
+  cancel one, or set a timer.
+* `Step` — the control VM's answer to `start()` or to one input event: the commands it issues
+  and the server events it recorded, in order.
+
+Input events (what the control VM consumes): a worker's result (`RESULT_NAMES`, source
+`worker`), `signal.received` and `execution.cancelled` (source `client`), `timer.fired`
+(source `timer`); `is_input` tells. Everything else in a log is the VM's output or a worker's
+task events.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any, NamedTuple
+
+
+class EventName(StrEnum):
+    """Every event an execution's log can hold (the meaning of each: docs/runtime.md)."""
+
+    # client events (submission, requests from other processes)
+    EXECUTION_REQUESTED = "playbook.execution.requested"
+    EXECUTION_RESUMED = "execution.resumed"
+    EXECUTION_CANCELLED = "execution.cancelled"
+    SIGNAL_RECEIVED = "signal.received"
+    # timer events (a listener's timeout)
+    TIMER_FIRED = "timer.fired"
+    # server events: recorded by the control VM
+    WORKFLOW_STARTED = "workflow.started"
+    STEP_SCHEDULED = "step.scheduled"
+    STEP_SKIPPED = "step.skipped"
+    LOOP_STARTED = "loop.started"
+    LOOP_ITERATION_STARTED = "loop.iteration.started"
+    LOOP_DONE = "loop.done"
+    NEXT_SELECTED = "next.selected"
+    JOIN_FIRED = "join.fired"
+    WORKFLOW_FINISHED = "workflow.finished"
+    EXECUTION_FAILED = "execution.failed"
+    # worker events (and, for listeners and failed loops, server events too)
+    STEP_STARTED = "step.started"
+    STEP_DONE = "step.done"
+    STEP_FAILED = "step.failed"
+    LOOP_ITERATION_DONE = "loop.iteration.done"
+    LOOP_ITERATION_FAILED = "loop.iteration.failed"
+    TASK_STARTED = "task.started"
+    TASK_DONE = "task.done"
+    TASK_RETRY = "task.retry"
+
+
+class Source(StrEnum):
+    """Who recorded an event."""
+
+    SERVER = "server"  # the control VM
+    WORKER = "worker"  # the pipeline VM and the tools (an action)
+    CLIENT = "client"  # a submission, a cancel or a signal request, a resume
+    TIMER = "timer"  # a listener's timer
+
+
+# the worker results the control VM consumes (sets of the plain strings: a member finds
+# itself in them as well, since it equals and hashes as its string)
+RESULT_NAMES = frozenset(
+    n.value
+    for n in (
+        EventName.STEP_DONE,
+        EventName.STEP_FAILED,
+        EventName.LOOP_ITERATION_DONE,
+        EventName.LOOP_ITERATION_FAILED,
+    )
+)
+INPUT_NAMES = RESULT_NAMES | {
+    n.value
+    for n in (EventName.SIGNAL_RECEIVED, EventName.TIMER_FIRED, EventName.EXECUTION_CANCELLED)
+}
+INPUT_SOURCES = frozenset(s.value for s in (Source.WORKER, Source.CLIENT, Source.TIMER))
+
+# the envelope's fields as stores keep them, in column order after (execution_id, seq)
+ENVELOPE = (
+    "event_id",
+    "ts",
+    "name",
+    "source",
+    "step",
+    "step_run_id",
+    "task_run_id",
+    "iteration",
+    "attempt",
+    "parent_id",
+    "action_id",
+    "pc",
+)
+
+
+class Event(NamedTuple):
+    """One event envelope. `payload` is the event's data (a dict; `envelope` never leaves it
+    None). `event_id` makes appends idempotent; `seq` and `ts` are assigned by the store when
+    the event is appended (a recorded event has them, a new one need not)."""
+
+    name: str
+    source: str
+    step: str | None = None
+    step_run_id: str | None = None
+    iteration: int | None = None
+    payload: dict[str, Any] | None = None
+    event_id: str | None = None
+    execution_id: str | None = None
+    seq: int | None = None
+    ts: float | None = None
+    task_run_id: str | None = None
+    attempt: int | None = None
+    parent_id: str | None = None
+    action_id: str | None = None
+    pc: int | None = None
+
+    @property
+    def data(self) -> dict[str, Any]:
+        """The payload, never None."""
+        return self.payload or {}
+
+    @classmethod
+    def from_record(cls, record: Any) -> Event:
+        """An `Event` from a stored record (a dict with envelope fields), or the event itself."""
+        if type(record) is cls:
+            return record
+        get = record.get
+        return _new(
+            cls,
+            (
+                record["name"],
+                get("source"),
+                get("step"),
+                get("step_run_id"),
+                get("iteration"),
+                get("payload") or {},
+                get("event_id"),
+                get("execution_id"),
+                get("seq"),
+                get("ts"),
+                get("task_run_id"),
+                get("attempt"),
+                get("parent_id"),
+                get("action_id"),
+                get("pc"),
+            ),
+        )
+
+
+_new = tuple.__new__
+_SERVER = Source.SERVER.value
+_WORKER = Source.WORKER.value
+
+
+def envelope(
+    name: str,
+    source: str,
+    *,
+    event_id: str | None = None,
+    execution_id: str | None = None,
+    step: str | None = None,
+    step_run_id: str | None = None,
+    iteration: int | None = None,
+    payload: dict[str, Any] | None = None,
+    seq: int | None = None,
+    ts: float | None = None,
+    task_run_id: str | None = None,
+    attempt: int | None = None,
+    parent_id: str | None = None,
+    action_id: str | None = None,
+    pc: int | None = None,
+) -> Event:
+    """The envelope constructor: every event the runtimes create is built here, or by one of
+    its positional forms for the hot paths: `recorded` (the control VM's server events) and
+    `action_event` (an action's events)."""
+    return _new(
+        Event,
+        (
+            name,
+            source,
+            step,
+            step_run_id,
+            iteration,
+            {} if payload is None else payload,
+            event_id,
+            execution_id,
+            seq,
+            ts,
+            task_run_id,
+            attempt,
+            parent_id,
+            action_id,
+            pc,
+        ),
+    )
+
+
+def recorded(
+    event_id: str,
+    execution_id: str,
+    name: str,
+    step: str | None,
+    step_run_id: str | None,
+    iteration: int | None,
+    payload: dict[str, Any],
+) -> Event:
+    """A server event of the control VM (positional: the VM records one per transition)."""
+    return _new(
+        Event,
+        (
+            name,
+            _SERVER,
+            step,
+            step_run_id,
+            iteration,
+            payload,
+            event_id,
+            execution_id,
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        ),
+    )
+
+
+def action_event(
+    event_id: str | None,
+    name: str,
+    step: str,
+    step_run_id: str,
+    iteration: int | None,
+    action_id: str,
+    payload: dict[str, Any],
+    attempt: int | None,
+    task_run_id: str | None,
+) -> Event:
+    """An event of an action, source `worker` (positional: a pipeline emits several per task)."""
+    return _new(
+        Event,
+        (
+            name,
+            _WORKER,
+            step,
+            step_run_id,
+            iteration,
+            payload,
+            event_id,
+            None,
+            None,
+            None,
+            task_run_id,
+            attempt,
+            None,
+            action_id,
+            None,
+        ),
+    )
+
+
+def is_input(event: Event) -> bool:
+    """Does the control VM consume this event?"""
+    return event.source in INPUT_SOURCES and event.name in INPUT_NAMES
+
+
+class CommandKind(StrEnum):
+    RUN = "run"  # run a step's pipeline, or one loop iteration
+    CANCEL = "cancel"  # stop a running action (or a pending timer)
+    TIMER = "timer"  # deliver `timer.fired` after `delay` seconds
+
+
+class Command(NamedTuple):
+    """What the runtime must do. `action_id` is stable per (step run, iteration): the same
+    for every attempt, so tools can use it as an idempotency key."""
+
+    kind: str
+    step: str
+    step_run_id: str
+    args: dict[str, Any]
+    action_id: str = ""
+    iteration: int | None = None
+    item: Any = None
+    delay: float | None = None
+
+    def key(self) -> tuple[Any, ...]:
+        return (self.kind, self.step, self.step_run_id, self.iteration, self.action_id)
+
+    def __repr__(self) -> str:
+        return f"Command({self.kind} {self.step_run_id} it={self.iteration})"
+
+
+class Step(NamedTuple):
+    """The control VM's answer to `start()` or to one input event."""
+
+    commands: list[Command]
+    events: list[Event]
+
+
+__all__ = [
+    "ENVELOPE",
+    "INPUT_NAMES",
+    "INPUT_SOURCES",
+    "RESULT_NAMES",
+    "Command",
+    "CommandKind",
+    "Event",
+    "EventName",
+    "Source",
+    "Step",
+    "action_event",
+    "envelope",
+    "is_input",
+    "recorded",
+]
