@@ -91,7 +91,7 @@ workflow:
 def _payload(source: str) -> dict[str, Any]:
     unit = compile_source(source, "t.yaml")
     assert not unit.reporter.has_errors, unit.reporter.sorted()
-    payload: dict[str, Any] = unit.artifacts["payload"]
+    payload: dict[str, Any] = unit.payload
     return payload
 
 
