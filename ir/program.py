@@ -227,7 +227,10 @@ class Program:
 
     def check(self) -> None:
         """`verify()`, raising `BytecodeError` NOE704 with the first problems found."""
-        problems = self.verify()
+        try:
+            problems = self.verify()
+        except (TypeError, ValueError, KeyError, IndexError) as exc:  # operands of odd types
+            problems = [f"malformed program ({type(exc).__name__}: {exc})"]
         if problems:
             raise invalid(problems)
 
