@@ -3,7 +3,8 @@
 Each pass is a module in `noetlc.compiler.passes` with one entry point `run(unit)`. A pass
 reads the outputs of earlier passes from the `CompilationUnit` and stores its own there;
 user mistakes are diagnostics, never exceptions. Anything else a pass raises is a bug and is
-wrapped in `InternalCompilerError` naming the pass.
+wrapped in `InternalCompilerError` naming the pass; so is a net or a program that fails its
+verifier (`CHECKS`, run right after the pass that built it).
 
 The cyclic garbage collector is paused while the passes run. A compilation allocates millions
 of long-lived, acyclic objects (located nodes, trees, nets); every full collection rescans all
@@ -53,6 +54,36 @@ PIPELINE: list[Pass] = [
     Pass("lower", "lower", "net + tree -> control and pipeline programs"),
     Pass("assemble", "assemble", "pools, programs, debug map -> .nbc bytes"),
 ]
+
+
+def _verify_net(unit: CompilationUnit) -> None:
+    from noetlc.ir.net import verify
+
+    net = unit.net
+    if net is not None:
+        _internal("net", [f"the net does not verify: {p}" for p in verify(net)])
+
+
+def _verify_program(unit: CompilationUnit) -> None:
+    program = unit.program
+    if program is not None:
+        _internal("assemble", [f"the program does not verify: {p}" for p in program.verify()])
+
+
+def _internal(pass_name: str, problems: list[str]) -> None:
+    if problems:
+        shown = "; ".join(problems[:5])
+        raise InternalCompilerError(shown, pass_name=pass_name)
+
+
+# Verifiers that run after a pass: what a pass built wrong is a bug in noetlc (NOE900), never a
+# user diagnostic. The net verifier (ir/net.py) after `net`; after `assemble`, the program's
+# structural verifier (ir/program.py), which checks every control and pipeline instruction
+# against the opcode table (ir/opcodes.py `verify_code`) and every index against its pool.
+CHECKS: dict[str, Callable[[CompilationUnit], None]] = {
+    "net": _verify_net,
+    "assemble": _verify_program,
+}
 
 
 def pass_names() -> list[str]:
@@ -114,6 +145,9 @@ def _run_passes(
             ) from exc
         except Exception as exc:
             raise InternalCompilerError(f"{type(exc).__name__}: {exc}", pass_name=p.name) from exc
+        check = CHECKS.get(p.name)
+        if check is not None:
+            check(unit)
         if timings is not None:
             timings[p.name] = time.perf_counter() - start
         unit.passes_run.append(p.name)

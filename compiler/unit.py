@@ -18,6 +18,7 @@ from noetlc.compiler.ynodes import YMap
 from noetlc.diagnostics.report import Reporter
 from noetlc.expr.compile import ExpressionPool
 from noetlc.ir.net import Net
+from noetlc.ir.program import Program
 
 
 @dataclass
@@ -41,7 +42,8 @@ class CompilationUnit:
     values: ValuePool | None = None
     # lower: the control and pipeline programs
     programs: Programs | None = None
-    # assemble: the `.nbc` payload (plain data) and its encoded bytes
+    # assemble: the verified program object, its payload (plain data) and its `.nbc` bytes
+    program: Program | None = None
     payload: dict[str, Any] | None = None
     nbc: bytes | None = None
     passes_run: list[str] = field(default_factory=list)

@@ -13,13 +13,15 @@ Jinja subset (`jinja_expr.lark`), generates the source of a Python function over
 Expressions outside the subset (method calls, `{% %}` blocks, unknown filters) go to jinja2's
 `ImmutableSandboxedEnvironment` (the slow path, a lint note). `ExpressionPool` collects the
 compiled entries of a playbook, deduplicated and in first-use order; `to_data()` is what the
-bytecode stores, and `noetlc.expr.runtime.load_pool` rebuilds the callables once at load.
+bytecode stores (sources and code hashes, never code), and `noetlc.expr.loader.load_pool`
+rebuilds the callables once at load by compiling the sources again.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -62,9 +64,34 @@ class CompiledExpression:
     def is_constant(self) -> bool:
         return self.constant is not facts.NOT_CONSTANT
 
+    @property
+    def generated(self) -> str | None:
+        """What the code generator made: the Python source, or the slow path's jinja text."""
+        if self.kind == "code":
+            return self.code
+        return self.jinja if self.kind != "const" else None
+
+    @property
+    def code_sha256(self) -> str | None:
+        """The hash a stored pool keeps in place of the code (`noetlc.expr.loader`)."""
+        text = self.generated
+        return None if text is None else hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    def stored_entry(self) -> dict[str, Any]:
+        """The pool's stored form (plain data): source, mode and the generated code's hash,
+        or a constant's value; never code. `noetlc.expr.loader.load_pool` rebuilds it."""
+        entry: dict[str, Any] = {"kind": self.kind, "source": self.source, "mode": self.mode}
+        if self.span != NO_SPAN:
+            entry["where"] = str(self.span)
+        if self.kind == "const":
+            entry["value"] = self.value
+        else:
+            entry["sha256"] = self.code_sha256
+        return entry
+
     def to_entry(self) -> dict[str, Any]:
-        """The pool's stored form: plain data (msgpack/JSON), rebuilt by
-        `noetlc.expr.runtime.compile_entry`."""
+        """The in-process form with the generated code, for `noetlc.expr.runtime.compile_entry`
+        (the expression console, constant folding); never stored."""
         entry: dict[str, Any] = {"kind": self.kind, "source": self.source, "mode": self.mode}
         if self.span != NO_SPAN:
             entry["where"] = str(self.span)
@@ -258,7 +285,8 @@ class ExpressionPool:
         return self._index.get((mode, "str", source))
 
     def to_data(self) -> list[dict[str, Any]]:
-        return [e.to_entry() for e in self.entries]
+        """The stored pool (`CompiledExpression.stored_entry`: no code)."""
+        return [e.stored_entry() for e in self.entries]
 
     def __len__(self) -> int:
         return len(self.entries)

@@ -1,8 +1,9 @@
 """The runtime of compiled expressions: what generated code calls, and the pool loader.
 
 The compiler (`noetlc.expr.compile`) turns every playbook expression into the source
-of one Python function `def _e(s): ...` over a scope `s`. `load_pool` compiles each entry
-once, at load time; evaluation then costs a function call and a few dict lookups. Semantics
+of one Python function `def _e(s): ...` over a scope `s`. `build_evaluator` turns generated
+code into that function once, at load time (`noetlc.expr.loader` regenerates a stored
+pool's code from its sources first: stored code is never run); evaluation then costs a function call and a few dict lookups. Semantics
 are Jinja's (jinja2's own `ChainableUndefined`, filters and tests are reused, so the results
 are identical), with a stricter sandbox: no attribute or key starting with `_`, no method
 calls, no string formatting, bounded `range` and `**`.
@@ -33,7 +34,7 @@ import contextvars
 import functools
 import json
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from jinja2 import ChainableUndefined, Undefined
@@ -66,9 +67,9 @@ __all__ = [
     "Scope",
     "SecurityError",
     "UndefinedError",
+    "build_evaluator",
     "compile_entry",
     "fallback_environment",
-    "load_pool",
     "render_value",
     "to_json_value",
 ]
@@ -198,7 +199,7 @@ def render_value(value: Any) -> str:
     return str(value)
 
 
-# The names generated code refers to; `load_pool` puts them in each function's globals.
+# The names generated code refers to; `build_evaluator` puts them in each function's globals.
 RUNTIME: dict[str, Any] = {
     "__builtins__": {},
     "type": type,  # only for the inlined `type(x) is dict` check of attribute access
@@ -341,35 +342,57 @@ def _guarded(fn: Evaluator, fail: Callable[[BaseException], ExpressionError]) ->
 
 
 def compile_entry(entry: Mapping[str, Any]) -> Evaluator:
-    """Rebuild one pool entry (see `noetlc.expr.compile.ExpressionPool.to_data`).
+    """The callable of an in-process entry (`CompiledExpression.to_entry()`, just generated).
 
-    Entry kinds: `code` (generated source of `def _e(s)`, run with `RUNTIME` as its only
-    globals), `const` (a value), `jinja_expression` / `jinja_template` (the slow path). An
-    optional `where` ("file:line:col" of the first use) goes into `ExpressionError`."""
-    kind = entry["kind"]
-    source = str(entry.get("source", ""))
-    fail = _failure(source, str(entry.get("where") or "<expr>"))
+    Stored pools never come here: `noetlc.expr.loader.load_pool` compiles their sources again
+    and calls `build_evaluator` with the generated code."""
+    return build_evaluator(
+        entry["kind"],
+        str(entry.get("source", "")),
+        code=entry.get("code"),
+        value=entry.get("value"),
+        jinja=entry.get("jinja"),
+        where=entry.get("where"),
+    )
+
+
+def build_evaluator(
+    kind: str,
+    source: str,
+    *,
+    code: str | None = None,
+    value: Any = None,
+    jinja: str | None = None,
+    where: str | None = None,
+) -> Evaluator:
+    """One callable. Kinds: `code` (generated source of `def _e(s)`, run with `RUNTIME` as its
+    only globals; only ever code this process's code generator made), `const` (a value),
+    `jinja_expression` / `jinja_template` (the slow path). `where` ("file:line:col" of the
+    first use) goes into `ExpressionError`."""
+    fail = _failure(source, where or "<expr>")
     if kind == "code":
+        if code is None:
+            raise ValueError("a code entry without code")
         namespace: dict[str, Any] = dict(RUNTIME)
         namespace["_fail"] = fail
-        exec(compile(entry["code"], f"<expr {source!r}>", "exec"), namespace)
+        exec(_code_object(code, source), namespace)
         # Popped, not read: left in its own globals the function would be a reference cycle
         # (namespace -> _e -> __globals__), garbage for the collector once the entry is dropped.
         fn: Evaluator = namespace.pop("_e")
         return fn
     if kind == "const":
-        value = entry["value"]
         return lambda s: value
-    if kind == "jinja_expression":
-        return _guarded(slow_expression(entry["jinja"]), fail)
-    if kind == "jinja_template":
-        return _guarded(slow_template(entry["jinja"]), fail)
+    if kind == "jinja_expression" and jinja is not None:
+        return _guarded(slow_expression(jinja), fail)
+    if kind == "jinja_template" and jinja is not None:
+        return _guarded(slow_template(jinja), fail)
     raise ValueError(f"unknown expression entry kind {kind!r}")
 
 
-def load_pool(entries: Iterable[Mapping[str, Any]]) -> list[Evaluator]:
-    """Compile every entry once; the VM keeps the list and indexes it by pool index."""
-    return [compile_entry(e) for e in entries]
+@functools.lru_cache(maxsize=16384)
+def _code_object(code: str, source: str) -> Any:
+    """Byte-compiled generated code, shared by every load of the same expression."""
+    return compile(code, f"<expr {source!r}>", "exec")
 
 
 def to_json_value(value: Any) -> Any:

@@ -1,6 +1,6 @@
 """A dis-style listing of a `.nbc` payload: every instruction with its YAML line.
 
-    control  start->big#0                                   (route, to big)
+    control  start->big#0  (route, to big; records next.selected)
         16  0 ON        step.done
         16  1 GUARD     e1  {{ start.amount > 100 }}
         ...
@@ -8,14 +8,15 @@
          7  0 TASK      start_task python args=v0
         ...
 
-Jump targets get labels (`>>`), operands are resolved against the pools.
+Jump targets get labels (`>>`), operands are resolved against the pools. Each control block's
+header names the event the control VM records when it fires.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from noetlc.ir.opcodes import BY_CODE
+from noetlc.ir.opcodes import BY_CODE, BY_MNEMONIC
 
 
 def disassemble(payload: dict[str, Any]) -> str:
@@ -35,14 +36,44 @@ def disassemble(payload: dict[str, Any]) -> str:
             f"    {rank:>5} {_operand('expr', 'expr', g, names, exprs)}"
             for rank, g in enumerate(guards)
         )
-    for tid, kind, _step, target, code, pos in payload["control"]:
+    listeners = {s["name"] for s in payload["steps"] if s.get("listener") is not None}
+    for tid, kind, step, target, code, pos in payload["control"]:
         suffix = f", to {target}" if target else ""
+        records = recorded_event(kind, code, step in listeners)
+        suffix += f"; records {records}" if records else ""
         out.append(f"\ncontrol {tid}  ({kind}{suffix})")
         out.extend(_block(code, pos, names, exprs, positions))
     for step, code, pos in payload["pipelines"]:
         out.append(f"\npipeline {step}")
         out.extend(_block(code, pos, names, exprs, positions))
     return "\n".join(out) + "\n"
+
+
+# What the control VM records when a block of each transition kind fires (vm/control.py,
+# vm/routing.py); a block that enters a step records what its ADMIT decides.
+RECORDED = {
+    "skip": "step.skipped",
+    "route": "next.selected",
+    "join": "join.fired",
+    "complete": "step.done",
+    "fail": "step.failed",
+    "iter_start": "loop.iteration.started",
+    "loop_done": "loop.done",
+    "unhandled": "execution.failed",
+}
+_ADMIT = BY_MNEMONIC["ADMIT"].code
+_LOOP = BY_MNEMONIC["LOOP"].code
+
+
+def recorded_event(kind: str, code: list[list[Any]], listener: bool) -> str | None:
+    """The event the control VM records when this block fires (None: none of its own)."""
+    if any(i[:2] == [_ADMIT, 1] for i in code):
+        if listener:
+            return "step.started"
+        return "loop.started" if any(i[:1] == [_LOOP] for i in code) else "step.scheduled"
+    if kind in ("start", "admit"):
+        return None  # a listener's `listen` block: the step's own run was recorded already
+    return RECORDED.get(kind)
 
 
 def _block(

@@ -5,7 +5,8 @@ Layout: 8 magic bytes `\\x89NBC\\r\\n\\x1a\\n` (binary-safe like PNG's), then on
 header is `{"format": FORMAT_VERSION, "compiler": version, "source_sha256": hex,
 "payload_sha256": hex}`. Loading checks the magic, the format version and the payload
 checksum before decoding anything else; every failure is a `BytecodeError` with a stable code.
-Never pickle: msgpack with `strict_map_key` and no extension types.
+Never pickle: msgpack with `strict_map_key` and no extension types. `noetlc.ir.program` wraps
+this: `Program.decode` also checks the payload's shape and verifies it.
 """
 
 from __future__ import annotations
@@ -15,24 +16,24 @@ from typing import Any
 
 import msgpack
 
+from noetlc.diagnostics.errors import UserError
+
 MAGIC = b"\x89NBC\r\n\x1a\n"
 
 
-class BytecodeError(Exception):
-    def __init__(self, code: str, message: str, hint: str | None = None) -> None:
-        self.code = code
-        self.hint = hint
-        super().__init__(message)
+class BytecodeError(UserError):
+    """A `.nbc` file (or a stored program) that cannot be used: a stable NOE7xx code and a
+    hint; the command lines print it like any `UserError`."""
 
 
 def encode(
-    payload: dict[str, Any], *, format_version: int, compiler_version: str, source: bytes
+    payload: dict[str, Any], *, format_version: int, compiler_version: str, source_sha256: str
 ) -> bytes:
     body: bytes = msgpack.packb(payload, use_bin_type=True)
     header = {
         "format": format_version,
         "compiler": compiler_version,
-        "source_sha256": hashlib.sha256(source).hexdigest(),
+        "source_sha256": source_sha256,
         "payload_sha256": hashlib.sha256(body).hexdigest(),
     }
     container: bytes = msgpack.packb([header, body], use_bin_type=True)

@@ -12,10 +12,11 @@ the same code block), `int`, `float`.
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-Program = Literal["control", "pipeline"]
+ProgramKind = Literal["control", "pipeline"]
 OperandKind = Literal["expr", "value", "place", "name", "label", "int", "float"]
 
 
@@ -23,7 +24,7 @@ OperandKind = Literal["expr", "value", "place", "name", "label", "int", "float"]
 class Opcode:
     code: int
     mnemonic: str
-    program: Program
+    program: ProgramKind
     operands: tuple[tuple[str, OperandKind], ...]
     doc: str
 
@@ -64,26 +65,11 @@ OPCODES: tuple[Opcode, ...] = (
         "evaluate and apply ctx writes (arc or step `set`)",
     ),
     Opcode(
-        8,
-        "DISPATCH",
-        "control",
-        (("step", "name"),),
-        "command: run the step's pipeline program on a worker",
-    ),
-    Opcode(
         9,
         "LOOP",
         "control",
         (("items", "expr"), ("slots", "int")),
         "evaluate the loop's items once; iterations run with at most `slots` in flight",
-    ),
-    Opcode(10, "EMIT", "control", (("event", "name"),), "record an event"),
-    Opcode(
-        11,
-        "JOIN",
-        "control",
-        (("step", "name"),),
-        "merge the branch tokens' args under args.<upstream step>",
     ),
     Opcode(
         12,
@@ -98,7 +84,9 @@ OPCODES: tuple[Opcode, ...] = (
         "ADMIT",
         "control",
         (("allow", "int"),),
-        "admission decision: 1 allow (step.admitted), 0 deny (step.skipped)",
+        "admission decision, first in every block entering a step: 1 start the step (the VM records "
+        "step.scheduled; loop.started for a loop, step.started for a listener), 0 skip it "
+        "(step.skipped; its paths downstream die)",
     ),
     Opcode(
         15,
@@ -189,12 +177,18 @@ BY_CODE: dict[int, Opcode] = {op.code: op for op in OPCODES}
 BY_MNEMONIC: dict[str, Opcode] = {op.mnemonic: op for op in OPCODES}
 
 
-def verify_code(code: list[list[object]], program: Program, pools: dict[str, int]) -> list[str]:
-    """Check a block: known opcodes of the right program, operand counts, kinds and ranges."""
+def verify_code(
+    code: Sequence[Sequence[object]], program: ProgramKind, pools: dict[str, int]
+) -> list[str]:
+    """Check a block: known opcodes of the right program, operand counts, types and ranges.
+
+    `expr`, `value`, `name` and `label` operands are indices below `pools[kind]` (when given);
+    `expr` and `value` may be None (absent), `float` too (no limit); `int` is an integer and
+    `place` a place name (the program's verifier checks that the place exists)."""
     problems: list[str] = []
     for pc, instruction in enumerate(code):
-        if not instruction or not isinstance(instruction[0], int) or instruction[0] not in BY_CODE:
-            problems.append(f"{pc}: unknown opcode {instruction[:1]!r}")
+        if not instruction or type(instruction[0]) is not int or instruction[0] not in BY_CODE:
+            problems.append(f"{pc}: unknown opcode {list(instruction[:1])!r}")
             continue
         op = BY_CODE[instruction[0]]
         if op.program != program:
@@ -206,17 +200,23 @@ def verify_code(code: list[list[object]], program: Program, pools: dict[str, int
             )
             continue
         for (name, kind), value in zip(op.operands, operands):
-            limit = pools.get(kind)
-            if kind in ("expr", "value", "name", "label") and value is not None:
-                if (
-                    not isinstance(value, int)
-                    or value < 0
-                    or (limit is not None and value >= limit)
-                ):
-                    problems.append(f"{pc}: {op.mnemonic} {name}={value!r} is out of range")
-            elif kind == "place" and not isinstance(value, str):
-                problems.append(f"{pc}: {op.mnemonic} {name} must be a place name")
+            if not _operand_ok(kind, value, pools.get(kind)):
+                problems.append(
+                    f"{pc}: {op.mnemonic} {name}={value!r} is out of range or not a {kind}"
+                )
     return problems
+
+
+def _operand_ok(kind: OperandKind, value: object, limit: int | None) -> bool:
+    if kind in ("expr", "value", "name", "label"):
+        if value is None:
+            return kind in ("expr", "value")
+        return type(value) is int and value >= 0 and (limit is None or value < limit)
+    if kind == "place":
+        return type(value) is str
+    if kind == "int":
+        return type(value) is int
+    return value is None or type(value) in (int, float)  # float
 
 
 def reference_markdown() -> str:

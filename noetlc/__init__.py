@@ -1,4 +1,6 @@
 """noetlc: compiler and virtual machines for NoETL playbooks."""
 
 __version__ = "0.1.0"
-FORMAT_VERSION = 2  # 2: exclusive routing negates earlier arcs by rank (GUARD_NOT_ANY)
+FORMAT_VERSION = (
+    3  # 3: the pool stores code hashes, not code; control blocks lost EMIT, DISPATCH, JOIN
+)

@@ -173,7 +173,7 @@ class EmbeddedRuntime:
         self.store.create_execution(
             self.execution_id,
             self.program.name,
-            program=encode_program(self.program.payload),
+            program=encode_program(self.program.image),
             workload=workload,
             parent_id=parent_id,
         )

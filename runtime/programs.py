@@ -1,5 +1,7 @@
-"""How a stored execution keeps its program: the payload as msgpack bytes, and the first event
-of a distributed execution, which carries it."""
+"""How a stored execution keeps its program: the `.nbc` container bytes (`Program.encode`,
+format version and checksums included), and the first event of a distributed execution,
+which carries them. Reading goes through `Program.decode`: a stored program is verified like
+a file, and its expressions are compiled from their sources when a VM loads it."""
 
 from __future__ import annotations
 
@@ -7,19 +9,20 @@ import base64
 import time
 from typing import Any
 
-import msgpack
-
+from noetlc.ir.program import Program
 from noetlc.vm.protocol import Event, EventName, Source, envelope
 
 
-def encode_program(payload: dict[str, Any]) -> bytes:
-    data: bytes = msgpack.packb(payload, use_bin_type=True)
-    return data
+def encode_program(program: Program | dict[str, Any]) -> bytes:
+    """The container bytes of a program (a payload map is read as a program first)."""
+    if not isinstance(program, Program):
+        program = Program.from_payload(program)
+    return program.encode()
 
 
-def decode_program(data: bytes) -> dict[str, Any]:
-    payload: dict[str, Any] = msgpack.unpackb(data, raw=False, strict_map_key=False)
-    return payload
+def decode_program(data: bytes) -> Program:
+    """A stored program, verified; `BytecodeError` (NOE70x) when it is not a valid one."""
+    return Program.decode(bytes(data))
 
 
 def requested_event(

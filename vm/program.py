@@ -1,8 +1,9 @@
-"""A `.nbc` payload decoded once into the tables the VMs run from.
+"""A verified program (`noetlc.ir.program.Program`) decoded once into the tables the VMs run from.
 
-Expressions are compiled to callables (`expr_runtime.load_pool`), values stay as data with
-`{"$e": i}` leaves (evaluated by `evaluate_value`), control blocks are grouped by the place
-they consume from (the incremental ready queue indexes them), pipeline blocks by step.
+Expressions become callables by compiling their sources again (`noetlc.expr.loader`: stored
+code is never run; an entry whose code hash differs is refused with NOE705), values stay as
+data with `{"$e": i}` leaves (evaluated by `evaluate_value`), control blocks are grouped by
+the place they consume from, pipeline blocks by step.
 """
 
 from __future__ import annotations
@@ -10,7 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from noetlc.expr.runtime import REF_KEY, RESOLVER_KEY, Evaluator, Scope, load_pool
+from noetlc.expr.loader import PoolMismatch, load_expression
+from noetlc.expr.runtime import REF_KEY, RESOLVER_KEY, Evaluator, Scope
+from noetlc.ir import program as ir_program
+from noetlc.ir.nbc import BytecodeError
 from noetlc.ir.opcodes import BY_MNEMONIC
 
 OP = {name: op.code for name, op in BY_MNEMONIC.items()}
@@ -41,16 +45,23 @@ class StepInfo:
 
 
 class Program:
-    """Everything both VMs need, decoded from one payload."""
+    """Everything both VMs need, from one verified program.
 
-    def __init__(self, payload: dict[str, Any]) -> None:
-        self.payload = payload
-        self.name: str = payload["metadata"]["name"]
-        self.entry: str = payload["entry"]
-        self.workload: dict[str, Any] = payload["workload"] or {}
+    Takes a `noetlc.ir.program.Program` (from `Program.decode`, or the compiler's), or a
+    payload map, which is read and verified first (`BytecodeError` NOE704 if it does not)."""
+
+    def __init__(self, program: ir_program.Program | dict[str, Any]) -> None:
+        if not isinstance(program, ir_program.Program):
+            program = ir_program.Program.from_payload(program)
+            program.check()
+        self.image = program
+        payload = self.payload = program.to_payload()
+        self.name: str = program.metadata.name
+        self.entry: str = program.entry
+        self.workload: dict[str, Any] = program.workload
         self.names: list[str] = payload["names"]
-        self.expressions: list[Evaluator] = load_pool(payload["expressions"])
-        self.expression_sources: list[str] = [e.get("source", "") for e in payload["expressions"]]
+        self.expressions: list[Evaluator] = load_expressions(program)
+        self.expression_sources: list[str] = [e.source for e in program.expressions]
         self.values: list[Any] = payload["values"]
         self.positions: list[list[Any]] = payload["positions"]
         self.joins: dict[str, tuple[str, ...]] = {
@@ -66,8 +77,15 @@ class Program:
         }
         self.blocks: list[ControlBlock] = []
         self.by_place: dict[str, list[ControlBlock]] = {}
-        for tid, kind, step, target, code, positions in payload["control"]:
-            instructions = tuple(tuple(i) for i in code)
+        for b in program.control:
+            tid, kind, step, target, instructions, positions = (
+                b.id,
+                b.kind,
+                b.step,
+                b.target,
+                b.code,
+                b.positions,
+            )
             events = frozenset(self.names[i[1]] for i in instructions if i[0] == OP["ON"])
             consumes = tuple(i[1] for i in instructions if i[0] == OP["CONSUME"])
             line = self.positions[positions[0]][1] if positions else 0
@@ -79,10 +97,9 @@ class Program:
             name: (kind, args, spec) for name, kind, args, spec in payload.get("workbook", [])
         }
         self.steps: dict[str, StepInfo] = {}
-        pipelines = {name: (code, positions) for name, code, positions in payload["pipelines"]}
+        pipelines = {b.step: (b.code, b.positions) for b in program.pipelines}
         for info in payload["steps"]:
-            code, positions = pipelines[info["name"]]
-            instructions = tuple(tuple(i) for i in code)
+            instructions, positions = pipelines[info["name"]]
             task_pcs = [pc for pc, i in enumerate(instructions) if i[0] == OP["TASK"]]
             end_pc = next(pc for pc, i in enumerate(instructions) if i[0] == OP["END"])
             firsts = [*task_pcs, end_pc]
@@ -104,6 +121,21 @@ class Program:
         if index is None:
             return None
         return evaluate_value(self.values[index], self.expressions, scope)
+
+
+def load_expressions(program: ir_program.Program) -> list[Evaluator]:
+    """The pool's callables, compiled from the sources; a tampered entry is NOE705."""
+    try:
+        return [
+            load_expression(i, e.kind, e.source, e.mode, e.sha256, e.value, e.where)
+            for i, e in enumerate(program.expressions)
+        ]
+    except PoolMismatch as exc:
+        raise BytecodeError(
+            "NOE705",
+            f"the expression pool does not match its sources: {exc}",
+            "recompile the playbook with the installed noetlc; never edit compiled bytecode",
+        ) from None
 
 
 def evaluate_value(value: Any, expressions: list[Evaluator], scope: Scope) -> Any:

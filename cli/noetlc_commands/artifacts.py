@@ -7,10 +7,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from noetlc import FORMAT_VERSION
 from noetlc.compiler.pipeline import compile_file
 from noetlc.diagnostics.report import render_text
 from noetlc.ir import nbc
+from noetlc.ir.program import Program
 
 
 def load_payload(path: str) -> dict[str, Any] | None:
@@ -22,7 +22,7 @@ def load_payload(path: str) -> dict[str, Any] | None:
             print(f"{path}:1:1: error[NOE004]: cannot read {path}: {exc.strerror}", file=sys.stderr)
             return None
         try:
-            _, payload = nbc.decode(data, format_version=FORMAT_VERSION)
+            payload = Program.decode(data).to_payload()  # verified (NOE701-704)
         except nbc.BytecodeError as exc:
             print(f"{path}:1:1: error[{exc.code}]: {exc}", file=sys.stderr)
             if exc.hint:
@@ -37,7 +37,7 @@ def load_payload(path: str) -> dict[str, Any] | None:
 
 
 def render_payload(path: str, render: Callable[[dict[str, Any]], str]) -> int:
-    """Load or compile `path`, render it, print it; a malformed payload is NOE702."""
+    """Load or compile `path`, render it, print it (a `.nbc` file is verified first)."""
     payload = load_payload(path)
     if payload is None:
         return 1

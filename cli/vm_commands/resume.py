@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
         record = find_execution(store, args.execution_id, args.db, running=True, program=True)
         if record is None:
             return 1
-        payload = decode_program(record["program"])
+        payload = decode_program(record["program"]).to_payload()
         progress = progress_for(args, len(payload["steps"]))
         try:
             result = resume_embedded(

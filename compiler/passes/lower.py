@@ -2,8 +2,9 @@
 
 Control program: one block per transition (`ON` events, `GUARD`/`GUARD_NOT`/
 `GUARD_NOT_ANY` (exclusive routing: a count into the decision's guards, so a router of n
-arcs lowers to O(n) instructions), `CONSUME`, `ARGS`/`SET_CTX`, `PRODUCE`/`DEAD`,
-`DISPATCH`/`LOOP`/`JOIN`, `EMIT`). Pipeline program: one
+arcs lowers to O(n) instructions), `ADMIT` (a block entering a step), `CONSUME`,
+`ARGS`/`SET_CTX`, `PRODUCE`/`DEAD`, `LOOP`, `FAIL_EXECUTION`); only instructions the control
+VM acts on (vm/tables.py decodes them). Pipeline program: one
 block per step: for each task `TASK` followed by its policy (`RULE expr -> label`, `ELSE`,
 `UNMATCHED`) and the actions the rules jump to (`SET_ITER`, `SET_CTX_P`, then one of `CONTINUE`,
 `RETRY`, `JUMP`, `BREAK`, `FAIL`), and `END`. Every instruction gets a position (file, line,
@@ -105,16 +106,14 @@ class Lowerer:
             self.emit(block, "GUARD_NOT", pos, negated)
         if t.guard.earlier:
             self.emit(block, "GUARD_NOT_ANY", pos, t.guard.earlier)
-        if t.kind in ("admit", "skip"):
-            self.emit(block, "ADMIT", pos, 1 if t.kind == "admit" else 0)
+        if t.kind in ("start", "admit", "skip") and t.consume[:1] == (f"{t.step}.entry",):
+            self.emit(block, "ADMIT", pos, 0 if t.kind == "skip" else 1)
         for place in t.consume:
             self.emit(block, "CONSUME", pos, place)
         if t.args is not None:
             self.emit(block, "ARGS", pos, t.args)
         if t.writes is not None:
             self.emit(block, "SET_CTX", pos, t.writes)
-        if t.kind == "join" and t.target is not None:
-            self.emit(block, "JOIN", pos, self.name(t.target))
         # a skipped step's outgoing paths are dead (dead-path elimination)
         dead = t.kind == "dead" or (t.kind == "end" and t.consume[0].endswith(".skipped"))
         for place in t.produce:
@@ -122,22 +121,13 @@ class Lowerer:
                 block, "DEAD" if dead and place != "execution.sink" else "PRODUCE", pos, place
             )
         step = self.steps.get(t.step) if t.step else None
-        if t.kind in ("start", "admit") and step is not None and step.listener is None:
-            if step.loop is not None:
-                items = self.pool.by_path.get(("workflow", step.name, "loop"))
-                slots = step.loop.max_in_flight if step.loop.mode == "parallel" else 1
-                self.emit(block, "LOOP", pos, items, slots)
-            self.emit(block, "DISPATCH", pos, self.name(step.name))
+        loop = step.loop if step is not None and step.listener is None else None
+        if t.kind in ("start", "admit") and step is not None and loop is not None:
+            items = self.pool.by_path.get(("workflow", step.name, "loop"))
+            slots = loop.max_in_flight if loop.mode == "parallel" else 1
+            self.emit(block, "LOOP", pos, items, slots)
         if t.kind == "unhandled":
             self.emit(block, "FAIL_EXECUTION", pos)
-        emitted = {
-            "route": "next.selected",
-            "join": "join.fired",
-            "skip": "step.skipped",
-            "admit": "step.admitted",
-        }.get(t.kind)
-        if emitted is not None:
-            self.emit(block, "EMIT", pos, self.name(emitted))
         return block
 
     # ------------------------------------------------------------------ pipelines

@@ -46,4 +46,38 @@ Example: a file compiled by an older noetlc after an upgrade.
 """,
         "recompile the playbook with the installed noetlc",
     ),
+    code(
+        "NOE704",
+        "invalid-bytecode",
+        "error",
+        "the bytecode does not verify",
+        """
+The container is intact and of this format, but the program in it is not well formed: an
+instruction of the wrong program or with the wrong operands (ir/opcodes.py), an index past the
+end of its pool, a place, step, name or jump label that does not exist, a step without its
+pipeline block. Loaders verify every program before a VM sees it (files, stored executions and
+the first event of a distributed execution alike), so a program that was not made by noetlc,
+or was edited, is refused here instead of failing in the middle of an execution. The message
+names the first problems found.
+
+Example: a `.nbc` file whose control block reads expression 99 of a pool of 3.
+""",
+        "recompile the playbook with `noetlc compile`; a file that still fails was not made by noetlc",
+    ),
+    code(
+        "NOE705",
+        "expression-pool-mismatch",
+        "error",
+        "a stored expression does not match its source",
+        """
+A program's expression pool keeps each expression's source text, its mode and the SHA-256 of
+the code noetlc generated from it, never the code itself. Loading compiles every source again
+with the installed code generator and compares the hash; stored code is never executed. A
+different hash means the pool was edited, or the program was compiled by a noetlc whose code
+generator produces different code for this expression. The message names the expression.
+
+Example: a `.nbc` file whose pool entry's source was changed after compilation.
+""",
+        "recompile the playbook with the installed noetlc; never edit compiled bytecode",
+    ),
 )

@@ -29,6 +29,8 @@ COVERED_ELSEWHERE = {
     "NOE701": "tests/ir/test_ir_compile.py::test_bad_bytecode_is_reported",
     "NOE702": "tests/ir/test_ir_compile.py::test_bad_bytecode_is_reported",
     "NOE703": "tests/ir/test_ir_compile.py::test_bad_bytecode_is_reported",
+    "NOE704": "tests/ir/test_ir_program.py::test_a_program_that_does_not_verify_is_refused",
+    "NOE705": "tests/ir/test_ir_program.py::test_a_tampered_pool_is_refused_by_every_loader",
     "NOE802": "tests/ir/test_ir_compile.py::test_compile_cli_reports_unwritable_output",
     "NOE803": "tests/vm/test_vm_store.py::test_bad_store_urls",
     "NOE804": "tests/vm/test_vm_store.py::test_run_records_events_and_status",

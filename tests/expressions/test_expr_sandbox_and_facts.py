@@ -12,7 +12,8 @@ from noetlc.expr.compile import (
     ExpressionUnsafe,
     compile_expression,
 )
-from noetlc.expr.runtime import ExpressionError, compile_entry, load_pool, slow_expression
+from noetlc.expr.loader import load_pool
+from noetlc.expr.runtime import ExpressionError, compile_entry, slow_expression
 
 ESCAPES = [
     "''.__class__.__mro__",

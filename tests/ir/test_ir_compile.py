@@ -21,6 +21,7 @@ from noetlc.ir import nbc
 from noetlc.ir.dis import disassemble
 from noetlc.ir.net import Net, Transition, dump, verify
 from noetlc.ir.opcodes import BY_CODE, OPCODES, reference_markdown, verify_code
+from noetlc.ir.program import Program
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "corpus"
 GOLDEN = Path(__file__).parent / "golden"
@@ -139,6 +140,8 @@ def test_fuzzed_bytecode_never_crashes_the_loader(data: st.DataObject) -> None:
     cut = data.draw(st.integers(0, len(raw)))
     with contextlib.suppress(nbc.BytecodeError):
         nbc.decode(bytes(raw[:cut]), format_version=FORMAT_VERSION)
+    with contextlib.suppress(nbc.BytecodeError):
+        Program.decode(bytes(raw[:cut]))
 
 
 def test_verifier_rejects_broken_nets() -> None:

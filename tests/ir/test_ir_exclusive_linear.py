@@ -81,7 +81,7 @@ def test_the_negations_spelled_out_are_every_earlier_arcs_guard() -> None:
 
 def test_an_old_format_file_gets_the_version_mismatch_error() -> None:
     unit = compile_source(_router(3), "router.yaml")
-    old = nbc.encode(unit.payload, format_version=1, compiler_version="0.0.1", source=b"")
+    old = nbc.encode(unit.payload, format_version=1, compiler_version="0.0.1", source_sha256="")
     with pytest.raises(nbc.BytecodeError) as err:
         nbc.decode(old, format_version=FORMAT_VERSION)
     assert err.value.code == "NOE703"

@@ -1,0 +1,515 @@
+"""The compiled program: one typed object, its `.nbc` encoding and its structural verifier.
+
+`Program` is what the `assemble` pass builds and what every loader reads: the metadata, the
+entry step, the workload defaults, keychain declarations, the executor spec, per-step facts,
+the name, expression and value pools, places, joins, decisions, the control and pipeline
+programs, the debug map and the workbook.
+
+* `encode()` — the `.nbc` container (`ir/nbc.py`: magic, format version, compiler version,
+  source and payload SHA-256, msgpack). Stores keep exactly these bytes.
+* `decode(data)` — the container back into a `Program`: container checks (NOE701–703), the
+  payload's shape (NOE704), then `verify()` (NOE704). A program that decodes is well formed:
+  every index a VM follows is in range.
+* `verify()` — structural rules (docs/bytecode.md, "Verification"): instructions per
+  `ir/opcodes.py` (known opcode of the right program, operand count and types), every pool
+  index in range, every place, step, name and label referred to exists, each step has one
+  pipeline block ending in `END`, a decision's guards are expressions and `GUARD_NOT_ANY n`
+  fits the decision at its block's input place.
+
+The expression pool stores each expression's source text, mode and the SHA-256 of the code
+the code generator made from it, never code: loading rebuilds the code from the source
+(`noetlc.expr.loader`) and refuses an entry whose hash differs (NOE705).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from noetlc import FORMAT_VERSION, __version__
+from noetlc.ir import nbc
+from noetlc.ir.opcodes import BY_CODE, BY_MNEMONIC, ProgramKind
+
+EXPRESSION_KINDS = frozenset({"code", "const", "jinja_expression", "jinja_template"})
+MODES = frozenset({"guard", "template"})
+JOIN_KINDS = frozenset({"all", "any", "each"})
+_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+
+Instruction = tuple[Any, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Metadata:
+    name: str
+    path: str | None = None
+    version: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class StepFacts:
+    """What a VM needs about a step besides its programs: task names, loop, listener."""
+
+    name: str
+    tasks: tuple[str, ...]
+    loop: dict[str, Any] | None = None  # iterator, mode, max_in_flight, failure_mode
+    listener: dict[str, Any] | None = None  # timeout
+
+
+@dataclass(frozen=True, slots=True)
+class Expression:
+    """One pool entry: the source and mode, and for compiled kinds the SHA-256 of the code
+    (or jinja text) the code generator made from them. `const` entries are data (`value`)."""
+
+    kind: str
+    source: str
+    mode: str
+    sha256: str | None = None
+    value: Any = None
+    where: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PlaceInfo:
+    id: str
+    kind: str
+    step: str | None
+    capacity: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class JoinInfo:
+    step: str
+    kind: str
+    fork: str | None
+    branches: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionInfo:
+    place: str
+    guards: tuple[int, ...]  # expression indices, in rank order
+
+
+@dataclass(frozen=True, slots=True)
+class ControlBlock:
+    id: str
+    kind: str
+    step: str | None
+    target: str | None
+    code: tuple[Instruction, ...]
+    positions: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PipelineBlock:
+    step: str
+    code: tuple[Instruction, ...]
+    positions: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class DebugPosition:
+    file: str
+    line: int
+    column: int
+    path: str
+
+
+@dataclass(frozen=True, slots=True)
+class WorkbookTask:
+    name: str
+    kind: str
+    args: int
+    spec: int | None
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Program:
+    metadata: Metadata
+    entry: str
+    workload: dict[str, Any]
+    keychain: tuple[dict[str, Any], ...]
+    executor_spec: dict[str, Any] | None
+    steps: tuple[StepFacts, ...]
+    names: tuple[str, ...]
+    expressions: tuple[Expression, ...]
+    values: tuple[Any, ...]
+    places: tuple[PlaceInfo, ...]
+    joins: tuple[JoinInfo, ...]
+    decisions: tuple[DecisionInfo, ...]
+    control: tuple[ControlBlock, ...]
+    pipelines: tuple[PipelineBlock, ...]
+    positions: tuple[DebugPosition, ...]
+    workbook: tuple[WorkbookTask, ...]
+    source_sha256: str = ""
+    compiler: str = __version__
+    # the payload this program was read from or turned into (lists and maps: what the
+    # disassembler, the graph and the runtime's keychain and limits read), built once
+    payload: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Program):
+            return NotImplemented
+        return self.to_payload() == other.to_payload()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    # ------------------------------------------------------------------ encoding
+
+    def to_payload(self) -> dict[str, Any]:
+        """The msgpack payload (lists only, maps in a fixed order: deterministic bytes)."""
+        if self.payload:
+            return self.payload
+        payload = {
+            "metadata": {
+                "name": self.metadata.name,
+                "path": self.metadata.path,
+                "version": self.metadata.version,
+            },
+            "entry": self.entry,
+            "workload": self.workload,
+            "keychain": list(self.keychain),
+            "executor_spec": self.executor_spec,
+            "steps": [_step_data(s) for s in self.steps],
+            "names": list(self.names),
+            "expressions": [_expression_data(e) for e in self.expressions],
+            "values": list(self.values),
+            "places": [[p.id, p.kind, p.step, p.capacity] for p in self.places],
+            "joins": [[j.step, j.kind, j.fork, list(j.branches)] for j in self.joins],
+            "decisions": [[d.place, list(d.guards)] for d in self.decisions],
+            "control": [
+                [b.id, b.kind, b.step, b.target, [list(i) for i in b.code], list(b.positions)]
+                for b in self.control
+            ],
+            "pipelines": [
+                [b.step, [list(i) for i in b.code], list(b.positions)] for b in self.pipelines
+            ],
+            "positions": [[p.file, p.line, p.column, p.path] for p in self.positions],
+            "workbook": [[w.name, w.kind, w.args, w.spec] for w in self.workbook],
+        }
+        self.payload.update(payload)
+        return self.payload
+
+    def encode(self) -> bytes:
+        """The `.nbc` bytes: what files and stores keep."""
+        return nbc.encode(
+            self.to_payload(),
+            format_version=FORMAT_VERSION,
+            compiler_version=self.compiler,
+            source_sha256=self.source_sha256,
+        )
+
+    @classmethod
+    def decode(cls, data: bytes) -> Program:
+        """Read and verify untrusted bytes; every failure is a `BytecodeError` (NOE70x)."""
+        header, payload = nbc.decode(data, format_version=FORMAT_VERSION)
+        program = cls.from_payload(
+            payload,
+            source_sha256=str(header.get("source_sha256") or ""),
+            compiler=str(header.get("compiler") or ""),
+        )
+        program.check()
+        return program
+
+    @classmethod
+    def from_payload(
+        cls, payload: dict[str, Any], *, source_sha256: str = "", compiler: str = __version__
+    ) -> Program:
+        """A payload (decoded msgpack) as a `Program`; a payload of the wrong shape is a
+        `BytecodeError` NOE704. Does not run `verify()`: `decode` and `check` do."""
+        try:
+            return _from_payload(cls, payload, source_sha256, compiler)
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
+            raise invalid([f"malformed payload ({type(exc).__name__}: {exc})"]) from None
+
+    def check(self) -> None:
+        """`verify()`, raising `BytecodeError` NOE704 with the first problems found."""
+        try:
+            problems = self.verify()
+        except (TypeError, ValueError, KeyError, IndexError) as exc:  # operands of odd types
+            problems = [f"malformed program ({type(exc).__name__}: {exc})"]
+        if problems:
+            raise invalid(problems)
+
+    # ------------------------------------------------------------------ verification
+
+    def verify(self) -> list[str]:
+        """Structural problems (empty when the program is well formed)."""
+        problems: list[str] = []
+        add = problems.append
+        steps = {s.name for s in self.steps}
+        if len(steps) != len(self.steps):
+            add("duplicate step facts")
+        if self.entry not in steps:
+            add(f"entry step {self.entry!r} is not a step")
+        if not all(isinstance(n, str) for n in self.names):
+            add("the name pool holds a non-string")
+        for i, e in enumerate(self.expressions):
+            add_all(problems, _expression_problems(i, e))
+        n_expr, n_value, n_name, n_pos = (
+            len(self.expressions),
+            len(self.values),
+            len(self.names),
+            len(self.positions),
+        )
+        for i, value in enumerate(self.values):
+            for ref in _expression_refs(value):
+                if not (type(ref) is int and 0 <= ref < n_expr):
+                    add(f"value v{i} refers to expression {ref!r}, out of range")
+        places: dict[str, PlaceInfo] = {}
+        for p in self.places:
+            if p.id in places:
+                add(f"duplicate place {p.id}")
+            places[p.id] = p
+            if p.step is not None and p.step not in steps:
+                add(f"place {p.id} belongs to unknown step {p.step}")
+        for j in self.joins:
+            if j.step not in steps or j.kind not in JOIN_KINDS:
+                add(f"join at {j.step!r} ({j.kind!r}): unknown step or kind")
+            if (j.fork is not None and j.fork not in steps) or not set(j.branches) <= steps:
+                add(f"join at {j.step}: fork or branches name unknown steps")
+        decisions: dict[str, int] = {}
+        for d in self.decisions:
+            if d.place in decisions or d.place not in places:
+                add(f"decision at {d.place!r}: duplicate or unknown place")
+            decisions[d.place] = len(d.guards)
+            if not all(type(g) is int and 0 <= g < n_expr for g in d.guards):
+                add(f"decision at {d.place}: a guard is not an expression index")
+        pools = {"expr": n_expr, "value": n_value, "name": n_name}
+        ids: set[str] = set()
+        for b in self.control:
+            where = f"control {b.id}"
+            if b.id in ids:
+                add(f"duplicate control block {b.id}")
+            ids.add(b.id)
+            if (b.step is not None and b.step not in steps) or (
+                b.target is not None and b.target not in steps
+            ):
+                add(f"{where}: unknown step or target")
+            add_all(problems, _block_problems(where, b.code, b.positions, "control", pools, n_pos))
+            consumes = [ins[1] for ins in b.code if ins[:1] == (_CONSUME,) and len(ins) == 2]
+            for ins in b.code:
+                if ins and ins[0] in _PLACE_OPS and len(ins) == 2 and ins[1] not in places:
+                    add(f"{where}: unknown place {ins[1]!r}")
+                if ins[:1] == (_GUARD_NOT_ANY,) and len(ins) == 2:
+                    limit = decisions.get(consumes[0], 0) if consumes else 0
+                    if type(ins[1]) is int and not 0 < ins[1] <= limit:
+                        add(f"{where}: GUARD_NOT_ANY {ins[1]} does not fit its decision")
+        pipelines: set[str] = set()
+        for pb in self.pipelines:
+            where = f"pipeline {pb.step}"
+            if pb.step not in steps or pb.step in pipelines:
+                add(f"{where}: unknown or duplicate step")
+            pipelines.add(pb.step)
+            block_pools = {**pools, "label": len(pb.code)}
+            add_all(
+                problems,
+                _block_problems(where, pb.code, pb.positions, "pipeline", block_pools, n_pos),
+            )
+            if not pb.code or pb.code[-1][:1] != (_END,):
+                add(f"{where}: does not end with END")
+        if pipelines != steps:
+            add("every step needs exactly one pipeline block")
+        if not all(type(p.line) is int and type(p.column) is int for p in self.positions):
+            add("a debug position's line or column is not an integer")
+        for w in self.workbook:
+            if not (type(w.args) is int and 0 <= w.args < n_value) or not (
+                w.spec is None or (type(w.spec) is int and 0 <= w.spec < n_value)
+            ):
+                add(f"workbook task {w.name}: value index out of range")
+        return problems
+
+
+# ---------------------------------------------------------------------------- helpers
+
+_CONSUME = BY_MNEMONIC["CONSUME"].code
+_GUARD_NOT_ANY = BY_MNEMONIC["GUARD_NOT_ANY"].code
+_END = BY_MNEMONIC["END"].code
+_PLACE_OPS = frozenset(
+    op.code for op in BY_CODE.values() if op.operands[:1] == (("place", "place"),)
+)
+MAX_PROBLEMS = 5
+
+
+def invalid(problems: list[str]) -> nbc.BytecodeError:
+    shown = "; ".join(problems[:MAX_PROBLEMS])
+    more = f" (and {len(problems) - MAX_PROBLEMS} more)" if len(problems) > MAX_PROBLEMS else ""
+    return nbc.BytecodeError(
+        "NOE704",
+        f"the bytecode does not verify: {shown}{more}",
+        "recompile the playbook with `noetlc compile`; a file that still fails was not made by noetlc",
+    )
+
+
+def add_all(problems: list[str], found: list[str]) -> None:
+    if found:
+        problems.extend(found)
+
+
+def code_sha256(text: str) -> str:
+    """The hash stored per compiled expression: of its generated code (or jinja text)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _expression_problems(index: int, e: Expression) -> list[str]:
+    where = f"expression e{index}"
+    if e.kind not in EXPRESSION_KINDS or e.mode not in MODES or not isinstance(e.source, str):
+        return [f"{where}: unknown kind or mode, or a non-text source"]
+    if e.kind != "const" and not (isinstance(e.sha256, str) and _HEX64.match(e.sha256)):
+        return [f"{where}: no code hash"]
+    return []
+
+
+def _block_problems(
+    where: str,
+    code: tuple[Instruction, ...],
+    positions: tuple[int, ...],
+    kind: ProgramKind,
+    pools: dict[str, int],
+    n_positions: int,
+) -> list[str]:
+    from noetlc.ir.opcodes import verify_code
+
+    problems = [f"{where}: {p}" for p in verify_code(code, kind, pools)]
+    if len(positions) != len(code) or not all(
+        type(p) is int and 0 <= p < n_positions for p in positions
+    ):
+        problems.append(f"{where}: positions do not match the instructions")
+    return problems
+
+
+def _expression_refs(value: Any) -> Iterator[Any]:
+    if isinstance(value, dict):
+        if len(value) == 1 and "$e" in value:
+            yield value["$e"]
+            return
+        for v in value.values():
+            yield from _expression_refs(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _expression_refs(v)
+
+
+def _step_data(s: StepFacts) -> dict[str, Any]:
+    info: dict[str, Any] = {"name": s.name, "tasks": list(s.tasks)}
+    if s.loop is not None:
+        info["loop"] = s.loop
+    if s.listener is not None:
+        info["listener"] = s.listener
+    return info
+
+
+def _expression_data(e: Expression) -> dict[str, Any]:
+    entry: dict[str, Any] = {"kind": e.kind, "source": e.source, "mode": e.mode}
+    if e.where is not None:
+        entry["where"] = e.where
+    if e.kind == "const":
+        entry["value"] = e.value
+    else:
+        entry["sha256"] = e.sha256
+    return entry
+
+
+def _str(value: Any) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"expected text, got {type(value).__name__}")
+    return value
+
+
+def _opt_str(value: Any) -> str | None:
+    return None if value is None else _str(value)
+
+
+def _instructions(code: Any) -> tuple[Instruction, ...]:
+    out = tuple(tuple(i) for i in code)
+    if not all(isinstance(i, tuple) for i in out):
+        raise TypeError("an instruction is not a list")
+    return out
+
+
+def _ints(values: Any) -> tuple[int, ...]:
+    return tuple(values)
+
+
+def _from_payload(
+    cls: type[Program], payload: dict[str, Any], source_sha256: str, compiler: str
+) -> Program:
+    meta = payload["metadata"]
+    steps = []
+    for info in payload["steps"]:
+        loop, listener = info.get("loop"), info.get("listener")
+        if not (loop is None or isinstance(loop, dict)) or not (
+            listener is None or isinstance(listener, dict)
+        ):
+            raise TypeError("step loop/listener facts must be maps")
+        steps.append(StepFacts(_str(info["name"]), tuple(map(_str, info["tasks"])), loop, listener))
+    expressions = []
+    for e in payload["expressions"]:
+        expressions.append(
+            Expression(
+                kind=_str(e["kind"]),
+                source=_str(e["source"]),
+                mode=_str(e["mode"]),
+                sha256=_opt_str(e.get("sha256")),
+                value=e.get("value"),
+                where=_opt_str(e.get("where")),
+            )
+        )
+    workload = payload["workload"] or {}
+    spec = payload.get("executor_spec")
+    if not isinstance(workload, dict) or not (spec is None or isinstance(spec, dict)):
+        raise TypeError("workload and executor_spec must be maps")
+    keychain = tuple(payload.get("keychain") or ())
+    if not all(isinstance(k, dict) for k in keychain):
+        raise TypeError("keychain entries must be maps")
+    return cls(
+        metadata=Metadata(_str(meta["name"]), _opt_str(meta.get("path")), meta.get("version")),
+        entry=_str(payload["entry"]),
+        workload=workload,
+        keychain=keychain,
+        executor_spec=spec,
+        steps=tuple(steps),
+        names=tuple(payload["names"]),
+        expressions=tuple(expressions),
+        values=tuple(payload["values"]),
+        places=tuple(
+            PlaceInfo(_str(pid), _str(kind), _opt_str(step), cap)
+            for pid, kind, step, cap in payload["places"]
+        ),
+        joins=tuple(
+            JoinInfo(_str(step), _str(kind), _opt_str(fork), tuple(map(_str, branches)))
+            for step, kind, fork, branches in payload["joins"]
+        ),
+        decisions=tuple(
+            DecisionInfo(_str(place), _ints(guards)) for place, guards in payload["decisions"]
+        ),
+        control=tuple(
+            ControlBlock(
+                _str(tid),
+                _str(kind),
+                _opt_str(step),
+                _opt_str(target),
+                _instructions(code),
+                _ints(positions),
+            )
+            for tid, kind, step, target, code, positions in payload["control"]
+        ),
+        pipelines=tuple(
+            PipelineBlock(_str(step), _instructions(code), _ints(positions))
+            for step, code, positions in payload["pipelines"]
+        ),
+        positions=tuple(
+            DebugPosition(_str(file), line, column, _str(path))
+            for file, line, column, path in payload["positions"]
+        ),
+        workbook=tuple(
+            WorkbookTask(_str(name), _str(kind), args, spec)
+            for name, kind, args, spec in payload.get("workbook", [])
+        ),
+        source_sha256=source_sha256,
+        compiler=compiler,
+        payload=payload,
+    )
