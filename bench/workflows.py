@@ -11,6 +11,7 @@ from typing import Any
 
 from noetlc.bench import generators
 from noetlc.compiler.pipeline import compile_source
+from noetlc.ir.program import Program
 from noetlc.runtime.embedded import run_embedded
 from noetlc.runtime.store import EventStore
 from noetlc.runtime.stores import open_store
@@ -37,23 +38,23 @@ def tool_calls(name: str, n: int) -> int:
     return {"chain": n, "loop": n + 1, "decisions": n + 2}[name]
 
 
-def payload(name: str, n: int | None = None) -> dict[str, Any]:
+def payload(name: str, n: int | None = None) -> Program:
     make, default = WORKFLOWS[name]
     unit = compile_source(make(default if n is None else n), f"{name}.yaml")
     if unit.reporter.has_errors:
         raise AssertionError(unit.reporter.diagnostics[:3])
-    assert unit.payload is not None
-    return unit.payload
+    assert unit.program is not None
+    return unit.program  # the compiler's verified program: loaded as is, like `noetl-vm run`
 
 
-def run(compiled: dict[str, Any], store: EventStore | None) -> dict[str, Any]:
+def run(compiled: Program, store: EventStore | None) -> dict[str, Any]:
     summary = run_embedded(compiled, None, store)
     if summary["status"] != "completed":
         raise AssertionError(summary.get("error"))
     return summary
 
 
-def best_ms(compiled: dict[str, Any], kind: str, repeat: int) -> tuple[float, dict[str, Any]]:
+def best_ms(compiled: Program, kind: str, repeat: int) -> tuple[float, dict[str, Any]]:
     """Best wall time of `repeat` runs with a fresh store of `kind` ("memory" or "sqlite",
     one database file per run, like one `noetl-vm run`) and the last summary."""
     best = float("inf")

@@ -30,6 +30,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from noetlc.ir.program import Program as ProgramImage
 from noetlc.runtime.driver import (
     Driver,
     cancelled,
@@ -66,7 +67,7 @@ _INLINE = threading.Event()  # the cancel flag of inline actions: they finish be
 
 
 def run_embedded(
-    payload: dict[str, Any],
+    payload: dict[str, Any] | ProgramImage,
     overrides: dict[str, Any] | None = None,
     store: EventStore | None = None,
     *,
@@ -79,11 +80,13 @@ def run_embedded(
 ) -> dict[str, Any]:
     """Run a compiled playbook to completion and return its summary. A bad keychain file
     raises `KeychainError` (NOE813) before anything runs. `stop` (a child's calling action's
-    cancel flag) cancels the execution when set."""
+    cancel flag) cancels the execution when set. `payload` is a verified program object (the
+    compiler's, or a decoded `.nbc`: used as is) or a payload map (verified first)."""
     from noetlc.runtime.store import MemoryStore
 
+    program = Program(payload)
     runtime = EmbeddedRuntime(
-        Program(payload),
+        program,
         store if store is not None else MemoryStore(),
         execution_id or str(uuid.uuid4()),
         on_events=on_events,
@@ -91,7 +94,7 @@ def run_embedded(
         keychain_file=keychain_file,
         stop=stop,
     )
-    return _run_loop(runtime.start({**(payload["workload"] or {}), **(overrides or {})}, parent_id))
+    return _run_loop(runtime.start({**(program.workload or {}), **(overrides or {})}, parent_id))
 
 
 def resume_embedded(

@@ -15,6 +15,13 @@ from noetlc.ir.program import Program
 
 def load_payload(path: str) -> dict[str, Any] | None:
     """Compile a playbook or read a bytecode file; print located errors and return None."""
+    program = load_program(path)
+    return None if program is None else program.to_payload()
+
+
+def load_program(path: str) -> Program | None:
+    """The verified program of a playbook (compiled) or of a bytecode file (decoded and
+    verified); print located errors and return None."""
     if path.endswith(".nbc"):
         try:
             data = Path(path).read_bytes()
@@ -22,18 +29,18 @@ def load_payload(path: str) -> dict[str, Any] | None:
             print(f"{path}:1:1: error[NOE004]: cannot read {path}: {exc.strerror}", file=sys.stderr)
             return None
         try:
-            payload = Program.decode(data).to_payload()  # verified (NOE701-704)
+            program = Program.decode(data)  # verified (NOE701-704)
         except nbc.BytecodeError as exc:
             print(f"{path}:1:1: error[{exc.code}]: {exc}", file=sys.stderr)
             if exc.hint:
                 print(f"  hint: {exc.hint}", file=sys.stderr)
             return None
-        return payload
+        return program
     unit = compile_file(path)
-    if unit.reporter.has_errors or unit.payload is None:
+    if unit.reporter.has_errors or unit.program is None:
         print(render_text(unit.reporter.sorted(), {unit.file: unit.source}), file=sys.stderr)
         return None
-    return unit.payload
+    return unit.program
 
 
 def render_payload(path: str, render: Callable[[dict[str, Any]], str]) -> int:

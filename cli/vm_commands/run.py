@@ -128,7 +128,7 @@ def _step_location(payload: dict[str, Any], step: str | None) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from noetlc.cli.noetlc_commands.artifacts import load_payload
+    from noetlc.cli.noetlc_commands.artifacts import load_program
     from noetlc.runtime.embedded import run_embedded
 
     overrides = workload_overrides(args)
@@ -145,16 +145,16 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    payload = load_payload(args.file)
-    if payload is None:
+    program = load_program(args.file)
+    if program is None:
         return 1
     store = open_or_report(args.db)
     if store is None:
         return 2
-    progress = progress_for(args, len(payload["steps"]))
+    progress = progress_for(args, len(program.steps))
     try:
         result = run_embedded(
-            payload, overrides, store, on_events=progress, keychain_file=args.keychain
+            program, overrides, store, on_events=progress, keychain_file=args.keychain
         )
     except KeyboardInterrupt:
         print("\ninterrupted: `noetl-vm resume ID` finishes the execution", file=sys.stderr)
@@ -163,4 +163,4 @@ def run(args: argparse.Namespace) -> int:
         if progress is not None:
             progress.close()
         store.close()
-    return report(result, payload, args.json)
+    return report(result, program.to_payload() if result.get("error") else {}, args.json)
