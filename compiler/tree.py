@@ -1,6 +1,6 @@
 """The canonical playbook tree: what the `normalize` pass builds and every later stage reads.
 
-Only canonical constructs exist here (DESIGN §2.1): legacy forms and sugar were rewritten by
+Only canonical constructs exist here: legacy forms and sugar were rewritten by
 `desugar` before the tree is built. Nodes are frozen slotted dataclasses with tuple children;
 `span` (where the user wrote the construct, or the construct it was desugared from) is
 excluded from equality. Arbitrary data (tool arguments, `args`, `set_ctx` values, workload)
@@ -63,7 +63,7 @@ class Rule:
 class Policy:
     rules: tuple[Rule, ...]
     # What happens when no rule matches and there is no else: "default" (ok continues, error
-    # fails; DESIGN §2.1) or "continue" (spec 004's literal reading, opt-in).
+    # fails: an unmatched error is never swallowed) or "continue" (opt-in, `on_unmatched`).
     on_unmatched: Literal["default", "continue"] = "default"
     span: Span = _span()
 

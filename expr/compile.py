@@ -1,4 +1,4 @@
-"""Precompiled guards and templates (DESIGN §2.3).
+"""Precompiled guards and templates (docs/expressions.md).
 
 `compile_expression(text, mode=...)` parses a playbook expression with the lark grammar of the
 Jinja subset (`jinja_expr.lark`), generates the source of a Python function over the scope

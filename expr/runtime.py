@@ -99,7 +99,7 @@ def _failure(source: str, where: str) -> Callable[[BaseException], ExpressionErr
 
 
 def lookup_name(s: Scope, name: str) -> Any:
-    """A bare name: the scope root, then args -> ctx -> iter -> workload (DESIGN §2.3)."""
+    """A bare name: the scope root, then args -> ctx -> iter -> workload (so `{{ city }}` finds a loop iterator)."""
     value = s.get(name, _MISSING)
     if value is not _MISSING:
         return value

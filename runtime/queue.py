@@ -1,4 +1,4 @@
-"""The job queue and execution ownership, as interfaces (distributed mode, DESIGN §4, §6).
+"""The job queue and execution ownership, as interfaces (distributed mode).
 
 A *job* is one command of a control VM (run a step, or one loop iteration) for the pipeline
 VM. Servers enqueue jobs; workers lease them in batches, run them, append the resulting events

@@ -1,7 +1,7 @@
 """The pipeline VM: runs one step's (or one iteration's) task list with outcome policies.
 
 It executes the step's pipeline block: `TASK` evaluates the arguments and calls the tool
-through `call_tool`, binds the outcome envelope (DESIGN §2.3) and the task's result by name,
+through `call_tool`, binds the outcome envelope (status, result, error, meta) and the task's result by name,
 then the policy (`RULE`/`ELSE`/`UNMATCHED`) picks an action: `CONTINUE`, `RETRY` (bounded by
 `attempts`, with backoff), `JUMP`, `BREAK` or `FAIL`, after `SET_ITER`/`SET_CTX_P` writes.
 It records `task.*` events through `emit` and never raises: errors become a failed result.

@@ -139,7 +139,7 @@ def load_expressions(program: ir_program.Program) -> list[Evaluator]:
 
 
 def evaluate_value(value: Any, expressions: list[Evaluator], scope: Scope) -> Any:
-    """Walk a value-pool entry, evaluating `{"$e": i}` leaves (DESIGN §2.3: native values)."""
+    """Walk a value-pool entry, evaluating `{"$e": i}` leaves (a lone `{{ expr }}` is its native value)."""
     if isinstance(value, dict):
         if "$e" in value and len(value) == 1:
             result = _plain(expressions[value["$e"]](scope))

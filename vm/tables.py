@@ -1,4 +1,4 @@
-"""The control program pre-decoded into per-step handler tables (DESIGN §4).
+"""The control program pre-decoded into per-step handler tables (loaded once, never rescanned).
 
 The control VM never interprets opcodes at run time: each control block becomes one
 `Transition` (slots) with its guard callables, its value indices and the places it feeds, and

@@ -1,6 +1,6 @@
 """Legacy event names in arc guards -> the boundary events the control VM routes on.
 
-DESIGN §2.2/§2.5: `call.done` is the step's call finishing well, `call.error` its failure,
+In the legacy forms `call.done` is the step's call finishing well, `call.error` its failure,
 `step.exit` the step ending. On an arc (which is decided when the step ends) they mean
 `step.done` (`loop.done` for a loop step), `step.failed`, and `step.done`/`loop.done`. Without
 the rewrite such an arc tests an event the step never emits and can never fire.

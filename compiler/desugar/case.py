@@ -116,12 +116,12 @@ def _step(step: YMap, reporter: Reporter) -> YMap | None:
     )  # fmt: skip
     inclusive = _setting(step, "case_mode") == "inclusive"
     if inclusive and _setting(step, "next_policy") == "end_step":
-        # `end_step`: the first `next` that fires ends the step's routing (spec 000 §2.2),
+        # `end_step`: the first `next` that fires ends the step's routing (NoETL's `end_step`),
         # which is what an exclusive router does
         inclusive = False
     rules = [r for r in case.items if isinstance(r, YMap)]
     if _setting(step, "branch_order") == "priority":
-        # higher priority first, YAML order among equals (spec 000 §1.3)
+        # higher priority first, YAML order among equals
         rules.sort(key=lambda r: -_priority(r))
 
     for rule in rules:
@@ -199,7 +199,7 @@ def _call_index(tasks: list[YMap]) -> int | None:
 
 
 def _default_name(step: YMap, name: str, index: int | None) -> str:
-    """The name normalization gives the call task (DESIGN §2.1 task shapes)."""
+    """The name normalization gives the call task (`<step>_task` for a single task)."""
     tasks = task_maps(step)
     if index is None:
         return f"{name}_task"
@@ -284,7 +284,7 @@ def _rule(
             if isinstance(params, YMap):
                 state.recall_params.update(str(k.value) for k, _ in params.items)
         elif action == "call" and isinstance(value, YMap) and "step" in value:
-            # Calling another step (spec 003 §3): it starts besides the step's routing.
+            # Calling another step: it starts besides the step's routing.
             fork_entries.append(value.without("params"))
         elif action == "call":
             _refuse(reporter, f"the `call` of step `{name}` names no `params` or `step`", at)
@@ -505,7 +505,7 @@ _CASE_SETTINGS = ("case_mode", "branch_order", "next_policy")
 
 
 def _setting(step: YMap, key: str) -> str | None:
-    """A case setting, written on the step or (spec 000) under its `spec:`."""
+    """A case setting, written on the step or (older NoETL engines) under its `spec:`."""
     spec = step.get("spec")
     for holder in (step, spec if isinstance(spec, YMap) else None):
         if holder is not None:

@@ -1,5 +1,5 @@
-"""Tasks that legacy rules run after a call: per-call sinks, named tasks, `result` (specs 000
-§3, 002 §6–7, 003 §3).
+"""Tasks that legacy rules run after a call: per-call sinks, named tasks, `result` (the legacy
+`case` and retry forms).
 
 A legacy rule that fires after a call may run more tool calls (a `sink`, a named task such as
 `save_item`) or set the step's result. Canonically these are tasks placed right after the call
@@ -58,7 +58,7 @@ def unique(name: str, taken: set[str]) -> str:
 def tool_task(value: YNode, name: str, names: dict[str, str]) -> YMap | None:
     """A `sink:` / named-task body as a canonical task called `name`; None without a kind.
 
-    Accepted: `{tool: {kind, ...}, args: ..., retry: ...}` (spec 000 §3, 002 §6) or the tool's
+    Accepted: `{tool: {kind, ...}, args: ..., retry: ...}` or the tool's
     fields directly (`{kind: postgres, ...}`, like a step-level sink). Templates in it read the
     call's result through `names` (e.g. `response` -> the call task by name).
     """
@@ -80,7 +80,7 @@ def tool_task(value: YNode, name: str, names: dict[str, str]) -> YMap | None:
 
 
 def rewrite_retry_vars(value: YNode) -> YNode:
-    """`_retry.index` / `_retry.count` (spec 002 §6.3: the 1-based call number) -> the call
+    """`_retry.index` / `_retry.count` (the 1-based call number) -> the call
     counter the pagination rewrite keeps in `iter.calls`."""
     if isinstance(value, YScalar):
         if isinstance(value.value, str) and "_retry." in value.value:

@@ -1,4 +1,4 @@
-"""Named-key tasks `- fetch: {kind: http, ...}` (spec 001) -> `- name: fetch` + fields."""
+"""Named-key tasks `- fetch: {kind: http, ...}` (an older NoETL form) -> `- name: fetch` + fields."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Legacy loop keys (spec 000): `mode` -> `spec.mode`, `element` -> `iterator`,
+"""Legacy loop keys (older NoETL engines): `mode` -> `spec.mode`, `element` -> `iterator`,
 `collection` -> `in`."""
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ Accepted forms: `retry: 3` / `retry: true` (3 tries), a mapping `{max_attempts |
 initial_delay | delay, backoff: none|linear|exponential|fixed, backoff_multiplier, max_delay,
 jitter, when}`, and a list of such mappings or of `{when, then: {...}}` policies, evaluated in
 order. A step-level `retry` is inherited by every task of the step that has none of its own
-(spec 000 §4). The retry rule goes first, so it sees the error before any other rule.
-Success-driven policies (spec 002 §6: `next_call`, `collect`, a per-call `sink`) become a
+(as older NoETL engines did). The retry rule goes first, so it sees the error before any other rule.
+Success-driven policies (`next_call`, `collect`, a per-call `sink`: pagination and polling) become a
 `jump` back to the task with `iter.params`; a `sink` is a task after the call (`chains.py`).
 """
 
@@ -77,7 +77,7 @@ def run(doc: YMap, reporter: Reporter) -> YMap:
 
 
 class _Sinks:
-    """Where a policy's per-call `sink` tasks go (spec 002 §6: `then.sink`)."""
+    """Where a policy's per-call `sink` tasks go (`then.sink`)."""
 
     def __init__(self, call: str, out: list[YMap], following: str | None) -> None:
         self.call = call  # the task's name: the sinks read its result by it
@@ -166,7 +166,7 @@ def _backoff(body: YMap) -> str:
     return "none"
 
 
-# In retry policies (spec 002 §6) `response`/`result` are the call's result, `error` its error.
+# In retry policies `response`/`result` are the call's result, `error` its error.
 LEGACY_NAMES = {
     "result": "outcome.result",
     "response": "outcome.result",

@@ -1,4 +1,4 @@
-"""Root `name:` / `path:` (spec 002) -> `metadata.name` / `metadata.path`."""
+"""Root `name:` / `path:` (an older NoETL form) -> `metadata.name` / `metadata.path`."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ Exclusive routing takes the first arc whose guard holds, so the case arcs (in ru
 shadow the structural ones. An inclusive router (`case_mode: inclusive`) fires every arc that
 holds, so the structural arcs get the explicit guard "no case rule routed".
 
-A `call: {step, args}` action starts a step besides the routing (spec 003 §3): its arc must
+A `call: {step, args}` action starts a step besides the routing (as NoETL's `case` does): its arc must
 fire together with the arcs of its rule, which an exclusive router cannot do. Such a router
 becomes inclusive, and every other arc keeps its first-match meaning as a stopping arc
 (`spec: {stop: true}`): once it fired no later arc does, so each arc fires when its own
@@ -80,7 +80,7 @@ def _absorb(case_arcs: list[YMap], structural: list[YMap], done: str) -> list[YM
 
 
 def effective(arc: YMap, done: str) -> str:
-    """The arc's condition with its event explicit (DESIGN §2.4: no `when` = succeeded; a
+    """The arc's condition with its event explicit (no `when` = succeeded; a
     `when` without `event` = succeeded and that guard)."""
     when = arc.get("when")
     if not isinstance(when, YScalar) or when.value in (None, True):

@@ -1,4 +1,4 @@
-"""Authoring sugar inside a task list: `choose`, `while`, `until` (spec 004 §14, docs/sugar.md).
+"""Authoring sugar inside a task list: `choose`, `while`, `until` (docs/sugar.md).
 
 Each block becomes canonical noop tasks with policy rules that `jump`, with stable names
 derived from the block's `name:` (or `choose_1`, `while_2`, … numbered per step) and an explicit

@@ -1,4 +1,4 @@
-"""Step `vars:` (spec 002) -> `set_ctx` on the last task's success, and `vars.x` -> `ctx.x`.
+"""Step `vars:` (an older NoETL form) -> `set_ctx` on the last task's success, and `vars.x` -> `ctx.x`.
 
 The values are evaluated after the step's pipeline succeeded, where `result` (the legacy name
 of the step's result) is the last task's outcome result.

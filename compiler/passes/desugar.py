@@ -1,4 +1,4 @@
-"""Pass `desugar`: legacy forms -> the canonical document (DESIGN §2.2).
+"""Pass `desugar`: legacy forms -> the canonical document (docs/migration.md).
 
 Reads `unit.document`, writes `unit.canonical`. Each construct has its own module in
 `compiler/desugar/` with one entry point `run(doc, reporter) -> doc`; they run in the order of

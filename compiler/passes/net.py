@@ -4,7 +4,7 @@ Every step lowers to a fragment (ir/README.md has the table): admission, the pip
 dispatch and completion, loops with a bounded slot place, routing (exclusive arcs negate every
 earlier arc's guard, by rank into the decision's guard list; inclusive arcs fork), AND-joins with dead-path
 elimination, listener steps, final steps and the execution's sink. The effective guard of each
-arc follows DESIGN §2.4: no `when` = succeeded; a `when` that does not mention `event` =
+arc: no `when` = succeeded; a `when` that does not mention `event` =
 succeeded and the guard; a `when` that mentions `event` fires on the events it names.
 """
 
@@ -444,7 +444,7 @@ class NetBuilder:
 
 def infer_joins(playbook: tree.Playbook) -> dict[str, JoinInfo]:
     """AND-joins: steps with ≥2 incoming arcs whose sources descend from different branches of
-    one inclusive fork (DESIGN §2.4). `spec.join` overrides the inferred kind."""
+    one inclusive fork. `spec.join` overrides the inferred kind."""
     joins, _ = _fork_analysis(playbook)
     return joins
 

@@ -1,7 +1,7 @@
 """Pass `normalize`: the canonical document (YMap) -> the canonical tree (`compiler/tree.py`).
 
-Shapes are unified here (DESIGN §2.1): task list shapes, `next` shorthands, spec layering,
-and the real corpus's dialect aliases, which are accepted as written (DESIGN §2.2):
+Shapes are unified here: task list shapes, `next` shorthands, spec layering,
+and the real corpus's dialect aliases, which are accepted as written:
 tool arguments under `spec:`, `then.set`/`else.set` with `ctx.`/`iter.` keys, rule `else`
 without `then`, arc `set:`, step-level `set:` and `input:`, `when: true`,
 `executor.spec.entry_step`. Legacy constructs were rewritten by `desugar` before this pass; any
@@ -30,7 +30,7 @@ from noetlc.compiler.ynodes import YMap, YNode, YScalar, YSeq
 from noetlc.diagnostics.report import Reporter
 
 # Keys of each spec layer that the layer itself consumes; they are not inherited by tasks
-# (`policy` never is: step and loop policies are not task policies, DESIGN §2.1).
+# (`policy` never is: step and loop policies are not task policies: they hold admission and failure settings).
 EXECUTOR_CONTROL_KEYS = ("entry_step", "final_step", "policy")
 STEP_CONTROL_KEYS = ("join", "policy")
 LOOP_CONTROL_KEYS = ("mode", "max_in_flight", "policy")
@@ -401,7 +401,7 @@ class Normalizer:
         effective = deep_merge(outer_spec, spec.without("policy") if spec else None)
         if effective is not None:
             effective = effective.without("policy")
-            # The step/loop layers' policies are not task policies (DESIGN §2.1).
+            # The step/loop layers' policies are not task policies.
         name_node = None if workbook_ref else node.get("name")
         kind_node = node.get("kind")
         # A task's own `set:` hands values to the next tasks of its pipeline (the corpus reads

@@ -1,6 +1,6 @@
 """Pass `schema`: validate the document against the surface schema, errors at YAML positions.
 
-Rejected legacy keys (DESIGN §2.2) are reported first with a specific hint and are not
+Rejected legacy keys (root `vars`, `eval`, `expr`, `pipe`, step `type`, ...) are reported first with a specific hint and are not
 reported again as unknown keys. pydantic's errors are mapped back to the YAML node of the
 offending key or value; for a value that matches none of a union's shapes, only the errors of
 the shape that matched deepest are shown (the others are noise), and a value whose type fits
@@ -67,7 +67,7 @@ def run(unit: CompilationUnit) -> None:
 
 
 def _report_rejected(doc: YMap, reporter: Reporter) -> set[Path]:
-    """Report legacy keys DESIGN §2.2 rejects; return their paths (removed before pydantic)."""
+    """Report the legacy keys the canonical form rejects; return their paths (removed before pydantic)."""
     found: set[Path] = set()
     vars_key = doc.key_node("vars")
     if vars_key is not None:

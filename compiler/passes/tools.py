@@ -5,7 +5,7 @@ accepted wherever a value is expected (its type is only known at run time), so e
 value that is — or lies inside — a template are dropped. Reported: unknown arguments (NOE601,
 with "did you mean"), missing required ones (NOE602, at the task's `kind:`), values of the wrong
 literal type or choice (NOE603), SQL text with templates spliced in (NOE604, a warning: values
-belong in `params:`, DESIGN §6), two spellings of one argument or arguments that exclude each
+belong in `params:`, never SQL built from data), two spellings of one argument or arguments that exclude each
 other (NOE605), and — in a playbook that declares its `keychain:` — credentials it does not
 declare (NOE606, a warning). Unknown kinds were reported by `resolve` and are skipped here.
 """

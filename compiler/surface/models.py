@@ -1,7 +1,7 @@
 """The surface schema: every shape a playbook may be written in, as pydantic models.
 
-This is the boundary: it accepts the canonical language (DESIGN §2.1), every legacy form of
-§2.2 (which `desugar` rewrites) and the real corpus's dialect, and it is what `noetlc schema`
+This is the boundary: it accepts the canonical language, every legacy form NoETL playbooks were
+written in (which `desugar` rewrites) and the real corpus's dialect, and it is what `noetlc schema`
 exports as JSON Schema for editors. Structural objects (root, step, loop, router, arc, policy,
 rule) are closed: an unknown key is an error. Tool tasks are open, since each tool kind has its
 own arguments (checked per kind by the `tools` pass).
@@ -137,7 +137,7 @@ class Loop(Closed):
     in_: Any = Field(None, alias="in", description="the items: a template or a literal list")
     iterator: str | None = None
     spec: LoopSpec | None = None
-    # legacy (spec 000): rewritten by desugar
+    # legacy (older NoETL engines): rewritten by desugar
     mode: Literal["sequential", "parallel", "async"] | None = None
     element: str | None = None
     collection: Any = None
@@ -260,7 +260,7 @@ class Playbook(Closed):
     workload: dict[str, Any] | None = None
     workflow: list[Step]
     workbook: list[Task] | None = None
-    # legacy root keys (spec 002), rewritten into metadata by desugar
+    # legacy root keys (an older NoETL form), rewritten into metadata by desugar
     name: str | None = None
     path: str | None = None
     # corpus dialect: an informational `spec:` block at the root (kept, not interpreted)

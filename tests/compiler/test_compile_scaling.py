@@ -1,4 +1,4 @@
-"""Compile time grows linearly (DESIGN §5), checked without timing anything.
+"""Compile time grows linearly with the playbook, checked without timing anything.
 
 * Every pass makes a number of function calls proportional to the number of steps: a pass
   that became quadratic would make ~4x more calls per step on a 4x larger playbook.

@@ -70,7 +70,7 @@ def test_canonical_tree_golden(path: Path) -> None:
     _golden_check(path, GOLDEN / f"{path.stem}.tree.txt")
 
 
-# The real corpus in the dialect of DESIGN §2.2 (v10): the aliases are normalized here.
+# The real corpus in its own dialect (v10): the aliases are normalized here.
 V10 = [p for p in _playbooks("noetl") if p.name.startswith("v10__")]
 
 

@@ -1,5 +1,5 @@
 """Distributed mode does what embedded mode does, with real server and worker processes:
-reference-first results (DESIGN §2.4), and fail_fast cancelling a loop's other iterations.
+reference-first results (large results stored once, events carry references), and fail_fast cancelling a loop's other iterations.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""One contract for every event store (DESIGN §4): memory, SQLite and PostgreSQL.
+"""One contract for every event store: memory, SQLite and PostgreSQL.
 
 Store-assigned gap-free `seq`, appends idempotent on `event_id`, the envelope round trip,
 the execution record with its program and workload, cancel/signal requests, the result store.

@@ -1,4 +1,4 @@
-"""A small reference interpreter of DESIGN §2.4 that walks the canonical tree directly.
+"""A small reference interpreter of the routing semantics (docs/runtime.md) that walks the canonical tree directly.
 
 It shares nothing with the VMs but the canonical tree and the join inference: templates go
 through jinja2 itself (`ImmutableSandboxedEnvironment`, ChainableUndefined), tools through
