@@ -8,21 +8,19 @@ change without breaking a caller.
 from __future__ import annotations
 
 import ast
+import tomllib
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-PACKAGE_FOLDERS = [
-    "noetlc",
-    "diagnostics",
-    "expr",
-    "ir",
-    "stdlib_tools",
-    "compiler",
-    "vm",
-    "analysis",
-    "runtime",
-    "cli",
-]
+# "noetlc" itself and every folder setuptools maps into it (package-dir in pyproject.toml)
+PACKAGE_FOLDERS = sorted(
+    set(
+        tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"][
+            "package-dir"
+        ].values()
+    )
+    - {"bench"}
+)
 
 
 def private_imports(folder: Path, root: Path = REPO) -> list[str]:
