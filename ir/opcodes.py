@@ -186,25 +186,39 @@ def verify_code(
     `expr` and `value` may be None (absent), `float` too (no limit); `int` is an integer and
     `place` a place name (the program's verifier checks that the place exists)."""
     problems: list[str] = []
+    by_code = BY_CODE
     for pc, instruction in enumerate(code):
-        if not instruction or type(instruction[0]) is not int or instruction[0] not in BY_CODE:
+        head = instruction[0] if instruction else None
+        op = by_code.get(head) if type(head) is int else None
+        if op is None:
             problems.append(f"{pc}: unknown opcode {list(instruction[:1])!r}")
             continue
-        op = BY_CODE[instruction[0]]
         if op.program != program:
             problems.append(f"{pc}: {op.mnemonic} is not a {program} instruction")
-        operands = instruction[1:]
-        if len(operands) != len(op.operands):
+        wanted = op.operands
+        if len(instruction) - 1 != len(wanted):
             problems.append(
-                f"{pc}: {op.mnemonic} takes {len(op.operands)} operands, got {len(operands)}"
+                f"{pc}: {op.mnemonic} takes {len(wanted)} operands, got {len(instruction) - 1}"
             )
             continue
-        for (name, kind), value in zip(op.operands, operands):
-            if not _operand_ok(kind, value, pools.get(kind)):
+        for i, (name, kind) in enumerate(wanted, 1):
+            value = instruction[i]
+            if kind in _INDEXED:  # the common case, inlined (a verify runs on every load)
+                if value is None:
+                    ok = kind == "expr" or kind == "value"
+                else:
+                    limit = pools.get(kind)
+                    ok = type(value) is int and value >= 0 and (limit is None or value < limit)
+            else:
+                ok = _operand_ok(kind, value, pools.get(kind))
+            if not ok:
                 problems.append(
                     f"{pc}: {op.mnemonic} {name}={value!r} is out of range or not a {kind}"
                 )
     return problems
+
+
+_INDEXED = frozenset({"expr", "value", "name", "label"})
 
 
 def _operand_ok(kind: OperandKind, value: object, limit: int | None) -> bool:

@@ -31,7 +31,7 @@ from typing import Any
 
 from noetlc import FORMAT_VERSION, __version__
 from noetlc.ir import nbc
-from noetlc.ir.opcodes import BY_CODE, BY_MNEMONIC, ProgramKind
+from noetlc.ir.opcodes import BY_CODE, BY_MNEMONIC, ProgramKind, verify_code
 
 EXPRESSION_KINDS = frozenset({"code", "const", "jinja_expression", "jinja_template"})
 MODES = frozenset({"guard", "template"})
@@ -371,8 +371,6 @@ def _block_problems(
     pools: dict[str, int],
     n_positions: int,
 ) -> list[str]:
-    from noetlc.ir.opcodes import verify_code
-
     problems = [f"{where}: {p}" for p in verify_code(code, kind, pools)]
     if len(positions) != len(code) or not all(
         type(p) is int and 0 <= p < n_positions for p in positions
