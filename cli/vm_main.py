@@ -7,16 +7,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Sequence
-from importlib import import_module
+from collections.abc import Sequence
 
 from noetlc import __version__
-
-EXIT_USAGE = 2
-EXIT_INTERNAL = 70
+from noetlc.cli.common import Commands, run_command
+from noetlc.cli.common import build_parser as build_parser_of
 
 # (command, module under noetlc.cli.vm_commands, one-line help) — a literal table.
-COMMANDS: list[tuple[str, str, str]] = [
+COMMANDS: Commands = [
     ("run", "run", "run a playbook embedded (one process)"),
     ("status", "status", "list executions, or show one"),
     ("events", "events", "print an execution's events (--follow to wait for more)"),
@@ -31,38 +29,14 @@ COMMANDS: list[tuple[str, str, str]] = [
 ]
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        self.print_usage(sys.stderr)
-        sys.stderr.write(f"{self.prog}: error[NOE800]: {message}\n")
-        sys.exit(EXIT_USAGE)
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="noetl-vm", description="Run NoETL playbooks.")
-    parser.add_argument("--version", action="version", version=f"noetl-vm {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for name, module, help_text in COMMANDS:
-        mod = import_module(f"noetlc.cli.vm_commands.{module}")
-        p = sub.add_parser(name, help=help_text, description=(mod.__doc__ or help_text).strip())
-        mod.add_arguments(p)
-        p.set_defaults(_module=mod)
-    return parser
+    return build_parser_of(
+        "noetl-vm", "Run NoETL playbooks.", __version__, "noetlc.cli.vm_commands", COMMANDS
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from noetlc.cli.noetlc_main import run_guarded
-
-    parser = build_parser()
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:
-        return int(exc.code or 0)
-    if not getattr(args, "command", None):
-        parser.print_help(sys.stderr)
-        return EXIT_USAGE
-    run: Callable[[argparse.Namespace], int] = args._module.run
-    return run_guarded(lambda: int(run(args)))
+    return run_command(build_parser(), argv)
 
 
 if __name__ == "__main__":  # pragma: no cover

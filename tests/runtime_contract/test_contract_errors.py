@@ -44,7 +44,7 @@ def test_raised_errors_are_caught_as_user_errors(
 def test_the_command_lines_print_a_user_error_once_and_exit_1(
     cls: type[UserError], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from noetlc.cli.noetlc_main import run_guarded
+    from noetlc.cli.common import run_guarded
 
     def command() -> int:
         raise cls("NOE807", "refused", "check the user")

@@ -1,0 +1,84 @@
+"""What both command lines share: exit codes, the argument parser, the guarded run.
+
+A command line is a literal table of subcommands, `(command, module, one-line help)`, each
+module with `add_arguments(parser)` and `run(args) -> int`. Usage errors print NOE800 and exit
+2; `run_guarded` is the one place that turns a `UserError` into `error[CODE]: message`, its hint
+and exit 1, and our own bugs into NOE900 with the please-report footer (exit 70): no input
+produces a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from importlib import import_module
+
+from noetlc.diagnostics.errors import InternalCompilerError, UserError
+from noetlc.diagnostics.report import REPORT_FOOTER
+
+EXIT_OK = 0
+EXIT_ERRORS = 1
+EXIT_USAGE = 2
+EXIT_INTERNAL = 70
+
+Commands = list[tuple[str, str, str]]
+
+
+class UsageParser(argparse.ArgumentParser):
+    """An argument parser whose usage errors carry a stable code."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        sys.stderr.write(f"{self.prog}: error[NOE800]: {message}\n")
+        sys.exit(EXIT_USAGE)
+
+
+def build_parser(
+    prog: str, description: str, version: str, package: str, commands: Commands
+) -> argparse.ArgumentParser:
+    """The parser of a command line whose subcommands are the modules `package.<module>`."""
+    parser = UsageParser(prog=prog, description=description)
+    parser.add_argument("--version", action="version", version=f"{prog} {version}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=UsageParser)
+    for name, module, help_text in commands:
+        mod = import_module(f"{package}.{module}")
+        p = sub.add_parser(name, help=help_text, description=(mod.__doc__ or help_text).strip())
+        mod.add_arguments(p)
+        p.set_defaults(_module=mod)
+    return parser
+
+
+def run_command(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> int:
+    """Parse `argv` and run the chosen subcommand under `run_guarded`."""
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse: --help / --version (0) or usage errors (2)
+        return int(exc.code or 0)
+    if not getattr(args, "command", None):
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    run: Callable[[argparse.Namespace], int] = args._module.run
+    return run_guarded(lambda: int(run(args)))
+
+
+def run_guarded(fn: Callable[[], int]) -> int:
+    """Run a command; a problem the user can fix prints `error[CODE]` and its hint (exit 1),
+    our own bugs a clean report instead of a traceback."""
+    try:
+        return fn()
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted\n")
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+    except UserError as exc:
+        sys.stderr.write(exc.render() + "\n")
+        return EXIT_ERRORS
+    except InternalCompilerError as exc:
+        where = f" in pass '{exc.pass_name}'" if exc.pass_name else ""
+        sys.stderr.write(f"internal error[NOE900]{where}: {exc}\n{REPORT_FOOTER}\n")
+        return EXIT_INTERNAL
+    except Exception as exc:
+        sys.stderr.write(f"internal error[NOE900]: {type(exc).__name__}: {exc}\n{REPORT_FOOTER}\n")
+        return EXIT_INTERNAL
