@@ -115,6 +115,41 @@ class Notifications(Protocol):
     async def sleep_on(self, event: asyncio.Event, timeout: float) -> bool: ...
 
 
+class Waiters:
+    """The wake-up table both notification implementations keep: events registered per
+    (channel, key); `wake` sets those of the key and of `ANY_KEY`."""
+
+    def __init__(self) -> None:
+        self._waiters: dict[tuple[str, str], set[asyncio.Event]] = {}
+
+    def wake(self, channel: str, key: str) -> None:
+        for k in (key, ANY_KEY):
+            for event in self._waiters.get((channel, k), ()):
+                event.set()
+
+    def register(self, channel: str, key: str = ANY_KEY) -> asyncio.Event:
+        """Register before checking for work, so a wake-up in between is not lost."""
+        event = asyncio.Event()
+        self._waiters.setdefault((channel, key), set()).add(event)
+        return event
+
+    def unregister(self, channel: str, key: str, event: asyncio.Event) -> None:
+        waiters = self._waiters.get((channel, key))
+        if waiters is not None:
+            waiters.discard(event)
+            if not waiters:
+                del self._waiters[(channel, key)]
+
+    @staticmethod
+    async def sleep_on(event: asyncio.Event, timeout: float) -> bool:
+        """Wait for the event at most `timeout` seconds; True when it was set."""
+        try:
+            await asyncio.wait_for(event.wait(), max(timeout, 0.0))
+        except TimeoutError:
+            return False
+        return True
+
+
 class BlockingResultStore(Protocol):
     """Reference-first results, called synchronously (templates, the pipeline VM)."""
 
@@ -144,5 +179,6 @@ __all__ = [
     "EventLog",
     "Notifications",
     "RoundQueue",
+    "Waiters",
     "WorkerRound",
 ]

@@ -11,50 +11,28 @@ PostgreSQL (tests/runtime_contract/test_contract_cluster.py); `clock` is injecta
 
 from __future__ import annotations
 
-import asyncio
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
-from noetlc.runtime.backend import ANY_KEY, EVENTS, EXECUTIONS, JOBS, EventLike
+from noetlc.runtime.backend import ANY_KEY, EVENTS, EXECUTIONS, JOBS, EventLike, Waiters
 from noetlc.runtime.memory_queue import MemoryJobQueue, MemoryOwnership
 from noetlc.runtime.queue import DEFAULT_POOL, JobSpec, Lease
 from noetlc.runtime.store import stored_record
 from noetlc.vm.protocol import Event
 
 
-class MemoryNotifications:
+class MemoryNotifications(Waiters):
     def __init__(self) -> None:
-        self._waiters: dict[tuple[str, str], set[asyncio.Event]] = {}
+        super().__init__()
         self.ignore_own = False  # one process: nothing is "another process's" write
 
     def notify(self, channel: str, key: str) -> None:
-        for k in (key, ANY_KEY):
-            for event in self._waiters.get((channel, k), ()):
-                event.set()
+        self.wake(channel, key)
 
     async def ensure_listening(self) -> bool:
-        return True
-
-    def register(self, channel: str, key: str = ANY_KEY) -> asyncio.Event:
-        event = asyncio.Event()
-        self._waiters.setdefault((channel, key), set()).add(event)
-        return event
-
-    def unregister(self, channel: str, key: str, event: asyncio.Event) -> None:
-        waiters = self._waiters.get((channel, key))
-        if waiters is not None:
-            waiters.discard(event)
-            if not waiters:
-                del self._waiters[(channel, key)]
-
-    async def sleep_on(self, event: asyncio.Event, timeout: float) -> bool:
-        try:
-            await asyncio.wait_for(event.wait(), max(timeout, 0.0))
-        except TimeoutError:
-            return False
         return True
 
 

@@ -15,18 +15,18 @@ from typing import Any
 
 import asyncpg
 
-from noetlc.runtime.backend import ANY_KEY, EVENTS, EXECUTIONS, JOBS
+from noetlc.runtime.backend import EVENTS, EXECUTIONS, JOBS, Waiters
 from noetlc.runtime.postgres.connect import PgUrl, connect
 from noetlc.runtime.postgres.errors import DatabaseError
 
 CHANNELS = (JOBS, EXECUTIONS, EVENTS)
 
 
-class Notifications:
+class Notifications(Waiters):
     def __init__(self, url: PgUrl) -> None:
+        super().__init__()
         self._url = url
         self._conn: asyncpg.Connection | None = None
-        self._waiters: dict[tuple[str, str], set[asyncio.Event]] = {}
         self._connecting = asyncio.Lock()
         self.received = 0  # notifications seen (tests and diagnostics)
         # backends of this process's pool: with `ignore_own`, their notifications wake nobody
@@ -63,30 +63,7 @@ class Notifications:
         self.received += 1
         if self.ignore_own and pid in self.own_pids:
             return
-        for key in (payload, ANY_KEY):
-            for event in self._waiters.get((channel, key), ()):
-                event.set()
-
-    def register(self, channel: str, key: str = ANY_KEY) -> asyncio.Event:
-        """Register before checking for work, so a notification in between is not lost."""
-        event = asyncio.Event()
-        self._waiters.setdefault((channel, key), set()).add(event)
-        return event
-
-    def unregister(self, channel: str, key: str, event: asyncio.Event) -> None:
-        waiters = self._waiters.get((channel, key))
-        if waiters is not None:
-            waiters.discard(event)
-            if not waiters:
-                del self._waiters[(channel, key)]
-
-    @staticmethod
-    async def sleep_on(event: asyncio.Event, timeout: float) -> bool:
-        try:
-            await asyncio.wait_for(event.wait(), max(timeout, 0.0))
-        except TimeoutError:
-            return False
-        return True
+        self.wake(channel, payload)
 
     async def close(self) -> None:
         conn, self._conn = self._conn, None
