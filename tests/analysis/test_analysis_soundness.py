@@ -11,7 +11,7 @@ from noetlc.analysis.lint import context_of, lint_file, lint_source
 from noetlc.analysis.soundness import check
 from noetlc.bench.generators import structured, wide_fanout
 from noetlc.compiler.pipeline import compile_source
-from tests.conftest import CONFORMANCE, NOETL_CORPUS, corpus_files
+from tests.conftest import CONFORMANCE_CASES, NOETL_CORPUS, NOETL_FILES, needs_noetl, noetl_params
 
 CASES = Path(__file__).parent.parent / "diagnostics" / "cases"
 
@@ -96,23 +96,22 @@ def test_budget_makes_the_verdict_partial() -> None:
     assert not result.complete and result.states <= 10 + 2**6
 
 
-@pytest.mark.parametrize("path", corpus_files(CONFORMANCE), ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", CONFORMANCE_CASES, ids=lambda p: p.stem)
 def test_no_lint_finding_on_the_conformance_cases(path: Path) -> None:
     report = lint_file(path)
     assert report.soundness is not None and report.soundness.complete
     assert [d.code for d in report.diagnostics if d.code.startswith("NOE5")] == []
 
 
-@pytest.mark.parametrize("path", corpus_files(NOETL_CORPUS), ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", noetl_params(NOETL_FILES), ids=lambda p: p.stem)
 def test_the_noetl_corpus_lints_without_internal_errors(path: Path) -> None:
     report = lint_file(path)
     assert all(d.code != "NOE900" for d in report.diagnostics)
 
 
+@needs_noetl
 def test_corpus_findings_include_the_text_conditions() -> None:
     path = NOETL_CORPUS / "v2case__automation__examples__conditional_flow.yaml"
-    if not path.exists():
-        pytest.skip("shared corpus not found")
     found = {(d.code, d.span.line) for d in lint_file(path).diagnostics if d.span}
     assert ("NOE502", 23) in found and ("NOE501", 38) in found
 

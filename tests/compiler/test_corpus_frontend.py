@@ -1,4 +1,4 @@
-"""The shared corpus through the front end: no internal errors anywhere, conformance clean,
+"""The corpora through the front end: no internal errors anywhere, conformance clean,
 and golden dumps of the canonical tree of every conformance case.
 
 Rewrite the golden files with `NOETLC_UPDATE_GOLDEN=1 pytest tests/compiler`.
@@ -15,21 +15,14 @@ import pytest
 from noetlc.cli import noetlc_main as cli
 from noetlc.compiler.pipeline import compile_file, pass_names
 from noetlc.compiler.tree_dump import dump_tree
+from tests.conftest import CONFORMANCE_CASES, NOETL_FILES, noetl_params
 
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "corpus"
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("NOETLC_UPDATE_GOLDEN") == "1"
 
 
-def _playbooks(folder: str) -> list[Path]:
-    root = SHARED / folder
-    return sorted(p for p in root.glob("*.yaml") if not p.name.endswith(".expect.yaml"))
-
-
-ALL = _playbooks("noetl") + _playbooks("conformance")
-CONFORMANCE = _playbooks("conformance")
-
-pytestmark = pytest.mark.skipif(not ALL, reason=f"shared corpus not found at {SHARED}")
+ALL = noetl_params(NOETL_FILES) + CONFORMANCE_CASES
+CONFORMANCE = CONFORMANCE_CASES
 
 
 @pytest.mark.parametrize("path", ALL, ids=lambda p: p.name)
@@ -71,7 +64,7 @@ def test_canonical_tree_golden(path: Path) -> None:
 
 
 # The real corpus in its own dialect (v10): the aliases are normalized here.
-V10 = [p for p in _playbooks("noetl") if p.name.startswith("v10__")]
+V10 = noetl_params([p for p in NOETL_FILES if p.name.startswith("v10__")])
 
 
 @pytest.mark.parametrize("path", V10, ids=lambda p: p.stem)

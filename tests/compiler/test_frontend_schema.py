@@ -12,8 +12,7 @@ from noetlc.cli import noetlc_main as cli
 from noetlc.cli.noetlc_commands.schema import json_schema
 from noetlc.compiler.pipeline import compile_source
 from noetlc.diagnostics.report import Diagnostic
-
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "corpus"
+from tests.conftest import CONFORMANCE_CASES, NOETL_FILES
 
 HEAD = "apiVersion: noetl.io/v2\nkind: Playbook\nmetadata: {name: t}\n"
 
@@ -246,12 +245,8 @@ def test_canonical_dialect_and_legacy_forms_are_accepted(body: str) -> None:
 
 
 def _corpus() -> list[Path]:
-    return sorted(
-        p
-        for folder in ("conformance", "noetl")
-        for p in (SHARED / folder).glob("*.yaml")
-        if not p.name.endswith(".expect.yaml") and not p.name.startswith("noetl_e2e")
-    )
+    """The conformance cases, and the NoETL corpus when it is present."""
+    return [p for p in CONFORMANCE_CASES + NOETL_FILES if not p.name.startswith("noetl_e2e")]
 
 
 def test_noetlc_schema_writes_a_file(tmp_path: Path) -> None:
@@ -267,10 +262,7 @@ def test_exported_schema_agrees_with_the_corpus() -> None:
     validator_class = jsonschema.validators.validator_for(schema)
     validator_class.check_schema(schema)
     validator = validator_class(schema)
-    files = _corpus()
-    if not files:
-        pytest.skip(f"shared corpus not found at {SHARED}")
-    for path in files:
+    for path in _corpus():
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
         errors = [e.message for e in validator.iter_errors(data)]
         if path.name.startswith("v2case__pagination__pipeline"):

@@ -7,22 +7,16 @@ import random
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from noetlc.compiler.pipeline import compile_source
 from noetlc.diagnostics.errors import InternalCompilerError
+from tests.conftest import CONFORMANCE_CASES, NOETL_FILES
 
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "corpus"
-SOURCES = sorted(
-    p
-    for folder in ("conformance", "noetl")
-    for p in (SHARED / folder).glob("*.yaml")
-    if not p.name.endswith(".expect.yaml") and p.stat().st_size < 20_000
-)
-pytestmark = pytest.mark.skipif(not SOURCES, reason=f"shared corpus not found at {SHARED}")
+# the conformance cases, and the NoETL corpus when it is present
+SOURCES = [p for p in CONFORMANCE_CASES + NOETL_FILES if p.stat().st_size < 20_000]
 
 GARBAGE: list[Any] = [None, 0, -1, 3.5, True, "", "{{", "{{ x", "}}", [], {}, [1, [2]], {"a": {}}]
 

@@ -15,9 +15,9 @@ from noetlc.cli import noetlc_main as cli
 from noetlc.cli.noetlc_commands.migrate import migrate_text
 from noetlc.compiler.pipeline import compile_file, compile_source
 from noetlc.compiler.tree_dump import dump_tree
+from tests.conftest import CONFORMANCE, NOETL_CORPUS, NOETL_FILES, needs_noetl, noetl_params
 
 GOLDEN = Path(__file__).parent / "golden"
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "corpus"
 UPDATE = os.environ.get("NOETLC_UPDATE_GOLDEN") == "1"
 BEFORE = sorted(GOLDEN.glob("*.before.yaml"))
 
@@ -52,8 +52,8 @@ def test_construct_is_reported_and_migrated_output_is_clean(before: Path) -> Non
 
 
 LEGACY = [
-    *sorted((SHARED / "noetl").glob("v2case__*.yaml")),
-    SHARED / "conformance" / "c09_legacy_case.yaml",
+    *noetl_params([p for p in NOETL_FILES if p.name.startswith("v2case__")]),
+    CONFORMANCE / "c09_legacy_case.yaml",
 ]
 # Legacy corpus files whose constructs have no canonical rewrite (reported as errors, see
 # docs/migration.md): they cannot be migrated, and the test says why.
@@ -62,7 +62,6 @@ NOT_MIGRATABLE = {
 }
 
 
-@pytest.mark.skipif(not (SHARED / "noetl").is_dir(), reason="shared corpus not found")
 @pytest.mark.parametrize("path", LEGACY, ids=lambda p: p.name)
 def test_legacy_corpus_migrates(path: Path, tmp_path: Path) -> None:
     unit = compile_file(path)
@@ -105,7 +104,7 @@ PAIRS = [
 ]
 
 
-@pytest.mark.skipif(not (SHARED / "noetl").is_dir(), reason="shared corpus not found")
+@needs_noetl
 @pytest.mark.parametrize("pair", PAIRS)
 def test_corpus_pairs(pair: str) -> None:
     """The v2case file desugars to the structure of its hand-migrated v10 twin.
@@ -114,8 +113,8 @@ def test_corpus_pairs(pair: str) -> None:
     differences); the comparison is on the structure the desugaring decides: the steps, the
     task names and kinds of each step, and the arc targets of each step.
     """
-    legacy = compile_file(SHARED / "noetl" / f"v2case__{pair}.yaml")
-    canonical = compile_file(SHARED / "noetl" / f"v10__{pair}.yaml")
+    legacy = compile_file(NOETL_CORPUS / f"v2case__{pair}.yaml")
+    canonical = compile_file(NOETL_CORPUS / f"v10__{pair}.yaml")
     if legacy.playbook is None:
         assert f"v2case__{pair}.yaml" in NOT_MIGRATABLE
         return

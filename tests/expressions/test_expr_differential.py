@@ -8,7 +8,6 @@ and `render` for mixed templates.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 import jinja2
@@ -21,6 +20,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from noetlc.expr.compile import compile_expression
 from noetlc.expr.library import lookup
 from noetlc.expr.runtime import ExpressionError, _flatten, compile_entry
+from tests.conftest import CONFORMANCE_CASES, NOETL_FILES
 
 ENV = ImmutableSandboxedEnvironment(undefined=ChainableUndefined)
 ENV.globals["lookup"] = lookup
@@ -221,9 +221,9 @@ def test_single_expression_template_yields_the_native_value() -> None:
 
 
 def _corpus_expressions() -> list[str]:
-    shared = Path(__file__).resolve().parents[3] / "shared" / "corpus"
+    """The one-line expressions of the conformance cases and, when present, the NoETL corpus."""
     found: set[str] = set()
-    for path in shared.glob("*/*.yaml"):
+    for path in CONFORMANCE_CASES + NOETL_FILES:
         for m in re.finditer(r"\{\{(.*?)\}\}", path.read_text(encoding="utf-8")):
             expr = m.group(1).strip().replace("''", "'")
             if "\n" not in expr:
@@ -234,7 +234,6 @@ def _corpus_expressions() -> list[str]:
 CORPUS = _corpus_expressions()
 
 
-@pytest.mark.skipif(not CORPUS, reason="shared corpus not found")
 def test_every_corpus_expression_is_on_the_fast_path() -> None:
     slow = []
     for expr in CORPUS:
@@ -248,7 +247,6 @@ def test_every_corpus_expression_is_on_the_fast_path() -> None:
     assert not slow, slow
 
 
-@pytest.mark.skipif(not CORPUS, reason="shared corpus not found")
 @pytest.mark.parametrize("expr", CORPUS)
 def test_corpus_expressions_match_jinja(expr: str) -> None:
     if expr.startswith("_") or "._" in expr:

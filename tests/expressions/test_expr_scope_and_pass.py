@@ -3,7 +3,6 @@ slow path's refusals, and the expressions pass (pool paths, NOE305, the corpus).
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,6 +24,7 @@ from noetlc.expr.runtime import (
     compile_entry,
     slow_expression,
 )
+from tests.conftest import CONFORMANCE_CASES, NOETL_FILES
 
 JINJA = ImmutableSandboxedEnvironment(undefined=ChainableUndefined)
 
@@ -233,15 +233,10 @@ def test_undefined_names_are_warned_once_per_use_with_a_suggestion() -> None:
     assert found[0].span is not None and found[0].span.line == 10
 
 
-def _corpus_files() -> list[Path]:
-    root = Path(__file__).resolve().parents[3] / "shared" / "corpus"
-    return sorted(p for p in root.rglob("*.yaml") if not p.name.endswith(".expect.yaml"))
-
-
-@pytest.mark.skipif(not _corpus_files(), reason="shared corpus not found")
 def test_no_corpus_playbook_has_a_slow_path_expression() -> None:
+    """The conformance cases and, when present, the NoETL corpus."""
     slow = []
-    for path in _corpus_files():
+    for path in CONFORMANCE_CASES + NOETL_FILES:
         unit = compile_source(path.read_text(encoding="utf-8"), str(path), until="expressions")
         slow += [str(d) for d in unit.reporter.diagnostics if d.code in ("NOE301", "NOE303")]
         pool = unit.pool

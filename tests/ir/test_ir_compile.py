@@ -22,16 +22,13 @@ from noetlc.ir.dis import disassemble
 from noetlc.ir.net import Net, Transition, dump, verify
 from noetlc.ir.opcodes import BY_CODE, OPCODES, reference_markdown, verify_code
 from noetlc.ir.program import Program
+from tests.conftest import CONFORMANCE as CONFORMANCE_DIR
+from tests.conftest import CONFORMANCE_CASES, NOETL_FILES, noetl_params
 
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "corpus"
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("NOETLC_UPDATE_GOLDEN") == "1"
-CONFORMANCE = sorted(
-    p for p in (SHARED / "conformance").glob("*.yaml") if not p.name.endswith(".expect.yaml")
-)
-CORPUS = sorted(p for p in (SHARED / "noetl").glob("*.yaml"))
-
-pytestmark = pytest.mark.skipif(not CONFORMANCE, reason=f"shared corpus not found at {SHARED}")
+CONFORMANCE = CONFORMANCE_CASES
+CORPUS = noetl_params(NOETL_FILES)
 
 
 def _golden(name: str, text: str) -> None:
@@ -193,6 +190,6 @@ def test_opcode_table_is_consistent_and_documented() -> None:
 
 
 def test_joins_and_forks_are_visible() -> None:
-    payload = compile_file(SHARED / "conformance" / "c03_fanout_join.yaml").payload
+    payload = compile_file(CONFORMANCE_DIR / "c03_fanout_join.yaml").payload
     assert payload["joins"] == [["merge", "all", "start", ["left", "right"]]]
     assert "join all" in __import__("noetlc.ir.graph", fromlist=["to_dot"]).to_dot(payload)

@@ -9,12 +9,9 @@ import pytest
 from noetlc.compiler.pipeline import compile_file
 from noetlc.ir.net import decision_guards, dump, negations, verify
 from noetlc.ir.net_text import NetSyntaxError, parse
+from tests.conftest import CONFORMANCE_CASES
 
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "corpus"
-CONFORMANCE = sorted(
-    p for p in (SHARED / "conformance").glob("*.yaml") if not p.name.endswith(".expect.yaml")
-)
-pytestmark = pytest.mark.skipif(not CONFORMANCE, reason="shared corpus not found")
+CONFORMANCE = CONFORMANCE_CASES
 
 SMALL = """\
 net tiny entry start

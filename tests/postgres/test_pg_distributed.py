@@ -25,11 +25,11 @@ from noetlc.runtime.postgres.cluster_testing import Cluster
 from noetlc.runtime.postgres.cluster_testing import run_vm as _vm
 from noetlc.runtime.postgres.store import PostgresStore
 from noetlc.runtime.postgres.testing import schema_or_skip
+from tests.conftest import CONFORMANCE
 
 HERE = Path(__file__).resolve().parent
-CONFORMANCE = HERE.parents[2] / "shared" / "corpus" / "conformance"
 PLAYBOOKS = HERE.parent / "vm" / "playbooks"
-CASES = sorted(CONFORMANCE.glob("c[0-9][0-9]_*[!t].yaml")) if CONFORMANCE.is_dir() else []
+CASES = sorted(CONFORMANCE.glob("c[0-9][0-9]_*[!t].yaml"))
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,5 @@
 """The compiler's `tools` pass: each kind's arguments checked statically, templates accepted,
-positions at the offending key, and the shared corpus free of NOE6xx errors."""
+positions at the offending key, and the corpora free of NOE6xx errors."""
 
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 
 from noetlc.compiler.pipeline import compile_file, compile_source, pass_names
-
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus"
+from tests.conftest import CONFORMANCE_CASES, NOETL_FILES, noetl_params
 
 
 def _tool_codes(task: str) -> list[tuple[str, int, int]]:
@@ -116,15 +115,9 @@ def test_workbook_tasks_are_checked_too() -> None:
     assert ("NOE601", 4) in codes and ("NOE602", 3) in codes
 
 
-def _corpus() -> list[Path]:
-    return sorted(
-        p for folder in ("noetl", "conformance") for p in (CORPUS / folder).glob("*.yaml")
-        if not p.name.endswith(".expect.yaml")
-    )  # fmt: skip
-
-
-@pytest.mark.skipif(not CORPUS.is_dir(), reason=f"shared corpus not found at {CORPUS}")
-@pytest.mark.parametrize("path", _corpus(), ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "path", noetl_params(NOETL_FILES) + CONFORMANCE_CASES, ids=lambda p: p.name
+)
 def test_the_corpus_has_no_tool_argument_errors(path: Path) -> None:
     unit = compile_file(path)
     errors = [d for d in unit.reporter.diagnostics if d.code.startswith("NOE6") and d.is_error]

@@ -1,5 +1,5 @@
-"""Every conformance case runs embedded and matches its expectation file (README of the
-conformance folder: status, runs, results by subset, ctx by subset, not_run)."""
+"""Every conformance case runs embedded and matches its expectation file (README of
+tests/fixtures/conformance: status, runs, results by subset, ctx by subset, not_run)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,9 @@ import pytest
 import yaml
 
 from noetlc.cli import vm_main as cli
+from tests.conftest import CONFORMANCE_CASES
 
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "conformance"
-CASES = sorted(p for p in SHARED.glob("*.yaml") if not p.name.endswith(".expect.yaml"))
-pytestmark = pytest.mark.skipif(not CASES, reason=f"conformance cases not found at {SHARED}")
+CASES = CONFORMANCE_CASES
 
 
 def _subset(expected: Any, actual: Any) -> bool:

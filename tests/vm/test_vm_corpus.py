@@ -8,13 +8,13 @@ python code relies on NoETL result envelopes this runner does not produce yet)."
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from noetlc.cli import vm_main as cli
+from tests.conftest import NOETL_CORPUS as NOETL
+from tests.conftest import needs_noetl
 
-NOETL = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "noetl"
 RUNS = [
     "v10__hello_world__hello_world.yaml",
     "v10__simple_python.yaml",
@@ -35,7 +35,7 @@ RUNS = [
     "v2case__hello_world__hello_world.yaml",
     "v2case__control_flow_workbook__control_flow_workbook.yaml",
 ]
-pytestmark = pytest.mark.skipif(not NOETL.is_dir(), reason=f"corpus not found at {NOETL}")
+pytestmark = needs_noetl
 
 
 @pytest.mark.parametrize("name", RUNS)

@@ -12,11 +12,11 @@ import yaml
 
 from noetlc.compiler.pipeline import compile_file
 from noetlc.runtime.embedded import run_embedded
+from tests.conftest import CONFORMANCE
 
 HERE = Path(__file__).resolve().parent
-CONFORMANCE = HERE.parents[2] / "shared" / "corpus" / "conformance"
 EXAMPLES = HERE.parents[1] / "examples"
-CASES = sorted(CONFORMANCE.glob("c[0-9][0-9]_*[!t].yaml")) if CONFORMANCE.is_dir() else []
+CASES = sorted(CONFORMANCE.glob("c[0-9][0-9]_*[!t].yaml"))
 # the HTTP example needs its server thread; the rest run anywhere
 PLAYBOOKS = [
     *CASES,

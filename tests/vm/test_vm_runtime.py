@@ -21,11 +21,11 @@ from noetlc.runtime.replay import check
 from noetlc.runtime.store import MemoryStore, SQLiteStore
 from noetlc.vm.program import Program
 from noetlc.vm.protocol import Event
+from tests.conftest import CONFORMANCE
 
 HERE = Path(__file__).resolve().parent
 PLAYBOOKS = HERE / "playbooks"
-CONFORMANCE = HERE.parents[2] / "shared" / "corpus" / "conformance"
-CASES = sorted(CONFORMANCE.glob("c[0-9][0-9]_*[!t].yaml")) if CONFORMANCE.is_dir() else []
+CASES = sorted(CONFORMANCE.glob("c[0-9][0-9]_*[!t].yaml"))
 
 
 def _payload(path: Path) -> dict[str, Any]:

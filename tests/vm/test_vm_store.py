@@ -20,8 +20,7 @@ from noetlc.runtime.store import (
     encode_payload,
 )
 from noetlc.runtime.stores import open_store
-
-CONFORMANCE = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "conformance"
+from tests.conftest import CONFORMANCE
 
 
 def _events(n: int, start: int = 1) -> list[dict[str, Any]]:
@@ -91,7 +90,6 @@ def test_bad_store_urls(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert cli.main(["run", case, "--db", f"sqlite:///{blocked}/sub/e.db"]) == 2
 
 
-@pytest.mark.skipif(not CONFORMANCE.is_dir(), reason="conformance cases not found")
 def test_run_records_events_and_status(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = f"sqlite:///{tmp_path / 'noetl.db'}"
     assert cli.main(["run", str(CONFORMANCE / "c03_fanout_join.yaml"), "--json", "--db", db]) == 0
