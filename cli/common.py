@@ -1,10 +1,14 @@
 """What both command lines share: exit codes, the argument parser, the guarded run.
 
 A command line is a literal table of subcommands, `(command, module, one-line help)`, each
-module with `add_arguments(parser)` and `run(args) -> int`. Usage errors print NOE800 and exit
-2; `run_guarded` is the one place that turns a `UserError` into `error[CODE]: message`, its hint
-and exit 1, and our own bugs into NOE900 with the please-report footer (exit 70): no input
-produces a traceback.
+module with `add_arguments(parser)` and `run(args) -> int`. Argument errors print NOE800 and
+exit 2. A command that cannot go on raises a `UserError` (or one of the classes below);
+`run_guarded` is the one place that prints it as `error[CODE]: message` and its hint and picks
+the exit code from its class (`exit_code_for`); our own bugs become NOE900 with the
+please-report footer (exit 70): no input produces a traceback.
+
+`EXIT_CODES` is the table of exit codes of both command lines; docs/cli.md shows it and a test
+keeps the two equal.
 """
 
 from __future__ import annotations
@@ -20,7 +24,75 @@ from noetlc.diagnostics.report import REPORT_FOOTER
 EXIT_OK = 0
 EXIT_ERRORS = 1
 EXIT_USAGE = 2
+EXIT_CANCELLED = 3
+EXIT_EXECUTION = 4
+EXIT_UNAVAILABLE = 5
 EXIT_INTERNAL = 70
+EXIT_INTERRUPTED = 130
+
+# (code, meaning): every exit code of `noetlc` and `noetl-vm`
+EXIT_CODES: list[tuple[int, str]] = [
+    (EXIT_OK, "success; for run, resume and submit --wait: the execution completed"),
+    (
+        EXIT_ERRORS,
+        "the input has errors (diagnostics), a lint finding at --severity, the execution"
+        " failed, a replay diverged, or the database schema is not current",
+    ),
+    (
+        EXIT_USAGE,
+        "usage: a bad option or value, a file named by an option that cannot be read (--workload,"
+        " --keychain), no playbook found, or an output that cannot be written",
+    ),
+    (EXIT_CANCELLED, "the execution was cancelled"),
+    (
+        EXIT_EXECUTION,
+        "the execution named cannot take the request: no such id (or an ambiguous prefix),"
+        " it already ended, or a live process owns it",
+    ),
+    (
+        EXIT_UNAVAILABLE,
+        "the event store or database cannot be used: missing, unreachable, refused, a bad URL,"
+        " or a schema that is not upgraded",
+    ),
+    (EXIT_INTERNAL, "an internal error: a bug in noetlc, printed with a please-report footer"),
+    (EXIT_INTERRUPTED, "interrupted (Ctrl-C)"),
+]
+
+
+class UsageError(UserError):
+    """The command line is wrong: a bad value, an unreadable option file, an unwritable output
+    (exit 2)."""
+
+
+class ExecutionStateError(UserError):
+    """The execution named cannot take the request: unknown, ended, or owned (exit 4)."""
+
+
+class UnavailableError(UserError):
+    """The event store or database cannot be used (exit 5)."""
+
+
+def exit_code_for(exc: UserError) -> int:
+    """The exit code of a problem the user can fix, by its class."""
+    from noetlc.runtime.ownership import OwnedError
+    from noetlc.runtime.postgres.errors import DatabaseError
+    from noetlc.runtime.store import StoreError
+    from noetlc.stdlib_tools.keychain import KeychainError
+
+    table: list[tuple[type[UserError], int]] = [
+        (UsageError, EXIT_USAGE),
+        (KeychainError, EXIT_USAGE),
+        (ExecutionStateError, EXIT_EXECUTION),
+        (OwnedError, EXIT_EXECUTION),
+        (UnavailableError, EXIT_UNAVAILABLE),
+        (StoreError, EXIT_UNAVAILABLE),
+        (DatabaseError, EXIT_UNAVAILABLE),
+    ]
+    for cls, code in table:
+        if isinstance(exc, cls):
+            return code
+    return EXIT_ERRORS
+
 
 Commands = list[tuple[str, str, str]]
 
@@ -43,7 +115,12 @@ def build_parser(
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=UsageParser)
     for name, module, help_text in commands:
         mod = import_module(f"{package}.{module}")
-        p = sub.add_parser(name, help=help_text, description=(mod.__doc__ or help_text).strip())
+        p = sub.add_parser(
+            name,
+            help=help_text,
+            description=(mod.__doc__ or help_text).strip(),
+            formatter_class=argparse.RawDescriptionHelpFormatter,  # examples keep their lines
+        )
         mod.add_arguments(p)
         p.set_defaults(_module=mod)
     return parser
@@ -63,18 +140,18 @@ def run_command(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> 
 
 
 def run_guarded(fn: Callable[[], int]) -> int:
-    """Run a command; a problem the user can fix prints `error[CODE]` and its hint (exit 1),
-    our own bugs a clean report instead of a traceback."""
+    """Run a command; a problem the user can fix prints `error[CODE]` and its hint (exit code
+    by its class, `exit_code_for`), our own bugs a clean report instead of a traceback."""
     try:
         return fn()
     except KeyboardInterrupt:
         sys.stderr.write("interrupted\n")
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         return EXIT_OK
     except UserError as exc:
         sys.stderr.write(exc.render() + "\n")
-        return EXIT_ERRORS
+        return exit_code_for(exc)
     except InternalCompilerError as exc:
         where = f" in pass '{exc.pass_name}'" if exc.pass_name else ""
         sys.stderr.write(f"internal error[NOE900]{where}: {exc}\n{REPORT_FOOTER}\n")

@@ -15,6 +15,7 @@ out of attempts becomes a failure event for its step or iteration.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +37,9 @@ from noetlc.vm.protocol import (
     envelope,
     is_input,
 )
+
+# one line per execution owned and ended (`noetl-vm server --log-level`)
+log = logging.getLogger("noetlc.server")
 
 
 @dataclass
@@ -163,6 +167,8 @@ class Server:
         timers.started_at = started_times(events)
         owned = Owned(execution_id, driver, events[-1]["seq"], recorded, timers)
         self.owned[execution_id] = owned
+        log.info("%s: execution %s (%s) owned at event %s", self.owner, execution_id,
+                 program.name, events[-1]["seq"])  # fmt: skip
         # server events a dead owner decided but never appended, and the outstanding jobs
         await self._commit(owned, rebuilt.events[recorded:], rebuilt.commands)
         await self._close_if_finished(owned)
@@ -267,6 +273,8 @@ class Server:
         await self.db.events.finish_execution(owned.execution_id, vm.status, summary_)
         await self.db.owners.retire(self.owner, owned.execution_id)
         self.finished += 1
+        log.info("%s: execution %s %s (%s events)", self.owner, owned.execution_id, vm.status,
+                 events)  # fmt: skip
         self._drop(owned.execution_id)
 
     def _drop(self, execution_id: str) -> None:

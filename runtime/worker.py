@@ -20,6 +20,7 @@ slot (not its thread) meanwhile, so the child's jobs find one even on `--concurr
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -39,6 +40,9 @@ from noetlc.runtime.results import References, payload_limit
 from noetlc.stdlib_tools.keychain import Keychain
 from noetlc.vm.program import OP, Program
 from noetlc.vm.protocol import Event, EventName
+
+# one line per execution a round finished jobs of (`noetl-vm worker --log-level`)
+log = logging.getLogger("noetlc.worker")
 
 
 class Worker:
@@ -176,6 +180,12 @@ class Worker:
                     break  # the queue is drained, or slots are taken now
             await tx.finish(done, ran, events)
         self.completed += len(done) + len(ran)
+        if log.isEnabledFor(logging.INFO):
+            jobs: dict[str, int] = {}
+            for lease in (*done, *ran):
+                jobs[lease.execution_id] = jobs.get(lease.execution_id, 0) + 1
+            for execution_id, n in jobs.items():
+                log.info("%s: execution %s: %d job(s) done", self.owner, execution_id, n)
         self._finished, self._pending = [], {}
         return threaded
 

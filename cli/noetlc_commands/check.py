@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from noetlc import __version__
+from noetlc.cli.common import UsageError
 from noetlc.compiler.pipeline import compile_file
 from noetlc.compiler.unit import CompilationUnit
 from noetlc.diagnostics.report import Diagnostic, render_json, render_sarif, render_text
@@ -36,15 +37,33 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def expand_paths(paths: list[str]) -> list[str]:
-    """Directories expand to the *.yaml / *.yml files below them (sorted, expectations skipped)."""
+    """Directories expand to the *.yaml / *.yml files below them (sorted, expectations
+    skipped); a file named twice (directly and through its folder) counts once. No file at
+    all is a usage error (`UsageError`, exit 2): a wrong path must not pass as "0 checked"."""
     out: list[str] = []
+    seen: set[Path] = set()
+
+    def add(path: str) -> None:
+        key = Path(path).resolve()
+        if key not in seen:
+            seen.add(key)
+            out.append(path)
+
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
             found = sorted(f for f in p.rglob("*") if f.suffix in (".yaml", ".yml") and f.is_file())
-            out.extend(str(f) for f in found if not f.name.endswith(".expect.yaml"))
+            for f in found:
+                if not f.name.endswith(".expect.yaml"):
+                    add(str(f))
         else:
-            out.append(raw)
+            add(raw)
+    if not out:
+        raise UsageError(
+            "NOE800",
+            f"no playbook (*.yaml, *.yml) in {', '.join(paths)}",
+            "check the path: a folder is searched for YAML files below it",
+        )
     return out
 
 

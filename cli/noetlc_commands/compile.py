@@ -5,7 +5,10 @@
     noetlc compile playbook.yaml --dump-after all         # every stage
     noetlc compile playbook.yaml --emit ir                # the Petri net's text form
 
-Exit status: 0 compiled, 1 the playbook has errors, 2 usage errors.
+The bytecode goes to FILE with the suffix .nbc unless -o says otherwise; an output that would
+overwrite the input is refused. With --emit or --dump-after, the text goes to -o FILE when
+given, else to standard output. Exit status: 0 compiled, 1 the playbook has errors, 2 usage
+errors (an output that cannot be written, or that is the input).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from pathlib import Path
 
 import yaml
 
+from noetlc.cli.common import UsageError
 from noetlc.compiler.pipeline import compile_file, pass_names
 from noetlc.compiler.tree_dump import dump_tree
 from noetlc.compiler.unit import CompilationUnit
@@ -28,7 +32,10 @@ from noetlc.ir.net import dump
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", metavar="FILE", help="the playbook (.yaml)")
     p.add_argument(
-        "-o", "--output", metavar="OUT", help="write the bytecode here (default: FILE with .nbc)"
+        "-o",
+        "--output",
+        metavar="OUT",
+        help="write the bytecode (or the --emit/--dump-after text) here (default: FILE with .nbc)",
     )
     p.add_argument(
         "--dump-after",
@@ -69,6 +76,16 @@ def run(args: argparse.Namespace) -> int:
             if text is not None:
                 dumps.append(f"# after {name}\n{text}" if args.dump_after == "all" else text)
 
+    out = Path(args.output) if args.output else None
+    if out is None and not (args.emit or args.dump_after):
+        out = Path(args.file).with_suffix(".nbc")
+    if out is not None and _same_file(out, Path(args.file)):
+        raise UsageError(
+            "NOE802",
+            f"the output {out} is the input file: compiling would overwrite the playbook",
+            "name the output with -o FILE.nbc (a .nbc input needs no compiling: `noetl-vm run`"
+            " and `noetlc dis` read it)",
+        )
     unit = compile_file(args.file, after_each=after)
     diagnostics = unit.reporter.sorted()
     if diagnostics:
@@ -76,21 +93,40 @@ def run(args: argparse.Namespace) -> int:
     if unit.reporter.has_errors:
         return 1
     if dumps:
-        sys.stdout.write("\n".join(dumps))
-        return 0
+        return _emit("\n".join(dumps), out)
     if unit.net is None or unit.payload is None or unit.nbc is None:
         raise InternalCompilerError("the pipeline ended without bytecode and without an error")
     if args.emit == "ir":
-        sys.stdout.write(dump(unit.net))
-        return 0
+        return _emit(dump(unit.net), out)
     if args.emit == "bytecode":
-        sys.stdout.write(disassemble(unit.payload))
-        return 0
-    out = Path(args.output) if args.output else Path(args.file).with_suffix(".nbc")
-    try:
-        out.write_bytes(unit.nbc)
-    except OSError as exc:
-        print(f"{out}:1:1: error[NOE802]: cannot write {out}: {exc.strerror}", file=sys.stderr)
-        return 1
+        return _emit(disassemble(unit.payload), out)
+    assert out is not None
+    _write(out, unit.nbc)
     print(f"wrote {out} ({len(unit.nbc)} bytes)", file=sys.stderr)
     return 0
+
+
+def _same_file(out: Path, source: Path) -> bool:
+    try:
+        return out.resolve() == source.resolve() or (out.exists() and out.samefile(source))
+    except OSError:
+        return False
+
+
+def _emit(text: str, out: Path | None) -> int:
+    """Text to -o FILE, or to standard output."""
+    if out is None:
+        sys.stdout.write(text)
+        return 0
+    _write(out, text.encode("utf-8"))
+    print(f"wrote {out} ({len(text)} characters)", file=sys.stderr)
+    return 0
+
+
+def _write(out: Path, data: bytes) -> None:
+    try:
+        out.write_bytes(data)
+    except OSError as exc:
+        raise UsageError(
+            "NOE802", f"cannot write {out}: {exc.strerror or type(exc).__name__}", None
+        ) from None

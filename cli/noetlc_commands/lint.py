@@ -1,4 +1,4 @@
-"""Static analysis: soundness, reachability, dead arcs and the other lint rules (docs/lint.md).
+"""Static analysis: soundness, reachability, dead arcs and the other lint rules.
 
     noetlc lint FILE|DIR... [--format text|json|sarif] [--severity error|warning]
                             [--budget-states N]
@@ -6,6 +6,7 @@
 Prints everything `check` reports plus the lint findings (NOE5xx), with a counterexample path
 for every soundness violation (`trace` in JSON, `codeFlows` in SARIF). Exit status: 1 when a
 finding at or above `--severity` (default: error) exists, 0 otherwise, 2 for usage errors.
+`noetlc explain` lists the rules (NOE5xx); `noetlc explain NOE501` explains one.
 """
 
 from __future__ import annotations

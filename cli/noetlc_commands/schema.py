@@ -1,15 +1,20 @@
 """Print the JSON Schema of the playbook surface language (for editors' YAML language servers).
 
-See docs/editor-setup.md for wiring it into VS Code.
+    noetlc schema -o .vscode/noetl-playbook.schema.json
+
+`-o` creates the missing folders of FILE. In VS Code (the YAML extension), map the schema to
+your playbooks in .vscode/settings.json:
+
+    {"yaml.schemas": {".vscode/noetl-playbook.schema.json": ["playbooks/**/*.yaml"]}}
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
+from pathlib import Path
 
-from noetlc.compiler.surface.models import Playbook
+from noetlc.cli.common import UsageError
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -17,6 +22,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def json_schema() -> dict[str, object]:
+    from noetlc.compiler.surface.models import Playbook
+
     schema = Playbook.model_json_schema(by_alias=True)
     schema["$schema"] = "http://json-schema.org/draft-07/schema#"
     return schema
@@ -25,16 +32,13 @@ def json_schema() -> dict[str, object]:
 def run(args: argparse.Namespace) -> int:
     text = json.dumps(json_schema(), indent=2, sort_keys=True) + "\n"
     if args.output:
+        out = Path(args.output)
         try:
-            with open(args.output, "w", encoding="utf-8") as fh:
-                fh.write(text)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(text, encoding="utf-8")
         except OSError as exc:
             reason = exc.strerror or type(exc).__name__
-            print(
-                f"noetlc schema: error[NOE800]: cannot write {args.output}: {reason}",
-                file=sys.stderr,
-            )
-            return 2
+            raise UsageError("NOE802", f"cannot write {args.output}: {reason}", None) from None
     else:
         print(text, end="")
     return 0

@@ -13,13 +13,13 @@ import argparse
 import asyncio
 import json
 import os
-import sys
+from typing import TYPE_CHECKING
 
-from noetlc.runtime.postgres.migrate import SchemaStatus, schema_status, upgrade
+from noetlc.cli.common import EXIT_ERRORS as EXIT_FAILED
+from noetlc.cli.common import EXIT_OK
 
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
+if TYPE_CHECKING:
+    from noetlc.runtime.postgres.migrate import SchemaStatus
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -39,18 +39,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if not args.db:
-        print(
-            "error[NOE800]: no database: pass --db postgresql://... or set NOETL_DB",
-            file=sys.stderr,
-        )
-        return EXIT_USAGE
+    from noetlc.cli.vm_commands.server import check_db
+
+    check_db(args.db)
     if args.db_command == "upgrade":
         return _upgrade(args.db, args.json)
     return _status(args.db, args.json)
 
 
 def _upgrade(url: str, as_json: bool) -> int:
+    from noetlc.runtime.postgres.migrate import schema_status, upgrade
+
     applied = asyncio.run(upgrade(url))
     status = asyncio.run(schema_status(url))
     if as_json:
@@ -73,6 +72,8 @@ def _upgrade(url: str, as_json: bool) -> int:
 
 
 def _status(url: str, as_json: bool) -> int:
+    from noetlc.runtime.postgres.migrate import schema_status
+
     status: SchemaStatus = asyncio.run(schema_status(url))
     if as_json:
         print(

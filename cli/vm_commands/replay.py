@@ -2,6 +2,7 @@
 
     noetl-vm replay EXECUTION_ID [--db URL] [--json]
 
+EXECUTION_ID may be a unique prefix of the id.
 Exit status: 0 when every recorded server event is reproduced in order, 1 at the first
 divergence (printed with both versions).
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from noetlc.cli.vm_commands.history import add_db, find_execution, open_or_report
+from noetlc.cli.vm_commands.history import add_db, find_execution, open_existing
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -25,18 +26,15 @@ def run(args: argparse.Namespace) -> int:
     from noetlc.runtime.replay import check
     from noetlc.vm.program import Program
 
-    store = open_or_report(args.db)
-    if store is None:
-        return 2
+    store = open_existing(args.db)
     try:
         record = find_execution(store, args.execution_id, args.db, program=True)
-        if record is None:
-            return 1
-        events = store.read(args.execution_id)
+        execution_id = record["execution_id"]
+        events = store.read(execution_id)
         # results stored by reference are read from the store, as the run read them
         report = check(
             Program(decode_program(record["program"])),
-            args.execution_id,
+            execution_id,
             record.get("workload") or {},
             events,
             store,
@@ -44,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         store.close()
     out = {
-        "execution_id": args.execution_id,
+        "execution_id": execution_id,
         "ok": report.ok,
         "events": len(events),
         "inputs": report.inputs,
@@ -57,14 +55,13 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(out, default=str))
     elif report.ok:
         print(
-            f"replay {args.execution_id}: ok — {report.inputs} input events reproduce all"
+            f"replay {execution_id}: ok — {report.inputs} input events reproduce all"
             f" {report.compared} server events (status {report.vm.status})"
         )
     else:
         d = report.divergence or {}
         print(
-            f"replay {args.execution_id}: DIVERGES at server event {d.get('index')}"
-            f" (seq {d.get('seq')})"
+            f"replay {execution_id}: DIVERGES at server event {d.get('index')} (seq {d.get('seq')})"
         )
         print(f"  recorded: {json.dumps(d.get('recorded'), default=str)}")
         print(f"  replayed: {json.dumps(d.get('replayed'), default=str)}")

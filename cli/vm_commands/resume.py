@@ -2,21 +2,23 @@
 
     noetl-vm resume EXECUTION_ID [--db URL] [--json]
 
-The control VM is rebuilt from the event log; the steps and iterations that were started and
-never answered run again, and tasks whose `task.done` is in the log are not called again (their
-recorded outcomes are replayed). Exit status as `run`: 0 completed, 1 failed, 3 cancelled.
+EXECUTION_ID may be a unique prefix of the id. The control VM is rebuilt from the event log;
+the steps and iterations that were started and never answered run again, and tasks whose
+`task.done` is in the log are not called again (their recorded outcomes are replayed). An
+execution whose process is still alive is refused, naming its pid and host (exit 4); one whose
+process is gone is taken over. Exit status as `run`: 0 completed, 1 failed, 3 cancelled.
 """
 
 from __future__ import annotations
 
 import argparse
 
-from noetlc.cli.vm_commands.history import add_db, find_execution, open_or_report
-from noetlc.cli.vm_commands.run import add_keychain, progress_for, report
+from noetlc.cli.vm_commands.history import add_db, find_execution, open_existing
+from noetlc.cli.vm_commands.run import add_keychain, check_keychain_file, progress_for, report
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("execution_id", help="the execution to finish")
+    p.add_argument("execution_id", help="the execution to finish (its id or a unique prefix)")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON line")
     p.add_argument("--quiet", action="store_true", help="no progress line")
     add_keychain(p)
@@ -25,24 +27,29 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from noetlc.runtime.embedded import resume_embedded
+    from noetlc.runtime.ownership import Lease
     from noetlc.runtime.programs import decode_program
 
-    store = open_or_report(args.db)
-    if store is None:
-        return 2
+    check_keychain_file(args.keychain)
+    store = open_existing(args.db)
+    lease = None
     try:
         record = find_execution(store, args.execution_id, args.db, running=True, program=True)
-        if record is None:
-            return 1
+        execution_id = record["execution_id"]
+        lease = Lease.for_url(args.db, execution_id)
+        if lease is not None:
+            lease.claim()  # refuses a live owner
         payload = decode_program(record["program"]).to_payload()
         progress = progress_for(args, len(payload["steps"]))
         try:
             result = resume_embedded(
-                store, args.execution_id, on_events=progress, keychain_file=args.keychain
+                store, execution_id, on_events=progress, keychain_file=args.keychain
             )
         finally:
             if progress is not None:
                 progress.close()
     finally:
+        if lease is not None:
+            lease.release()
         store.close()
     return report(result, payload, args.json)

@@ -2,22 +2,25 @@
 
     noetl-vm run playbook.yaml [--set key=value ...] [--workload FILE] [--db URL] [--json]
 
-A `.yaml` file is compiled first (its diagnostics are printed); a `.nbc` file is loaded. On a
-terminal a live progress line is drawn on standard error. `--json` prints the summary as the
-last line of standard output. Exit status: 0 completed, 1 failed, 2 usage errors, 3 cancelled.
+A `.yaml` file is compiled first (its diagnostics are printed); a `.nbc` file is loaded. The
+execution id is printed on standard error when it starts (on a terminal), and on a terminal a
+live progress line follows. `--json` prints the summary as the last line of standard output.
+The process owns the execution while it runs: `noetl-vm resume` refuses it until the process
+is gone. Exit status: 0 completed, 1 failed, 2 usage errors, 3 cancelled, 130 interrupted.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from typing import Any
 
-from noetlc.cli.vm_commands.history import open_or_report
-from noetlc.runtime.store import DEFAULT_URL
+from noetlc.cli.common import EXIT_CANCELLED, EXIT_ERRORS, EXIT_OK, UsageError
+from noetlc.cli.vm_commands.history import DEFAULT_URL, default_db
 
-EXIT_FOR_STATUS = {"completed": 0, "failed": 1, "cancelled": 3}
+EXIT_FOR_STATUS = {"completed": EXIT_OK, "failed": EXIT_ERRORS, "cancelled": EXIT_CANCELLED}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -28,9 +31,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_keychain(p)
     p.add_argument(
         "--db",
-        default=DEFAULT_URL,
+        default=default_db(),
         metavar="URL",
-        help=f"event store: sqlite:///FILE or memory: (default {DEFAULT_URL})",
+        help=f"event store: sqlite:///FILE or memory: (default $NOETL_DB, else {DEFAULT_URL})",
     )
 
 
@@ -55,7 +58,8 @@ def add_keychain(p: argparse.ArgumentParser) -> None:
     )
 
 
-def workload_overrides(args: argparse.Namespace) -> dict[str, Any] | None:
+def workload_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The overrides of `--workload FILE` then `--set KEY=VALUE` (raises `UsageError`)."""
     out: dict[str, Any] = {}
     if args.workload:
         import yaml
@@ -63,29 +67,73 @@ def workload_overrides(args: argparse.Namespace) -> dict[str, Any] | None:
         try:
             with open(args.workload, encoding="utf-8") as fh:
                 loaded = yaml.safe_load(fh)
-        except (OSError, yaml.YAMLError) as exc:
-            print(
-                f"{args.workload}:1:1: error[NOE800]: cannot read the workload file: {exc}",
-                file=sys.stderr,
-            )
-            return None
+        except OSError as exc:
+            raise UsageError(
+                "NOE800", f"cannot read the workload file {args.workload}: {exc.strerror}"
+            ) from None
+        except yaml.YAMLError as exc:
+            raise UsageError(
+                "NOE800", f"the workload file {args.workload} is not valid YAML: {exc}"
+            ) from None
         if not isinstance(loaded, dict):
-            print(
-                f"{args.workload}:1:1: error[NOE800]: the workload file must hold a mapping",
-                file=sys.stderr,
+            raise UsageError(
+                "NOE800",
+                f"the workload file {args.workload} must hold a mapping, not {_kind(loaded)}",
+                "write `key: value` lines",
             )
-            return None
         out.update(loaded)
     for item in args.set:
         key, sep, raw = item.partition("=")
         if not sep or not key:
-            print(f"error[NOE800]: --set needs KEY=VALUE, got {item!r}", file=sys.stderr)
-            return None
+            raise UsageError("NOE800", f"--set needs KEY=VALUE, got {item!r}")
         try:
             out[key] = json.loads(raw)
         except json.JSONDecodeError:
             out[key] = raw
+        value = out[key]
+        if isinstance(value, float) and not math.isfinite(value):
+            warn(f"--set {key}={raw} is {value} (not a finite number)")
     return out
+
+
+def check_keychain_file(path: str | None) -> None:
+    """A `--keychain FILE` that does not exist is a usage error before anything runs."""
+    import os
+
+    if path and not os.path.isfile(path):
+        raise UsageError("NOE800", f"cannot read the keychain file {path}: no such file")
+
+
+def warn(message: str) -> None:
+    """A warning about the command line (the command goes on)."""
+    print(f"warning[NOE830]: {message}", file=sys.stderr)
+
+
+def warn_undeclared(overrides: dict[str, Any], workload: dict[str, Any] | None) -> None:
+    """Overrides of keys the playbook's `workload:` does not declare are probably typos."""
+    declared = set(workload or {})
+    for key in overrides:
+        if key not in declared:
+            near = [k for k in sorted(declared) if _close(k, key)]
+            hint = f" (did you mean `{near[0]}`?)" if near else ""
+            warn(f"the playbook's workload does not declare `{key}`{hint}")
+
+
+def _close(a: str, b: str) -> bool:
+    import difflib
+
+    return difflib.SequenceMatcher(None, a, b).ratio() >= 0.75
+
+
+def _kind(value: Any) -> str:
+    names = {str: "a string", int: "a number", float: "a number", list: "a list", bool: "a boolean"}
+    return "nothing" if value is None else names.get(type(value), type(value).__name__)
+
+
+def announce(execution_id: str, as_json: bool) -> None:
+    """The execution id, as soon as it is known, on a terminal's standard error."""
+    if not as_json and sys.stderr.isatty():
+        print(f"execution {execution_id}", file=sys.stderr, flush=True)
 
 
 def progress_for(args: argparse.Namespace, total_steps: int) -> Any:
@@ -128,39 +176,55 @@ def _step_location(payload: dict[str, Any], step: str | None) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import uuid
+
+    from noetlc.cli.common import EXIT_INTERRUPTED
     from noetlc.cli.noetlc_commands.artifacts import load_program
     from noetlc.runtime.embedded import run_embedded
+    from noetlc.runtime.ownership import Lease
+    from noetlc.runtime.stores import open_store
 
     overrides = workload_overrides(args)
-    if overrides is None:
-        return 2
+    check_keychain_file(args.keychain)
     if args.db.startswith(("postgresql://", "postgres://")):
-        print(
-            "error[NOE803]: `run` is embedded; a PostgreSQL database runs distributed mode",
-            file=sys.stderr,
-        )
-        print(
-            "  hint: `noetl-vm submit FILE --db URL --wait` with `noetl-vm server` and"
+        raise UsageError(
+            "NOE803",
+            "`run` is embedded; a PostgreSQL database runs distributed mode",
+            "`noetl-vm submit FILE --db URL --wait` with `noetl-vm server` and"
             " `noetl-vm worker` running, or `run --db sqlite:///.noetl/noetl.db`",
-            file=sys.stderr,
         )
-        return 2
     program = load_program(args.file)
     if program is None:
-        return 1
-    store = open_or_report(args.db)
-    if store is None:
-        return 2
-    progress = progress_for(args, len(program.steps))
+        return EXIT_ERRORS
+    warn_undeclared(overrides, program.workload)
+    store = open_store(args.db)
+    execution_id = str(uuid.uuid4())
+    lease = Lease.for_url(args.db, execution_id)
     try:
-        result = run_embedded(
-            program, overrides, store, on_events=progress, keychain_file=args.keychain
-        )
-    except KeyboardInterrupt:
-        print("\ninterrupted: `noetl-vm resume ID` finishes the execution", file=sys.stderr)
-        return 130
+        if lease is not None:
+            lease.claim()
+        announce(execution_id, args.json)
+        progress = progress_for(args, len(program.steps))
+        try:
+            result = run_embedded(
+                program,
+                overrides,
+                store,
+                execution_id=execution_id,
+                on_events=progress,
+                keychain_file=args.keychain,
+            )
+        except KeyboardInterrupt:
+            print(
+                f"\ninterrupted: `noetl-vm resume {execution_id}` finishes the execution",
+                file=sys.stderr,
+            )
+            return EXIT_INTERRUPTED
+        finally:
+            if progress is not None:
+                progress.close()
     finally:
-        if progress is not None:
-            progress.close()
+        if lease is not None:
+            lease.release()
         store.close()
     return report(result, program.to_payload() if result.get("error") else {}, args.json)

@@ -3,8 +3,9 @@
     noetl-vm server --db postgresql://USER@HOST:PORT/DB [--ttl S] [--pool NAME]
 
 Claims submitted executions and those of servers that died (after their ownership lease of
-`--ttl` seconds expires), reaps expired job leases. SIGTERM or Ctrl-C: hand owned executions
-back to the other servers and exit 0.
+`--ttl` seconds expires), reaps expired job leases. Prints a line when it starts, one per
+execution it takes and ends (`--log-level info`, the default; `warning` for fewer), and one
+when it stops. SIGTERM or Ctrl-C: hand owned executions back to the other servers and exit 0.
 """
 
 from __future__ import annotations
@@ -14,6 +15,11 @@ import asyncio
 import os
 import signal
 import sys
+import time
+
+from noetlc.cli.common import UnavailableError, UsageError
+
+LOG_LEVELS = ("debug", "info", "warning", "error")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -21,6 +27,27 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ttl", type=float, default=15.0, help="ownership lease seconds (15)")
     p.add_argument("--poll", type=float, default=1.0, help="polling fallback seconds (1)")
     p.add_argument("--pool", default="default", help="worker pool for the jobs (default)")
+    add_log_level(p)
+
+
+def add_log_level(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--log-level",
+        choices=LOG_LEVELS,
+        default="info",
+        help="info: a line per execution (default); debug: more; warning: only problems",
+    )
+
+
+def setup_logging(level: str) -> None:
+    import logging
+
+    logging.basicConfig(
+        level=getattr(logging, level.upper()),
+        format="%(asctime)s %(levelname)s %(message)s",
+        datefmt="%H:%M:%S",
+        stream=sys.stderr,
+    )
 
 
 def add_db_required(p: argparse.ArgumentParser) -> None:
@@ -32,38 +59,59 @@ def add_db_required(p: argparse.ArgumentParser) -> None:
     )
 
 
-def check_db(url: str | None) -> bool:
-    if not url or not url.startswith(("postgresql://", "postgres://")):
-        print(
-            "error[NOE800]: distributed mode needs --db postgresql://... (or $NOETL_DB)",
-            file=sys.stderr,
+def check_db(url: str | None) -> None:
+    """Distributed mode needs a PostgreSQL URL (raises `UsageError`)."""
+    if not url:
+        raise UsageError(
+            "NOE800",
+            "distributed mode needs a database",
+            "pass --db postgresql://... or set NOETL_DB",
         )
-        return False
-    return True
+    if not url.startswith(("postgresql://", "postgres://")):
+        scheme = url.split(":", 1)[0] if ":" in url else url
+        raise UnavailableError(
+            "NOE806",
+            f"distributed mode needs a PostgreSQL URL, and {scheme!r} is not one",
+            "use postgresql://USER@HOST:PORT/DATABASE[?schema=NAME]",
+        )
 
 
-async def serve(factory: object, url: str) -> int:
+async def serve(factory: object, url: str, log_level: str = "info") -> int:
     from noetlc.runtime.postgres.database import Database
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    setup_logging(log_level)
     db = await Database.open(url)
+    started = time.monotonic()
     try:
         runner = factory(db)  # type: ignore[operator]
         print(f"{runner.owner} running on {db.url.display}", file=sys.stderr, flush=True)
         await runner.run(stop)
     finally:
         await db.close()
+    done = getattr(runner, "finished", None)
+    if done is None:
+        done = getattr(runner, "completed", 0)
+    what = "execution(s) ended" if hasattr(runner, "finished") else "job(s) done"
+    print(
+        f"{runner.owner} stopped after {time.monotonic() - started:.1f} s: {done} {what}",
+        file=sys.stderr,
+        flush=True,
+    )
     return 0
 
 
 def run(args: argparse.Namespace) -> int:
     from noetlc.runtime.server import Server
 
-    if not check_db(args.db):
-        return 2
+    check_db(args.db)
     return asyncio.run(
-        serve(lambda db: Server(db, ttl=args.ttl, poll=args.poll, pool=args.pool), args.db)
+        serve(
+            lambda db: Server(db, ttl=args.ttl, poll=args.poll, pool=args.pool),
+            args.db,
+            args.log_level,
+        )
     )

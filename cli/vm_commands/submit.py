@@ -3,8 +3,10 @@
     noetl-vm submit FILE.yaml|FILE.nbc --db postgresql://... [--set k=v] [--workload FILE]
                     [--wait] [--timeout S] [--json]
 
-Prints the execution id. With `--wait`, waits until it ends and prints the same summary as
-`noetl-vm run` (`--json`: the summary line); exit status as `run` (0, 1, 3).
+Prints the execution id. With `--wait`, the id is printed on standard error at once (on a
+terminal, with a live progress line), and the command waits until the execution ends and
+prints the same summary as `noetl-vm run` (`--json`: the summary line, which holds the id);
+exit status as `run` (0, 1, 3). A wait that times out exits 1 (NOE858).
 """
 
 from __future__ import annotations
@@ -15,7 +17,15 @@ import sys
 import time
 import uuid
 
-from noetlc.cli.vm_commands.run import add_workload, report, workload_overrides
+from noetlc.cli.common import EXIT_ERRORS, EXIT_OK, UsageError
+from noetlc.cli.vm_commands.run import (
+    add_workload,
+    announce,
+    progress_for,
+    report,
+    warn_undeclared,
+    workload_overrides,
+)
 from noetlc.cli.vm_commands.server import add_db_required, check_db
 
 
@@ -24,23 +34,31 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_db_required(p)
     add_workload(p)
     p.add_argument("--wait", action="store_true", help="wait for the execution to end")
-    p.add_argument("--timeout", type=float, default=None, help="give up waiting after S seconds")
+    p.add_argument(
+        "--timeout", type=float, default=None, metavar="S", help="give up waiting after S seconds"
+    )
     p.add_argument("--json", action="store_true", help="print the summary as one JSON line")
+    p.add_argument("--quiet", action="store_true", help="no progress line")
 
 
 def run(args: argparse.Namespace) -> int:
     from noetlc.cli.noetlc_commands.artifacts import load_payload
     from noetlc.runtime.postgres.store import PostgresStore
     from noetlc.runtime.programs import encode_program
+    from noetlc.vm.protocol import Event
 
-    if not check_db(args.db):
-        return 2
+    check_db(args.db)
+    if args.timeout is not None and not args.timeout > 0:
+        raise UsageError(
+            "NOE800", f"--timeout must be a positive number of seconds, not {args.timeout:g}"
+        )
+    if args.timeout is not None and not args.wait:
+        raise UsageError("NOE800", "--timeout is the limit of --wait; add --wait")
     overrides = workload_overrides(args)
-    if overrides is None:
-        return 2
     payload = load_payload(args.file)
     if payload is None:
-        return 1
+        return EXIT_ERRORS
+    warn_undeclared(overrides, payload["workload"])
     store = PostgresStore(args.db)
     try:
         execution_id = str(uuid.uuid4())
@@ -54,25 +72,39 @@ def run(args: argparse.Namespace) -> int:
         store.offer(execution_id)
         if not args.wait:
             print(json.dumps({"execution_id": execution_id}) if args.json else execution_id)
-            return 0
+            return EXIT_OK
+        announce(execution_id, args.json)
+        progress = progress_for(args, len(payload["steps"]))
         deadline = None if args.timeout is None else time.monotonic() + args.timeout
         seq = 0
-        while True:
-            record = store.execution(execution_id)
-            if record is not None and record["status"] != "running":
-                break
-            if deadline is not None and time.monotonic() > deadline:
-                print(
-                    f"error[NOE858]: execution {execution_id} did not end within {args.timeout} s",
-                    file=sys.stderr,
-                )
-                print(
-                    "  hint: are `noetl-vm server` and `noetl-vm worker` running on this database?",
-                    file=sys.stderr,
-                )
-                return 1
-            seq = int(record["last_seq"]) if record else seq
-            store.wait_for_events(execution_id, seq, 1.0)
+        try:
+            while True:
+                if progress is not None:
+                    batch = store.read(execution_id, after_seq=seq)
+                    if batch:
+                        seq = int(batch[-1]["seq"])
+                        progress([Event.from_record(r) for r in batch])
+                record = store.execution(execution_id)
+                if record is not None and record["status"] != "running":
+                    break
+                if deadline is not None and time.monotonic() > deadline:
+                    print(
+                        f"error[NOE858]: execution {execution_id} did not end within"
+                        f" {args.timeout:g} s",
+                        file=sys.stderr,
+                    )
+                    print(
+                        "  hint: are `noetl-vm server` and `noetl-vm worker` running on this"
+                        f" database? `noetl-vm status {execution_id} --db URL` shows it later",
+                        file=sys.stderr,
+                    )
+                    return EXIT_ERRORS
+                if progress is None and record is not None:
+                    seq = int(record["last_seq"])
+                store.wait_for_events(execution_id, seq, 1.0)
+        finally:
+            if progress is not None:
+                progress.close()
         result = record["summary"] or {
             "execution_id": execution_id,
             "status": record["status"],

@@ -2,17 +2,19 @@
 
     noetl-vm worker --db postgresql://USER@HOST:PORT/DB [--concurrency N] [--pool NAME]
 
-No inbound ports. SIGTERM or Ctrl-C: stop leasing, let running jobs finish for `--grace`
-seconds, give the rest back (they are leased again at once, no attempt spent), exit 0.
+No inbound ports. Prints a line when it starts, one per execution each round finished jobs of
+(`--log-level info`, the default), and one when it stops. SIGTERM or Ctrl-C: stop leasing, let
+running jobs finish for `--grace` seconds, give the rest back (they are leased again at once,
+no attempt spent), exit 0.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import sys
 
-from noetlc.cli.vm_commands.server import add_db_required, check_db, serve
+from noetlc.cli.common import UsageError
+from noetlc.cli.vm_commands.server import add_db_required, add_log_level, check_db, serve
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -23,16 +25,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--poll", type=float, default=1.0, help="polling fallback seconds (1)")
     p.add_argument("--grace", type=float, default=10.0, help="shutdown grace seconds (10)")
     p.add_argument("--keychain", metavar="FILE", help="a YAML/JSON file of keychain entries")
+    add_log_level(p)
 
 
 def run(args: argparse.Namespace) -> int:
+    from noetlc.cli.vm_commands.run import check_keychain_file
     from noetlc.runtime.worker import Worker
 
-    if not check_db(args.db):
-        return 2
+    check_db(args.db)
     if args.concurrency < 1:
-        print("error[NOE800]: --concurrency must be at least 1", file=sys.stderr)
-        return 2
+        raise UsageError("NOE800", "--concurrency must be at least 1")
+    check_keychain_file(args.keychain)
 
     def make(db: object) -> Worker:
         return Worker(
@@ -45,4 +48,4 @@ def run(args: argparse.Namespace) -> int:
             keychain_file=args.keychain,
         )
 
-    return asyncio.run(serve(make, args.db))
+    return asyncio.run(serve(make, args.db, args.log_level))

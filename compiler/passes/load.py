@@ -129,7 +129,8 @@ def load(text: str, file: str, reporter: Reporter) -> YMap | None:
     if not isinstance(node, YMap):
         reporter.report(
             "NOE005",
-            f"the top level of a playbook must be a mapping, not a {_kind(node)}",
+            "a playbook is a mapping of keys (apiVersion, kind, metadata, workflow), but this"
+            f" file holds {_kind(node)}",
             node.span,
         )
         return None
@@ -137,11 +138,21 @@ def load(text: str, file: str, reporter: Reporter) -> YMap | None:
 
 
 def _kind(node: YNode) -> str:
+    """What a document that is not a mapping holds, in words."""
     if isinstance(node, YMap):
-        return "mapping"
+        return "a mapping"
     if isinstance(node, YSeq):
-        return "sequence"
-    return type(node.value).__name__ if node.value is not None else "null"
+        return "a list"
+    value = node.value
+    if value is None:
+        return "nothing"
+    if isinstance(value, bool):
+        return f"only the boolean {str(value).lower()}"
+    if isinstance(value, (int, float)):
+        return f"only the number {value}"
+    text = str(value)
+    shown = text if len(text) <= 40 else text[:37] + "..."
+    return f"only the text {shown!r}"
 
 
 class _Composer:

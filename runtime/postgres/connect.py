@@ -90,7 +90,8 @@ def parse_url(url: str) -> PgUrl:
     except ValueError as exc:
         raise _bad_url(url, str(exc)) from None
     if parts.scheme.lower() not in SCHEMES:
-        raise _bad_url(url, f"the scheme must be postgresql://, not {parts.scheme or 'none'}")
+        given = f"it starts with {parts.scheme}://" if parts.scheme else "it has no scheme"
+        raise _bad_url(url, f"a PostgreSQL URL starts with postgresql://, and {given}")
     if not parts.hostname and "host" not in dict(parse_qsl(parts.query)):
         raise _bad_url(url, "no host")
     if port is not None and not 0 < port < 65536:

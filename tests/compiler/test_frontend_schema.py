@@ -253,7 +253,11 @@ def test_noetlc_schema_writes_a_file(tmp_path: Path) -> None:
     out = tmp_path / "schema.json"
     assert cli.main(["schema", "-o", str(out)]) == 0
     assert json.loads(out.read_text(encoding="utf-8")) == json_schema()
-    assert cli.main(["schema", "-o", str(tmp_path / "missing" / "x.json")]) == 2
+    # the documented editor set-up: missing folders are created
+    assert cli.main(["schema", "-o", str(tmp_path / ".vscode" / "noetl.schema.json")]) == 0
+    assert json.loads((tmp_path / ".vscode" / "noetl.schema.json").read_text()) == json_schema()
+    (tmp_path / "file").write_text("x")
+    assert cli.main(["schema", "-o", str(tmp_path / "file" / "x.json")]) == 2  # unwritable
 
 
 def test_exported_schema_agrees_with_the_corpus() -> None:

@@ -103,7 +103,7 @@ def test_compile_cli_writes_nbc(tmp_path: Path, capsys: pytest.CaptureFixture[st
 
 
 def test_compile_cli_reports_unwritable_output(capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(["compile", str(CONFORMANCE[0]), "-o", "/nonexistent/dir/out.nbc"]) == 1
+    assert cli.main(["compile", str(CONFORMANCE[0]), "-o", "/nonexistent/dir/out.nbc"]) == 2
     assert "error[NOE802]" in capsys.readouterr().err
 
 

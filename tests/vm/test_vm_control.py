@@ -151,7 +151,7 @@ def test_execution_without_program(capsys: pytest.CaptureFixture[str], tmp_path:
     store = SQLiteStore(str(db))
     store.create_execution("old", "p")
     store.close()
-    assert cli.main(["replay", "old", "--db", f"sqlite:///{db}"]) == 1
+    assert cli.main(["replay", "old", "--db", f"sqlite:///{db}"]) == 4
     assert "error[NOE857]" in capsys.readouterr().err
     assert cli.main(["resume", "old", "--db", f"sqlite:///{db}"]) == 1
     assert "error[NOE857]" in capsys.readouterr().err

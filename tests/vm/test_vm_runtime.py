@@ -79,7 +79,7 @@ def test_replay_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["replay", execution, "--json", "--db", db]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["ok"] and report["status"] == "completed"
-    assert cli.main(["replay", "nope", "--db", db]) == 1
+    assert cli.main(["replay", "nope", "--db", db]) == 4  # unknown execution
 
 
 def test_failed_and_handled_branch_is_a_dead_path_for_the_join() -> None:
@@ -195,7 +195,7 @@ def test_resume_after_sigkill_runs_no_finished_task_again(tmp_path: Path) -> Non
         events,
     ).ok  # type: ignore[index]
     store.close()
-    assert cli.main(["resume", execution, "--db", db]) == 1  # already ended: NOE856
+    assert cli.main(["resume", execution, "--db", db]) == 4  # already ended: NOE856
 
 
 def test_cancel_cli_stops_a_running_process(tmp_path: Path) -> None:
@@ -242,7 +242,7 @@ def test_a_bad_keychain_file_is_a_clean_error(
     code = cli.main(
         ["run", str(PLAYBOOKS / "parent.yaml"), "--db", "memory:", "--keychain", str(bad)]
     )
-    assert code == 1
+    assert code == 2  # a file named by an option
     assert "error[NOE813]" in capsys.readouterr().err
 
 

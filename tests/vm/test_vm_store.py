@@ -83,11 +83,11 @@ def test_bad_store_urls(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
         with pytest.raises(StoreError):
             open_store(url)
     case = str(CONFORMANCE / "c01_chain.yaml")
-    assert cli.main(["run", case, "--db", "mysql://x"]) == 2
+    assert cli.main(["run", case, "--db", "mysql://x"]) == 5
     assert "error[NOE803]" in capsys.readouterr().err
     blocked = tmp_path / "file"
     blocked.write_text("x")
-    assert cli.main(["run", case, "--db", f"sqlite:///{blocked}/sub/e.db"]) == 2
+    assert cli.main(["run", case, "--db", f"sqlite:///{blocked}/sub/e.db"]) == 5
 
 
 def test_run_records_events_and_status(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -102,7 +102,7 @@ def test_run_records_events_and_status(tmp_path: Path, capsys: pytest.CaptureFix
     lines = capsys.readouterr().out.strip().splitlines()
     assert len(lines) == summary["events"]
     assert json.loads(lines[-1])["name"] == "workflow.finished"
-    assert cli.main(["events", "nope", "--db", db]) == 1
+    assert cli.main(["events", "nope", "--db", db]) == 4
     assert "error[NOE804]" in capsys.readouterr().err
 
 

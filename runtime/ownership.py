@@ -1,0 +1,169 @@
+"""Who runs an embedded execution: an ownership lease in the SQLite event store.
+
+The process that runs an execution (`noetl-vm run`, `noetl-vm resume`) holds a row of the
+store's `owners` table: its pid, its host, and a heartbeat renewed every `ttl / 3` seconds by
+a daemon thread on its own connection. Another process may take the execution over only when
+the owner is gone: on the same host, when no process has its pid (an immediate answer after a
+kill); on any host, when the heartbeat is older than `ttl` (a crashed machine, or a pid reused
+by an unrelated process). A live owner is refused with its pid and host (NOE831, exit 4).
+
+In-memory stores live in one process and need no lease; distributed executions (PostgreSQL)
+are owned by servers through their own leases.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from noetlc.diagnostics.errors import UserError
+
+DEFAULT_TTL = 15.0
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS owners (
+    execution_id TEXT PRIMARY KEY,
+    pid INTEGER NOT NULL,
+    host TEXT NOT NULL,
+    token TEXT NOT NULL,
+    renewed_at REAL NOT NULL
+)
+"""
+
+
+class OwnedError(UserError):
+    """The execution is owned by a live process (NOE831): the command lines exit 4."""
+
+
+@dataclass(frozen=True)
+class Owner:
+    pid: int
+    host: str
+    renewed_at: float
+
+    def alive(self, ttl: float, now: float) -> bool:
+        if now - self.renewed_at > ttl:
+            return False
+        if self.host != socket.gethostname():
+            return True
+        return _pid_exists(self.pid)
+
+
+def _pid_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: it exists
+        return True
+    return True
+
+
+class Lease:
+    """This process's claim on one execution of a SQLite store."""
+
+    def __init__(self, path: str, execution_id: str, ttl: float = DEFAULT_TTL) -> None:
+        self.path = path
+        self.execution_id = execution_id
+        self.ttl = ttl
+        self.token = f"{socket.gethostname()}:{os.getpid()}:{time.time_ns()}"
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @classmethod
+    def for_url(cls, url: str, execution_id: str, ttl: float = DEFAULT_TTL) -> Lease | None:
+        """The lease for a store URL, or None when the store needs none (memory, PostgreSQL)."""
+        if not url.startswith("sqlite:///"):
+            return None
+        path = url[len("sqlite:///") :]
+        return cls(path, execution_id, ttl) if path and path != ":memory:" else None
+
+    def _connect(self) -> sqlite3.Connection:
+        Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(self.path, isolation_level=None, timeout=5.0)
+        db.execute("PRAGMA busy_timeout=5000")
+        db.execute(_SCHEMA)
+        return db
+
+    def owner(self) -> Owner | None:
+        """The recorded owner of the execution (alive or not), if any."""
+        db = self._connect()
+        try:
+            row = db.execute(
+                "SELECT pid, host, renewed_at FROM owners WHERE execution_id = ?",
+                (self.execution_id,),
+            ).fetchone()
+        finally:
+            db.close()
+        return None if row is None else Owner(int(row[0]), str(row[1]), float(row[2]))
+
+    def claim(self) -> None:
+        """Own the execution (taking it over from a dead owner) and start the heartbeat;
+        raises `OwnedError` naming a live owner's pid and host."""
+        db = self._connect()
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            row = db.execute(
+                "SELECT pid, host, renewed_at FROM owners WHERE execution_id = ?",
+                (self.execution_id,),
+            ).fetchone()
+            now = time.time()
+            if row is not None:
+                current = Owner(int(row[0]), str(row[1]), float(row[2]))
+                if current.alive(self.ttl, now):
+                    db.execute("ROLLBACK")
+                    raise OwnedError(
+                        "NOE831",
+                        f"execution {self.execution_id} is running in process {current.pid}"
+                        f" on {current.host}",
+                        "wait for it to end, or stop that process first (`noetl-vm cancel ID`"
+                        " asks it to cancel)",
+                    )
+            db.execute(
+                "INSERT OR REPLACE INTO owners (execution_id, pid, host, token, renewed_at)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (self.execution_id, os.getpid(), socket.gethostname(), self.token, now),
+            )
+            db.execute("COMMIT")
+        finally:
+            db.close()
+        self._thread = threading.Thread(target=self._heartbeat, name="noetl-lease", daemon=True)
+        self._thread.start()
+
+    def _heartbeat(self) -> None:
+        db = self._connect()
+        try:
+            while not self._stop.wait(self.ttl / 3):
+                db.execute(
+                    "UPDATE owners SET renewed_at = ? WHERE execution_id = ? AND token = ?",
+                    (time.time(), self.execution_id, self.token),
+                )
+        except sqlite3.Error:
+            pass  # the store went away: the lease lapses, which is what it is for
+        finally:
+            db.close()
+
+    def release(self) -> None:
+        """Stop the heartbeat and give the execution up (only if this process still owns it)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+        try:
+            db = self._connect()
+        except (OSError, sqlite3.Error):
+            return
+        try:
+            db.execute(
+                "DELETE FROM owners WHERE execution_id = ? AND token = ?",
+                (self.execution_id, self.token),
+            )
+        except sqlite3.Error:
+            pass
+        finally:
+            db.close()
