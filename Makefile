@@ -20,6 +20,11 @@ install-dev: $(BIN)/python
 demo: install
 	$(BIN)/noetlc check examples/hello.yaml
 	$(BIN)/noetl-vm run examples/hello.yaml
+	@echo
+	@echo "Next: put noetlc and noetl-vm on your PATH (this shell only), then try them:"
+	@echo "  source $(abspath $(VENV))/bin/activate"
+	@echo "  noetl-vm status                       # the executions recorded in .noetl/noetl.db"
+	@echo "  noetl-vm run examples/loop.yaml       # more examples in examples/"
 
 lint:
 	$(BIN)/ruff check .

@@ -2,7 +2,8 @@
 
 Steps view: one node per step (final steps doubled, AND-joins as diamonds with their kind),
 arcs labelled with their effective guard; failure arcs dashed red, inclusive forks bold.
-Net view: places as circles, transitions as boxes; dead-path transitions dotted grey.
+Net view: places as circles, transitions as boxes labelled with their guard (`when ...`);
+dead-path transitions are filled grey boxes with a dashed dark border, their arcs dashed.
 """
 
 from __future__ import annotations
@@ -22,6 +23,17 @@ def _esc(text: str) -> str:
     return text.replace("\\", "\\\\").replace('"', '\\"')
 
 
+def _guard(code: list[Any], exprs: list[Any]) -> str:
+    """The source of a transition's guard, or ''."""
+    for instruction in code:
+        if instruction[0] == GUARD and instruction[1] is not None:
+            return str(exprs[instruction[1]].get("source", ""))
+    return ""
+
+
+DEAD_DOT = ', style="filled,dashed", fillcolor="#e8e8e8", color="#555555"'
+
+
 def _steps_edges(payload: dict[str, Any]) -> list[tuple[str, str, str, str]]:
     """(source, target, label, style) for every route transition; style: ok|failed|dead."""
     exprs = payload["expressions"]
@@ -30,11 +42,9 @@ def _steps_edges(payload: dict[str, Any]) -> list[tuple[str, str, str, str]]:
     for _tid, kind, step, target, code, _ in payload["control"]:
         if kind not in ("route", "dead") or target is None:
             continue
-        guard = ""
+        guard = _guard(code, exprs)
         events = []
         for instruction in code:
-            if instruction[0] == GUARD and instruction[1] is not None:
-                guard = str(exprs[instruction[1]].get("source", ""))
             if instruction[0] == ON:
                 events.append(names[instruction[1]])
         style = "dead" if kind == "dead" else ("failed" if events == ["step.failed"] else "ok")
@@ -55,18 +65,17 @@ def to_dot(payload: dict[str, Any], level: str = "steps") -> str:
             label = pid + (f"\\ncap {capacity}" if capacity else "")
             shape = "doublecircle" if kind in ("sink", "failure") else "circle"
             lines.append(f'  "{_esc(pid)}" [shape={shape}, label="{label}"];')
+        exprs = payload["expressions"]
         for tid, kind, _step, _target, code, _ in payload["control"]:
-            style = (
-                ", style=dotted, color=grey"
-                if kind == "dead"
-                else (", style=bold" if kind == "join" else "")
-            )
-            lines.append(f'  "t:{_esc(tid)}" [shape=box, label="{_esc(tid)}\\n{kind}"{style}];')
+            style = DEAD_DOT if kind == "dead" else (", style=bold" if kind == "join" else "")
+            guard = _guard(code, exprs)
+            label = f"{_esc(tid)}\\n{kind}" + (f"\\nwhen {_esc(guard)}" if guard else "")
+            lines.append(f'  "t:{_esc(tid)}" [shape=box, label="{label}"{style}];')
             for instruction in code:
                 if instruction[0] == CONSUME:
                     lines.append(f'  "{_esc(instruction[1])}" -> "t:{_esc(tid)}";')
                 elif instruction[0] in (PRODUCE, DEAD):
-                    extra = " [style=dotted, color=grey]" if instruction[0] == DEAD else ""
+                    extra = ' [style=dashed, color="#555555"]' if instruction[0] == DEAD else ""
                     lines.append(f'  "t:{_esc(tid)}" -> "{_esc(instruction[1])}"{extra};')
         lines.append("}")
         return "\n".join(lines) + "\n"
@@ -104,8 +113,14 @@ def to_mermaid(payload: dict[str, Any], level: str = "steps") -> str:
     if level == "net":
         for pid, _kind, _step, _capacity in payload["places"]:
             lines.append(f'  {node_id(pid)}(("{pid}"))')
+        exprs = payload["expressions"]
+        dead = []
         for tid, kind, _step, _target, code, _ in payload["control"]:
-            lines.append(f'  {node_id("t_" + tid)}["{tid} ({kind})"]')
+            guard = _guard(code, exprs).replace(chr(34), chr(39))
+            when = f"<br/>when {guard}" if guard else ""
+            lines.append(f'  {node_id("t_" + tid)}["{tid} ({kind}){when}"]')
+            if kind == "dead":
+                dead.append(node_id("t_" + tid))
             for instruction in code:
                 if instruction[0] == CONSUME:
                     lines.append(f"  {node_id(instruction[1])} --> {node_id('t_' + tid)}")
@@ -113,6 +128,9 @@ def to_mermaid(payload: dict[str, Any], level: str = "steps") -> str:
                     lines.append(f"  {node_id('t_' + tid)} --> {node_id(instruction[1])}")
                 elif instruction[0] == DEAD:
                     lines.append(f"  {node_id('t_' + tid)} -.-> {node_id(instruction[1])}")
+        if dead:
+            lines.append("  classDef dead fill:#e8e8e8,stroke:#555555,stroke-dasharray:5 5")
+            lines.append(f"  class {','.join(dead)} dead")
         return "\n".join(lines) + "\n"
     joins = {j[0]: j[1] for j in payload["joins"]}
     finals = _finals(payload)

@@ -41,7 +41,9 @@ def execute(request: dict[str, Any]) -> dict[str, Any]:
             namespace["auth"] = request["auth"]
         result = _run_code(request["code"], namespace, local)
     except Exception as exc:
-        outcome = error(type(exc).__name__, str(exc))
+        line = _code_line(exc)
+        text = _line_text(request["code"], line)
+        outcome = error(type(exc).__name__, str(exc), line=line, code_line=text)
         outcome["py"] = {"exception_type": type(exc).__name__}
         return outcome
     absent = [k for k in request["returns"] if not isinstance(result, dict) or k not in result]
@@ -54,15 +56,42 @@ def execute(request: dict[str, Any]) -> dict[str, Any]:
     return ok(result)
 
 
+_MODULE = "<python task>"
+_BODY = "<python task body>"  # the code wrapped as a function body: one line further down
+
+
+def _code_line(exc: BaseException) -> int | None:
+    """The line of the task's code where `exc` was raised (the innermost frame in it)."""
+    if isinstance(exc, SyntaxError) and exc.filename in (_MODULE, _BODY):
+        return (exc.lineno or 1) - (1 if exc.filename == _BODY else 0)
+    line = None
+    tb = exc.__traceback__
+    while tb is not None:
+        name = tb.tb_frame.f_code.co_filename
+        if name == _MODULE:
+            line = tb.tb_lineno
+        elif name == _BODY:
+            line = tb.tb_lineno - 1
+        tb = tb.tb_next
+    return line
+
+
+def _line_text(code: Any, line: int | None) -> str | None:
+    if not isinstance(code, str) or not line:
+        return None
+    lines = code.splitlines()
+    return lines[line - 1].strip() if 0 < line <= len(lines) else None
+
+
 def _run_code(code: str, namespace: dict[str, Any], local: dict[str, Any]) -> Any:
     try:
-        compiled = compile(code, "<python task>", "exec")
+        compiled = compile(code, _MODULE, "exec")
     except SyntaxError as exc:
         if "outside function" not in str(exc):
             raise
         # NoETL runs task code as a function body: a top-level `return` gives the result
         body = "".join(f"    {line}\n" for line in code.splitlines()) or "    pass\n"
-        exec(compile(f"def __task_body__():\n{body}", "<python task>", "exec"), namespace)
+        exec(compile(f"def __task_body__():\n{body}", _BODY, "exec"), namespace)
         returned = namespace["__task_body__"]()
         return returned if returned is not None else namespace.get("result")
     exec(compiled, namespace)  # the tool runs user code by design

@@ -90,6 +90,8 @@ def run_pipeline(
             ctx[key] = value
 
     def finish(ok: bool, result: Any = None, error: dict[str, Any] | None = None) -> PipelineResult:
+        if error is not None and "task" not in error and scope.get("_task") is not None:
+            error = {**error, "task": scope["_task"]}  # which task failed, for the report
         return PipelineResult(ok, result, error, writes)
 
     try:

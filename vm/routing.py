@@ -147,6 +147,7 @@ class Routing:
                             "message": str((error or {}).get("message", "step failed")),
                             "step": step,
                             "type": (error or {}).get("type"),
+                            **{k: error[k] for k in _LOCATING if error and k in error},
                         }
                     )
                     return False
@@ -197,3 +198,7 @@ class Routing:
             self.status = "failed"
             self.error = error
             self.record(_EXECUTION_FAILED, error.get("step"), {"error": error})
+
+
+# what a failed task says about where it failed: its name and the line of its code
+_LOCATING = ("task", "line", "code_line")

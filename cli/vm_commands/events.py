@@ -19,7 +19,7 @@ from noetlc.cli.vm_commands.history import add_db, find_execution, open_existing
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("execution_id", help="the execution (its id or a unique prefix)")
+    p.add_argument("execution_id", metavar="ID", help="the execution (its id or a unique prefix)")
     p.add_argument("--json", action="store_true", help="one JSON object per line")
     p.add_argument("--follow", "-f", action="store_true", help="wait for new events")
     add_db(p)

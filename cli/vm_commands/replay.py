@@ -16,7 +16,7 @@ from noetlc.cli.vm_commands.history import add_db, find_execution, open_existing
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("execution_id", help="the execution to replay")
+    p.add_argument("execution_id", metavar="ID", help="the execution to replay")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     add_db(p)
 

@@ -150,15 +150,42 @@ def report(result: dict[str, Any], payload: dict[str, Any], as_json: bool) -> in
         print(json.dumps(result, default=str))
     else:
         for name, step in result["steps"].items():
-            print(f"{step['status'] or '-':<8} {name} (runs {step['runs']})")
+            shown = _short_result(step.get("result"))
+            print(f"{step['status'] or '-':<8} {name} (runs {step['runs']}){shown}")
         print(f"execution {result['execution_id']}: {result['status']} ({result['events']} events)")
     error = result.get("error")
     if error and result["status"] != "completed":
-        where = _step_location(payload, error.get("step"))
-        prefix = f"{where}: " if where else ""
-        step = f" (step {error['step']})" if error.get("step") else ""
-        print(f"{prefix}error[{error['code']}]: {error['message']}{step}", file=sys.stderr)
+        print(failure_text(error, payload), file=sys.stderr)
     return EXIT_FOR_STATUS.get(result["status"], 1)
+
+
+def _short_result(value: Any, limit: int = 72) -> str:
+    """A step's result on its line of the table (cut to `limit` characters), or ''."""
+    if value is None:
+        return ""
+    text = json.dumps(value, default=str, ensure_ascii=False)
+    return "  " + (text if len(text) <= limit else text[: limit - 3] + "...")
+
+
+def failure_text(error: dict[str, Any], payload: dict[str, Any]) -> str:
+    """`FILE:LINE:COL: error[CODE]: Type: message`, then where: the task, the step and the
+    line of the task's code that raised."""
+    where = _step_location(payload, error.get("step"))
+    prefix = f"{where}: " if where else ""
+    kind = error.get("type")
+    shown = f"{kind}: " if kind and kind not in ("Cancelled",) else ""
+    text = f"{prefix}error[{error['code']}]: {shown}{error['message']}"
+    place = []
+    if error.get("task"):
+        place.append(f"task `{error['task']}`")
+    if error.get("step"):
+        place.append(f"step `{error['step']}`")
+    if place:
+        text += "\n  in " + " of ".join(place)
+        if error.get("line"):
+            code = f": {error['code_line']}" if error.get("code_line") else ""
+            text += f", line {error['line']} of its code{code}"
+    return text
 
 
 def _step_location(payload: dict[str, Any], step: str | None) -> str | None:

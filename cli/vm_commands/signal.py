@@ -18,7 +18,7 @@ from noetlc.cli.vm_commands.history import add_db, find_execution, open_existing
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("execution_id", help="the execution (its id or a unique prefix)")
+    p.add_argument("execution_id", metavar="ID", help="the execution (its id or a unique prefix)")
     p.add_argument("name", help="the signal's name")
     p.add_argument("--data", default="null", metavar="JSON", help="the signal's data (JSON)")
     add_db(p)

@@ -86,10 +86,60 @@ def check_task(task: tree.Task, reporter: Reporter) -> None:
     data = task.args.to_python()
     if task.kind in SQL_KINDS:
         _warn_templated_sql(task, reporter)
+    if task.kind == "python":
+        _check_python_syntax(task, reporter)
     try:
         schema.model_validate(data)
     except ValidationError as exc:
         _report(exc, task, data, reporter)
+
+
+def _check_python_syntax(task: tree.Task, reporter: Reporter) -> None:
+    """A python task's literal `code:` must compile (NOE620 at the offending line); code that
+    is a template is rendered at run time and checked then."""
+    node = task.args.get("code")
+    code = node.value if isinstance(node, YScalar) else None
+    if not isinstance(code, str) or _is_template(code):
+        return
+    error = python_syntax_error(code)
+    if error is None:
+        return
+    lineno, offset, message = error
+    span = node.span  # type: ignore[union-attr]
+    if "\n" in code.rstrip("\n") or span.end_line > span.line:
+        # a block scalar: the text starts on the next line, indented (usually) two columns
+        # further than its key
+        key = task.args.key_node("code")
+        indent = key.span.column + 2 if key is not None else span.column
+        line, column = span.line + lineno, indent + (offset or 1) - 1
+    else:
+        line, column = span.line, span.column + (offset or 1)
+    reporter.report(
+        "NOE620",
+        f"the code of python task `{task.name}` has a syntax error: {message}"
+        f" (line {lineno} of the code)",
+        Span.point(span.file, line, column),
+        hint="the code runs as a Python module, or as a function body when it uses `return`",
+    )
+
+
+def python_syntax_error(code: str) -> tuple[int, int, str] | None:
+    """(line, column, message) of the first syntax error of task code, or None. Code with a
+    top-level `return` is a function body (as the python tool runs it)."""
+    import ast
+
+    try:
+        ast.parse(code, "<python task>", "exec")
+        return None
+    except SyntaxError as exc:
+        if "outside function" not in str(exc.msg):
+            return exc.lineno or 1, exc.offset or 1, str(exc.msg)
+    body = "".join(f"    {line}\n" for line in code.splitlines()) or "    pass\n"
+    try:
+        ast.parse(f"def __task_body__():\n{body}", "<python task>", "exec")
+    except SyntaxError as exc:
+        return max((exc.lineno or 2) - 1, 1), max((exc.offset or 5) - 4, 1), str(exc.msg)
+    return None
 
 
 def _warn_templated_sql(task: tree.Task, reporter: Reporter) -> None:

@@ -227,4 +227,38 @@ Example (a list instead of a mapping):
 """,
         "write `name: value` pairs at the top level of the file",
     ),
+    code(
+        "NOE830",
+        "doubtful-option",
+        "warning",
+        "a command-line value is accepted but is probably not what was meant",
+        """
+The command goes on, but a value looks like a mistake: `--set KEY=VALUE` for a key the
+playbook's `workload:` does not declare (often a typo), or a number that is not finite
+(`--set n=1e999` is infinity).
+
+Example:
+
+    noetl-vm run playbook.yaml --set itmes=3    # the workload declares `items`
+""",
+        "check the spelling of the key against the playbook's `workload:`",
+    ),
+    code(
+        "NOE831",
+        "execution-owned",
+        "error",
+        "a live process runs the execution",
+        """
+An embedded execution is owned by the process that runs it (`noetl-vm run` or `resume`): the
+event store records its pid and host and a heartbeat. `resume` takes an execution over only
+when that process is gone (no such pid on this host, or no heartbeat for 15 seconds); running
+it from two processes at once would run its tasks twice.
+
+Example:
+
+    noetl-vm run long.yaml &          # still running
+    noetl-vm resume 6f1c              # error[NOE831]: ... running in process 4242 on host-a
+""",
+        "wait for it to end, or stop that process first (`noetl-vm cancel ID`)",
+    ),
 )

@@ -129,4 +129,25 @@ Example:
 """,
         "declare the entry under `keychain:` or fix the name",
     ),
+    code(
+        "NOE620",
+        "python-syntax-error",
+        "error",
+        "the code of a python task does not compile",
+        """
+The `code:` of a python task is compiled when the playbook is checked, so a syntax error is
+found before anything runs. The code runs as a module (its `result`, or what its `main()`
+returns, is the task's result), or as a function body when it has a top-level `return`. The
+position is the offending line in the playbook. Code that is a template (`{{ ... }}`) is
+rendered at run time and compiled then.
+
+Example:
+
+    tool:
+      kind: python
+      code: |
+        result = {"n": 1
+""",
+        "fix the Python syntax at the line shown",
+    ),
 )

@@ -33,10 +33,10 @@ def noetl_vm(*args: str, env: dict[str, str] | None = None) -> subprocess.Comple
         ("postgresql://postgres@127.0.0.1/postgres?flavour=x", "NOE806"),
     ],
 )
-def test_bad_urls_give_a_code_a_hint_and_exit_1(url, code):
+def test_bad_urls_give_a_code_a_hint_and_exit_5(url, code):
     for action in ("upgrade", "status"):
         result = noetl_vm("db", action, "--db", url)
-        assert result.returncode == 1, result.stderr
+        assert result.returncode == 5, result.stderr  # the database cannot be used
         assert f"error[{code}]" in result.stderr and "hint:" in result.stderr
         assert "Traceback" not in result.stderr
 
@@ -44,7 +44,7 @@ def test_bad_urls_give_a_code_a_hint_and_exit_1(url, code):
 def test_a_database_that_rejects_us_gives_noe807(pg_url):
     dsn = pg_url.split("?")[0].rsplit("/", 1)[0] + "/noetl_no_such_database"
     result = noetl_vm("db", "upgrade", "--db", dsn)
-    assert result.returncode == 1
+    assert result.returncode == 5
     assert "error[NOE807]" in result.stderr and "noetl_no_such_database" in result.stderr
     assert "Traceback" not in result.stderr
 

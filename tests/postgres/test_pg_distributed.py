@@ -299,11 +299,11 @@ def test_bad_database_urls(url: str, code: str) -> None:
     for args in (["submit", case, "--db", url], ["worker", "--db", url], ["server", "--db", url]):
         proc = _vm(*args)
         _, err = proc.communicate(timeout=60)
-        assert proc.returncode == 1, (args, err)
+        assert proc.returncode == 5, (args, err)  # the database cannot be used
         assert f"error[{code}]" in err and "Traceback" not in err
     proc = _vm("worker", "--db", "sqlite:///x.db")
     _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 2 and "error[NOE800]" in err
+    assert proc.returncode == 5 and "error[NOE806]" in err
 
 
 def _terminate_backends(cluster: Cluster) -> Counter[str]:

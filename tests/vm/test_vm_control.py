@@ -140,7 +140,9 @@ def test_unhandled_failure_names_the_step_line(capsys: pytest.CaptureFixture[str
     finally:
         path.unlink()
     err = capsys.readouterr().err
-    assert "error[NOE853]: boom (step boom)" in err
+    # the exception type, the task, the step and the line of the task's code
+    assert "error[NOE853]: ValueError: boom\n" in err
+    assert "in task `boom_task` of step `boom`, line 1 of its code: raise ValueError" in err
     assert f"{path}:8:5" in err
 
 
@@ -153,7 +155,7 @@ def test_execution_without_program(capsys: pytest.CaptureFixture[str], tmp_path:
     store.close()
     assert cli.main(["replay", "old", "--db", f"sqlite:///{db}"]) == 4
     assert "error[NOE857]" in capsys.readouterr().err
-    assert cli.main(["resume", "old", "--db", f"sqlite:///{db}"]) == 1
+    assert cli.main(["resume", "old", "--db", f"sqlite:///{db}"]) == 4
     assert "error[NOE857]" in capsys.readouterr().err
     assert MemoryStore().execution("old") is None
 
