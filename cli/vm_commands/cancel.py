@@ -16,7 +16,9 @@ from noetlc.cli.vm_commands.history import add_db, find_execution, open_existing
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("execution_id", metavar="ID", help="the execution to cancel (its id or a unique prefix)")
+    p.add_argument(
+        "execution_id", metavar="ID", help="the execution to cancel (its id or a unique prefix)"
+    )
     p.add_argument(
         "--now",
         action="store_true",

@@ -18,7 +18,9 @@ from noetlc.cli.vm_commands.run import add_keychain, check_keychain_file, progre
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("execution_id", metavar="ID", help="the execution to finish (its id or a unique prefix)")
+    p.add_argument(
+        "execution_id", metavar="ID", help="the execution to finish (its id or a unique prefix)"
+    )
     p.add_argument("--json", action="store_true", help="print the summary as one JSON line")
     p.add_argument("--quiet", action="store_true", help="no progress line")
     add_keychain(p)

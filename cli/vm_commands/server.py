@@ -24,9 +24,15 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_db_required(p)
-    p.add_argument("--ttl", type=float, default=15.0, metavar="S", help="ownership lease seconds (15)")
-    p.add_argument("--poll", type=float, default=1.0, metavar="S", help="polling fallback seconds (1)")
-    p.add_argument("--pool", default="default", metavar="NAME", help="worker pool for the jobs (default)")
+    p.add_argument(
+        "--ttl", type=float, default=15.0, metavar="S", help="ownership lease seconds (15)"
+    )
+    p.add_argument(
+        "--poll", type=float, default=1.0, metavar="S", help="polling fallback seconds (1)"
+    )
+    p.add_argument(
+        "--pool", default="default", metavar="NAME", help="worker pool for the jobs (default)"
+    )
     add_log_level(p)
 
 

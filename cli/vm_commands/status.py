@@ -24,7 +24,9 @@ STATUSES = ("running", "completed", "failed", "cancelled")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("execution_id", metavar="ID", nargs="?", help="one execution (its id or a unique prefix)")
+    p.add_argument(
+        "execution_id", metavar="ID", nargs="?", help="one execution (its id or a unique prefix)"
+    )
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--status", choices=STATUSES, help="only executions with this status")
     p.add_argument("--playbook", metavar="NAME", help="only executions of this playbook")
