@@ -1,7 +1,8 @@
 """The `noetlc` command line.
 
-Exit codes: 0 success, 1 the input has errors, 2 usage errors (bad arguments), 70 an internal
-error (a bug in noetlc, printed with a please-report footer). No input produces a traceback.
+Exit codes (the table both command lines share is `EXIT_CODES` in common.py): 0 success, 1
+the input has errors, 2 usage errors, 70 an internal error (a bug in noetlc, printed with a
+please-report footer). No input produces a traceback.
 """
 
 from __future__ import annotations

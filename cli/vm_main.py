@@ -1,6 +1,8 @@
 """The `noetl-vm` command line: runs compiled playbooks.
 
-Exit codes: 0 completed, 1 failed, 2 usage, 3 cancelled, 70 internal error.
+Exit codes (the table both command lines share is `EXIT_CODES` in common.py): 0 completed,
+1 failed, 2 usage, 3 cancelled, 4 the execution named cannot take the request, 5 the store or
+database cannot be used, 70 internal error, 130 interrupted.
 """
 
 from __future__ import annotations

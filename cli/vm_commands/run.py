@@ -170,7 +170,7 @@ def _short_result(value: Any, limit: int = 72) -> str:
 def failure_text(error: dict[str, Any], payload: dict[str, Any]) -> str:
     """`FILE:LINE:COL: error[CODE]: Type: message`, then where: the task, the step and the
     line of the task's code that raised."""
-    where = _step_location(payload, error.get("step"))
+    where = _step_location(payload, error.get("step"), error.get("task"))
     prefix = f"{where}: " if where else ""
     kind = error.get("type")
     shown = f"{kind}: " if kind and kind not in ("Cancelled",) else ""
@@ -188,16 +188,26 @@ def failure_text(error: dict[str, Any], payload: dict[str, Any]) -> str:
     return text
 
 
-def _step_location(payload: dict[str, Any], step: str | None) -> str | None:
-    """The failing step's YAML file:line:column, through the debug map."""
+def _step_location(payload: dict[str, Any], step: str | None, task: Any = None) -> str | None:
+    """The YAML file:line:column of the failing task (else of its step), through the debug
+    map."""
     if not step:
         return None
-    names = [s["name"] for s in payload.get("steps", [])]
+    steps = payload.get("steps", [])
+    names = [s["name"] for s in steps]
     if step not in names:
         return None
-    path = f"workflow[{names.index(step)}]"
-    for file, line, column, where in payload.get("positions", []):
-        if where == path:
+    index = names.index(step)
+    paths = [f"workflow[{index}]"]
+    tasks = steps[index].get("tasks") or []
+    if task in tasks:
+        paths.insert(0, f"workflow[{index}].tool[{tasks.index(task)}]")
+    found = {
+        where: (file, line, column) for file, line, column, where in payload.get("positions", [])
+    }
+    for path in paths:
+        if path in found:
+            file, line, column = found[path]
             return f"{file}:{line}:{column}"
     return None
 

@@ -48,7 +48,7 @@ COVERED_ELSEWHERE = {
     "NOE858": "tests/postgres/test_pg_cli_lines.py::test_submit_wait_timeout_is_noe858",
     "NOE850": "tests/vm/test_vm_control.py::test_the_vm_never_raises",
     "NOE852": "tests/vm/test_vm_control.py::test_no_admission_rule",
-    "NOE853": "tests/vm/test_vm_control.py::test_unhandled_failure_names_the_step_line",
+    "NOE853": "tests/vm/test_vm_control.py::test_unhandled_failure_names_the_task_line",
     "NOE854": "tests/vm/test_vm_control.py::test_a_join_that_cannot_fire_is_a_deadlock",
     "NOE855": "tests/vm/test_vm_runtime.py::test_cancel_request_ends_the_execution_cancelled",
     "NOE856": "tests/vm/test_vm_runtime.py::test_resume_after_sigkill_runs_no_finished_task_again",

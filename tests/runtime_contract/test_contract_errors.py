@@ -40,8 +40,13 @@ def test_raised_errors_are_caught_as_user_errors(
     assert type(keychain.value) is KeychainError and keychain.value.code == "NOE812"
 
 
-@pytest.mark.parametrize("cls", SUBCLASSES)
-def test_the_command_lines_print_a_user_error_once_and_exit_1(
+# the exit code of each class (the table of cli/common.py): the store or database cannot be
+# used (5), a keychain file named by an option cannot be used (2), anything else 1
+EXIT_FOR = {StoreError: 5, DatabaseError: 5, KeychainError: 2, UserError: 1}
+
+
+@pytest.mark.parametrize("cls", [*SUBCLASSES, UserError])
+def test_the_command_lines_print_a_user_error_once_with_its_exit_code(
     cls: type[UserError], capsys: pytest.CaptureFixture[str]
 ) -> None:
     from noetlc.cli.common import run_guarded
@@ -49,7 +54,7 @@ def test_the_command_lines_print_a_user_error_once_and_exit_1(
     def command() -> int:
         raise cls("NOE807", "refused", "check the user")
 
-    assert run_guarded(command) == 1
+    assert run_guarded(command) == EXIT_FOR[cls]
     captured = capsys.readouterr()
     assert captured.err == "error[NOE807]: refused\n  hint: check the user\n"
     assert captured.out == ""
@@ -71,5 +76,5 @@ def test_a_keychain_error_from_run_is_printed_exactly(
     with pytest.raises(KeychainError) as expected:
         load_file(bad)
     capsys.readouterr()
-    assert cli.main(["run", str(playbook), "--db", "memory:", "--keychain", str(bad)]) == 1
+    assert cli.main(["run", str(playbook), "--db", "memory:", "--keychain", str(bad)]) == 2
     assert capsys.readouterr().err == expected.value.render() + "\n"

@@ -132,7 +132,7 @@ def test_dead_token_reaches_the_join() -> None:
     assert merge.step == "merge" and set(merge.args) == {"right"}
 
 
-def test_unhandled_failure_names_the_step_line(capsys: pytest.CaptureFixture[str]) -> None:
+def test_unhandled_failure_names_the_task_line(capsys: pytest.CaptureFixture[str]) -> None:
     path = Path(__file__).parent / "playbooks" / "failing.yaml"
     path.write_text(FAILING.lstrip())
     try:
@@ -143,7 +143,7 @@ def test_unhandled_failure_names_the_step_line(capsys: pytest.CaptureFixture[str
     # the exception type, the task, the step and the line of the task's code
     assert "error[NOE853]: ValueError: boom\n" in err
     assert "in task `boom_task` of step `boom`, line 1 of its code: raise ValueError" in err
-    assert f"{path}:8:5" in err
+    assert f"{path}:10:7" in err  # the failing task (its `kind:`), inside step `boom` (8:5)
 
 
 def test_execution_without_program(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
