@@ -14,11 +14,10 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from lark import Token, Tree
-
 from noetlc.expr.codegen import unquote
 from noetlc.expr.compile import CompiledExpression
 from noetlc.expr.facts import is_event_name, unwrap
+from noetlc.expr.jinja_expr_parser import Token, Tree
 from noetlc.expr.parser import ExprPiece, parse_expression, split_template
 from noetlc.ir.net import Guard
 

@@ -17,9 +17,10 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 from importlib import import_module
+from types import ModuleType
+from typing import Any
 
 from noetlc.diagnostics.errors import InternalCompilerError, UserError
-from noetlc.diagnostics.report import REPORT_FOOTER
 
 EXIT_OK = 0
 EXIT_ERRORS = 1
@@ -109,21 +110,53 @@ class UsageParser(argparse.ArgumentParser):
 def build_parser(
     prog: str, description: str, version: str, package: str, commands: Commands
 ) -> argparse.ArgumentParser:
-    """The parser of a command line whose subcommands are the modules `package.<module>`."""
+    """The parser of a command line whose subcommands are the modules `package.<module>`.
+
+    A subcommand's module is imported only when that subcommand is parsed (`LazyCommandParser`):
+    `--version`, `--help` and one command never import the other commands' modules."""
     parser = UsageParser(prog=prog, description=description)
     parser.add_argument("--version", action="version", version=f"{prog} {version}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=UsageParser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=LazyCommandParser)
     for name, module, help_text in commands:
-        mod = import_module(f"{package}.{module}")
-        p = sub.add_parser(
+        sub.add_parser(
             name,
             help=help_text,
-            description=(mod.__doc__ or help_text).strip(),
+            description=help_text,
+            module=f"{package}.{module}",
             formatter_class=argparse.RawDescriptionHelpFormatter,  # examples keep their lines
         )
-        mod.add_arguments(p)
-        p.set_defaults(_module=mod)
     return parser
+
+
+class LazyCommandParser(UsageParser):
+    """A subcommand's parser that imports its module (its arguments, its description and its
+    `run`) the first time it parses or prints help."""
+
+    def __init__(self, *args: Any, module: str, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.command_module = module
+        self._loaded: ModuleType | None = None
+
+    def load(self) -> ModuleType:
+        if self._loaded is None:
+            mod = self._loaded = import_module(self.command_module)
+            if mod.__doc__:
+                self.description = mod.__doc__.strip()
+            mod.add_arguments(self)
+            self.set_defaults(_module=mod)
+        return self._loaded
+
+    def parse_known_args(self, *args: Any, **kwargs: Any) -> Any:
+        self.load()
+        return super().parse_known_args(*args, **kwargs)
+
+    def format_help(self) -> str:
+        self.load()
+        return super().format_help()
+
+    def format_usage(self) -> str:
+        self.load()
+        return super().format_usage()
 
 
 def run_command(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> int:
@@ -142,6 +175,8 @@ def run_command(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> 
 def run_guarded(fn: Callable[[], int]) -> int:
     """Run a command; a problem the user can fix prints `error[CODE]` and its hint (exit code
     by its class, `exit_code_for`), our own bugs a clean report instead of a traceback."""
+    from noetlc.diagnostics.report import REPORT_FOOTER
+
     try:
         return fn()
     except KeyboardInterrupt:

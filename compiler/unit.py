@@ -8,17 +8,19 @@ unusable. A pass reads the fields of the passes before it and writes only its ow
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from noetlc.compiler.programs import Programs
-from noetlc.compiler.surface.models import Playbook as SurfacePlaybook
-from noetlc.compiler.tree import Playbook
-from noetlc.compiler.values import ValuePool
-from noetlc.compiler.ynodes import YMap
 from noetlc.diagnostics.report import Reporter
-from noetlc.expr.compile import ExpressionPool
-from noetlc.ir.net import Net
-from noetlc.ir.program import Program
+
+if TYPE_CHECKING:  # each pass imports what it builds; the unit itself stays cheap to import
+    from noetlc.compiler.programs import Programs
+    from noetlc.compiler.surface.models import Playbook as SurfacePlaybook
+    from noetlc.compiler.tree import Playbook
+    from noetlc.compiler.values import ValuePool
+    from noetlc.compiler.ynodes import YMap
+    from noetlc.expr.compile import ExpressionPool
+    from noetlc.ir.net import Net
+    from noetlc.ir.program import Program
 
 
 @dataclass

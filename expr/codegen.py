@@ -12,8 +12,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from lark import Token, Tree
-
+from noetlc.expr.jinja_expr_parser import Token, Tree
 from noetlc.expr.library import FILTERS, GLOBALS, TESTS
 from noetlc.expr.namespaces import ROOT_NAMESPACES
 from noetlc.expr.runtime import FORMAT_METHODS

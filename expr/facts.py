@@ -5,9 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from lark import Tree
-
 from noetlc.expr.codegen import unquote
+from noetlc.expr.jinja_expr_parser import Tree
 
 NOT_CONSTANT: Any = type("NotConstant", (), {"__repr__": lambda self: "NOT_CONSTANT"})()
 

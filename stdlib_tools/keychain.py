@@ -26,8 +26,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import yaml
-
 from noetlc.diagnostics.errors import UserError
 
 DEFAULT_FILE = Path(".noetl") / "keychain.yaml"
@@ -63,6 +61,8 @@ def load_file(path: str | Path) -> dict[str, Any]:
         raise KeychainError(
             "NOE813", f"cannot read keychain file {p}: {exc.strerror}", hint
         ) from None
+    import yaml  # only when there is a file to read
+
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:

@@ -7,8 +7,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from noetlc.compiler.pipeline import compile_file
-from noetlc.diagnostics.report import render_text
 from noetlc.ir import nbc
 from noetlc.ir.program import Program
 
@@ -36,6 +34,9 @@ def load_program(path: str) -> Program | None:
                 print(f"  hint: {exc.hint}", file=sys.stderr)
             return None
         return program
+    from noetlc.compiler.pipeline import compile_file  # a .nbc file needs no compiler
+    from noetlc.diagnostics.report import render_text
+
     unit = compile_file(path)
     if unit.reporter.has_errors or unit.program is None:
         print(render_text(unit.reporter.sorted(), {unit.file: unit.source}), file=sys.stderr)

@@ -1,0 +1,154 @@
+"""Cold start: whole processes, as a user or a CI job meets the command line.
+
+Run: `python -m bench -k cold`.
+
+Each figure is the best wall time of several runs of one command in a new process (the
+installed console scripts `noetlc` and `noetl-vm` beside the interpreter running the bench),
+after two warm-up runs that write the bytecode caches and warm the OS page cache: what a
+second invocation on a developer machine costs. `PYTHONDONTWRITEBYTECODE` is removed from the
+environment of the measured processes, so imports read `.pyc` files as an installed package
+does. Compared, in the same test: the floor, `python -c pass` with the same interpreter
+(interpreter start-up, site and the editable-install finder included); and the NoETL CLI's
+own process (`noetl --help`, installed from PyPI in its peer virtualenv, `bench/peers.py`),
+skipped with the reason when the peer cannot be installed.
+
+The loop figure runs a 1,000-iteration noop loop (`generators.big_loop`) through `noetl-vm
+run` with the default SQLite event store (a fresh database file each run): compile, load,
+run, commit, summary, all in one process.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from noetlc.bench import generators, peers
+from noetlc.bench.figures import quick, record, target
+
+pytestmark = pytest.mark.bench
+
+REPO = Path(__file__).resolve().parent.parent
+HELLO = REPO / "examples" / "hello.yaml"
+BIN = Path(sys.executable).parent
+ROUNDS = 5 if quick() else 15
+FLOOR = "floor: `python -c pass` (same interpreter)"
+
+
+def script(name: str) -> list[str]:
+    """The console script beside the interpreter, else the module behind it."""
+    path = BIN / name
+    if path.exists():
+        return [str(path)]
+    module = "noetlc" if name == "noetlc" else "noetlc.cli.vm_main"
+    return [sys.executable, "-m", module]
+
+
+def environment() -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env.pop("PYTHONPATH", None)
+    return env
+
+
+def best_seconds(
+    commands: Sequence[Sequence[str]], rounds: int = ROUNDS, cwd: Path | None = None
+) -> list[float]:
+    """The best wall time of each command over `rounds` runs, after two warm-up runs. The
+    commands take turns, so a busy moment of a shared machine slows all of them alike; each
+    must exit 0."""
+    env = environment()
+    best = [float("inf")] * len(commands)
+    for i in range(rounds + 2):
+        for k, argv in enumerate(commands):
+            started = time.perf_counter()
+            done = subprocess.run(
+                list(argv), cwd=cwd, env=env, capture_output=True, text=True, check=False
+            )
+            elapsed = time.perf_counter() - started
+            assert done.returncode == 0, f"{' '.join(argv)}: exit {done.returncode}: {done.stderr}"
+            if i >= 2:
+                best[k] = min(best[k], elapsed)
+    return best
+
+
+PASS = [sys.executable, "-c", "pass"]
+
+
+def cold(
+    benchmark: Any, figure: str, argv: list[str], bound_ms: float, cwd: Path | None = None
+) -> None:
+    """Time `argv` against the floor, taking turns, and record the figure with its target."""
+    benchmark.pedantic(best_seconds, args=([argv], 1, cwd), rounds=1, iterations=1)
+    ours, floor = best_seconds([argv, PASS], cwd=cwd)
+    record(
+        benchmark,
+        figure=figure,
+        value=ours * 1000,
+        unit="ms",
+        better="lower",
+        against=FLOOR,
+        against_value=floor * 1000,
+        target=target("value", "<=", bound_ms, f"target: ≤ {bound_ms / 1000:g} s"),
+        group="cold",
+    )
+
+
+def test_cold_version(benchmark: Any) -> None:
+    cold(benchmark, "cold: `noetlc --version`", [*script("noetlc"), "--version"], 60)
+
+
+def test_cold_check(benchmark: Any) -> None:
+    argv = [*script("noetlc"), "check", str(HELLO)]
+    cold(benchmark, "cold: `noetlc check examples/hello.yaml`", argv, 150)
+
+
+def test_cold_run_hello(benchmark: Any, tmp_path: Path) -> None:
+    # the default store: .noetl/noetl.db under the working directory (SQLite, WAL)
+    argv = [*script("noetl-vm"), "run", str(HELLO), "--quiet"]
+    cold(benchmark, "cold: `noetl-vm run examples/hello.yaml` (SQLite)", argv, 150, tmp_path)
+
+
+def test_cold_run_loop(benchmark: Any, tmp_path: Path) -> None:
+    playbook = tmp_path / "loop.yaml"
+    playbook.write_text(generators.big_loop(1_000), encoding="utf-8")
+    # every run starts from a fresh database file: the shell removes it, then execs the run
+    # (the floor is timed the same way: the shell adds about a millisecond)
+    db = tmp_path / "loop.db"
+    run = [*script("noetl-vm"), "run", str(playbook), "--quiet", "--db", f"sqlite:///{db}"]
+    argv = ["/bin/sh", "-c", 'rm -f "$0" "$0-wal" "$0-shm" && exec "$@"', str(db), *run]
+    figure = "cold: 1,000-iteration noop loop via `noetl-vm run` (SQLite)"
+    cold(benchmark, figure, argv, 200, tmp_path)
+
+
+def test_cold_vs_noetl_cli(benchmark: Any) -> None:
+    try:
+        python = peers.ensure("NoETL CLI")
+    except peers.PeerUnavailable as exc:
+        pytest.skip(f"NoETL CLI: {exc}")
+    noetl = Path(python).parent / "noetl"
+    if not noetl.exists():
+        pytest.skip(f"NoETL CLI: no `noetl` script in {noetl.parent}")
+    argv = [*script("noetlc"), "--help"]
+    benchmark.pedantic(best_seconds, args=([argv], 1), rounds=1, iterations=1)
+    with tempfile.TemporaryDirectory(prefix="noetlc-cold-") as scratch:
+        ours, theirs = best_seconds([argv, [str(noetl), "--help"]], cwd=Path(scratch))
+    record(
+        benchmark,
+        figure="cold: `noetlc --help` vs the NoETL CLI's `noetl --help`",
+        value=ours * 1000,
+        unit="ms",
+        better="lower",
+        against="NoETL CLI `noetl --help` (its own process)",
+        against_value=theirs * 1000,
+        fair="both print their command help from a new process, each from its own "
+        "virtualenv with bytecode caches written",
+        group="cold",
+    )

@@ -1,0 +1,117 @@
+"""A command imports what it runs, and nothing more (cold start).
+
+Each case runs one command's `main` in a fresh interpreter and lists `sys.modules` afterwards;
+a module a command must not need (another layer, a heavy library) fails the case. This is how
+start-up time is kept without timing anything: `noetlc --version` loads no compiler, `check`
+no runtime and no Lark (the expression parser is generated once, `expr/jinja_expr_parser.py`),
+running a `.nbc` file no compiler.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+HELLO = REPO / "examples" / "hello.yaml"
+
+# The runner: run one command line's main with `argv`, print the loaded module names.
+RUN = """
+import json, sys
+prog, argv = sys.argv[1], sys.argv[2:]
+if prog == "noetlc":
+    from noetlc.cli.noetlc_main import main
+else:
+    from noetlc.cli.vm_main import main
+try:
+    main(argv)
+except SystemExit:
+    pass
+sys.stdout.write("\\n" + json.dumps(sorted(sys.modules)))
+"""
+
+NOETLC_LAYERS = ["noetlc.compiler", "noetlc.analysis", "noetlc.runtime", "noetlc.vm", "noetlc.ir"]
+HEAVY = ["pydantic", "jinja2", "lark", "yaml", "ruamel", "asyncio", "asyncpg", "httpx", "msgpack"]
+ALWAYS_HEAVY = ["lark", "networkx", "asyncpg", "httpx", "ruamel", "duckdb"]
+
+
+def loaded(prog: str, *argv: str) -> set[str]:
+    done = subprocess.run(
+        [sys.executable, "-c", RUN, prog, *argv],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=False,
+        timeout=120,
+    )
+    assert done.stdout.strip(), done.stderr
+    modules: list[str] = json.loads(done.stdout.rsplit("\n", 1)[-1])
+    return set(modules)
+
+
+def offending(modules: set[str], forbidden: list[str]) -> list[str]:
+    return sorted(m for m in modules if any(m == f or m.startswith(f + ".") for f in forbidden))
+
+
+@pytest.fixture(scope="module")
+def hello_nbc(tmp_path_factory: pytest.TempPathFactory) -> str:
+    from noetlc.compiler.pipeline import compile_file
+
+    unit = compile_file(HELLO)
+    assert unit.nbc is not None
+    out = tmp_path_factory.mktemp("cold") / "hello.nbc"
+    out.write_bytes(unit.nbc)
+    return str(out)
+
+
+@pytest.mark.parametrize(
+    "prog, argv",
+    [
+        ("noetlc", ["--version"]),
+        ("noetlc", ["--help"]),
+        ("noetl-vm", ["--version"]),
+        ("noetlc", ["explain", "NOE101"]),
+    ],
+)
+def test_version_help_and_explain_load_no_layer_and_no_library(prog: str, argv: list[str]) -> None:
+    modules = loaded(prog, *argv)
+    assert offending(modules, [*NOETLC_LAYERS, "noetlc.expr", *HEAVY, *ALWAYS_HEAVY]) == []
+    # and no other command's module
+    assert offending(modules, ["noetlc.cli.noetlc_commands.check", "noetlc.cli.vm_commands"]) == []
+
+
+def test_check_loads_the_front_end_only() -> None:
+    modules = loaded("noetlc", "check", str(HELLO))
+    assert "noetlc.compiler.passes.schema" in modules  # it did check
+    forbidden = ["noetlc.analysis", "noetlc.runtime", "noetlc.vm", "noetlc.ir.net"]
+    assert offending(modules, [*forbidden, "asyncio", "sqlite3", "msgpack", *ALWAYS_HEAVY]) == []
+
+
+def test_running_bytecode_loads_no_compiler(hello_nbc: str) -> None:
+    modules = loaded("noetl-vm", "run", hello_nbc, "--db", "memory:", "--quiet")
+    assert "noetlc.vm.control" in modules  # it did run
+    assert offending(modules, ["noetlc.compiler", "noetlc.analysis", "yaml", *ALWAYS_HEAVY]) == []
+
+
+def test_running_a_playbook_loads_no_analyzer() -> None:
+    modules = loaded("noetl-vm", "run", str(HELLO), "--db", "memory:", "--quiet")
+    assert "noetlc.vm.control" in modules
+    assert offending(modules, ["noetlc.analysis", *ALWAYS_HEAVY]) == []
+
+
+def test_status_loads_no_compiler_and_no_expression_language(tmp_path: Path) -> None:
+    modules = loaded("noetl-vm", "status", "--db", f"sqlite:///{tmp_path / 'n.db'}")
+    assert "noetlc.runtime.store" in modules
+    forbidden = ["noetlc.compiler", "noetlc.expr", "pydantic", "jinja2", "asyncio"]
+    assert offending(modules, [*forbidden, *ALWAYS_HEAVY]) == []
+
+
+def test_the_offending_check_finds_a_forbidden_module() -> None:
+    # the check itself can fail: a command that imports the compiler is caught
+    assert offending({"noetlc.compiler.pipeline", "json"}, ["noetlc.compiler"]) == [
+        "noetlc.compiler.pipeline"
+    ]
