@@ -146,6 +146,11 @@ class LazyCommandParser(UsageParser):
             self.set_defaults(_module=mod)
         return self._loaded
 
+    def add_subparsers(self, **kwargs: Any) -> Any:
+        # a command's own subcommands (`db status`) are plain parsers, not lazy ones
+        kwargs.setdefault("parser_class", UsageParser)
+        return super().add_subparsers(**kwargs)
+
     def parse_known_args(self, *args: Any, **kwargs: Any) -> Any:
         self.load()
         return super().parse_known_args(*args, **kwargs)
