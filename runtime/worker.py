@@ -20,6 +20,7 @@ slot (not its thread) meanwhile, so the child's jobs find one even on `--concurr
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -28,7 +29,7 @@ from typing import Any
 import asyncpg
 
 from noetlc.expr.runtime import RESOLVER_KEY
-from noetlc.runtime.backend import JOBS, Backend
+from noetlc.runtime.backend import JOBS, Backend, Completion
 from noetlc.runtime.children import ChildRunner
 from noetlc.runtime.cluster import RETRYABLE, new_owner, warn_retrying
 from noetlc.runtime.driver import REQUESTED, program_from_requested
@@ -71,9 +72,12 @@ class Worker:
         self._slot_freed = asyncio.Event()
         self.running: dict[str, tuple[Lease, asyncio.Task[Finished | None], threading.Event]] = {}
         self.completed = 0
-        # finished jobs and their events (by execution), committed by the next round
-        self._finished: list[Lease] = []
-        self._pending: dict[str, list[Event]] = {}
+        # completions the queue refused (the lease was no longer current, or the job was
+        # cancelled: fencing), and leases a heartbeat found lost (their jobs told to stop)
+        self.refused = 0
+        self.lost = 0
+        # finished jobs and their events, committed by the next round
+        self._finished: list[Completion] = []
         self._more = False  # the last pick was full: pick again without waiting
         # reference-first results: large task results stored, references resolved
         self.results = db.result_store()
@@ -126,8 +130,9 @@ class Worker:
                 [lease for lease, _, _ in self.running.values()], ttl=self.ttl
             )
             for job_id, (_, _, flag) in self.running.items():
-                if job_id not in held:
+                if job_id not in held and not flag.is_set():
                     flag.set()  # lost: someone else runs it now
+                    self.lost += 1
         if self._finished or (self._more and len(self.running) < self._slots()):
             return  # commit them, or lease more, right away
         if self.running:
@@ -155,8 +160,7 @@ class Worker:
         inline is run again by whoever takes it (same event ids, so nothing is logged twice);
         the threaded jobs' results are kept for the next try."""
         done = list(self._finished)
-        events = {k: list(v) for k, v in self._pending.items()}
-        ran: list[Lease] = []
+        ran: list[Completion] = []
         threaded: list[Lease] = []
         async with self.db.queue.round(self.owner, pool=self.pool, ttl=self.ttl) as tx:
             for _ in range(INLINE_ROUNDS):
@@ -168,20 +172,27 @@ class Worker:
                     if produced is None:
                         waiting.append(lease)
                         continue
-                    ran.append(lease)
-                    events.setdefault(lease.execution_id, []).extend(produced)
+                    ran.append((lease, produced))
                 threaded.extend(await tx.lease_picked(waiting))
                 self._more = len(picked) == limit > 0  # the queue may hold more
                 if threaded or not self._more:
                     break  # the queue is drained, or slots are taken now
-            await tx.finish(done, ran, events)
-        self.completed += len(done) + len(ran)
-        self._finished, self._pending = [], {}
+            accepted = await tx.finish(done, ran)
+        self.completed += len(accepted)
+        stale = sum(1 for lease, _ in done if lease.job_id not in accepted)
+        if stale:
+            self.refused += stale
+            print(
+                f"worker {self.owner}: {stale} completion(s) refused: the lease was no longer"
+                " current or the job was cancelled",
+                file=sys.stderr,
+                flush=True,
+            )
+        self._finished = []
         return threaded
 
     def _finish(self, lease: Lease, known: Known, events: list[Event]) -> None:
-        self._finished.append(lease)
-        self._pending.setdefault(lease.execution_id, []).extend(_redact(known, events))
+        self._finished.append((lease, _redact(known, events)))
 
     @staticmethod
     def _run_inline(lease: Lease, known: Known) -> list[Event] | None:
@@ -223,6 +234,13 @@ class Worker:
             self.running.clear()
         self.threads.shutdown(wait=False, cancel_futures=True)
         self.results.close()
+        if self.refused or self.lost:
+            print(
+                f"worker {self.owner} stopped: {self.completed} job(s) completed,"
+                f" {self.refused} completion(s) refused, {self.lost} lease(s) found lost",
+                file=sys.stderr,
+                flush=True,
+            )
 
     async def _known(self, execution_id: str) -> Known:
         known = self.executions.get(execution_id)

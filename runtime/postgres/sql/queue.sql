@@ -189,7 +189,8 @@ RETURNING job_id, execution_id, action_id, pool, payload::text AS payload, attem
           extract(epoch FROM lease_expires_at)::float8 AS lease_expires_at, queue_seq;
 
 -- name: finish_jobs
--- The end of a worker's round transaction: complete the jobs, append their events (0002).
+-- The end of a worker's round transaction: complete the jobs, append the events of the
+-- completions accepted (a stale lease's events are refused with it: 0003).
 SELECT out_job_id AS job_id
   FROM noetl_finish_jobs($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,
-                         $17, $18);
+                         $17, $18, $19, $20);
