@@ -99,6 +99,11 @@ class RoundQueue(JobQueue, Protocol):
         self, owner: str, *, pool: str = DEFAULT_POOL, ttl: float = 30.0
     ) -> AbstractAsyncContextManager[WorkerRound]: ...
 
+    async def append_fenced(self, lease: Lease, events: Sequence[Event]) -> bool:
+        """Append events of a job still running (a finished task's), only while `lease` is
+        current: False, and nothing appended, when it is not (fencing)."""
+        ...
+
 
 class Notifications(Protocol):
     """Wake-ups: a hint, never a source of truth (callers always query after waking)."""

@@ -194,6 +194,14 @@ class MemoryRoundQueue(MemoryJobQueue):
         job = self._jobs.get(job_id)
         return None if job is None else job.status
 
+    async def append_fenced(self, lease: Lease, events: Sequence[Event]) -> bool:
+        job = self._jobs.get(lease.job_id)
+        if job is None or job.status != "leased" or job.lease_id != lease.lease_id:
+            return False
+        assert self.log is not None
+        self.log.append_now(lease.execution_id, list(events))
+        return True
+
     @asynccontextmanager
     async def round(
         self, owner: str, *, pool: str = DEFAULT_POOL, ttl: float = 30.0

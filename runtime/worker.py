@@ -320,10 +320,13 @@ class Worker:
             if eager and event.name == EventName.TASK_DONE and not flag.is_set():
                 try:
                     batch = _redact(known, events[flushed:])
-                    asyncio.run_coroutine_threadsafe(
-                        self.db.events.append(lease.execution_id, batch), loop
+                    held = asyncio.run_coroutine_threadsafe(
+                        self.db.queue.append_fenced(lease, batch), loop
                     ).result()
                 except Exception:  # the final append of the job retries them
+                    return
+                if not held:
+                    flag.set()  # the lease was lost: stop, someone else runs the job now
                     return
                 flushed = len(events)
 

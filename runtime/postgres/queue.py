@@ -21,7 +21,7 @@ import asyncpg
 
 from noetlc.runtime.backend import ANY_KEY, Completion
 from noetlc.runtime.postgres.connect import PgUrl, with_retry
-from noetlc.runtime.postgres.eventlog import completion_columns
+from noetlc.runtime.postgres.eventlog import completion_columns, event_columns
 from noetlc.runtime.postgres.notify import Notifications
 from noetlc.runtime.postgres.queries import q
 from noetlc.runtime.queue import (
@@ -33,6 +33,7 @@ from noetlc.runtime.queue import (
     Ownership,
     ReapedJob,
 )
+from noetlc.vm.protocol import Event
 
 _NEXT_READY = """
 SELECT CASE
@@ -148,6 +149,20 @@ class PostgresJobQueue:
             return set()
         rows = await self._fetch(q("complete_jobs"), *_tokens(leases), status, error)
         return {r["job_id"] for r in rows}
+
+    async def append_fenced(self, lease: Lease, events: Sequence[Event]) -> bool:
+        """Append events of a job still running, only while `lease` is current (fencing):
+        False, and nothing appended, when it is not."""
+
+        async def run() -> bool:
+            async with self._pool.acquire() as conn, conn.transaction():
+                if not await conn.fetch(q("lease_is_current"), lease.job_id, lease.lease_id):
+                    return False
+                _, *columns = event_columns({lease.execution_id: events})
+                await conn.fetch(q("append_events"), lease.execution_id, *columns)
+                return True
+
+        return await with_retry(self._url, run)
 
     async def heartbeat(self, leases: Sequence[Lease], *, ttl: float = 30.0) -> set[str]:
         if not leases:

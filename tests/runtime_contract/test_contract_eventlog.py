@@ -153,6 +153,9 @@ async def test_a_completion_whose_lease_is_no_longer_current_is_refused_with_its
     assert [e["event_id"] for e in await log.read("x")] == ["a2:1:0"]
     state = await queue.get("j1")
     assert state is not None and state.status == "leased" and state.lease_id == live.lease_id
+    # a running job's early events (a finished task's) are fenced the same way
+    assert await queue.append_fenced(stale, said(stale, 1)) is False
+    assert [e["event_id"] for e in await log.read("x")] == ["a2:1:0"]
     # the stale and the live completion of one job in one batch: only the live one counts
     async with queue.round("w2", ttl=30) as tx:
         done = [(stale, said(stale, 2)), (live, said(live, 3))]
@@ -161,3 +164,5 @@ async def test_a_completion_whose_lease_is_no_longer_current_is_refused_with_its
     assert [e["seq"] for e in await log.read("x")] == [1, 2, 3, 4]
     state = await queue.get("j1")
     assert state is not None and state.status == "done"
+    assert await queue.append_fenced(live, said(live, 4)) is False  # finished: no lease now
+    assert len(await log.read("x")) == 4
