@@ -11,7 +11,7 @@ retried append adds nothing. Templates see the `keychain` namespace resolved fro
 worker's own environment and `--keychain` file; those values are redacted from the events.
 Leases are heartbeated every ttl/3; a job whose lease was lost is told to stop and its events
 are not appended (its new holder runs it). A re-leased job (attempt > 1) reads the
-`task.done` events its earlier attempts recorded and replays them instead of calling those
+task outcomes its earlier attempts recorded (`task.done`) and replays them instead of calling those
 tools again. SIGTERM: stop leasing, let running jobs finish for `grace` seconds, release the
 rest (no attempt is spent). A job whose `kind: playbook` call waits on its child lends its
 slot (not its thread) meanwhile, so the child's jobs find one even on `--concurrency 1`.

@@ -3,7 +3,7 @@
     noetl-vm resume EXECUTION_ID [--db URL] [--json]
 
 The control VM is rebuilt from the event log; the steps and iterations that were started and
-never answered run again, and tasks whose `task.done` is in the log are not called again (their
+never answered run again, and tasks whose outcome is in the log are not called again (their
 recorded outcomes are replayed). Exit status as `run`: 0 completed, 1 failed, 3 cancelled.
 """
 
