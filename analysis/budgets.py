@@ -4,9 +4,10 @@
   firing of its fork; a step on a cycle of arcs is unbounded.
 * tokens in flight — the largest marking of the plain (unreduced, unordered) state space when
   it fits in a small budget (exact for the abstraction), else the sum of the runs (loose).
-* events per execution — per step run: scheduled, started, the boundary event, one
-  next.selected per arc that fires; per task attempt: started and done (+ task.retry); loops add
-  loop.started and two events per iteration. Items count when `in:` is a literal list or a
+* events per execution — per step run: scheduled, the terminal event, one next.selected per
+  arc that fires; per task attempt: its done record (+ task.retry; the last call's record is
+  folded into the terminal event, so this is an upper bound); a loop step records
+  loop.started and loop.done instead of scheduled and two events per iteration. Items count when `in:` is a literal list or a
   workload key with a list default (the request may send more).
 * worst-case retry time — the sum of every retry rule's delays over its attempts (backoff,
   max_delay and jitter applied), times the runs and the loop items.
@@ -160,16 +161,16 @@ def _step_events(ctx: LintContext, step: tree.Step) -> Bound:
     per_item = 0
     for task in step.tasks:
         attempts = max([1, *(r.action.attempts or 1 for r in _retries(task))])
-        per_item += 2 * attempts + (attempts - 1)
+        per_item += attempts + (attempts - 1)
     if _jump_cycle(step):
         return Bound(None, f"a jump cycle in the pipeline of step `{step.name}`")
-    base = 3 + arcs
+    base = 2 + arcs
     if step.loop is None:
         return Bound(base + per_item)
     items = _items(ctx, step)
     if items.value is None:
         return items
-    return Bound(base + 1 + int(items.value) * (2 + per_item), items.note)
+    return Bound(base + int(items.value) * (2 + per_item), items.note)
 
 
 def _events(

@@ -25,6 +25,10 @@ JOBS, EXECUTIONS, EVENTS = "noetl_jobs", "noetl_executions", "noetl_events"
 
 EventLike = Event | Mapping[str, Any]
 
+# a job a worker finished and the events it produced (all of the lease's execution): the
+# events are appended only if the completion is accepted (the lease is still current)
+Completion = tuple[Lease, Sequence[Event]]
+
 
 class EventLog(Protocol):
     """Every execution's log (events with store-assigned gap-free `seq`, idempotent on
@@ -80,14 +84,11 @@ class WorkerRound(Protocol):
         """Lease picked jobs (those that will run outside this round)."""
         ...
 
-    async def finish(
-        self,
-        done: Sequence[Lease],
-        ran: Sequence[Lease],
-        events: Mapping[str, Sequence[Event]],
-    ) -> set[str]:
-        """Complete `done` (leased) and `ran` (picked and run in this round) and append
-        `events` (by execution); a job cancelled meanwhile logs nothing."""
+    async def finish(self, done: Sequence[Completion], ran: Sequence[Completion]) -> set[str]:
+        """Complete `done` (leased jobs) and `ran` (picked and run in this round) and append
+        the events of the completions accepted; returns the accepted job ids. Fencing: a
+        completion whose lease is no longer current (expired and re-queued or granted again,
+        or the job cancelled) is refused entirely, its events are not appended."""
         ...
 
 
@@ -97,6 +98,11 @@ class RoundQueue(JobQueue, Protocol):
     def round(
         self, owner: str, *, pool: str = DEFAULT_POOL, ttl: float = 30.0
     ) -> AbstractAsyncContextManager[WorkerRound]: ...
+
+    async def append_fenced(self, lease: Lease, events: Sequence[Event]) -> bool:
+        """Append events of a job still running (a finished task's), only while `lease` is
+        current: False, and nothing appended, when it is not (fencing)."""
+        ...
 
 
 class Notifications(Protocol):
@@ -176,6 +182,7 @@ __all__ = [
     "JOBS",
     "Backend",
     "BlockingResultStore",
+    "Completion",
     "EventLog",
     "Notifications",
     "RoundQueue",

@@ -14,7 +14,7 @@ before its effects (the argument is in docs/runtime.md). Timers are loop timers;
 cancel|signal` write them) every `poll_interval` seconds.
 
 `resume` rebuilds the VM from the log (runtime/replay.py) and runs the commands that were
-issued and not answered, with the recorded `task.done` outcomes as the pipeline VM's memo: a
+issued and not answered, with the recorded task outcomes (`task.done`) as the pipeline VM's memo: a
 task that finished before the crash is not called again.
 """
 

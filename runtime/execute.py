@@ -1,12 +1,15 @@
 """Running one command of the control VM: a step's pipeline, or one iteration of a loop step.
 
 Shared by the embedded runtime and distributed workers. The pipeline VM runs with the scope
-the command carries; every `task.*` event it emits becomes a worker event with the full
-envelope (vm/protocol.py), handed to `emit` as it happens (so a finished task is logged before
-the next one starts), and the run ends with one terminal event: `step.done`/`step.failed`, or
-`loop.iteration.done`/`.failed`, carrying the result and the ctx writes. `memo_from_events`
-turns an action's recorded `task.done` events into the pipeline VM's memo, so a resumed or
-re-leased action does not call a finished tool again.
+the command carries; the `task.*` events it emits become worker events with the full envelope
+(vm/protocol.py), handed to `emit`, and the run ends with one terminal event:
+`step.done`/`step.failed`, or `loop.iteration.done`/`.failed`, carrying the result and the ctx
+writes. Fewer events per step: `task.started` is not logged, and the last task call's
+`task.done` is folded into the terminal event (`fold_task`); an earlier call's `task.done` is
+logged before the next call starts, so a finished tool is logged before the next one runs.
+`memo_from_events` turns an action's recorded task outcomes (`task.done` events and folded
+records) into the pipeline VM's memo, so a resumed or re-leased action does not call a
+finished tool again.
 """
 
 from __future__ import annotations
@@ -24,14 +27,22 @@ from noetlc.stdlib_tools.keychain import Keychain
 from noetlc.stdlib_tools.registry import call_tool as call_registry_tool
 from noetlc.vm.pipeline import ToolCall, Wait, run_pipeline
 from noetlc.vm.program import OP, Program
-from noetlc.vm.protocol import Event, EventName, Source, action_event
+from noetlc.vm.protocol import (
+    RESULT_NAMES,
+    Event,
+    EventName,
+    Source,
+    action_event,
+    fold_task,
+    folded_task,
+)
 
 _LOOP_ITERATION_DONE = EventName.LOOP_ITERATION_DONE.value
 _LOOP_ITERATION_FAILED = EventName.LOOP_ITERATION_FAILED.value
 _STEP_DONE = EventName.STEP_DONE.value
 _STEP_FAILED = EventName.STEP_FAILED.value
-_STEP_STARTED = EventName.STEP_STARTED.value
 _TASK_DONE = EventName.TASK_DONE.value
+_TASK_STARTED = EventName.TASK_STARTED.value
 
 EmitEvent = Callable[[Event], None]
 # `kind: playbook`: (path, workload, the calling action_id, the child's execution id) -> the
@@ -156,23 +167,48 @@ def execute(
     else:
         run_scope["iter"] = {}
 
-    def on_task_event(name: str, payload: dict[str, Any]) -> None:
-        call = payload.get("call")
-        emit(
-            worker_event(
-                name,
-                step,
-                step_run_id,
-                action_id,
-                iteration,
-                payload,
-                attempt=payload.get("attempt"),
-                task_run_id=None if call is None else f"{action_id}:{call}",
-            )
-        )
+    # A finished task's `task.done` is held back until the pipeline goes on: the next call's
+    # start or a retry logs it first (a finished tool is logged before the next one runs, so
+    # a resumed or re-leased action replays it), and the last one is folded into the
+    # terminal event instead of being logged on its own. `task.started` is not logged: the
+    # `task.done` (or the terminal event) that follows says which call ran.
+    held: list[dict[str, Any]] = []
 
-    if iteration is None:
-        emit(worker_event(_STEP_STARTED, step, step_run_id, action_id, None, {}))
+    def log_held() -> None:
+        if held:
+            payload = held.pop()
+            emit(
+                worker_event(
+                    _TASK_DONE,
+                    step,
+                    step_run_id,
+                    action_id,
+                    iteration,
+                    payload,
+                    attempt=payload.get("attempt"),
+                    task_run_id=f"{action_id}:{payload.get('call')}",
+                )
+            )
+
+    def on_task_event(name: str, payload: dict[str, Any]) -> None:
+        log_held()
+        if name == _TASK_DONE:
+            held.append(payload)
+        elif name != _TASK_STARTED:
+            call = payload.get("call")
+            emit(
+                worker_event(
+                    name,
+                    step,
+                    step_run_id,
+                    action_id,
+                    iteration,
+                    payload,
+                    attempt=payload.get("attempt"),
+                    task_run_id=None if call is None else f"{action_id}:{call}",
+                )
+            )
+
     if wait is None:
         outcome = run_pipeline(
             program, info, run_scope, call_tool, on_task_event, memo, private_scope=True
@@ -190,6 +226,8 @@ def execute(
     payload: dict[str, Any] = {"result": outcome.result} if outcome.ok else {"error": outcome.error}
     if outcome.ctx_writes:
         payload["ctx_writes"] = [[key, value] for key, value in outcome.ctx_writes]
+    if held:
+        fold_task(payload, held.pop())
     terminal = worker_event(name, step, step_run_id, action_id, iteration, payload)
     emit(terminal)
     return terminal
@@ -204,12 +242,20 @@ def noop_only(program: Program) -> dict[str, bool]:
 
 
 def memo_from_events(events: list[dict[str, Any]]) -> dict[str, dict[int, dict[str, Any]]]:
-    """action_id -> {call index -> recorded outcome}, from `task.done` events."""
+    """action_id -> {call index -> recorded outcome}, from `task.done` events and the task
+    records folded into terminal events."""
     memo: dict[str, dict[int, dict[str, Any]]] = {}
     for event in events:
-        if event["name"] != _TASK_DONE or event.get("source") != Source.WORKER:
+        name = event["name"]
+        if event.get("source") != Source.WORKER or not event.get("action_id"):
             continue
         payload = event.get("payload") or {}
-        if "call" in payload and "outcome" in payload and event.get("action_id"):
-            memo.setdefault(event["action_id"], {})[int(payload["call"])] = payload["outcome"]
+        if name == _TASK_DONE:
+            record: dict[str, Any] | None = payload
+        elif name in RESULT_NAMES:
+            record = folded_task(payload)
+        else:
+            continue
+        if record is not None and "call" in record and "outcome" in record:
+            memo.setdefault(event["action_id"], {})[int(record["call"])] = record["outcome"]
     return memo

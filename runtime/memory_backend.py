@@ -17,7 +17,15 @@ from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequen
 from contextlib import asynccontextmanager
 from typing import Any
 
-from noetlc.runtime.backend import ANY_KEY, EVENTS, EXECUTIONS, JOBS, EventLike, Waiters
+from noetlc.runtime.backend import (
+    ANY_KEY,
+    EVENTS,
+    EXECUTIONS,
+    JOBS,
+    Completion,
+    EventLike,
+    Waiters,
+)
 from noetlc.runtime.memory_queue import MemoryJobQueue, MemoryOwnership
 from noetlc.runtime.queue import DEFAULT_POOL, JobSpec, Lease
 from noetlc.runtime.store import stored_record
@@ -154,24 +162,19 @@ class MemoryWorkerRound:
     async def lease_picked(self, picked: Sequence[Lease]) -> list[Lease]:
         return list(picked)  # picking leased them already
 
-    async def finish(
-        self,
-        done: Sequence[Lease],
-        ran: Sequence[Lease],
-        events: Mapping[str, Sequence[Event]],
-    ) -> set[str]:
+    async def finish(self, done: Sequence[Completion], ran: Sequence[Completion]) -> set[str]:
         queue = self._queue
-        finished = [*done, *ran]
-        silenced = {
-            lease.action_id for lease in finished if queue.status(lease.job_id) == "cancelled"
-        }
-        accepted = await queue.complete(finished)
         log = queue.log
         assert log is not None
-        for execution_id, batch in events.items():
-            kept = [e for e in batch if e.action_id not in silenced]
-            if kept:
-                log.append_now(execution_id, kept)
+        accepted: set[str] = set()
+        for lease, events in [*done, *ran]:
+            # picking leased them already: both kinds present their lease, and one whose
+            # lease is no longer current (or whose job was cancelled) is refused with its
+            # events
+            if await queue.complete([lease]):
+                accepted.add(lease.job_id)
+                if events:
+                    log.append_now(lease.execution_id, list(events))
         return accepted
 
 
@@ -190,6 +193,14 @@ class MemoryRoundQueue(MemoryJobQueue):
     def status(self, job_id: str) -> str | None:
         job = self._jobs.get(job_id)
         return None if job is None else job.status
+
+    async def append_fenced(self, lease: Lease, events: Sequence[Event]) -> bool:
+        job = self._jobs.get(lease.job_id)
+        if job is None or job.status != "leased" or job.lease_id != lease.lease_id:
+            return False
+        assert self.log is not None
+        self.log.append_now(lease.execution_id, list(events))
+        return True
 
     @asynccontextmanager
     async def round(

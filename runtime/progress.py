@@ -14,6 +14,14 @@ from typing import TextIO
 from noetlc.vm.protocol import Event, EventName
 
 _ITERATION_ENDS = frozenset({EventName.LOOP_ITERATION_DONE, EventName.LOOP_ITERATION_FAILED})
+_TERMINAL = frozenset(
+    {
+        EventName.STEP_DONE,
+        EventName.STEP_FAILED,
+        EventName.LOOP_ITERATION_DONE,
+        EventName.LOOP_ITERATION_FAILED,
+    }
+)
 _STEP_ENDS = frozenset(
     {EventName.STEP_DONE, EventName.LOOP_DONE, EventName.STEP_FAILED, EventName.STEP_SKIPPED}
 )
@@ -39,12 +47,15 @@ class Progress:
                 self.running[event.step_run_id or ""] = step or ""
                 if name == EventName.LOOP_STARTED:
                     self.loops[step or ""] = [0, int(event.data.get("count", 0))]
-            elif name in _ITERATION_ENDS and step in self.loops:
-                self.loops[step][0] += 1
-            elif name == EventName.TASK_DONE:
+                continue
+            if name == EventName.TASK_DONE:
                 self.tasks += 1
             elif name == EventName.TASK_RETRY:
                 self.retries += 1
+            elif name in _TERMINAL and "call" in event.data:
+                self.tasks += 1  # the last task's record, folded into the terminal event
+            if name in _ITERATION_ENDS and step in self.loops:
+                self.loops[step][0] += 1
             elif name in _STEP_ENDS:
                 self.running.pop(event.step_run_id or "", None)
                 (self.failed if name == EventName.STEP_FAILED else self.done).add(step or "")

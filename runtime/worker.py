@@ -11,7 +11,7 @@ retried append adds nothing. Templates see the `keychain` namespace resolved fro
 worker's own environment and `--keychain` file; those values are redacted from the events.
 Leases are heartbeated every ttl/3; a job whose lease was lost is told to stop and its events
 are not appended (its new holder runs it). A re-leased job (attempt > 1) reads the
-`task.done` events its earlier attempts recorded and replays them instead of calling those
+task outcomes its earlier attempts recorded (`task.done`) and replays them instead of calling those
 tools again. SIGTERM: stop leasing, let running jobs finish for `grace` seconds, release the
 rest (no attempt is spent). A job whose `kind: playbook` call waits on its child lends its
 slot (not its thread) meanwhile, so the child's jobs find one even on `--concurrency 1`.
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -29,7 +30,7 @@ from typing import Any
 import asyncpg
 
 from noetlc.expr.runtime import RESOLVER_KEY
-from noetlc.runtime.backend import JOBS, Backend
+from noetlc.runtime.backend import JOBS, Backend, Completion
 from noetlc.runtime.children import ChildRunner
 from noetlc.runtime.cluster import RETRYABLE, new_owner, warn_retrying
 from noetlc.runtime.driver import REQUESTED, program_from_requested
@@ -75,9 +76,12 @@ class Worker:
         self._slot_freed = asyncio.Event()
         self.running: dict[str, tuple[Lease, asyncio.Task[Finished | None], threading.Event]] = {}
         self.completed = 0
-        # finished jobs and their events (by execution), committed by the next round
-        self._finished: list[Lease] = []
-        self._pending: dict[str, list[Event]] = {}
+        # completions the queue refused (the lease was no longer current, or the job was
+        # cancelled: fencing), and leases a heartbeat found lost (their jobs told to stop)
+        self.refused = 0
+        self.lost = 0
+        # finished jobs and their events, committed by the next round
+        self._finished: list[Completion] = []
         self._more = False  # the last pick was full: pick again without waiting
         # reference-first results: large task results stored, references resolved
         self.results = db.result_store()
@@ -130,8 +134,9 @@ class Worker:
                 [lease for lease, _, _ in self.running.values()], ttl=self.ttl
             )
             for job_id, (_, _, flag) in self.running.items():
-                if job_id not in held:
+                if job_id not in held and not flag.is_set():
                     flag.set()  # lost: someone else runs it now
+                    self.lost += 1
         if self._finished or (self._more and len(self.running) < self._slots()):
             return  # commit them, or lease more, right away
         if self.running:
@@ -159,8 +164,7 @@ class Worker:
         inline is run again by whoever takes it (same event ids, so nothing is logged twice);
         the threaded jobs' results are kept for the next try."""
         done = list(self._finished)
-        events = {k: list(v) for k, v in self._pending.items()}
-        ran: list[Lease] = []
+        ran: list[Completion] = []
         threaded: list[Lease] = []
         async with self.db.queue.round(self.owner, pool=self.pool, ttl=self.ttl) as tx:
             for _ in range(INLINE_ROUNDS):
@@ -172,26 +176,34 @@ class Worker:
                     if produced is None:
                         waiting.append(lease)
                         continue
-                    ran.append(lease)
-                    events.setdefault(lease.execution_id, []).extend(produced)
+                    ran.append((lease, produced))
                 threaded.extend(await tx.lease_picked(waiting))
                 self._more = len(picked) == limit > 0  # the queue may hold more
                 if threaded or not self._more:
                     break  # the queue is drained, or slots are taken now
-            await tx.finish(done, ran, events)
-        self.completed += len(done) + len(ran)
+            accepted = await tx.finish(done, ran)
+        self.completed += len(accepted)
+        stale = sum(1 for lease, _ in done if lease.job_id not in accepted)
+        if stale:
+            self.refused += stale
+            print(
+                f"worker {self.owner}: {stale} completion(s) refused: the lease was no longer"
+                " current or the job was cancelled",
+                file=sys.stderr,
+                flush=True,
+            )
         if log.isEnabledFor(logging.INFO):
             jobs: dict[str, int] = {}
-            for lease in (*done, *ran):
-                jobs[lease.execution_id] = jobs.get(lease.execution_id, 0) + 1
+            for lease, _ in (*done, *ran):
+                if lease.job_id in accepted:
+                    jobs[lease.execution_id] = jobs.get(lease.execution_id, 0) + 1
             for execution_id, n in jobs.items():
                 log.info("%s: execution %s: %d job(s) done", self.owner, execution_id, n)
-        self._finished, self._pending = [], {}
+        self._finished = []
         return threaded
 
     def _finish(self, lease: Lease, known: Known, events: list[Event]) -> None:
-        self._finished.append(lease)
-        self._pending.setdefault(lease.execution_id, []).extend(_redact(known, events))
+        self._finished.append((lease, _redact(known, events)))
 
     @staticmethod
     def _run_inline(lease: Lease, known: Known) -> list[Event] | None:
@@ -233,6 +245,13 @@ class Worker:
             self.running.clear()
         self.threads.shutdown(wait=False, cancel_futures=True)
         self.results.close()
+        if self.refused or self.lost:
+            print(
+                f"worker {self.owner} stopped: {self.completed} job(s) completed,"
+                f" {self.refused} completion(s) refused, {self.lost} lease(s) found lost",
+                file=sys.stderr,
+                flush=True,
+            )
 
     async def _known(self, execution_id: str) -> Known:
         known = self.executions.get(execution_id)
@@ -312,10 +331,13 @@ class Worker:
             if eager and event.name == EventName.TASK_DONE and not flag.is_set():
                 try:
                     batch = _redact(known, events[flushed:])
-                    asyncio.run_coroutine_threadsafe(
-                        self.db.events.append(lease.execution_id, batch), loop
+                    held = asyncio.run_coroutine_threadsafe(
+                        self.db.queue.append_fenced(lease, batch), loop
                     ).result()
                 except Exception:  # the final append of the job retries them
+                    return
+                if not held:
+                    flag.set()  # the lease was lost: stop, someone else runs the job now
                     return
                 flushed = len(events)
 

@@ -270,6 +270,54 @@ def action_event(
     )
 
 
+# a task's record as a `task.done` payload carries it; a terminal event (`step.done`,
+# `step.failed`, `loop.iteration.done`, `loop.iteration.failed`) may carry the record of its
+# pipeline's last task call folded into its own payload (`fold_task`)
+TASK_FIELDS = ("task", "attempt", "call", "status")
+
+
+def fold_task(terminal: dict[str, Any], task_done: dict[str, Any]) -> None:
+    """Fold a `task.done` payload into the payload of the terminal event that follows it (in
+    place): its `task`, `attempt`, `call` and `status`, and what its `outcome` says that the
+    terminal event does not — its result and error when they are not the terminal event's
+    own objects, its meta when not empty — so a step's result is stored once."""
+    for key in TASK_FIELDS:
+        terminal[key] = task_done.get(key)
+    outcome = task_done.get("outcome")
+    if not isinstance(outcome, dict):
+        return
+    rest = {}
+    for key, value in outcome.items():
+        if key == "status" and value == task_done.get("status"):
+            continue
+        if key in ("result", "error") and value is terminal.get(key):
+            continue
+        if key == "meta" and not value:
+            continue
+        rest[key] = value
+    if rest:
+        terminal["outcome"] = rest
+
+
+def folded_task(payload: dict[str, Any]) -> dict[str, Any] | None:
+    """The `task.done` payload a terminal event's payload carries folded (`fold_task`), or
+    None when it carries none."""
+    if "call" not in payload or "task" not in payload:
+        return None
+    record = {key: payload.get(key) for key in TASK_FIELDS}
+    outcome = {
+        "status": payload.get("status"),
+        "result": payload.get("result"),
+        "error": payload.get("error"),
+        "meta": {},
+    }
+    rest = payload.get("outcome")
+    if isinstance(rest, dict):
+        outcome.update(rest)
+    record["outcome"] = outcome
+    return record
+
+
 def is_input(event: Event) -> bool:
     """Does the control VM consume this event?"""
     return event.source in INPUT_SOURCES and event.name in INPUT_NAMES
@@ -313,6 +361,7 @@ __all__ = [
     "INPUT_NAMES",
     "INPUT_SOURCES",
     "RESULT_NAMES",
+    "TASK_FIELDS",
     "Command",
     "CommandKind",
     "Event",
@@ -321,6 +370,8 @@ __all__ = [
     "Step",
     "action_event",
     "envelope",
+    "fold_task",
+    "folded_task",
     "is_input",
     "recorded",
 ]

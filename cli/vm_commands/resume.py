@@ -4,7 +4,7 @@
 
 EXECUTION_ID may be a unique prefix of the id. The control VM is rebuilt from the event log;
 the steps and iterations that were started and never answered run again, and tasks whose
-`task.done` is in the log are not called again (their recorded outcomes are replayed). An
+outcome is in the log are not called again (their recorded outcomes are replayed). An
 execution whose process is still alive is refused, naming its pid and host (exit 4); one whose
 process is gone is taken over. Exit status as `run`: 0 completed, 1 failed, 3 cancelled.
 """

@@ -83,6 +83,24 @@ def event_columns(
     return [list(column) for column in zip(*rows)] if rows else [[] for _ in range(14)]
 
 
+def completion_columns(
+    completions: Sequence[tuple[str, str | None, str | None, Sequence[Event]]],
+) -> list[list[Any]]:
+    """The 14 parallel arrays of `event_columns` plus, per event, the job id and the lease id
+    of the completion that carries it, from (execution_id, job_id, lease_id, events) tuples;
+    an execution's first occurrence of an event_id only."""
+    seen: set[tuple[str, str]] = set()
+    rows = []
+    for execution_id, job_id, lease_id, events in completions:
+        for event in events:
+            row = _row(event)
+            key = (execution_id, row[0])
+            if key not in seen:
+                seen.add(key)
+                rows.append((execution_id, *row, job_id, lease_id))
+    return [list(column) for column in zip(*rows)] if rows else [[] for _ in range(16)]
+
+
 def _unique(events: Sequence[Event | Mapping[str, Any]]) -> list[tuple[Any, ...]]:
     """First occurrence of each event_id, in order."""
     seen: set[str] = set()

@@ -13,15 +13,15 @@ picked jobs that run in threads, and one `finish` (complete + append the events,
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
 import asyncpg
 
-from noetlc.runtime.backend import ANY_KEY
+from noetlc.runtime.backend import ANY_KEY, Completion
 from noetlc.runtime.postgres.connect import PgUrl, with_retry
-from noetlc.runtime.postgres.eventlog import event_columns
+from noetlc.runtime.postgres.eventlog import completion_columns, event_columns
 from noetlc.runtime.postgres.notify import Notifications
 from noetlc.runtime.postgres.queries import q
 from noetlc.runtime.queue import (
@@ -150,6 +150,20 @@ class PostgresJobQueue:
         rows = await self._fetch(q("complete_jobs"), *_tokens(leases), status, error)
         return {r["job_id"] for r in rows}
 
+    async def append_fenced(self, lease: Lease, events: Sequence[Event]) -> bool:
+        """Append events of a job still running, only while `lease` is current (fencing):
+        False, and nothing appended, when it is not."""
+
+        async def run() -> bool:
+            async with self._pool.acquire() as conn, conn.transaction():
+                if not await conn.fetch(q("lease_is_current"), lease.job_id, lease.lease_id):
+                    return False
+                _, *columns = event_columns({lease.execution_id: events})
+                await conn.fetch(q("append_events"), lease.execution_id, *columns)
+                return True
+
+        return await with_retry(self._url, run)
+
     async def heartbeat(self, leases: Sequence[Lease], *, ttl: float = 30.0) -> set[str]:
         if not leases:
             return set()
@@ -270,35 +284,28 @@ class WorkerRound:
         )
         return _leases(list(rows))
 
-    async def finish(
-        self,
-        done: Sequence[Lease],
-        ran: Sequence[Lease],
-        events: Mapping[str, Sequence[Event]],
-    ) -> set[str]:
+    async def finish(self, done: Sequence[Completion], ran: Sequence[Completion]) -> set[str]:
         """Complete `done` (leased jobs; current lease holders only) and `ran` (jobs picked
-        and run in this transaction), and append `events` (by execution), in one statement:
-        jobs first, the executions' counter rows last (0002)."""
-        if not done and not ran and not any(events.values()):
+        and run in this transaction), and append the events of the completions accepted, in
+        one statement: jobs first, the executions' counter rows last (0002). A completion
+        whose lease is no longer current, or whose job was cancelled meanwhile, is refused
+        with its events (0003)."""
+        if not done and not ran:
             return set()
         if done:
-            # a job cancelled while it ran (fail_fast) logs nothing: its late events would
-            # follow the cancel. Locked: a cancel that comes later waits for our commit.
-            rows = await self._conn.fetch(q("jobs_locked"), [d.job_id for d in done])
-            cancelled = {r["job_id"] for r in rows if r["status"] == "cancelled"}
-            if cancelled:
-                silenced = {d.action_id for d in done if d.job_id in cancelled}
-                done = [d for d in done if d.job_id not in cancelled]
-                events = {
-                    execution_id: [e for e in batch if e.action_id not in silenced]
-                    for execution_id, batch in events.items()
-                }
+            # lock the jobs in job_id order, as a cancel does: a cancel that comes later
+            # waits for our commit, one committed before is seen (and refuses the job)
+            await self._conn.fetch(q("jobs_locked"), sorted({d.job_id for d, _ in done}))
         rows = await self._conn.fetch(
             q("finish_jobs"),
-            *_tokens(done),
-            [r.job_id for r in ran],
+            [d.job_id for d, _ in done],
+            [d.lease_id for d, _ in done],
+            [r.job_id for r, _ in ran],
             self.owner,
-            *event_columns(events),
+            *completion_columns(
+                [(d.execution_id, d.job_id, d.lease_id, events) for d, events in done]
+                + [(r.execution_id, r.job_id, None, events) for r, events in ran]
+            ),
         )
         return {r["job_id"] for r in rows}
 

@@ -12,6 +12,7 @@ from noetlc.analysis.lint import context_of
 from noetlc.bench.generators import wide_fanout
 from noetlc.cli import noetlc_main as cli
 from noetlc.compiler.pipeline import compile_source
+from noetlc.runtime.embedded import run_embedded
 
 RETRY = """\
 apiVersion: noetl.io/v2
@@ -42,8 +43,10 @@ def test_retry_wait_sums_the_backoff_over_items() -> None:
     b = _budgets(RETRY)
     assert b.retry_seconds.value == 3 * (1 + 2 + 3)  # 3 items, delays 1, 2, min(4, 3)
     assert b.loop_window.value == 4 and b.tokens.value == 1
-    # per item: 2 iteration events + 4 attempts x (started, done) + 3 task.retry
-    assert b.events.value == 2 + (3 + 1 + 3 * (2 + 8 + 3))
+    # per item: 2 iteration events + 4 attempts' task records + 3 task.retry
+    assert b.events.value == 2 + (2 + 3 * (2 + 4 + 3))
+    summary = run_embedded(compile_source(RETRY).payload)
+    assert summary["status"] == "completed" and summary["events"] <= b.events.value
 
 
 def test_fan_out_and_tokens_of_a_wide_fork() -> None:

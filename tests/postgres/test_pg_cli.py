@@ -9,6 +9,8 @@ import sys
 
 import pytest
 
+from noetlc.runtime.postgres.migrate import migrations
+
 pytestmark = pytest.mark.postgres
 
 
@@ -60,11 +62,13 @@ def test_no_database_is_a_usage_error():
 def test_upgrade_then_status(fresh_url):
     status = noetl_vm("db", "status", "--db", fresh_url, "--json")
     assert status.returncode == 1, status.stderr
-    assert json.loads(status.stdout)["pending"] == ["0001_init", "0002_batched_rounds"]
+    shipped = [f"{m.version:04d}_{m.name}" for m in migrations()]
+    assert shipped[:3] == ["0001_init", "0002_batched_rounds", "0003_fenced_finish"]
+    assert json.loads(status.stdout)["pending"] == shipped
     first = noetl_vm("db", "upgrade", "--db", fresh_url)
     assert first.returncode == 0, first.stderr
     assert "applied 0001_init" in first.stdout
-    assert "applied 0002_batched_rounds" in first.stdout
+    assert all(f"applied {name}" in first.stdout for name in shipped)
     second = noetl_vm("db", "upgrade", "--json", env={"NOETL_DB": fresh_url})
     assert second.returncode == 0
     assert json.loads(second.stdout)["applied_now"] == []

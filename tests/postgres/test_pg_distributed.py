@@ -25,6 +25,7 @@ from noetlc.runtime.postgres.cluster_testing import Cluster
 from noetlc.runtime.postgres.cluster_testing import run_vm as _vm
 from noetlc.runtime.postgres.store import PostgresStore
 from noetlc.runtime.postgres.testing import schema_or_skip
+from noetlc.vm.protocol import folded_task
 from tests.conftest import CONFORMANCE
 
 HERE = Path(__file__).resolve().parent
@@ -247,7 +248,8 @@ def test_sigkill_a_worker_mid_round_of_inline_jobs(cluster: Cluster, tmp_path: P
         store.close()
     assert record is not None and record["status"] == "completed", record
     assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
-    for name in ("loop.iteration.done", "task.done", "loop.iteration.started"):
+    assert all(folded_task(e["payload"]) for e in events if e["name"] == "loop.iteration.done")
+    for name in ("loop.iteration.done", "loop.iteration.started"):
         per_iteration = Counter(e["iteration"] for e in events if e["name"] == name)
         assert sorted(per_iteration) == list(range(n)) and set(per_iteration.values()) == {1}
     replay = _vm("replay", execution_id, "--db", cluster.url, "--json")
@@ -281,7 +283,7 @@ def test_workers_resolve_the_keychain_and_redact_it(cluster: Cluster, tmp_path: 
         events = store.read(summary["execution_id"])
     finally:
         store.close()
-    assert any(e["name"] == "task.done" for e in events)
+    assert any(folded_task(e["payload"]) for e in events if e["name"] == "step.done")
     assert secret not in json.dumps([e["payload"] for e in events])
     embedded = run_embedded(compile_file(str(playbook)).payload, {}, keychain_file=str(keychain))
     assert embedded["steps"]["start"]["result"] == result

@@ -182,7 +182,7 @@ async def test_a_worker_round_commits_picks_leases_completions_and_events_togeth
             assert [p.job_id for p in picked] == ["j0", "j1"]
             # picked rows are locked: another worker's lease passes them by
             assert [lease.job_id for lease in await db.queue.lease("w2", limit=1)] == ["j2"]
-            await tx.finish([], picked, {"x": evs("r", 2)})
+            await tx.finish([], [(picked[0], evs("r", 2))])
             raise RuntimeError("the worker failed before the commit")
     # rolled back: the picked jobs are queued again, no event was appended
     assert await db.events.read("x") == []
@@ -195,7 +195,10 @@ async def test_a_worker_round_commits_picks_leases_completions_and_events_togeth
         leased = await tx.lease_picked(picked[2:])
         assert [(lease.job_id, lease.owner) for lease in leased] == [("j4", "w")]
         assert leased[0].lease_id and leased[0].attempt == 1
-        finished = await tx.finish(threaded, picked[:2], {"x": evs("r", 3)})
+        finished = await tx.finish(
+            [(threaded[0], evs("r", 1))],
+            [(picked[0], evs("r", 1, 1)), (picked[1], evs("r", 1, 2))],
+        )
         assert finished == {"j0", "j1", "j3"}
     assert [e["event_id"] for e in await db.events.read("x")] == ["r0", "r1", "r2"]
     states = {j: (await db.queue.get(j)) for j in ("j0", "j1", "j3", "j4")}
@@ -208,7 +211,8 @@ async def test_a_worker_round_commits_picks_leases_completions_and_events_togeth
     assert states["j1"].owner == "w"  # type: ignore[union-attr]
     # a stale lease finishes nothing; picked jobs that are no longer queued neither
     async with db.queue.round("w") as tx:
-        assert await tx.finish(threaded, picked[:1], {}) == set()
+        assert await tx.finish([(threaded[0], evs("x", 1))], [(picked[0], [])]) == set()
+    assert "x0" not in [e["event_id"] for e in await db.events.read("x")]
 
 
 async def test_own_notifications_can_be_ignored(db, pg_url):

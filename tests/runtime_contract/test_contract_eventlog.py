@@ -3,6 +3,8 @@ append-and-enqueue and the worker round behave the same in memory and on Postgre
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -17,7 +19,10 @@ from noetlc.vm.protocol import INPUT_NAMES, INPUT_SOURCES, Event, EventName, Sou
 @pytest.fixture(params=["memory", "postgres"])
 async def cluster(request: pytest.FixtureRequest) -> AsyncIterator[Any]:
     if request.param == "memory":
-        yield MemoryBackend()
+        clock = FakeClock()
+        backend = MemoryBackend(clock)
+        backend.fake_clock = clock  # type: ignore[attr-defined]
+        yield backend
         return
     url = request.getfixturevalue("pg_url")
     from noetlc.runtime.postgres.database import Database
@@ -26,6 +31,14 @@ async def cluster(request: pytest.FixtureRequest) -> AsyncIterator[Any]:
     db = await Database.open(url, max_size=4)
     yield db
     await db.close()
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = time.time()
+
+    def __call__(self) -> float:
+        return self.now
 
 
 def _event(event_id: str, name: str = EventName.TASK_DONE, source: str = Source.WORKER) -> Event:
@@ -91,14 +104,65 @@ async def test_append_and_enqueue_then_a_worker_round(cluster: Any) -> None:
         picked = await tx.pick(10)
         assert sorted(p.job_id for p in picked) == ["j0", "j1"]
         ran, leased = picked[:1], await tx.lease_picked(picked[1:])
-        events = {"x": [_event("e0")._replace(action_id=ran[0].action_id)]}
-        await tx.finish([], ran, events)
+        await tx.finish([], [(ran[0], [_event("e0")._replace(action_id=ran[0].action_id)])])
     assert [e["event_id"] for e in await log.read("x")] == ["s1", "e0"]
     state = await queue.get(ran[0].job_id)
     assert state is not None and state.status == "done"
     # a job cancelled while it ran: finishing it logs nothing
     await queue.cancel_jobs([leased[0].job_id])
     async with queue.round("w", ttl=10) as tx:
-        late = {"x": [_event("late")._replace(action_id=leased[0].action_id)]}
-        await tx.finish(leased, [], late)
+        late = [_event("late")._replace(action_id=leased[0].action_id)]
+        assert await tx.finish([(leased[0], late)], []) == set()
     assert [e["event_id"] for e in await log.read("x")] == ["s1", "e0"]
+
+
+async def _age(cluster: Any, seconds: float) -> None:
+    """Let `seconds` pass for the backend's lease clock."""
+    clock = getattr(cluster, "fake_clock", None)
+    if clock is not None:
+        clock.now += seconds
+    else:
+        await asyncio.sleep(seconds)
+
+
+async def test_a_completion_whose_lease_is_no_longer_current_is_refused_with_its_events(
+    cluster: Any,
+) -> None:
+    # fencing: a worker paused past its lease (its job reaped and leased again) finishes
+    # nothing and logs nothing; the live holder's completion is the one that counts
+    log, queue = cluster.events, cluster.queue
+    await log.create_execution("x", "p")
+    await queue.enqueue([JobSpec("j1", "x", "a1", {"step": "s"}), JobSpec("j2", "x", "a2", {})])
+    [stale] = await queue.lease("w1", ttl=0.2)
+    await _age(cluster, 0.6)
+    assert [(r.job_id, r.status, r.attempt) for r in await queue.reap()] == [("j1", "queued", 2)]
+    [live] = await queue.lease("w2", ttl=30)
+    assert (live.job_id, live.attempt) == ("j1", 2) and live.lease_id != stale.lease_id
+
+    def said(lease: Any, n: int) -> list[Event]:
+        return [
+            _event(f"{lease.action_id}:{lease.attempt}:{i}")._replace(action_id=lease.action_id)
+            for i in range(n)
+        ]
+
+    # the stale completion is refused whole; a job the same round ran is not affected
+    async with queue.round("w1", ttl=30) as tx:
+        [picked] = await tx.pick(1)
+        assert picked.job_id == "j2"
+        assert await tx.finish([(stale, said(stale, 2))], [(picked, said(picked, 1))]) == {"j2"}
+    assert [e["event_id"] for e in await log.read("x")] == ["a2:1:0"]
+    state = await queue.get("j1")
+    assert state is not None and state.status == "leased" and state.lease_id == live.lease_id
+    # a running job's early events (a finished task's) are fenced the same way
+    assert await queue.append_fenced(stale, said(stale, 1)) is False
+    assert [e["event_id"] for e in await log.read("x")] == ["a2:1:0"]
+    # the stale and the live completion of one job in one batch: only the live one counts
+    async with queue.round("w2", ttl=30) as tx:
+        done = [(stale, said(stale, 2)), (live, said(live, 3))]
+        assert await tx.finish(done, []) == {"j1"}
+    assert [e["event_id"] for e in await log.read("x")] == ["a2:1:0", "a1:2:0", "a1:2:1", "a1:2:2"]
+    assert [e["seq"] for e in await log.read("x")] == [1, 2, 3, 4]
+    state = await queue.get("j1")
+    assert state is not None and state.status == "done"
+    assert await queue.append_fenced(live, said(live, 4)) is False  # finished: no lease now
+    assert len(await log.read("x")) == 4

@@ -189,7 +189,15 @@ RETURNING job_id, execution_id, action_id, pool, payload::text AS payload, attem
           extract(epoch FROM lease_expires_at)::float8 AS lease_expires_at, queue_seq;
 
 -- name: finish_jobs
--- The end of a worker's round transaction: complete the jobs, append their events (0002).
+-- The end of a worker's round transaction: complete the jobs, append the events of the
+-- completions accepted (a stale lease's events are refused with it: 0003).
 SELECT out_job_id AS job_id
   FROM noetl_finish_jobs($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,
-                         $17, $18);
+                         $17, $18, $19, $20);
+
+-- name: lease_is_current
+-- A worker appending a finished task's events before its job completes: only while it holds
+-- the current lease (locked for share: the reaper's SKIP LOCKED passes the job by meanwhile).
+SELECT 1 FROM jobs
+ WHERE job_id = $1 AND lease_id = $2 AND status = 'leased'
+   FOR SHARE;
