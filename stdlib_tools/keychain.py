@@ -26,9 +26,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import yaml
-
 from noetlc.diagnostics.errors import UserError
+from noetlc.diagnostics.yaml_safe import YamlError, read_data_file
 
 DEFAULT_FILE = Path(".noetl") / "keychain.yaml"
 ENV_PREFIX = "NOETL_KEYCHAIN_"
@@ -58,17 +57,13 @@ def load_file(path: str | Path) -> dict[str, Any]:
     p = Path(path)
     hint = "the file must be a YAML or JSON mapping: `pg_main: postgresql://user:pw@host/db`"
     try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
+        data = read_data_file(p, "keychain file")
+    except YamlError as exc:
         raise KeychainError(
-            "NOE813", f"cannot read keychain file {p}: {exc.strerror}", hint
+            "NOE813",
+            f"keychain file {exc.file}:{exc.line}:{exc.column} is not valid YAML: {exc.problem}",
+            hint,
         ) from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        raise KeychainError("NOE813", f"keychain file {p} is not valid YAML{where}", hint) from None
     if data is None:
         return {}
     if not isinstance(data, dict):

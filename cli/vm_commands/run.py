@@ -58,16 +58,17 @@ def add_keychain(p: argparse.ArgumentParser) -> None:
 def workload_overrides(args: argparse.Namespace) -> dict[str, Any] | None:
     out: dict[str, Any] = {}
     if args.workload:
-        import yaml
+        from noetlc.diagnostics.yaml_safe import YamlError, read_data_file
 
         try:
-            with open(args.workload, encoding="utf-8") as fh:
-                loaded = yaml.safe_load(fh)
-        except (OSError, yaml.YAMLError) as exc:
+            loaded = read_data_file(args.workload, "workload file")
+        except YamlError as exc:
             print(
-                f"{args.workload}:1:1: error[NOE800]: cannot read the workload file: {exc}",
+                f"{exc.file}:{exc.line}:{exc.column}: error[{exc.code}]: {exc.problem}",
                 file=sys.stderr,
             )
+            if exc.hint:
+                print(f"  hint: {exc.hint}", file=sys.stderr)
             return None
         if not isinstance(loaded, dict):
             print(
