@@ -14,8 +14,11 @@ from typing import Any
 
 from noetlc.expr.jinja_expr_parser import Token, Tree
 from noetlc.expr.library import FILTERS, GLOBALS, TESTS
+from noetlc.expr.limits import MAX_INT_BITS
 from noetlc.expr.namespaces import ROOT_NAMESPACES
 from noetlc.expr.runtime import FORMAT_METHODS
+
+MAX_INT_DIGITS = MAX_INT_BITS * 3 // 10  # decimal digits of the largest allowed integer
 
 
 class Unsupported(Exception):
@@ -48,6 +51,8 @@ _CMP = {
     "in": ast.In,
     "notin": ast.NotIn,
 }
+# `*` and `%` can build huge values from small ones: the runtime's checked helpers.
+_BOUNDED = {"*": "_mul", "%": "_mod"}
 _BIN = {
     "+": ast.Add,
     "-": ast.Sub,
@@ -123,8 +128,11 @@ class CodeGen:
     def n_binop(self, ch: list[Any]) -> ast.expr:
         result = self.expr(ch[0])
         for i in range(1, len(ch), 2):
-            op = _BIN[str(ch[i])]()
-            result = ast.BinOp(left=result, op=op, right=self.expr(ch[i + 1]))
+            symbol = str(ch[i])
+            if symbol in _BOUNDED:  # size-checked (`noetlc.expr.limits`)
+                result = _call(_n(_BOUNDED[symbol]), result, self.expr(ch[i + 1]))
+                continue
+            result = ast.BinOp(left=result, op=_BIN[symbol](), right=self.expr(ch[i + 1]))
         return result
 
     def n_concat(self, ch: list[Any]) -> ast.expr:
@@ -198,13 +206,15 @@ class CodeGen:
     def n_call(self, ch: list[Any]) -> ast.expr:
         target, call_args = ch
         if not (isinstance(target, Tree) and target.data == "name"):
-            if (
-                isinstance(target, Tree)
-                and target.data == "getattr"
-                and str(target.children[1]) in FORMAT_METHODS
-            ):
-                raise Unsafe(f"string formatting (`.{target.children[1]}()`) is not allowed")
-            raise Unsupported("method calls are not compiled")
+            if isinstance(target, Tree) and target.data == "getattr":
+                method = str(target.children[1])
+                if method in FORMAT_METHODS:
+                    raise Unsafe(f"string formatting (`.{method}()`) is not allowed")
+                raise Unsafe(
+                    f"method calls (`.{method}()`) are not allowed; use a filter "
+                    f"(`x | items`, `x | upper`)"
+                )
+            raise Unsupported("calls of computed values are not compiled")
         name = str(target.children[0])
         if name not in GLOBALS:
             raise Unsupported(f"function {name!r} is not in the compiled whitelist")
@@ -268,7 +278,10 @@ class CodeGen:
         return _const("".join(unquote(str(t)) for t in ch))
 
     def n_int_(self, ch: list[Any]) -> ast.expr:
-        return _const(int(str(ch[0]).replace("_", "")))
+        digits = str(ch[0]).replace("_", "")
+        if len(digits) > MAX_INT_DIGITS:
+            raise Unsafe(f"an integer literal of {len(digits):,} digits is too large")
+        return _const(int(digits))
 
     def n_float_(self, ch: list[Any]) -> ast.expr:
         return _const(float(str(ch[0]).replace("_", "")))

@@ -27,6 +27,7 @@ from typing import Any, Literal
 
 from noetlc.diagnostics.report import NO_SPAN, Span
 from noetlc.expr import codegen, facts, parser
+from noetlc.expr.limits import MAX_NESTING
 from noetlc.expr.parser import ExpressionSyntaxError, ExprPiece
 
 Mode = Literal["guard", "template"]
@@ -115,9 +116,43 @@ def compile_expression(
     Results are cached per (text, mode): playbooks repeat the same expressions a lot, and
     parsing is the expensive part; the span is set per occurrence."""
     if isinstance(text, str):
-        compiled = _compile_cached(text, mode)
+        try:
+            compiled = _compile_cached(text, mode)
+        except RecursionError:  # a shape `check_nesting` does not count (long chains)
+            raise ExpressionSyntaxError("the expression is nested too deeply") from None
         return compiled if span == NO_SPAN else _with_span(compiled, span)
     return _compile_uncached(text, mode, span)
+
+
+_OPEN = frozenset("([{")
+_CLOSE = frozenset(")]}")
+
+
+def check_nesting(text: str) -> None:
+    """Refuse more than `MAX_NESTING` bracket levels before any parser recurses into them."""
+    depth = deepest = 0
+    quote = ""
+    escaped = False
+    for ch in text:
+        if quote:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == quote:
+                quote = ""
+        elif ch in "'\"":
+            quote = ch
+        elif ch in _OPEN:
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+        elif ch in _CLOSE:
+            depth -= 1
+    if deepest > MAX_NESTING:
+        raise ExpressionSyntaxError(
+            f"the expression nests {deepest} levels of brackets (`{{` included); at most {MAX_NESTING}"
+        )
 
 
 def _with_span(compiled: CompiledExpression, span: Span) -> CompiledExpression:
@@ -127,6 +162,8 @@ def _with_span(compiled: CompiledExpression, span: Span) -> CompiledExpression:
 
 @functools.lru_cache(maxsize=65536)
 def _compile_cached(text: str, mode: Mode) -> CompiledExpression:
+    if "(" in text or "[" in text or "{" in text:
+        check_nesting(text)
     return _compile_uncached(text, mode, NO_SPAN)
 
 

@@ -20,7 +20,8 @@ from jinja2.exceptions import SecurityError
 from jinja2.nodes import EvalContext
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-MAX_RANGE = 100_000  # the same bound as jinja2's sandbox
+from noetlc.expr import limits
+from noetlc.expr.limits import MAX_RANGE
 
 __all__ = ["FILTERS", "GLOBALS", "MAX_RANGE", "TESTS", "lookup"]
 
@@ -29,13 +30,6 @@ __all__ = ["FILTERS", "GLOBALS", "MAX_RANGE", "TESTS", "lookup"]
 
 _ENV = ImmutableSandboxedEnvironment(undefined=ChainableUndefined)
 _EVAL_CTX = EvalContext(_ENV)
-
-
-def _safe_range(*args: int) -> range:
-    rng = range(*args)
-    if len(rng) > MAX_RANGE:
-        raise OverflowError(f"range too big, maximum size is {MAX_RANGE}")
-    return rng
 
 
 def lookup(obj: Any, path: Any, default: Any = None) -> Any:
@@ -64,7 +58,25 @@ def lookup(obj: Any, path: Any, default: Any = None) -> Any:
 def _f_tojson(value: Any, indent: Any = None) -> str:
     # Jinja's tojson HTML-escapes <, >, &, '; playbooks render into SQL/JSON, not HTML, so we
     # keep Jinja's exact output for compatibility of existing playbooks.
+    limits.check_width(indent, "tojson indent")
     return str(jf.do_tojson(_EVAL_CTX, value, indent))
+
+
+def _f_replace(v: Any, old: Any, new: Any, count: Any = None) -> Any:
+    limits.check_replace(v, old, new, count)
+    return jf.do_replace(_EVAL_CTX, v, old, new, count)
+
+
+def _f_join(v: Any, d: Any = "", attribute: Any = None) -> str:
+    if not isinstance(v, list | tuple):
+        v = list(v)
+    limits.check_join(v, d)
+    return str(jf.sync_do_join(_EVAL_CTX, v, d, attribute))
+
+
+def _f_sum(v: Any, attribute: Any = None, start: Any = 0) -> Any:
+    limits.check_sum(v, start)
+    return jf.sync_do_sum(_ENV, v, attribute, start)
 
 
 def _f_map(value: Any, *args: Any, **kwargs: Any) -> list[Any]:
@@ -134,8 +146,8 @@ FILTERS: dict[str, Callable[..., Any]] = {
     "trim": jf.do_trim,
     "capitalize": jf.do_capitalize,
     "title": jf.do_title,
-    "replace": lambda v, old, new, count=None: jf.do_replace(_EVAL_CTX, v, old, new, count),
-    "join": lambda v, d="", attribute=None: jf.sync_do_join(_EVAL_CTX, v, d, attribute),
+    "replace": _f_replace,
+    "join": _f_join,
     "list": _f_list,
     "first": lambda v: jf.sync_do_first(_ENV, v),
     "last": lambda v: jf.do_last(_ENV, v),
@@ -145,7 +157,7 @@ FILTERS: dict[str, Callable[..., Any]] = {
     "max": lambda v, case_sensitive=False, attribute=None: jf.do_max(
         _ENV, v, case_sensitive, attribute
     ),
-    "sum": lambda v, attribute=None, start=0: jf.sync_do_sum(_ENV, v, attribute, start),
+    "sum": _f_sum,
     "sort": lambda v, reverse=False, case_sensitive=False, attribute=None: jf.do_sort(
         _ENV, v, reverse, case_sensitive, attribute
     ),
@@ -195,7 +207,7 @@ TESTS: dict[str, Callable[..., bool]] = {
 }
 
 GLOBALS: dict[str, Callable[..., Any]] = {
-    "range": _safe_range,
+    "range": limits.bounded_range,
     "dict": dict,
     "lookup": lookup,
 }

@@ -35,19 +35,21 @@ import functools
 import json
 import math
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from jinja2 import ChainableUndefined, Undefined
 from jinja2.exceptions import SecurityError, UndefinedError
+from jinja2.runtime import LoopContext
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+from noetlc.expr import limits
 from noetlc.expr.library import FILTERS, GLOBALS, MAX_RANGE, TESTS
+from noetlc.expr.limits import ExpressionLimit
 from noetlc.expr.namespaces import BARE_NAME_ORDER
 
 Scope = dict[str, Any]
 Evaluator = Callable[[Scope], Any]
 
-MAX_POWER_EXPONENT = 10_000
 REF_KEY = "$ref"  # a reference-first result: {"$ref": {store, key, size, checksum}}
 RESOLVER_KEY = "$resolve"  # the scope entry holding the reference resolver, if any
 # String formatting reaches attributes through the format spec (`'{0.__class__}'.format(x)`).
@@ -62,6 +64,7 @@ __all__ = [
     "TESTS",
     "Evaluator",
     "ExpressionError",
+    "ExpressionLimit",
     "PlaybookSandbox",
     "Resolver",
     "Scope",
@@ -86,6 +89,11 @@ class ExpressionError(Exception):
         self.cause = cause
         self.error_type = type(cause).__name__
         super().__init__(f"{where}: {self.error_type}: {cause} in `{source}`")
+
+    @property
+    def code(self) -> str:
+        """NOE311 for a resource limit (`noetlc.expr.limits`), else NOE310."""
+        return "NOE311" if isinstance(self.cause, ExpressionLimit) else "NOE310"
 
 
 def _failure(source: str, where: str) -> Callable[[BaseException], ExpressionError]:
@@ -188,12 +196,6 @@ def concat(*values: Any) -> str:
     return "".join(map(str, values))
 
 
-def power(base: Any, exponent: Any) -> Any:
-    if isinstance(exponent, int) and exponent > MAX_POWER_EXPONENT and isinstance(base, int):
-        raise SecurityError(f"exponent {exponent} is too large")
-    return base**exponent
-
-
 def render_value(value: Any) -> str:
     """How a value renders inside mixed text: str(), undefined as ''."""
     return str(value)
@@ -210,7 +212,9 @@ RUNTIME: dict[str, Any] = {
     "_item": getitem_,
     "_slice": getslice_,
     "_concat": concat,
-    "_pow": power,
+    "_pow": limits.power,
+    "_mul": limits.multiply,
+    "_mod": limits.modulo,
     "_F": FILTERS,
     "_T": TESTS,
     "_G": GLOBALS,
@@ -233,13 +237,25 @@ class PlaybookSandbox(ImmutableSandboxedEnvironment):
     """jinja2's immutable sandbox with the compiled path's refusals.
 
     On top of jinja2's own rules: keys (not only attributes) starting with `_` are refused,
-    string formatting methods are refused (not wrapped), a mapping's key wins over a method of
-    the same name (`data.items` is the key, as in compiled code), references resolve.
+    methods are unreachable (`x.items()`, `'a'.upper()` are refused like in compiled code; a
+    mapping's key wins over a method of the same name, so `data.items` is the key), `*`, `%`
+    and `**` and the padding filters have the limits of `noetlc.expr.limits`, references
+    resolve.
     """
 
+    intercepted_binops = frozenset({"*", "%", "**"})
+    _BINOPS: ClassVar[dict[str, Callable[[Any, Any], Any]]] = {
+        "*": limits.multiply,
+        "%": limits.modulo,
+        "**": limits.power,
+    }
+
+    def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+        return self._BINOPS[operator](left, right)
+
     def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
-        if attr in FORMAT_METHODS and isinstance(obj, str):
-            return False
+        if callable(value) and not isinstance(obj, LoopContext):
+            return False  # no methods (`loop.cycle` aside): the same rule as compiled code
         return bool(super().is_safe_attribute(obj, attr, value))
 
     def wrap_str_format(self, value: Any) -> None:
@@ -283,6 +299,9 @@ def fallback_environment() -> PlaybookSandbox:
         env.globals.pop(name, None)
     env.globals.update(GLOBALS)
     env.filters["bool"] = FILTERS["bool"]  # our extension, so both paths agree
+    for name in ("join", "replace", "sum", "tojson"):  # the size-checked versions
+        env.filters[name] = FILTERS[name]
+    env.filters.update(limits.bounded_filters(env.filters))
     return env
 
 
@@ -310,10 +329,11 @@ def _slow(text: str, mode: str) -> Evaluator:
     def evaluate(s: Scope) -> Any:
         compiled = _fallback_compiled(text, mode)
         token = _SLOW_RESOLVER.set(s.get(RESOLVER_KEY))
+        variables = _flatten(s)
         try:
             if mode == "expression":
-                return compiled(**_flatten(s))
-            return compiled.render(**_flatten(s))
+                return limits.StepBudget().run(lambda: compiled(**variables))
+            return limits.StepBudget().run(lambda: compiled.render(**variables))
         finally:
             _SLOW_RESOLVER.reset(token)
 

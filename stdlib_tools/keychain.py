@@ -55,20 +55,17 @@ def load_file(path: str | Path) -> dict[str, Any]:
     """A keychain file: a YAML/JSON mapping name -> value (NOE813 when unreadable or invalid)."""
     p = Path(path)
     hint = "the file must be a YAML or JSON mapping: `pg_main: postgresql://user:pw@host/db`"
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise KeychainError(
-            "NOE813", f"cannot read keychain file {p}: {exc.strerror}", hint
-        ) from None
-    import yaml  # only when there is a file to read
+    # only when there is a file to read: the YAML reader stays out of runs without one
+    from noetlc.diagnostics.yaml_safe import YamlError, read_data_file
 
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        raise KeychainError("NOE813", f"keychain file {p} is not valid YAML{where}", hint) from None
+        data = read_data_file(p, "keychain file")
+    except YamlError as exc:
+        raise KeychainError(
+            "NOE813",
+            f"keychain file {exc.file}:{exc.line}:{exc.column}: {exc.problem}",
+            hint,
+        ) from None
     if data is None:
         return {}
     if not isinstance(data, dict):

@@ -22,7 +22,9 @@ from collections.abc import Callable
 from hashlib import sha256 as _sha256
 from typing import Any
 
-from noetlc.expr.runtime import RESOLVER_KEY
+from jinja2 import Undefined
+
+from noetlc.expr.runtime import RESOLVER_KEY, ExpressionError
 from noetlc.vm.control_state import LoopRun, StepRecord, StepRun, Token, action_id
 from noetlc.vm.joins import JoinPlaces
 from noetlc.vm.program import Program
@@ -288,8 +290,23 @@ class ControlVM(Routing):
             self._schedule(step, run_id, args, commands)
             return
         assert isinstance(run, LoopRun)  # a loop step's run (above)
-        items = table.items(scope) if table.items is not None else []
-        run.items = list(items) if isinstance(items, list | tuple) else []
+        try:
+            items = table.items(scope) if table.items is not None else []
+        except ExpressionError as exc:  # the user's items expression: the step fails
+            self._finish(run, _STEP_FAILED, None, _expression_failure(exc), commands)
+            return
+        if isinstance(items, list | tuple):
+            run.items = list(items)
+        elif items is None or isinstance(items, Undefined):
+            run.items = []
+        else:
+            error = {
+                "type": "TypeError",
+                "code": "NOE310",
+                "message": f"the items of loop {step} must be a list, not {type(items).__name__}",
+            }
+            self._finish(run, _STEP_FAILED, None, error, commands)
+            return
         run.results = [None] * len(run.items)
         run.best_effort = table.loop.get("failure_mode") == "best_effort"
         self.firings += 1  # loop_start
@@ -564,6 +581,9 @@ class ControlVM(Routing):
     # ------------------------------------------------------------------ completion
 
     def _internal(self, exc: BaseException, step: str | None) -> None:
+        if isinstance(exc, ExpressionError):  # a guard or a loop's items: the user's error
+            self._fail({"code": exc.code, "message": str(exc), "step": step})
+            return
         self._fail({"code": "NOE850", "message": f"{type(exc).__name__}: {exc}", "step": step})
 
     def _check_complete(self) -> None:
@@ -582,3 +602,8 @@ class ControlVM(Routing):
             return
         self.status = "completed"
         self.record(_WORKFLOW_FINISHED, None, {"status": "completed"})
+
+
+def _expression_failure(exc: ExpressionError) -> dict[str, Any]:
+    """A step's error for an expression of the control VM that failed (items, writes)."""
+    return {"type": exc.error_type, "code": exc.code, "message": str(exc)}

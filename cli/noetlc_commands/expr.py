@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
             value = bool(value)
     except ExpressionError as exc:
         cause = exc.cause
-        print(f"<expr>:1:1: error[NOE310]: {type(cause).__name__}: {cause}", file=sys.stderr)
+        print(f"<expr>:1:1: error[{exc.code}]: {type(cause).__name__}: {cause}", file=sys.stderr)
         return 1
     except Exception as exc:  # e.g. bool() of a value that refuses it
         print(f"<expr>:1:1: error[NOE310]: {type(exc).__name__}: {exc}", file=sys.stderr)

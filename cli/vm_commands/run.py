@@ -62,19 +62,12 @@ def workload_overrides(args: argparse.Namespace) -> dict[str, Any]:
     """The overrides of `--workload FILE` then `--set KEY=VALUE` (raises `UsageError`)."""
     out: dict[str, Any] = {}
     if args.workload:
-        import yaml
+        from noetlc.diagnostics.yaml_safe import YamlError, read_data_file
 
         try:
-            with open(args.workload, encoding="utf-8") as fh:
-                loaded = yaml.safe_load(fh)
-        except OSError as exc:
-            raise UsageError(
-                "NOE800", f"cannot read the workload file {args.workload}: {exc.strerror}"
-            ) from None
-        except yaml.YAMLError as exc:
-            raise UsageError(
-                "NOE800", f"the workload file {args.workload} is not valid YAML: {exc}"
-            ) from None
+            loaded = read_data_file(args.workload, "workload file")
+        except YamlError as exc:  # unreadable, not UTF-8, bad YAML, an alias bomb: located
+            raise UsageError(exc.code, str(exc), exc.hint) from None
         if not isinstance(loaded, dict):
             raise UsageError(
                 "NOE800",

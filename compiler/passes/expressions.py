@@ -43,7 +43,7 @@ def run(unit: CompilationUnit) -> None:
             for i, rule in enumerate(step.admit.rules):
                 compiler.guard(rule.when, (*base, "admit", i))
         if step.loop is not None:
-            compiler.value(step.loop.items, (*base, "loop"))
+            compiler.loop_items(step.loop.items, (*base, "loop"))
         for task in step.tasks:
             compiler.task(task, (*base, "tasks", task.name))
         if step.set_ctx is not None:
@@ -141,6 +141,27 @@ class _PoolBuilder:
         if isinstance(node, YMap | YSeq):
             for sub, scalar in walk_scalars(node):
                 self.value(scalar, (*path, *sub))
+
+    def loop_items(self, node: YNode, path: Path) -> None:
+        """A loop's `in:`: a template, or a literal YAML list (a constant of the pool)."""
+        if not isinstance(node, YSeq):
+            self.value(node, path)
+            return
+        templated = [
+            scalar
+            for _, scalar in walk_scalars(node)
+            if isinstance(scalar.value, str) and ("{{" in scalar.value or "{%" in scalar.value)
+        ]
+        if templated:
+            self.unit.reporter.report(
+                "NOE204",
+                "a literal `in:` list cannot hold templates",
+                templated[0].span,
+                hint='write the whole list as one template: `in: "{{ [workload.a, 2] }}"`',
+            )
+            return
+        compiled = compile_expression(node.to_python(), mode="template", span=node.span)
+        self.pool.add(compiled, path)
 
     def compile(self, source: str, mode: Mode, span: Span) -> CompiledExpression | None:
         try:

@@ -18,6 +18,7 @@ import yaml
 from noetlc.compiler.unit import CompilationUnit
 from noetlc.compiler.ynodes import YMap, YNode, YScalar, YSeq
 from noetlc.diagnostics.report import Reporter, Span
+from noetlc.diagnostics.yaml_safe import MAX_NODES, ScalarError, construct_scalar
 
 _STR = "tag:yaml.org,2002:str"
 _INT = "tag:yaml.org,2002:int"
@@ -33,9 +34,6 @@ _KNOWN_SCALAR_TAGS = {_STR, _INT, _FLOAT, _BOOL, _NULL, _TIMESTAMP, _MERGE}
 _PLAIN_BOOLS = {"true", "false"}
 _SEXAGESIMAL = re.compile(r"^[-+]?[0-9][0-9_]*(:[0-5]?[0-9])+(\.[0-9_]*)?$")
 _CONSTRUCTOR = yaml.SafeLoader("")  # only its scalar constructors are used
-_CONSTRUCTORS = {
-    tag: yaml.SafeLoader.yaml_constructors[tag] for tag in (_INT, _FLOAT, _BOOL, _NULL)
-}
 # YAML 1.1 implicit resolution of plain scalars (first character -> candidate tags).
 _IMPLICIT: dict[Any, list[tuple[str, re.Pattern[str]]]] = (
     yaml.resolver.Resolver.yaml_implicit_resolvers
@@ -165,6 +163,10 @@ class _Composer:
         self.anchors: dict[str, tuple[YNode, str | None]] = {}  # node, raw text of a scalar
         self.open_anchors: set[str] = set()  # collections being built (recursive aliases)
         self.plain_tags: dict[str, str] = {}  # keys and values repeat across steps
+        # The document's size with every alias expanded (an alias adds its anchor's size):
+        # bounded by MAX_NODES, so later passes that turn nodes into values stay bounded.
+        self.nodes = 0
+        self.sizes: dict[str, int] = {}
 
     def span(self, event: Any) -> Span:
         start, end = event.start_mark, event.end_mark
@@ -199,14 +201,18 @@ class _Composer:
     def node(self, event: Any) -> tuple[YNode, str | None]:
         """The node `event` starts (consuming its events) and, for a scalar, its raw text."""
         kind = type(event)
+        self.nodes += 1
         if kind is _ScalarEvent:
             scalar = self.scalar(event)
             if event.anchor is not None:
                 self.define(event, (scalar, event.value))
+                self.sizes[event.anchor] = 1
             return scalar, event.value
         if kind is _AliasEvent:
+            self.nodes -= 1
             return self.alias(event)
         anchor = event.anchor
+        before = self.nodes
         if anchor is not None:
             self.open_anchors.add(anchor)
         if kind is _MappingStart:
@@ -218,6 +224,7 @@ class _Composer:
         if anchor is not None:
             self.open_anchors.discard(anchor)
             self.define(event, (built, None))
+            self.sizes[anchor] = self.nodes - before + 1
         return built, None
 
     def define(self, event: Any, value: tuple[YNode, str | None]) -> None:
@@ -242,6 +249,15 @@ class _Composer:
         if found is None:
             self.reporter.report(
                 "NOE001", f"YAML syntax error: found undefined alias *{anchor}", self.span(event)
+            )
+            raise _Unusable
+        self.nodes += self.sizes[anchor]
+        if self.nodes > MAX_NODES:
+            self.reporter.report(
+                "NOE007",
+                f"YAML aliases expand the document past {MAX_NODES:,} nodes",
+                self.span(event),
+                hint="write the data out, or reference it instead of repeating it with aliases",
             )
             raise _Unusable
         return found
@@ -357,7 +373,11 @@ class _Composer:
         if tag in (_TIMESTAMP, _MERGE):
             # Timestamps stay text: playbook data must be JSON-compatible.
             return YScalar(event.value, span, quoted)
-        value = _CONSTRUCTORS[tag](_CONSTRUCTOR, yaml.ScalarNode(tag, event.value))
+        try:
+            value = construct_scalar(tag, event.value)
+        except ScalarError as exc:  # `!!int abc`, an integer too long to read
+            self.reporter.report("NOE006", str(exc), span)
+            return YScalar(event.value, span, quoted)
         if not quoted:
             self.check_coercion(event.value, tag, span)
         return YScalar(value, span, quoted)

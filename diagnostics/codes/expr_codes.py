@@ -112,4 +112,23 @@ Example (`ctx.count` is undefined, and undefined values cannot be added to):
 """,
         "use `| default(...)` for values that may be missing",
     ),
+    code(
+        "NOE311",
+        "expression-limit",
+        "error",
+        "an expression went over a resource limit",
+        """
+Evaluating the expression would have built a value or done work beyond the limits every
+evaluation has: integers of at most 14,000 bits (about 4,200 digits), strings and sequences
+of at most 1,000,000 characters or items (from `*`, `%`-formatting, `join`, `replace`,
+padding filters such as `center`, `range`), at most 100,000 elements per `range`, and at
+most 2,000,000 steps for a `{% %}` template. The guard or task that evaluated it fails; the
+process and other executions go on.
+
+Example:
+
+    noetlc expr "{{ (10 ** 9999) ** 9999 > 1 }}"
+""",
+        "compute large values in a python task, or bound the input the expression works on",
+    ),
 )

@@ -102,4 +102,25 @@ Example:
 """,
         "write the value inline as plain YAML",
     ),
+    code(
+        "NOE007",
+        "yaml-alias-expansion",
+        "error",
+        "YAML aliases expand the document too far",
+        """
+An alias (`*name`) repeats the value its anchor (`&name`) names. Nested aliases multiply: a
+600-byte file of nine anchors, each a list of nine aliases of the previous one, stands for
+hundreds of millions of values. noetlc counts every node of a document with each alias
+expanded and stops at 1,000,000 (playbooks, `--workload` and `--keychain` files alike),
+at the alias that went over.
+
+Example:
+
+    a: &a [x, x, x, x, x, x, x, x, x]
+    b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]
+    c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]
+    # ... six more levels
+""",
+        "write the data out, or reference it instead of repeating it with aliases",
+    ),
 )

@@ -26,6 +26,7 @@ COVERED_ELSEWHERE = {
     "NOE800": "tests/compiler/test_cli.py::test_usage_errors_exit_2_without_traceback",
     "NOE801": "tests/compiler/test_cli.py::test_explain_unknown_code",
     "NOE310": "tests/expressions/test_expr_cli.py::test_runtime_errors_are_located",
+    "NOE311": "tests/hostile/test_expression_limits.py::test_noetlc_expr_reports_noe311",
     "NOE701": "tests/ir/test_ir_compile.py::test_bad_bytecode_is_reported",
     "NOE702": "tests/ir/test_ir_compile.py::test_bad_bytecode_is_reported",
     "NOE703": "tests/ir/test_ir_compile.py::test_bad_bytecode_is_reported",
