@@ -72,7 +72,7 @@ CASES: list[tuple[str, int, str]] = [
     ("noetlc graph missing.yaml", 1, "error[NOE004]"),
     ("noetlc nocommand", 2, "error[NOE800]"),
     # noetl-vm: options and files
-    ("noetl-vm run good.yaml --workload missing.yaml --db memory:", 2, "error[NOE800]"),
+    ("noetl-vm run good.yaml --workload missing.yaml --db memory:", 2, "error[NOE004]"),
     ("noetl-vm run good.yaml --keychain missing.yaml --db memory:", 2, "error[NOE800]"),
     ("noetl-vm run good.yaml --set novalue --db memory:", 2, "error[NOE800]"),
     ("noetl-vm run missing.yaml --db memory:", 1, "error[NOE004]"),
