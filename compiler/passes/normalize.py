@@ -335,7 +335,8 @@ class Normalizer:
             if "tool" not in step:
                 self.reporter.report(
                     "NOE206", f"step `{step_name}` has no `tool:`", step.span,
-                    hint="every step runs a tool; use `tool: {kind: noop}` for a step that only routes",
+                    hint="every step runs a tool; use `tool: {kind: noop}` for a step that only routes "
+                    "(`noetlc migrate FILE -i` rewrites every such step)",
                 )  # fmt: skip
             return ()
         out = []

@@ -32,7 +32,7 @@ SAMPLE = SHARED / "corpus" / "noetl"
 
 # The rates reached (the targets are 0.95 canonical, 0.90 legacy); raise them as they rise.
 CANONICAL_FLOOR = 0.64
-LEGACY_FLOOR = 0.53
+LEGACY_FLOOR = 0.67
 
 
 @dataclass
@@ -94,7 +94,7 @@ def _measure(path: Path) -> Outcome | None:
     assert form is not None
     try:
         if form == "legacy":
-            unit = compile_source(text, str(path), until="desugar")
+            unit = compile_source(text, str(path), until="desugar", options={"migrate": True})
             reason = _first_error(unit.reporter.diagnostics)
             if reason or unit.document is None or unit.canonical is None:
                 return Outcome(path, form, False, "migrate: " + (reason or "no output"))
