@@ -30,7 +30,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from noetlc.compiler.desugar import chains, routing
+from noetlc.compiler.desugar import case_next, chains, routing
 from noetlc.compiler.desugar.common import (
     add_policy_rules,
     guard_body,
@@ -124,8 +124,18 @@ def _step(step: YMap, reporter: Reporter) -> YMap | None:
         # higher priority first, YAML order among equals
         rules.sort(key=lambda r: -_priority(r))
 
+    earlier: list[str] = []  # the conditions of the rules so far (a standalone `else` negates them)
     for rule in rules:
+        case_next.refuse_rule_keys(rule, reporter)
         text = _condition_text(rule.get("when"))
+        if text is None and "else" in rule and "when" not in rule and "then" not in rule:
+            actions = _actions(rule.get("else"))
+            if actions:
+                otherwise = case_next.else_condition(earlier)
+                _rule(state, None, otherwise, actions, rule.span, reporter)
+            continue
+        if text:
+            earlier.append(text)
         event = _event_of(text)
         for branch, negate in (("then", False), ("else", True)):
             actions = _actions(rule.get(branch))
@@ -252,12 +262,9 @@ def _rule(
         if action in _UNSUPPORTED:
             _refuse(reporter, f"the case action `{action}` of step `{name}`", at)
         elif action in _ROUTE_ACTIONS:
-            entries = value.items if isinstance(value, YSeq) else (value,)
-            for entry in entries:
-                if isinstance(entry, YScalar):
-                    entry = YMap(((YScalar("step", entry.span), entry),), entry.span)
-                if isinstance(entry, YMap):
-                    next_entries.append(entry)
+            routed, besides = case_next.targets(value, reporter)
+            next_entries.extend(routed)
+            fork_entries.extend(besides)
         elif action == "set":
             if isinstance(value, YMap):
                 for k, v in value.items:

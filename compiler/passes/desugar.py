@@ -21,8 +21,10 @@ from noetlc.compiler.desugar import (
     root_vars,
     routing_steps,
     sink,
+    spellings,
     step_when,
     sugar,
+    unsupported,
     vars_block,
 )
 from noetlc.compiler.desugar.common import Pass
@@ -32,6 +34,8 @@ DESUGAR_PASSES: list[tuple[str, Pass]] = [
     ("root_identity", root_identity.run),
     ("labelled_tasks", labelled_tasks.run),
     ("routing_steps", routing_steps.run),
+    ("spellings", spellings.run),
+    ("unsupported", unsupported.run),
     ("step_when", step_when.run),
     ("loop_keys", loop_keys.run),
     ("retry", retry.run),

@@ -517,7 +517,7 @@ class Normalizer:
             return None, None
         ctx: list[tuple[YScalar, YNode]] = []
         it: list[tuple[YScalar, YNode]] = []
-        for key, value in node.items:
+        for key, value in _scoped_items(node):
             text = str(key.value)
             scope, _, rest = text.partition(".")
             if rest and scope == "ctx":
@@ -591,6 +591,17 @@ class Normalizer:
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+def _scoped_items(node: YMap) -> list[tuple[YScalar, YNode]]:
+    """`{ctx: {x: 1}, iter: {y: 2}}` (a scope written as a mapping) as `ctx.x`, `iter.y` keys."""
+    out: list[tuple[YScalar, YNode]] = []
+    for key, value in node.items:
+        if key.value in ("ctx", "iter") and isinstance(value, YMap):
+            out.extend((YScalar(f"{key.value}.{k.value}", k.span), v) for k, v in value.items)
+        else:
+            out.append((key, value))
+    return out
 
 
 def _map(node: YNode | None) -> YMap | None:

@@ -1,0 +1,81 @@
+"""The `next` action of a legacy `case` rule, standalone `else` rules, rule keys without a
+canonical meaning.
+
+`next` in a rule's `then` is written as a list of targets (`- next: [{step: a}, {step: b}]`),
+one target (`- next: {step: a}`) or the router form `- next: {to: [...], policy: end_step}`.
+Several targets are a parallel fork: all of them start (the first is the rule's routing, the
+others start besides it, like `call: {step}`). In the router form, `policy: end_step` is what
+the rule's routing does anyway (the first `next` reached ends the step's routing); any other
+per-`next` `policy`, a `priority` and a `spec` (a delayed transition) have no canonical
+meaning and are refused (NOE106) rather than dropped.
+
+A rule written as `- else: [actions]` (no `when`) runs when none of the rules before it
+matched: its condition is the negation of all of theirs.
+
+A rule's own `retry:` (a retry of the whole `then` chain, `scope: chain`) and its `spec:`
+(`cache`) are refused (NOE106) with a hint.
+"""
+
+from __future__ import annotations
+
+from noetlc.compiler.desugar.common import guard_body
+from noetlc.compiler.ynodes import YMap, YNode, YScalar, YSeq
+from noetlc.diagnostics.report import Reporter
+
+
+def targets(value: YNode, reporter: Reporter) -> tuple[list[YMap], list[YMap]]:
+    """A `next` action -> (the routing entries, the entries that start besides them)."""
+    if isinstance(value, YMap) and "to" in value:
+        _refuse_router_keys(value, reporter)
+        value = value.get("to") or YSeq((), value.span)
+    entries: list[YMap] = []
+    for entry in value.items if isinstance(value, YSeq) else (value,):
+        if isinstance(entry, YScalar):
+            entry = YMap(((YScalar("step", entry.span), entry),), entry.span)
+        if isinstance(entry, YMap):
+            entries.append(entry)
+    if len(entries) > 1 and not any("when" in e for e in entries):
+        return entries[:1], entries[1:]  # a parallel fork: every target starts
+    return entries, []
+
+
+def _refuse_router_keys(value: YMap, reporter: Reporter) -> None:
+    for key, node in value.items:
+        name = str(key.value)
+        if name in ("to",):
+            continue
+        if name == "policy" and isinstance(node, YScalar) and node.value == "end_step":
+            continue
+        hint = {
+            "policy": "set the step's `next_policy` instead; a `next` cannot override it",
+            "priority": "order the rules instead: the first `next` reached wins "
+            "(`branch_order: priority` orders whole rules)",
+            "spec": "a delayed transition is not supported: put the wait in the target "
+            "step (a listener step with `eval_mode: on_event` and `spec.timeout`)",
+        }.get(name, "a `next` action takes `to:` (and `policy: end_step`)")
+        reporter.report(
+            "NOE106", f"`next.{name}` in a `case` rule is not supported", key.span, hint=hint
+        )
+
+
+def else_condition(earlier: list[str]) -> str | None:
+    """The condition of a standalone `else` rule: none of the earlier conditions held."""
+    if not earlier:
+        return None
+    return "{{ " + " and ".join(f"not ({guard_body(t)})" for t in earlier) + " }}"
+
+
+def refuse_rule_keys(rule: YMap, reporter: Reporter) -> None:
+    for name, hint in (
+        (
+            "retry",
+            "retry each task instead: put `retry:` on the step's tool or on a task in `then` "
+            "(re-running a whole chain is not supported)",
+        ),
+        ("spec", "a `case` rule has no settings; caching rule results is not supported"),
+    ):
+        key = rule.key_node(name)
+        if key is not None:
+            reporter.report(
+                "NOE106", f"a `case` rule's `{name}:` is not supported", key.span, hint=hint
+            )
