@@ -552,6 +552,9 @@ class Normalizer:
             return None
         arcs = tuple(a for item in written.entries if (a := self.arc(item)) is not None)
         inclusive = written.mode == "inclusive"
+        if written.form == "list" and len(arcs) > 1 and all(a.when is None for a in arcs):
+            # a list of targets without conditions is a parallel fork: every target starts
+            inclusive = True
         return tree.Router("inclusive" if inclusive else "exclusive", arcs, written.node.span)
 
     def arc(self, node: YNode) -> tree.Arc | None:
