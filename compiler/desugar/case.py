@@ -18,7 +18,8 @@ Each rule `{when, then, else}` is classified by the event its condition tests:
 * `call: {params}` re-invokes the call (a `jump` back with `iter.params`); `call: {step, args}`
   starts that step besides the routing: an extra arc, with the router made inclusive and
   the first-match order of the other arcs kept by explicit guards (`routing.py`).
-* `step.enter`: `set` becomes an init task that writes ctx before the tool runs.
+* `step.enter`: `set` becomes ctx writes of the step's admission (`spec.policy.admit`), made
+  once per step run before the tool (and before a loop's first iteration).
 
 Actions that have no canonical meaning (`pipe`, `catch`, `finally`; tasks or `result` after the
 step ended or after a failed call) are reported (NOE410) with a hint and left out.
@@ -173,28 +174,8 @@ def _step(step: YMap, reporter: Reporter) -> YMap | None:
     if (state.task_rules or state.chains) and call_index is not None:
         tasks = _attach(state, tasks, call_index, key.span)
     if state.init_writes:
-        init = node(
-            {
-                "name": f"{name}__enter",
-                "kind": "noop",
-                "spec": {
-                    "policy": {
-                        "rules": [
-                            {
-                                "else": {
-                                    "then": {
-                                        "do": "continue",
-                                        "set_ctx": YMap(tuple(state.init_writes), key.span),
-                                    }
-                                }
-                            }
-                        ]
-                    }
-                },
-            },
-            key.span,
-        )
-        tasks.insert(0, init)  # type: ignore[arg-type]
+        # `step.enter` fires once per step run, before its loop: ctx written at admission
+        new = case_next.enter_writes(new, YMap(tuple(state.init_writes), key.span))
     if tasks:
         new = with_task_maps(new, tasks)
     return new
@@ -339,7 +320,9 @@ def _rule(
         task_then or inline or result or (writes and not next_entries and not fork_entries)
     )
     if task_level:
-        guard = _task_guard(condition)
+        # `call.done` fires after every call, failed or not; a rule that continues past a
+        # failed call would hide the failure, so only retry/fail rules see failed calls
+        guard = _task_guard(condition, any_outcome=task_then.get("do") in ("retry", "fail"))
         then: dict[str, Any] = dict(task_then) if task_then else {"do": "continue"}
         if inline or result:
             first = _chain(state, inline, result, then, span, reporter)
@@ -472,15 +455,17 @@ def _arc_guard(
     return rewritten
 
 
-def _task_guard(condition: str | None, names: dict[str, str] = _TASK_NAMES) -> str | None:
+def _task_guard(
+    condition: str | None, names: dict[str, str] = _TASK_NAMES, *, any_outcome: bool = False
+) -> str | None:
     if not condition:
         return None
     text = condition if "{{" in condition else "{{ " + condition + " }}"
 
     def status(m: re.Match[str]) -> str:
-        return (
-            "outcome.status == 'ok'" if m.group(2) == "call.done" else "outcome.status == 'error'"
-        )
+        if m.group(2) == "call.done":
+            return "outcome.status in ['ok', 'error']" if any_outcome else "outcome.status == 'ok'"
+        return "outcome.status == 'error'"
 
     text = _EVENT.sub(status, text)
     return rewrite_expression(text, names, {})

@@ -12,6 +12,9 @@ meaning and are refused (NOE106) rather than dropped.
 A rule written as `- else: [actions]` (no `when`) runs when none of the rules before it
 matched: its condition is the negation of all of theirs.
 
+`step.enter` writes (`set` in a rule on `step.enter`) are made when the step is admitted:
+once per step run, before its tool and before a loop's first iteration (`enter_writes`).
+
 A rule's own `retry:` (a retry of the whole `then` chain, `scope: chain`) and its `spec:`
 (`cache`) are refused (NOE106) with a hint.
 """
@@ -63,6 +66,47 @@ def else_condition(earlier: list[str]) -> str | None:
     if not earlier:
         return None
     return "{{ " + " and ".join(f"not ({guard_body(t)})" for t in earlier) + " }}"
+
+
+def enter_writes(step: YMap, writes: YMap) -> YMap:
+    """`step.enter` writes -> `set_ctx` of every admitting rule of `spec.policy.admit` (one
+    rule that admits unconditionally when the step has none): made once per step run, when
+    the step is admitted, before its tool and before a loop's first iteration."""
+    span = writes.span
+    spec = step.get("spec")
+    spec = spec if isinstance(spec, YMap) else YMap((), span)
+    policy = spec.get("policy")
+    policy = policy if isinstance(policy, YMap) else YMap((), span)
+    admit = policy.get("admit")
+    rules = admit.get("rules") if isinstance(admit, YMap) else None
+    if not isinstance(admit, YMap) or not isinstance(rules, YSeq):
+        rule = YMap(((YScalar("then", span), _admitting(YMap((), span), writes)),), span)
+        admit = YMap(((YScalar("rules", span), YSeq((rule,), span)),), span)
+    else:
+        new_rules: list[YNode] = []
+        for rule in rules.items:
+            then = rule.get("then") if isinstance(rule, YMap) else None
+            otherwise = rule.get("else") if isinstance(rule, YMap) else None
+            if isinstance(rule, YMap) and isinstance(then, YMap):
+                rule = rule.with_item("then", _admitting(then, writes))
+            elif isinstance(rule, YMap) and isinstance(otherwise, YMap):
+                inner = otherwise.get("then")
+                if isinstance(inner, YMap):
+                    rule = rule.with_item(
+                        "else", otherwise.with_item("then", _admitting(inner, writes))
+                    )
+            new_rules.append(rule)
+        admit = admit.with_item("rules", YSeq(tuple(new_rules), rules.span))
+    return step.with_item("spec", spec.with_item("policy", policy.with_item("admit", admit)))
+
+
+def _admitting(then: YMap, writes: YMap) -> YMap:
+    allow = then.get("allow")
+    if isinstance(allow, YScalar) and allow.value is False:
+        return then
+    if allow is None:
+        then = then.with_item("allow", YScalar(True, writes.span))
+    return then.with_item("set_ctx", writes)
 
 
 def refuse_rule_keys(rule: YMap, reporter: Reporter) -> None:

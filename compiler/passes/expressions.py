@@ -43,6 +43,8 @@ def run(unit: CompilationUnit) -> None:
         if step.admit is not None:
             for i, rule in enumerate(step.admit.rules):
                 compiler.guard(rule.when, (*base, "admit", i))
+                if rule.set_ctx is not None:
+                    compiler.value(rule.set_ctx, (*base, "admit", i, "set_ctx"))
         if step.loop is not None:
             compiler.loop_items(step.loop.items, (*base, "loop"))
         for task in step.tasks:

@@ -239,6 +239,7 @@ class Normalizer:
                     when=when,
                     allow=bool(allow.value) if isinstance(allow, YScalar) else True,
                     span=item.span,
+                    set_ctx=_map(then.get("set_ctx")),
                 )
             )
         return tree.Admit(rules=tuple(rules), span=node.span)

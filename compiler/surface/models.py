@@ -91,6 +91,9 @@ class Task(Open):
 
 class AdmitThen(Closed):
     allow: bool
+    set_ctx: dict[str, Any] | None = Field(
+        None, description="ctx writes when the step is admitted: once per step run, before its loop"
+    )
 
 
 class AdmitElse(Closed):
