@@ -2,8 +2,8 @@
 
     noetl-vm signal EXECUTION_ID NAME [--data JSON] [--db URL]
 
-Arc guards see it as `event.name == 'signal.received'`, `event.data.name` and
-`event.data.data`. The signal is stored and picked up by the running process (or by
+Arc guards see it under the name it was sent with (`event.name == 'message.received'`) and its
+data as `event.data`. The signal is stored and picked up by the running process (or by
 `noetl-vm resume`).
 """
 

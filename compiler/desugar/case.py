@@ -86,6 +86,7 @@ class _Case:
     case_guards: list[str] = field(default_factory=list)
     task_rules: list[YNode] = field(default_factory=list)
     init_writes: list[tuple[YScalar, YNode]] = field(default_factory=list)
+    enter_skips: list[tuple[str | None, Span]] = field(default_factory=list)  # step.enter skip
     recall_params: set[str] = field(default_factory=set)
     chains: list[YMap] = field(default_factory=list)  # tasks placed after the call task
     needs_done: bool = False
@@ -173,9 +174,11 @@ def _step(step: YMap, reporter: Reporter) -> YMap | None:
         new = new.without("next")
     if (state.task_rules or state.chains) and call_index is not None:
         tasks = _attach(state, tasks, call_index, key.span)
-    if state.init_writes:
-        # `step.enter` fires once per step run, before its loop: ctx written at admission
-        new = case_next.enter_writes(new, YMap(tuple(state.init_writes), key.span))
+    if state.init_writes or state.enter_skips:
+        # `step.enter` fires once per step run, before its loop: ctx written at admission,
+        # and `skip` there skips the step (`step.skipped`)
+        writes = YMap(tuple(state.init_writes), key.span) if state.init_writes else None
+        new = case_next.enter_admission(new, state.enter_skips, writes, key.span)
     if tasks:
         new = with_task_maps(new, tasks)
     return new
@@ -290,8 +293,23 @@ def _rule(
             _refuse(reporter, f"the case action `{action}` of step `{name}`", at)
     if event == "step.enter":
         state.init_writes.extend(writes)
-        if next_entries or fork_entries or task_then or inline or result:
-            reporter.report("NOE410", f"a `step.enter` rule of step `{name}` can only `set`", span)
+        skips = any(a == "skip" for a, _, _ in actions)
+        if skips:
+            state.enter_skips.append((_enter_guard(condition), span))
+        if next_entries or fork_entries or inline or result or (task_then and not skips):
+            reporter.report(
+                "NOE410", f"a `step.enter` rule of step `{name}` can only `set` or `skip`", span
+            )
+        return
+    if any(a == "skip" for a, _, _ in actions):
+        # NoETL's `skip` marks the step skipped: decided before the step runs
+        _refuse(
+            reporter,
+            f"`skip` after the call of step `{name}`",
+            next(at for a, _, at in actions if a == "skip"),
+            "a step is skipped before it runs: write the condition in a rule on "
+            "`event.name == 'step.enter'` (or in `spec.policy.admit`)",
+        )
         return
     if (
         event is None
@@ -453,6 +471,15 @@ def _arc_guard(
     if guard_body(rewritten) == f"event.name == '{done}'":
         return None  # "the step succeeded": an arc without `when` says exactly that
     return rewritten
+
+
+def _enter_guard(condition: str | None) -> str | None:
+    """A `step.enter` rule's condition at admission: the event test is true there."""
+    if not condition:
+        return None
+    text = condition if "{{" in condition else "{{ " + condition + " }}"
+    text = _EVENT.sub(lambda m: "true" if m.group(2) == "step.enter" else "false", text)
+    return None if guard_body(text) == "true" else text
 
 
 def _task_guard(

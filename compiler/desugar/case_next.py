@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from noetlc.compiler.desugar.common import guard_body
 from noetlc.compiler.ynodes import YMap, YNode, YScalar, YSeq
-from noetlc.diagnostics.report import Reporter
+from noetlc.diagnostics.report import Reporter, Span
 
 
 def targets(value: YNode, reporter: Reporter) -> tuple[list[YMap], list[YMap]]:
@@ -66,6 +66,50 @@ def else_condition(earlier: list[str]) -> str | None:
     if not earlier:
         return None
     return "{{ " + " and ".join(f"not ({guard_body(t)})" for t in earlier) + " }}"
+
+
+def enter_admission(
+    step: YMap, skips: list[tuple[str | None, Span]], writes: YMap | None, span: Span
+) -> YMap:
+    """`step.enter` rules -> the step's admission: each `skip` becomes a rule that does not
+    admit (the step is recorded as skipped) placed before the existing rules; `set` writes
+    are made by every admitting rule."""
+    if skips:
+        rules: list[YNode] = []
+        for condition, at in skips:
+            deny = YMap(((YScalar("allow", at), YScalar(False, at)),), at)
+            if condition is None:
+                rules.append(
+                    YMap(((YScalar("else", at), YMap(((YScalar("then", at), deny),), at)),), at)
+                )
+            else:
+                rules.append(
+                    YMap(
+                        (
+                            (YScalar("when", at), YScalar(condition, at)),
+                            (YScalar("then", at), deny),
+                        ),
+                        at,
+                    )
+                )
+        spec = step.get("spec")
+        spec = spec if isinstance(spec, YMap) else YMap((), span)
+        policy = spec.get("policy")
+        policy = policy if isinstance(policy, YMap) else YMap((), span)
+        admit = policy.get("admit")
+        admit = admit if isinstance(admit, YMap) else YMap((), span)
+        existing = admit.get("rules")
+        old = existing.items if isinstance(existing, YSeq) else ()
+        if not old:
+            allow = YMap(((YScalar("allow", span), YScalar(True, span)),), span)
+            old = (
+                YMap(
+                    ((YScalar("else", span), YMap(((YScalar("then", span), allow),), span)),), span
+                ),
+            )
+        admit = admit.with_item("rules", YSeq((*rules, *old), span))
+        step = step.with_item("spec", spec.with_item("policy", policy.with_item("admit", admit)))
+    return enter_writes(step, writes) if writes is not None else step
 
 
 def enter_writes(step: YMap, writes: YMap) -> YMap:

@@ -95,3 +95,30 @@ def test_step_enter_runs_once_per_step_run_before_its_loop() -> None:
     )
     assert summary["status"] == "completed", summary
     assert summary["result"] == [10, 20, 30]  # the accumulator was not reset per iteration
+
+
+SKIP = """  - step: start
+    tool: {kind: noop}
+    next: [{step: maybe}]
+  - step: maybe
+    tool: {kind: python, code: "result = 'ran'"}
+    case:
+      - when: "{{ event.name == 'step.enter' and workload.off }}"
+        then:
+          - skip: true
+"""
+
+
+def test_skip_records_the_step_as_skipped() -> None:
+    skipped = _run(SKIP, {"off": True})
+    assert skipped["status"] == "completed", skipped
+    assert skipped["steps"]["maybe"]["status"] == "skipped"
+    ran = _run(SKIP, {"off": False})
+    assert ran["steps"]["maybe"] == {"runs": 1, "status": "done", "result": "ran"}
+
+
+def test_skip_after_the_call_is_refused() -> None:
+    text = HEAD + SKIP.replace("step.enter", "call.done")
+    unit = compile_source(text, "semantics.yaml")
+    errors = [(d.code, d.span.line) for d in unit.reporter.diagnostics if d.is_error]
+    assert errors == [("NOE410", 13)]
