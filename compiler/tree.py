@@ -90,6 +90,7 @@ class AdmitRule:
     when: Guard | None  # None: else
     allow: bool
     span: Span = _span()
+    set_ctx: YMap | None = None  # written when the rule admits the step, before its loop
 
 
 @dataclass(frozen=True, slots=True)

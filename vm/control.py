@@ -547,6 +547,13 @@ class ControlVM(Routing):
         data = event.payload or {}
         name = event.name
         guard_event = {"name": name, "step": run.step, "data": data}
+        if name == _SIGNAL_RECEIVED:
+            # a signal keeps the name it was sent with (`message.received`), its data is the data
+            guard_event = {
+                "name": data.get("name", name),
+                "step": run.step,
+                "data": data.get("data"),
+            }
         scope = self._scope(run.token.args, guard_event)
         table = self.tables[run.step]
         routes = tuple(t for t in table.done_routes if t.kind == "route" and name in t.events)

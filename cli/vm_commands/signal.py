@@ -2,10 +2,10 @@
 
     noetl-vm signal EXECUTION_ID NAME [--data JSON] [--db URL]
 
-EXECUTION_ID may be a unique prefix of the id. Arc guards see the signal as
-`event.name == 'signal.received'`, `event.data.name` and `event.data.data`. It is stored and
-picked up by the running process (or by `noetl-vm resume`). An execution that already ended
-exits 4.
+EXECUTION_ID may be a unique prefix of the id. Arc guards see the signal under the name it
+was sent with (`event.name == 'message.received'`) and its data as `event.data`. It is stored
+and picked up by the running process (or by `noetl-vm resume`). An execution that already
+ended exits 4.
 """
 
 from __future__ import annotations

@@ -18,7 +18,8 @@ Each rule `{when, then, else}` is classified by the event its condition tests:
 * `call: {params}` re-invokes the call (a `jump` back with `iter.params`); `call: {step, args}`
   starts that step besides the routing: an extra arc, with the router made inclusive and
   the first-match order of the other arcs kept by explicit guards (`routing.py`).
-* `step.enter`: `set` becomes an init task that writes ctx before the tool runs.
+* `step.enter`: `set` becomes ctx writes of the step's admission (`spec.policy.admit`), made
+  once per step run before the tool (and before a loop's first iteration).
 
 Actions that have no canonical meaning (`pipe`, `catch`, `finally`; tasks or `result` after the
 step ended or after a failed call) are reported (NOE410) with a hint and left out.
@@ -30,7 +31,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from noetlc.compiler.desugar import chains, routing
+from noetlc.compiler.desugar import case_next, chains, routing
 from noetlc.compiler.desugar.common import (
     add_policy_rules,
     guard_body,
@@ -85,6 +86,7 @@ class _Case:
     case_guards: list[str] = field(default_factory=list)
     task_rules: list[YNode] = field(default_factory=list)
     init_writes: list[tuple[YScalar, YNode]] = field(default_factory=list)
+    enter_skips: list[tuple[str | None, Span]] = field(default_factory=list)  # step.enter skip
     recall_params: set[str] = field(default_factory=set)
     chains: list[YMap] = field(default_factory=list)  # tasks placed after the call task
     needs_done: bool = False
@@ -124,8 +126,18 @@ def _step(step: YMap, reporter: Reporter) -> YMap | None:
         # higher priority first, YAML order among equals
         rules.sort(key=lambda r: -_priority(r))
 
+    earlier: list[str] = []  # the conditions of the rules so far (a standalone `else` negates them)
     for rule in rules:
+        case_next.refuse_rule_keys(rule, reporter)
         text = _condition_text(rule.get("when"))
+        if text is None and "else" in rule and "when" not in rule and "then" not in rule:
+            actions = _actions(rule.get("else"))
+            if actions:
+                otherwise = case_next.else_condition(earlier)
+                _rule(state, None, otherwise, actions, rule.span, reporter)
+            continue
+        if text:
+            earlier.append(text)
         event = _event_of(text)
         for branch, negate in (("then", False), ("else", True)):
             actions = _actions(rule.get(branch))
@@ -162,29 +174,11 @@ def _step(step: YMap, reporter: Reporter) -> YMap | None:
         new = new.without("next")
     if (state.task_rules or state.chains) and call_index is not None:
         tasks = _attach(state, tasks, call_index, key.span)
-    if state.init_writes:
-        init = node(
-            {
-                "name": f"{name}__enter",
-                "kind": "noop",
-                "spec": {
-                    "policy": {
-                        "rules": [
-                            {
-                                "else": {
-                                    "then": {
-                                        "do": "continue",
-                                        "set_ctx": YMap(tuple(state.init_writes), key.span),
-                                    }
-                                }
-                            }
-                        ]
-                    }
-                },
-            },
-            key.span,
-        )
-        tasks.insert(0, init)  # type: ignore[arg-type]
+    if state.init_writes or state.enter_skips:
+        # `step.enter` fires once per step run, before its loop: ctx written at admission,
+        # and `skip` there skips the step (`step.skipped`)
+        writes = YMap(tuple(state.init_writes), key.span) if state.init_writes else None
+        new = case_next.enter_admission(new, state.enter_skips, writes, key.span)
     if tasks:
         new = with_task_maps(new, tasks)
     return new
@@ -252,12 +246,9 @@ def _rule(
         if action in _UNSUPPORTED:
             _refuse(reporter, f"the case action `{action}` of step `{name}`", at)
         elif action in _ROUTE_ACTIONS:
-            entries = value.items if isinstance(value, YSeq) else (value,)
-            for entry in entries:
-                if isinstance(entry, YScalar):
-                    entry = YMap(((YScalar("step", entry.span), entry),), entry.span)
-                if isinstance(entry, YMap):
-                    next_entries.append(entry)
+            routed, besides = case_next.targets(value, reporter)
+            next_entries.extend(routed)
+            fork_entries.extend(besides)
         elif action == "set":
             if isinstance(value, YMap):
                 for k, v in value.items:
@@ -302,8 +293,23 @@ def _rule(
             _refuse(reporter, f"the case action `{action}` of step `{name}`", at)
     if event == "step.enter":
         state.init_writes.extend(writes)
-        if next_entries or fork_entries or task_then or inline or result:
-            reporter.report("NOE410", f"a `step.enter` rule of step `{name}` can only `set`", span)
+        skips = any(a == "skip" for a, _, _ in actions)
+        if skips:
+            state.enter_skips.append((_enter_guard(condition), span))
+        if next_entries or fork_entries or inline or result or (task_then and not skips):
+            reporter.report(
+                "NOE410", f"a `step.enter` rule of step `{name}` can only `set` or `skip`", span
+            )
+        return
+    if any(a == "skip" for a, _, _ in actions):
+        # NoETL's `skip` marks the step skipped: decided before the step runs
+        _refuse(
+            reporter,
+            f"`skip` after the call of step `{name}`",
+            next(at for a, _, at in actions if a == "skip"),
+            "a step is skipped before it runs: write the condition in a rule on "
+            "`event.name == 'step.enter'` (or in `spec.policy.admit`)",
+        )
         return
     if (
         event is None
@@ -332,7 +338,9 @@ def _rule(
         task_then or inline or result or (writes and not next_entries and not fork_entries)
     )
     if task_level:
-        guard = _task_guard(condition)
+        # `call.done` fires after every call, failed or not; a rule that continues past a
+        # failed call would hide the failure, so only retry/fail rules see failed calls
+        guard = _task_guard(condition, any_outcome=task_then.get("do") in ("retry", "fail"))
         then: dict[str, Any] = dict(task_then) if task_then else {"do": "continue"}
         if inline or result:
             first = _chain(state, inline, result, then, span, reporter)
@@ -465,15 +473,26 @@ def _arc_guard(
     return rewritten
 
 
-def _task_guard(condition: str | None, names: dict[str, str] = _TASK_NAMES) -> str | None:
+def _enter_guard(condition: str | None) -> str | None:
+    """A `step.enter` rule's condition at admission: the event test is true there."""
+    if not condition:
+        return None
+    text = condition if "{{" in condition else "{{ " + condition + " }}"
+    text = _EVENT.sub(lambda m: "true" if m.group(2) == "step.enter" else "false", text)
+    return None if guard_body(text) == "true" else text
+
+
+def _task_guard(
+    condition: str | None, names: dict[str, str] = _TASK_NAMES, *, any_outcome: bool = False
+) -> str | None:
     if not condition:
         return None
     text = condition if "{{" in condition else "{{ " + condition + " }}"
 
     def status(m: re.Match[str]) -> str:
-        return (
-            "outcome.status == 'ok'" if m.group(2) == "call.done" else "outcome.status == 'error'"
-        )
+        if m.group(2) == "call.done":
+            return "outcome.status in ['ok', 'error']" if any_outcome else "outcome.status == 'ok'"
+        return "outcome.status == 'error'"
 
     text = _EVENT.sub(status, text)
     return rewrite_expression(text, names, {})

@@ -2,7 +2,8 @@
 
 Accepted forms: `retry: 3` / `retry: true` (3 tries), a mapping `{max_attempts | attempts,
 initial_delay | delay, backoff: none|linear|exponential|fixed, backoff_multiplier, max_delay,
-jitter, when}`, and a list of such mappings or of `{when, then: {...}}` policies, evaluated in
+jitter, when}` where `backoff` may also be the object `{type, delay_seconds,
+max_delay_seconds, jitter}`, and a list of such mappings or of `{when, then: {...}}` policies, evaluated in
 order. A step-level `retry` is inherited by every task of the step that has none of its own
 (as older NoETL engines did). The retry rule goes first, so it sees the error before any other rule.
 Success-driven policies (`next_call`, `collect`, a per-call `sink`: pagination and polling) become a
@@ -111,6 +112,7 @@ def _rules(source: YNode, reporter: Reporter, recall: set[str], sinks: _Sinks) -
     assert isinstance(source, YMap)
     body = source.get("then") if isinstance(source.get("then"), YMap) else source
     assert isinstance(body, YMap)
+    body = _flat_backoff(body)
     if "next_call" in body or "collect" in body or "sink" in body:
         return [_repeat_rule(source, body, reporter, recall, sinks)]
     when = source.get("when") or body.get("when")
@@ -131,6 +133,31 @@ def _rules(source: YNode, reporter: Reporter, recall: set[str], sinks: _Sinks) -
     if jitter is not None:
         then["jitter"] = jitter
     return [node({"when": as_guard(condition), "then": then}, source.span)]
+
+
+# The backoff object `{type, delay_seconds, max_delay_seconds, jitter}` -> the flat fields.
+_BACKOFF_FIELDS = {
+    "type": "backoff",
+    "delay_seconds": "delay",
+    "delay": "delay",
+    "initial_delay": "delay",
+    "max_delay_seconds": "max_delay",
+    "max_delay": "max_delay",
+    "jitter": "jitter",
+    "multiplier": "backoff_multiplier",
+}
+
+
+def _flat_backoff(body: YMap) -> YMap:
+    backoff = body.get("backoff")
+    if not isinstance(backoff, YMap):
+        return body
+    flat = body.without("backoff")
+    for k, v in backoff.items:
+        name = _BACKOFF_FIELDS.get(str(k.value))
+        if name is not None and name not in flat:
+            flat = flat.with_item(name, v, k.span)
+    return flat
 
 
 def _first(body: YMap, *keys: str) -> Any:

@@ -1,8 +1,8 @@
 """v2 routing-only steps (no `tool:`) -> `tool: {kind: noop}`.
 
-Only in documents written in the v2 `case` dialect (some step has `case:`), where a step
-without a tool was a routing or end marker; in canonical playbooks a missing tool stays an
-error (NOE206).
+`check` does it only in documents written in the v2 `case` dialect (some step has `case:`),
+where a step without a tool was a routing or end marker; elsewhere a missing tool stays an
+error (NOE206) whose hint is to run `noetlc migrate`, which rewrites every such step.
 """
 
 from __future__ import annotations
@@ -15,6 +15,11 @@ from noetlc.diagnostics.report import Reporter
 def run(doc: YMap, reporter: Reporter) -> YMap:
     if not any("case" in step for _, step in steps(doc)):
         return doc
+    return run_all(doc, reporter)
+
+
+def run_all(doc: YMap, reporter: Reporter) -> YMap:
+    """Every step without a tool gets a noop (what `noetlc migrate` does in any document)."""
 
     def fix(step: YMap) -> YMap | None:
         if "tool" in step:

@@ -11,14 +11,20 @@ from __future__ import annotations
 from noetlc.compiler.desugar import (
     arc_events,
     case,
+    eval_rules,
     labelled_tasks,
     loop_keys,
+    next_then,
+    pipes,
     retry,
     root_identity,
+    root_vars,
     routing_steps,
     sink,
+    spellings,
     step_when,
     sugar,
+    unsupported,
     vars_block,
 )
 from noetlc.compiler.desugar.common import Pass
@@ -28,14 +34,30 @@ DESUGAR_PASSES: list[tuple[str, Pass]] = [
     ("root_identity", root_identity.run),
     ("labelled_tasks", labelled_tasks.run),
     ("routing_steps", routing_steps.run),
+    ("spellings", spellings.run),
+    ("unsupported", unsupported.run),
     ("step_when", step_when.run),
     ("loop_keys", loop_keys.run),
     ("retry", retry.run),
     ("vars_block", vars_block.run),
     ("sink", sink.run),
     ("case", case.run),
+    # a task a `case` rule runs may carry its own `retry:` (it is a task of the pipeline now)
+    ("retry_case_tasks", retry.run),
     ("arc_events", arc_events.run),
     ("sugar", sugar.run),
+]
+
+
+# Legacy forms that only `noetlc migrate` rewrites (the `migrate` option): `check` rejects
+# them in a file with the hint to run `migrate` (NOE105, NOE206). They run right after the
+# named-key tasks are flattened, before every other rewrite.
+MIGRATE_PASSES: list[tuple[str, Pass]] = [
+    ("eval_rules", eval_rules.run),
+    ("root_vars", root_vars.run),
+    ("pipe", pipes.run),
+    ("next_then", next_then.run),
+    ("routing_only", routing_steps.run_all),
 ]
 
 
@@ -43,6 +65,9 @@ def run(unit: CompilationUnit) -> None:
     doc = unit.document
     if doc is None:
         return
-    for _, desugar in DESUGAR_PASSES:
+    passes = DESUGAR_PASSES
+    if unit.options.get("migrate"):
+        passes = [*DESUGAR_PASSES[:2], *MIGRATE_PASSES, *DESUGAR_PASSES[2:]]
+    for _, desugar in passes:
         doc = desugar(doc, unit.reporter)
     unit.canonical = doc

@@ -11,6 +11,7 @@ NOE305 names nothing in the playbook defines.
 from __future__ import annotations
 
 import difflib
+import json
 
 from noetlc.compiler import tree
 from noetlc.compiler.unit import CompilationUnit
@@ -42,6 +43,8 @@ def run(unit: CompilationUnit) -> None:
         if step.admit is not None:
             for i, rule in enumerate(step.admit.rules):
                 compiler.guard(rule.when, (*base, "admit", i))
+                if rule.set_ctx is not None:
+                    compiler.value(rule.set_ctx, (*base, "admit", i, "set_ctx"))
         if step.loop is not None:
             compiler.loop_items(step.loop.items, (*base, "loop"))
         for task in step.tasks:
@@ -143,25 +146,37 @@ class _PoolBuilder:
                 self.value(scalar, (*path, *sub))
 
     def loop_items(self, node: YNode, path: Path) -> None:
-        """A loop's `in:`: a template, or a literal YAML list (a constant of the pool)."""
+        """The loop's items as one expression: a template as written, a YAML list as a list
+        expression whose elements are its values (a `"{{ e }}"` element is `e`)."""
         if not isinstance(node, YSeq):
             self.value(node, path)
             return
-        templated = [
-            scalar
+        if not any(
+            isinstance(scalar.value, str) and ("{{" in scalar.value or "{%" in scalar.value)
             for _, scalar in walk_scalars(node)
-            if isinstance(scalar.value, str) and ("{{" in scalar.value or "{%" in scalar.value)
-        ]
-        if templated:
-            self.unit.reporter.report(
-                "NOE204",
-                "a literal `in:` list cannot hold templates",
-                templated[0].span,
-                hint='write the whole list as one template: `in: "{{ [workload.a, 2] }}"`',
-            )
+        ):  # a list of plain values: one constant of the pool
+            constant = compile_expression(node.to_python(), mode="template", span=node.span)
+            self.pool.add(constant, path)
             return
-        compiled = compile_expression(node.to_python(), mode="template", span=node.span)
-        self.pool.add(compiled, path)
+        parts: list[str] = []
+        for item in node.items:
+            text = item.value if isinstance(item, YScalar) else None
+            if isinstance(text, str) and ("{{" in text or "{%" in text):
+                body = text.strip()
+                if not (body.startswith("{{") and body.endswith("}}") and body.count("{{") == 1):
+                    self.unit.reporter.report(
+                        "NOE204",
+                        "an element of a loop's `in:` list mixes text and a template",
+                        item.span,
+                        hint="write the element as one template: `\"{{ 'a-' ~ x }}\"`",
+                    )
+                    return
+                parts.append(f"({body[2:-2].strip()})")
+            else:
+                parts.append(json.dumps(item.to_python()))
+        compiled = self.compile("{{ [" + ", ".join(parts) + "] }}", "template", node.span)
+        if compiled is not None:
+            self.pool.add(compiled, path)
 
     def compile(self, source: str, mode: Mode, span: Span) -> CompiledExpression | None:
         try:
@@ -182,6 +197,15 @@ class _PoolBuilder:
         return compiled
 
     def undefined_name(self, name: str, span: Span) -> None:
+        if name in ("task", "step"):
+            self.unit.reporter.report(
+                "NOE306",
+                f"`{name}` names no step or task: results are read by the producer's name",
+                span,
+                hint="write the name of the step or task whose result you mean: "
+                "`{{ fetch }}`, `{{ fetch.data }}`",
+            )
+            return
         close = difflib.get_close_matches(name, sorted(self.defined), n=1, cutoff=0.75)
         hint = f"did you mean `{close[0]}`?" if close else None
         self.unit.reporter.report(

@@ -142,6 +142,11 @@ class NetBuilder:
                 expr = self.pool.by_path.get(("workflow", name, "admit", i)) if rule.when else None
                 guard = Guard(expr, earlier=len(earlier))
                 kind: TransitionKind = "admit" if rule.allow else "skip"
+                writes = (
+                    self.values.add(rule.set_ctx, ("workflow", name, "admit", i, "set_ctx"))
+                    if rule.set_ctx is not None and rule.allow
+                    else None
+                )
                 self.trans(
                     f"{name}.{kind}#{i}",
                     kind,
@@ -151,6 +156,7 @@ class NetBuilder:
                     rule.span,
                     f"{path}.spec.policy.admit.rules[{i}]",
                     guard=guard,
+                    writes=writes,
                 )
                 if expr is not None:
                     earlier.append(expr)

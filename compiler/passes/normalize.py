@@ -239,6 +239,7 @@ class Normalizer:
                     when=when,
                     allow=bool(allow.value) if isinstance(allow, YScalar) else True,
                     span=item.span,
+                    set_ctx=_map(then.get("set_ctx")),
                 )
             )
         return tree.Admit(rules=tuple(rules), span=node.span)
@@ -335,7 +336,8 @@ class Normalizer:
             if "tool" not in step:
                 self.reporter.report(
                     "NOE206", f"step `{step_name}` has no `tool:`", step.span,
-                    hint="every step runs a tool; use `tool: {kind: noop}` for a step that only routes",
+                    hint="every step runs a tool; use `tool: {kind: noop}` for a step that only routes "
+                    "(`noetlc migrate FILE -i` rewrites every such step)",
                 )  # fmt: skip
             return ()
         out = []
@@ -516,7 +518,7 @@ class Normalizer:
             return None, None
         ctx: list[tuple[YScalar, YNode]] = []
         it: list[tuple[YScalar, YNode]] = []
-        for key, value in node.items:
+        for key, value in _scoped_items(node):
             text = str(key.value)
             scope, _, rest = text.partition(".")
             if rest and scope == "ctx":
@@ -551,6 +553,9 @@ class Normalizer:
             return None
         arcs = tuple(a for item in written.entries if (a := self.arc(item)) is not None)
         inclusive = written.mode == "inclusive"
+        if written.form == "list" and len(arcs) > 1 and all(a.when is None for a in arcs):
+            # a list of targets without conditions is a parallel fork: every target starts
+            inclusive = True
         return tree.Router("inclusive" if inclusive else "exclusive", arcs, written.node.span)
 
     def arc(self, node: YNode) -> tree.Arc | None:
@@ -590,6 +595,17 @@ class Normalizer:
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+def _scoped_items(node: YMap) -> list[tuple[YScalar, YNode]]:
+    """`{ctx: {x: 1}, iter: {y: 2}}` (a scope written as a mapping) as `ctx.x`, `iter.y` keys."""
+    out: list[tuple[YScalar, YNode]] = []
+    for key, value in node.items:
+        if key.value in ("ctx", "iter") and isinstance(value, YMap):
+            out.extend((YScalar(f"{key.value}.{k.value}", k.span), v) for k, v in value.items)
+        else:
+            out.append((key, value))
+    return out
 
 
 def _map(node: YNode | None) -> YMap | None:

@@ -26,12 +26,16 @@ from noetlc.diagnostics.report import Reporter, Span
 
 Path = tuple[str | int, ...]
 
+_MIGRATE = "; `noetlc migrate FILE -i` rewrites it"
 _REJECTED_STEP_KEYS = {
     "type": "step `type:` is gone: a step's behaviour comes from its `tool:` kind",
-    "eval": "legacy `eval:` is rejected: write task policy rules (`spec.policy.rules`)",
+    "eval": "legacy `eval:` is rejected: write task policy rules (`spec.policy.rules`)" + _MIGRATE,
     "expr": "`expr:` is rejected: use `when:`",
-    "pipe": "`pipe:` is rejected: write the tasks as an ordered `tool:` list",
+    "pipe": "`pipe:` is rejected: write the tasks as an ordered `tool:` list" + _MIGRATE,
 }
+# What `noetlc migrate` rewrites (the `migrate` option): not reported then, only removed
+# before the surface models see the document; the desugar pass rewrites them.
+_MIGRATABLE = frozenset({"eval", "pipe"})
 _REJECTED_ANYWHERE = {"eval", "expr", "pipe"}
 # Values under these keys are user data (tool arguments, writes, inputs): a key named `expr`
 # inside them is data, not the legacy keyword.
@@ -45,7 +49,7 @@ _DATA_KEYS = frozenset(
 )  # fmt: skip
 _NEXT_ENTRY_HINT = (
     "write one arc per target with its own `when:` "
-    "(`next: {arcs: [{step: a, when: ...}, {step: b}]}`)"
+    "(`next: {arcs: [{step: a, when: ...}, {step: b}]}`)" + _MIGRATE
 )
 
 
@@ -53,7 +57,7 @@ def run(unit: CompilationUnit) -> None:
     doc = unit.document
     if doc is None:
         return
-    rejected = _report_rejected(doc, unit.reporter)
+    rejected = _report_rejected(doc, unit.reporter, migrate=bool(unit.options.get("migrate")))
     data = _strip(doc, rejected).to_python()
     try:
         surface = Playbook.model_validate(data)
@@ -66,18 +70,21 @@ def run(unit: CompilationUnit) -> None:
 # --------------------------------------------------------------------------- rejected keys
 
 
-def _report_rejected(doc: YMap, reporter: Reporter) -> set[Path]:
-    """Report the legacy keys the canonical form rejects; return their paths (removed before pydantic)."""
+def _report_rejected(doc: YMap, reporter: Reporter, *, migrate: bool = False) -> set[Path]:
+    """Report the legacy keys the canonical form rejects; return their paths (removed before
+    pydantic). With `migrate`, the keys `noetlc migrate` rewrites are removed, not reported."""
     found: set[Path] = set()
     vars_key = doc.key_node("vars")
-    if vars_key is not None:
+    if vars_key is not None and not migrate:
         reporter.report(
             "NOE105",
             "root-level `vars:` is not supported",
             vars_key.span,
             hint="put the values in `workload:` (immutable inputs) or set them with `set_ctx` "
-            "in a task policy",
+            "in a task policy; `noetlc migrate FILE -i` rewrites them as ctx values set at "
+            "the start",
         )
+    if vars_key is not None:
         found.add(("vars",))
     for section in ("workflow", "workbook"):
         items = doc.get(section)
@@ -87,12 +94,14 @@ def _report_rejected(doc: YMap, reporter: Reporter) -> set[Path]:
             if not isinstance(item, YMap):
                 continue
             if section == "workflow":
-                _rejected_step_keys(item, (section, i), reporter, found)
-                _rejected_next_entries(item, (section, i), reporter, found)
+                _rejected_step_keys(item, (section, i), reporter, found, migrate)
+                _rejected_next_entries(item, (section, i), reporter, found, migrate)
             for path, key_node in _walk_structural_keys(item, (section, i)):
                 if key_node.value not in _REJECTED_ANYWHERE:
                     continue
-                if not any(path[:n] in found for n in range(2, len(path) + 1)):
+                if migrate and key_node.value in _MIGRATABLE:
+                    found.add(path)
+                elif not any(path[:n] in found for n in range(2, len(path) + 1)):
                     reporter.report(
                         "NOE105",
                         f"`{key_node.value}:` is not supported",
@@ -103,17 +112,23 @@ def _report_rejected(doc: YMap, reporter: Reporter) -> set[Path]:
     return found
 
 
-def _rejected_step_keys(step: YMap, here: Path, reporter: Reporter, found: set[Path]) -> None:
+def _rejected_step_keys(
+    step: YMap, here: Path, reporter: Reporter, found: set[Path], migrate: bool
+) -> None:
     for key, hint in _REJECTED_STEP_KEYS.items():
         key_node = step.key_node(key)
-        if key_node is not None:
+        if key_node is not None and migrate and key in _MIGRATABLE:
+            found.add((*here, key))
+        elif key_node is not None:
             reporter.report(
                 "NOE105", f"step key `{key}:` is not supported", key_node.span, hint=hint
             )
             found.add((*here, key))
 
 
-def _rejected_next_entries(step: YMap, here: Path, reporter: Reporter, found: set[Path]) -> None:
+def _rejected_next_entries(
+    step: YMap, here: Path, reporter: Reporter, found: set[Path], migrate: bool
+) -> None:
     written = routes(step.get("next"))
     if written.form not in ("list", "router"):
         return
@@ -123,7 +138,9 @@ def _rejected_next_entries(step: YMap, here: Path, reporter: Reporter, found: se
             continue
         for bad in ("then", "else"):
             key_node = entry.key_node(bad)
-            if key_node is not None:
+            if key_node is not None and migrate:
+                found.add((*here, "next"))  # the whole router: desugar rewrites it
+            elif key_node is not None:
                 reporter.report(
                     "NOE105",
                     f"`next` entries cannot have `{bad}:`",

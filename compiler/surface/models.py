@@ -68,7 +68,9 @@ class TaskPolicy(Open):
 
 class TaskSpec(Open):
     policy: TaskPolicy | None = None
-    timeout: float | dict[str, Any] | None = None
+    timeout: float | dict[str, Any] | str | None = Field(
+        None, description='seconds, a duration ("30s", "5m"), or per phase'
+    )
     isolation: Literal["inprocess", "subprocess"] | None = None
 
 
@@ -89,6 +91,9 @@ class Task(Open):
 
 class AdmitThen(Closed):
     allow: bool
+    set_ctx: dict[str, Any] | None = Field(
+        None, description="ctx writes when the step is admitted: once per step run, before its loop"
+    )
 
 
 class AdmitElse(Closed):
@@ -118,9 +123,10 @@ class StepPolicy(Open):
 class StepSpec(Open):
     policy: StepPolicy | None = None
     join: Literal["all", "any", "each"] | None = None
-    timeout: float | dict[str, Any] | None = Field(
+    timeout: float | dict[str, Any] | str | None = Field(
         None,
-        description="seconds until timer.fired (listener steps); a task timeout layer otherwise",
+        description='seconds or a duration ("300s") until timer.fired (listener steps); '
+        "a task timeout layer otherwise",
     )
 
 

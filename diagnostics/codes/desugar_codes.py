@@ -104,6 +104,30 @@ Example (a loop's `step.exit` runs after all iterations: no task can set the res
         "legacy event names in arc guards",
         "    next:\n      arcs:\n        - step: done\n          when: \"{{ event.name == 'call.done' }}\"",
     ),
+    _legacy(
+        "NOE413",
+        "legacy-eval",
+        "task `eval:` rules",
+        "    eval:\n      - expr: \"{{ outcome.status == 'error' }}\"\n        do: retry\n        attempts: 3",
+    ),
+    _legacy(
+        "NOE414",
+        "root-vars",
+        "root-level `vars:`",
+        "    vars:\n      current_page: 1\n    workflow: ...",
+    ),
+    _legacy(
+        "NOE415",
+        "case-pipe",
+        "`pipe:` in a `case` rule",
+        '    then:\n      - pipe:\n          - fetch: {tool: {kind: http, url: "..."}}',
+    ),
+    _legacy(
+        "NOE416",
+        "next-entry-then",
+        "`next` entries with `when`/`then`",
+        '    next:\n      - when: "{{ workload.go }}"\n        then: [{step: go}]',
+    ),
     code(
         "NOE411",
         "malformed-sugar",

@@ -97,6 +97,31 @@ Example (the threshold lives in `workload`, and `spec` is not a namespace):
         "add `| default(...)` if the value is optional",
     ),
     code(
+        "NOE306",
+        "generic-result-name",
+        "error",
+        "`task.result` / `step.data`: a result read through a generic name",
+        """
+Older NoETL texts read the current task's or step's result as `{{ task.result }}` or
+`{{ step.data }}`. Results are read by the name of the step or task that produced it:
+`{{ fetch }}` is the result of the step (or task) `fetch`, and `{{ fetch.data }}` is the `data`
+key of that result (an HTTP response's body, say). No step or task of this playbook is named
+`task` or `step`, so the expression would read nothing: it is refused rather than left to
+render as empty.
+
+Example:
+
+    - step: fetch
+      tool: {kind: http, url: "https://example.com/items"}
+      next:
+        arcs:
+          - step: save
+            args: {items: "{{ step.data }}"}      # write "{{ fetch.data }}"
+""",
+        "write the name of the step or task whose result you mean: `{{ fetch }}`, "
+        "`{{ fetch.data }}`",
+    ),
+    code(
         "NOE310",
         "expression-runtime-error",
         "error",

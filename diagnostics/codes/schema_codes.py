@@ -87,4 +87,27 @@ Example:
 """,
         None,
     ),
+    code(
+        "NOE106",
+        "unsupported-construct",
+        "error",
+        "a NoETL construct noetlc does not implement",
+        """
+The NoETL specifications define a few settings that noetlc does not implement. They are
+refused rather than accepted and ignored, so a playbook never runs differently from what it
+says: a `case` rule's own `retry:` (re-running a whole chain) or `spec:` (`cache`); a per-`next`
+`policy` other than `end_step`, `priority` or `spec` (a delayed transition); `tool.spec.async:
+true`; a step's `spec.on_error` other than `fail`. The hint says how to write the behaviour
+with what is supported; docs/compatibility.md lists every construct.
+
+Example:
+
+    case:
+      - when: "{{ event.name == 'call.done' }}"
+        retry: {scope: chain, max_attempts: 3}
+        then:
+          - save: {tool: {kind: postgres, command: "..."}}
+""",
+        None,
+    ),
 )

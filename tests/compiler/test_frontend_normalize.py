@@ -91,7 +91,8 @@ workflow:
     )
     start, one, two, three, end = pb.workflow
     assert start.next == tree.Router("exclusive", (tree.Arc("one"),))
-    assert one.next == tree.Router("exclusive", (tree.Arc("two"), tree.Arc("three")))
+    # a list of targets without conditions is a parallel fork: both start
+    assert one.next == tree.Router("inclusive", (tree.Arc("two"), tree.Arc("three")))
     assert two.next is not None and two.next.mode == "exclusive"
     first, second = two.next.arcs
     assert (first.step, first.when, _py(first.args)) == (

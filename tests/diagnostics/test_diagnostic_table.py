@@ -55,6 +55,10 @@ COVERED_ELSEWHERE = {
     "NOE856": "tests/vm/test_vm_runtime.py::test_resume_after_sigkill_runs_no_finished_task_again",
     "NOE857": "tests/vm/test_vm_control.py::test_execution_without_program",
     "NOE900": "tests/compiler/test_cli.py::test_internal_errors_have_a_report_footer",
+    "NOE413": "tests/desugar/test_migrate_legacy.py::test_eval_becomes_policy_rules_and_runs",
+    "NOE414": "tests/desugar/test_migrate_legacy.py::test_root_vars_become_ctx_set_once_at_the_start",
+    "NOE415": "tests/desugar/test_migrate_legacy.py::test_pipe_becomes_the_rules_tasks_with_catch_as_policy_rules",
+    "NOE416": "tests/desugar/test_migrate_legacy.py::test_next_entries_with_then_become_first_match_arcs",
     "NOE509": "tests/analysis/test_analysis_cli.py::test_budget_stops_the_search_with_a_note",
 }
 

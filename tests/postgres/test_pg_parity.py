@@ -353,7 +353,7 @@ workflow:
     next:
       arcs:
         - step: approved
-          when: "{{ event.name == 'signal.received' }}"
+          when: "{{ event.name != 'timer.fired' }}"
         - step: expired
           when: "{{ event.name == 'timer.fired' }}"
   - step: approved
