@@ -21,6 +21,7 @@ from typing import Any
 from noetlc.expr.runtime import RESOLVER_KEY
 from noetlc.stdlib_tools.context import ToolContext
 from noetlc.stdlib_tools.keychain import Keychain
+from noetlc.stdlib_tools.kinds import lookup
 from noetlc.stdlib_tools.registry import call_tool as call_registry_tool
 from noetlc.vm.pipeline import ToolCall, Wait, run_pipeline
 from noetlc.vm.program import OP, Program
@@ -196,11 +197,17 @@ def execute(
 
 
 def noop_only(program: Program) -> dict[str, bool]:
-    """Per step: does its pipeline call only `noop` (no tool, no I/O: runtimes run it inline)?"""
+    """Per step: does its pipeline call only inline kinds (`ToolKind.inline`: no I/O), so that
+    runtimes run it in their event loop instead of the pool?"""
     return {
-        name: all(program.names[i[2]] == "noop" for i in info.pipeline if i[0] == OP["TASK"])
+        name: all(_inline(program.names[i[2]]) for i in info.pipeline if i[0] == OP["TASK"])
         for name, info in program.steps.items()
     }
+
+
+def _inline(kind: str) -> bool:
+    record = lookup(kind)
+    return record is not None and record.inline
 
 
 def memo_from_events(events: list[dict[str, Any]]) -> dict[str, dict[int, dict[str, Any]]]:

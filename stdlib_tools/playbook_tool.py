@@ -7,10 +7,15 @@ playbook's folder (`.yaml`/`.yml` may be left out) or, when no such file exists,
 passed on as written. `args:` (or `workload:`/`input:`) is the child's workload. The result is
 the child's result — or, with `return_step:`, that step's result; a child that did not complete
 is an error outcome (`PlaybookError`). `meta.child_execution_id` names the child.
+`payload:` is NoETL's name for the workload too. `timeout:` (seconds, or a duration `90s`,
+`5m`, `1h`, `250ms`) bounds the wait: past it the task fails with a `Timeout` error; the child
+execution is not cancelled by that (it is an execution of its own: `noetl-vm cancel` stops it).
 """
 
 from __future__ import annotations
 
+import re
+import threading
 from typing import Any
 
 from noetlc.stdlib_tools.context import ToolContext
@@ -19,6 +24,18 @@ from noetlc.stdlib_tools.keychain import Keychain
 from noetlc.stdlib_tools.schemas import PlaybookArgs
 
 SUCCESS = frozenset({"completed", "ok"})
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
+_UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
+
+
+def seconds(value: float | str | None) -> float | None:
+    """A timeout in seconds from a number or a duration string; None when not given."""
+    if value is None or isinstance(value, int | float):
+        return None if value is None else float(value)
+    match = _DURATION.match(value)
+    if match is None:
+        raise ValueError(f"`timeout: {value}` is not a duration (write 30, 30s, 5m, 1h or 250ms)")
+    return float(match.group(1)) * _UNIT[match.group(2)]
 
 
 def run(
@@ -28,8 +45,22 @@ def run(
         return error(
             "ToolUnavailable", "this runtime cannot start child executions (no run_playbook)"
         )
+    try:
+        limit = seconds(args.timeout)
+    except ValueError as exc:
+        return error("ToolArgumentError", str(exc))
     target = _locate(str(args.path), ctx)
-    summary = ctx.run_playbook(target, dict(args.args or {}))
+    if limit is None:
+        summary = ctx.run_playbook(target, dict(args.args or {}))
+    else:
+        waited = _bounded(ctx, target, dict(args.args or {}), limit)
+        if waited is None:
+            return error(
+                "Timeout",
+                f"the child playbook {target} did not finish within {limit:g} s",
+                retryable=False,
+            )
+        summary = waited
     child_id = summary.get("execution_id")
     status = summary.get("status")
     result = summary.get("result")
@@ -57,6 +88,29 @@ def run(
         )
     outcome["meta"] = {"child_execution_id": child_id, "child_status": status}
     return outcome
+
+
+def _bounded(
+    ctx: ToolContext, target: str, workload: dict[str, Any], limit: float
+) -> dict[str, Any] | None:
+    """The child's summary, or None when it is not there within `limit` seconds."""
+    assert ctx.run_playbook is not None
+    run_playbook = ctx.run_playbook
+    box: list[dict[str, Any]] = []
+    failure: list[BaseException] = []
+
+    def wait() -> None:
+        try:
+            box.append(run_playbook(target, workload))
+        except BaseException as exc:  # handed back to the tool's thread below
+            failure.append(exc)
+
+    thread = threading.Thread(target=wait, name="noetl-child-wait", daemon=True)
+    thread.start()
+    thread.join(limit)
+    if failure:
+        raise failure[0]
+    return box[0] if box else None
 
 
 def _locate(path: str, ctx: ToolContext) -> str:

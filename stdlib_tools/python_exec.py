@@ -31,7 +31,7 @@ def execute(request: dict[str, Any]) -> dict[str, Any]:
     try:
         if isinstance(libs, dict):
             for alias, module in libs.items():
-                namespace[str(alias)] = importlib.import_module(str(module))
+                namespace[str(alias)] = _import(module)
         elif isinstance(libs, list):
             for module in libs:
                 namespace[str(module).split(".")[0]] = importlib.import_module(str(module))
@@ -52,6 +52,18 @@ def execute(request: dict[str, Any]) -> dict[str, Any]:
             result=result,
         )
     return ok(result)
+
+
+def _import(spec: Any) -> Any:
+    """`"json"` -> the module; `{from: "datetime", import: "datetime"}` -> `from X import Y`
+    (an attribute of the module, else its submodule)."""
+    if not isinstance(spec, dict):
+        return importlib.import_module(str(spec))
+    module, name = str(spec["from"]), str(spec["import"])
+    parent = importlib.import_module(module)
+    if hasattr(parent, name):
+        return getattr(parent, name)
+    return importlib.import_module(f"{module}.{name}")
 
 
 def _run_code(code: str, namespace: dict[str, Any], local: dict[str, Any]) -> Any:

@@ -2,8 +2,8 @@
 
 The code binds its `input:` (or `args:`) mapping as locals and as `input_data`; it either
 defines `main(...)` (called with the inputs it names), assigns `result`, or — as NoETL runs task
-code as a function body — `return`s a value at the top level. `libs: {alias: module}` imports
-modules first; `auth: {alias: keychain entry}` binds the resolved values as the local `auth`;
+code as a function body — `return`s a value at the top level. `libs: {alias: module}` (or `{alias:
+{from: module, import: name}}`) imports modules first; `auth: {alias: keychain entry}` binds the resolved values as the local `auth`;
 `assert: {expects, returns}` checks inputs before and result keys after. An exception is an
 error outcome with `py.exception_type`.
 
@@ -26,6 +26,7 @@ from noetlc.stdlib_tools.envelope import error
 from noetlc.stdlib_tools.keychain import Keychain
 from noetlc.stdlib_tools.python_exec import execute
 from noetlc.stdlib_tools.schemas import PythonArgs
+from noetlc.stdlib_tools.script_source import ScriptError, load
 
 STDERR_TAIL = 4000
 _CHILD = (
@@ -36,10 +37,16 @@ _CHILD = (
 def run(
     args: PythonArgs, spec: dict[str, Any], ctx: ToolContext, keychain: Keychain
 ) -> dict[str, Any]:
+    code = args.code
+    if code is None and args.script is not None:
+        try:
+            code = load(args.script, ctx)
+        except ScriptError as exc:
+            return error("ScriptError", str(exc))
     request = {
-        "code": args.code,
+        "code": code,
         "locals": _locals(args),
-        "libs": args.libs,
+        "libs": _libs(args),
         "auth": _auth(args.auth, keychain),
         "expects": args.assert_.expects if args.assert_ else [],
         "returns": args.assert_.returns if args.assert_ else [],
@@ -47,6 +54,16 @@ def run(
     if spec.get("isolation") == "subprocess":
         return _in_subprocess(request, spec.get("timeout"), ctx)
     return execute(request)
+
+
+def _libs(args: PythonArgs) -> dict[str, Any] | list[str] | None:
+    """JSON for the executor: `{alias: module}` or `{alias: {from, import}}`."""
+    if not isinstance(args.libs, dict):
+        return args.libs
+    return {
+        alias: spec if isinstance(spec, str) else spec.model_dump(by_alias=True)
+        for alias, spec in args.libs.items()
+    }
 
 
 def _locals(args: PythonArgs) -> dict[str, Any]:

@@ -7,7 +7,10 @@ with "did you mean"), missing required ones (NOE602, at the task's `kind:`), val
 literal type or choice (NOE603), SQL text with templates spliced in (NOE604, a warning: values
 belong in `params:`, never SQL built from data), two spellings of one argument or arguments that exclude each
 other (NOE605), and — in a playbook that declares its `keychain:` — credentials it does not
-declare (NOE606, a warning). Unknown kinds were reported by `resolve` and are skipped here.
+declare (NOE606, a warning). Which arguments hold SQL and which name keychain entries comes
+from each kind's record (`stdlib_tools/kinds.py`). Unknown kinds were reported by `resolve` and
+are skipped here, and so are kinds known by name only (their plugin is not installed; `resolve`
+notes it).
 """
 
 from __future__ import annotations
@@ -22,18 +25,9 @@ from noetlc.compiler.passes.schema import EXPECTED_NOUN
 from noetlc.compiler.unit import CompilationUnit
 from noetlc.compiler.ynodes import YMap, YScalar, node_at
 from noetlc.diagnostics.report import Reporter, Span
-from noetlc.stdlib_tools.schemas import ARG_SCHEMAS, SQL_SPELLINGS, argument_names
+from noetlc.stdlib_tools.kinds import ToolKind, argument_names, lookup
 
 Path = tuple[str | int, ...]
-
-SQL_KINDS = frozenset({"postgres", "sqlite", "duckdb"})
-# arguments whose literal value names a keychain entry
-CREDENTIAL_ARGUMENTS = {
-    "postgres": ("auth", "connection", "dsn"),
-    "http": ("auth",),
-    "python": ("auth",),
-    "secrets": ("key", "secret", "entry"),
-}
 
 _SHOWN_TYPE = {
     str: "a string", int: "an integer", float: "a number", bool: "a boolean",
@@ -57,7 +51,8 @@ def _check_keychain_names(task: tree.Task, declared: list[str], reporter: Report
     """A playbook that declares its keychain should name only declared entries: a typo would
     otherwise surface at run time as a missing credential (NOE812)."""
     refs: list[YScalar] = []
-    for key in CREDENTIAL_ARGUMENTS.get(task.kind, ()):
+    record = lookup(task.kind)
+    for key in record.credentials if record is not None else ():
         value = task.args.get(key)
         if isinstance(value, YScalar):
             refs.append(value)
@@ -80,20 +75,20 @@ def _check_keychain_names(task: tree.Task, declared: list[str], reporter: Report
 
 
 def check_task(task: tree.Task, reporter: Reporter) -> None:
-    schema = ARG_SCHEMAS.get(task.kind)
-    if schema is None:
+    record = lookup(task.kind)
+    if record is None or not record.available:
         return
     data = task.args.to_python()
-    if task.kind in SQL_KINDS:
-        _warn_templated_sql(task, reporter)
+    if record.sql:
+        _warn_templated_sql(task, record, reporter)
     try:
-        schema.model_validate(data)
+        record.schema.model_validate(data)
     except ValidationError as exc:
         _report(exc, task, data, reporter)
 
 
-def _warn_templated_sql(task: tree.Task, reporter: Reporter) -> None:
-    for spelling in SQL_SPELLINGS.split():
+def _warn_templated_sql(task: tree.Task, record: ToolKind, reporter: Reporter) -> None:
+    for spelling in record.sql:
         value = task.args.get(spelling)
         key = task.args.key_node(spelling)
         text = value.value if isinstance(value, YScalar) else None
@@ -155,7 +150,8 @@ def _report_unknown(path: Path, task: tree.Task, data: dict[str, Any], rep: Repo
                 hint=f"keep one of them: {', '.join(f'`{s}`' for s in [given[0], name])}",
             )
             return
-        allowed = argument_names(task.kind)
+        record = lookup(task.kind)
+        allowed = argument_names(record.schema) if record is not None else []
         close = difflib.get_close_matches(name, allowed, n=1, cutoff=0.6)
         hint = (
             f"did you mean `{close[0]}`?"
@@ -183,7 +179,10 @@ def _report_conflict(message: str, task: tree.Task, rep: Reporter) -> None:
 
 
 def _other_spellings(kind: str, name: str) -> list[str]:
-    for field, info in ARG_SCHEMAS[kind].model_fields.items():
+    record = lookup(kind)
+    if record is None:
+        return []
+    for field, info in record.schema.model_fields.items():
         alias = info.validation_alias
         choices = [str(c) for c in getattr(alias, "choices", ())] or [info.alias or field]
         if name in choices:
