@@ -96,14 +96,16 @@ def test_publish_reaches_a_subscriber_and_request_gets_the_reply(url: str) -> No
     assert ready.wait(10)
     try:
         pub = nats({"url": url, "subject": subject, "data": {"n": 1}})
-        assert pub["status"] == "ok" and pub["result"]["bytes"] == len(b'{"n": 1}')  # type: ignore[index]
-        reply = nats({"url": url, "operation": "request", "subject": subject, "payload": {"n": 2}})
+        assert pub["status"] == "ok", pub
+        assert pub["result"]["bytes"] == len(b'{"n": 1}')  # type: ignore[index]
+        reply = nats({"url": url, "operation": "request", "subject": subject, "payload": {"n": 2},
+                      "timeout": 30})  # fmt: skip
         assert reply["status"] == "ok", reply
         assert reply["result"]["data"] == {"echo": {"n": 2}}  # type: ignore[index]
     finally:
         stop.set()
         thread.join(10)
-    assert received[0] == b'{"n": 1}'
+    assert received[:2] == [b'{"n": 1}', b'{"n": 2}'], received
 
 
 def test_request_without_listener_is_no_responders(url: str) -> None:
