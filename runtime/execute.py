@@ -78,7 +78,11 @@ class ToolEnv:
     workdir: Path = field(default_factory=Path.cwd)
     start_child: StartChild | None = None
 
-    def caller(self, execution_id: str, action_id: str, step: str) -> ToolCall:
+    def caller(
+        self, execution_id: str, action_id: str, step: str, scope: dict[str, Any] | None = None
+    ) -> ToolCall:
+        """`scope`: the pipeline's own scope (read by the python tool's `context` global)."""
+
         def call(
             kind: str, args: dict[str, Any], spec: dict[str, Any] | None, task: str, attempt: int
         ) -> dict[str, Any]:
@@ -100,6 +104,7 @@ class ToolEnv:
                 self.keychain,
                 self.workdir,
                 run_playbook,
+                scope,
             )
             return call_registry_tool(kind, args, spec, context)
 
@@ -144,8 +149,6 @@ def execute(
     scope's own resolver: the pipeline may read any stored result, the control VM only those
     its input events brought."""
     info = program.steps[step]
-    if call_tool is None:
-        call_tool = env.caller(str(scope.get("execution_id") or ""), action_id, step)
     run_scope = dict(scope)
     run_scope["ctx"] = dict(scope.get("ctx") or {})
     run_scope["args"] = args
@@ -156,6 +159,8 @@ def execute(
         run_scope["iter"] = {info.loop["iterator"]: item, "index": iteration}
     else:
         run_scope["iter"] = {}
+    if call_tool is None:
+        call_tool = env.caller(str(scope.get("execution_id") or ""), action_id, step, run_scope)
 
     def on_task_event(name: str, payload: dict[str, Any]) -> None:
         call = payload.get("call")
