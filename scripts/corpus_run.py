@@ -153,9 +153,9 @@ PY_IMPORT = re.compile(r"^\s*(?:from\s+([\w.]+)\s+import|import\s+([\w.]+))", re
 def credential_names(doc: dict[str, Any]) -> set[str]:
     names: set[str] = set()
     for key, value in _walk(doc):
-        if key in ("auth", "credential", "connection") and isinstance(value, str):
-            if not TEMPLATE.search(value) and "://" not in value:
-                names.add(value)
+        literal = isinstance(value, str) and not TEMPLATE.search(value) and "://" not in value
+        if key in ("auth", "credential", "connection") and literal:
+            names.add(value)
         if isinstance(value, dict):
             if value.get("source") == "credential" and isinstance(value.get("key"), str):
                 names.add(value["key"])
@@ -166,9 +166,10 @@ def credential_names(doc: dict[str, Any]) -> set[str]:
     workload = doc.get("workload") if isinstance(doc.get("workload"), dict) else {}
     for key, value in (workload or {}).items():
         lowered = str(key).lower()
-        if isinstance(value, str) and ("auth" in lowered or "credential" in lowered):
-            if not TEMPLATE.search(value) and "://" not in value and value:
-                names.add(value)
+        named = "auth" in lowered or "credential" in lowered
+        literal = isinstance(value, str) and not TEMPLATE.search(value) and "://" not in value
+        if named and literal and value:
+            names.add(value)
     for entry in doc.get("keychain") or []:
         if isinstance(entry, dict) and isinstance(entry.get("name"), str):
             names.add(entry["name"])
@@ -213,11 +214,12 @@ def outside_services(
         record = lookup(kind)
         if record is not None and record.plugin is not None:
             reasons.append(f"tool kind {kind} ({record.summary})")
-        elif record is None and (
-            "code" in node or "command" in node or "args" in node or key in (None, "tool")
+        elif (
+            record is None
+            and kind not in ("Playbook", "playbook")
+            and ("code" in node or "command" in node or "args" in node or key in (None, "tool"))
         ):
-            if kind not in ("Playbook", "playbook"):
-                reasons.append(f"tool kind {kind} (not provided by any installed tool)")
+            reasons.append(f"tool kind {kind} (not provided by any installed tool)")
         if kind == "shell":
             for program in _programs(node):
                 if shutil.which(program) is None:
@@ -234,9 +236,9 @@ def outside_services(
                     reasons.append(f"python module {module} (not installed)")
         if kind == "playbook":
             target = node.get("path") or node.get("playbook")
-            if isinstance(target, str) and not TEMPLATE.search(target):
-                if _child(path.parent, target, catalog) is None:
-                    reasons.append(f"child playbook {target} (not in this corpus)")
+            literal = isinstance(target, str) and not TEMPLATE.search(target)
+            if literal and _child(path.parent, str(target), catalog) is None:
+                reasons.append(f"child playbook {target} (not in this corpus)")
     return list(dict.fromkeys(reasons))
 
 
