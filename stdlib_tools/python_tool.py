@@ -3,7 +3,9 @@
 The code sees the globals NoETL provides (`context`: every name a template reads bare, stored
 results loaded on access; `ctx`: the execution's ctx over the workload; `workload`;
 `execution_id`; the loop iterator by its name), then binds its `input:` (or `args:`) mapping
-as locals and as `input_data` (unless an input is itself named `input_data`); it either
+as locals and as `input_data` (unless an input is itself named `input_data`). Templates inside
+the code are rendered into its text first, over the scope and the inputs, as NoETL does (the
+compiler warns about it, NOE608); it either
 defines `main(...)` (called with the inputs it names), assigns `result`, or — as NoETL runs task
 code as a function body — `return`s a value at the top level. `libs: {alias: module}` (or `{alias:
 {from: module, import: name}}`) imports modules first; `auth: {alias: keychain entry}` binds the resolved values as the local `auth`;
@@ -48,6 +50,11 @@ def run(
             code = load(args.script, ctx)
         except ScriptError as exc:
             return error("ScriptError", str(exc))
+    if code is not None and ("{{" in code or "{%" in code):
+        try:
+            code = render_code(code, ctx.scope, _locals(args))
+        except Exception as exc:  # a template error is the task's error, as in NoETL
+            return error("TemplateError", f"cannot render the templates in the code: {exc}")
     request = {
         "globals": scope_globals(ctx.scope),
         "code": code,
@@ -125,6 +132,16 @@ def scope_globals(scope: Mapping[str, Any] | None) -> dict[str, Any]:
         if name != "index" and isinstance(name, str) and name.isidentifier():
             out[name] = resolved(value, scope)
     return out
+
+
+def render_code(code: str, scope: Mapping[str, Any] | None, inputs: dict[str, Any]) -> str:
+    """NoETL renders `{{ }}` inside python code before it runs (the compiler warns, NOE608):
+    with the sandboxed template engine, over the scope and the task's own inputs."""
+    from noetlc.expr.runtime import slow_template
+
+    render_scope: dict[str, Any] = dict(scope or {})
+    render_scope.update(inputs)
+    return str(slow_template(code)(render_scope))
 
 
 def _libs(args: PythonArgs) -> dict[str, Any] | list[str] | None:

@@ -6,7 +6,8 @@ value that is — or lies inside — a template are dropped. Reported: unknown a
 with "did you mean"), missing required ones (NOE602, at the task's `kind:`), values of the wrong
 literal type or choice (NOE603), SQL text with templates spliced in (NOE604, a warning: values
 belong in `params:`, never SQL built from data), two spellings of one argument or arguments that exclude each
-other (NOE605), and — in a playbook that declares its `keychain:` — credentials it does not
+other (NOE605), templates inside python `code` (NOE608, a warning: they are rendered into the
+code's text, as NoETL does), and — in a playbook that declares its `keychain:` — credentials it does not
 declare (NOE606, a warning). Which arguments hold SQL and which name keychain entries comes
 from each kind's record (`stdlib_tools/kinds.py`). Unknown kinds were reported by `resolve` and
 are skipped here, and so are kinds known by name only (their plugin is not installed; `resolve`
@@ -81,6 +82,8 @@ def check_task(task: tree.Task, reporter: Reporter) -> None:
     data = task.args.to_python()
     if record.sql:
         _warn_templated_sql(task, record, reporter)
+    if task.kind == "python":
+        _warn_templated_code(task, reporter)
     try:
         record.schema.model_validate(data)
     except ValidationError as exc:
@@ -99,6 +102,18 @@ def _warn_templated_sql(task: tree.Task, record: ToolKind, reporter: Reporter) -
                 key.span,
             )
             return
+
+
+def _warn_templated_code(task: tree.Task, reporter: Reporter) -> None:
+    value = task.args.get("code")
+    key = task.args.key_node("code")
+    if isinstance(value, YScalar) and _is_template(value.value) and key is not None:
+        reporter.report(
+            "NOE608",
+            f"the python code of task `{task.name}` contains templates: they are rendered into "
+            "the code's text before it runs",
+            key.span,
+        )
 
 
 def _report(exc: ValidationError, task: tree.Task, data: dict[str, Any], rep: Reporter) -> None:

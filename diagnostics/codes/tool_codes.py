@@ -148,5 +148,27 @@ Example:
 """,
         "install a plugin package that provides the kind",
     ),
-)
+    code(
+        "NOE608",
+        "python-code-from-template",
+        "warning",
+        "python code contains templates",
+        """
+The `code` of a python task contains `{{ ... }}` (or `{% ... %}`). As NoETL does, the
+templates are rendered into the code's text before it runs, over the same names as any other
+template plus the task's own inputs. Rendered values become source code: a string value
+needs quotes around it in the code, quotes inside it break the code, and a mapping becomes its
+Python text. Values are safer as inputs, which the code reads as variables.
 
+Example:
+
+    - step: start
+      tool:
+        kind: python
+        input: {count: "{{ workload.count }}"}
+        code: |
+          total = {{ count }} * 2
+""",
+        "pass the value through `input:` and use it as a variable",
+    ),
+)

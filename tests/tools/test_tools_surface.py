@@ -252,3 +252,24 @@ def test_the_example_plugin_digest_matches(tmp_path: Path) -> None:
         assert out["result"]["bytes"] == 300000
     finally:
         sys.path.remove(str(Path(__file__).resolve().parents[2] / "examples/plugin-tool/src"))
+
+
+def test_templates_in_python_code_are_rendered_as_noetl_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = """
+workload: {initial: 5, label: run}
+workflow:
+  - step: start
+    tool:
+      kind: python
+      input: {test_var: "{{ workload.initial }}"}
+      code: |
+        test_var = {{ test_var }}
+        result = {"doubled": test_var * 2, "label": "{{ workload.label }}"}
+"""
+    assert "NOE608" in [d.code for d in compile_source(source).reporter.sorted()]
+    summary = run_playbook(tmp_path, source, capsys)
+    assert summary["result"] == {"doubled": 10, "label": "run"}, summary
+    broken = call_tool("python", {"code": "x = {{ nope( }}"})
+    assert broken["error"]["type"] == "TemplateError", broken
