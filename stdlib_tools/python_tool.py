@@ -120,8 +120,9 @@ def scope_globals(scope: Mapping[str, Any] | None) -> dict[str, Any]:
     inputs are bound after these and win."""
     if scope is None:
         return {}
-    workload = scope.get("workload") if isinstance(scope.get("workload"), dict) else {}
-    ctx = scope.get("ctx") if isinstance(scope.get("ctx"), dict) else {}
+    raw_workload, raw_ctx = scope.get("workload"), scope.get("ctx")
+    workload: dict[str, Any] = raw_workload if isinstance(raw_workload, dict) else {}
+    ctx: dict[str, Any] = raw_ctx if isinstance(raw_ctx, dict) else {}
     out: dict[str, Any] = {
         "context": ScopeView(scope),
         "ctx": {**workload, **ctx},
