@@ -10,9 +10,10 @@ For each YAML file whose root `kind` is a playbook (`Playbook`, or none):
    provides; an `http(s)://` URL whose host is not this machine; a credential other than a
    PostgreSQL or NATS one (those are served by the local PostgreSQL and NATS: the runner gives
    every PostgreSQL-looking credential name the local DSN and every NATS-looking one the local
-   URL); a shell command whose program is not installed; python code importing a module that
+   URL); a shell command whose program is not installed, or is the client of a cluster, daemon
+   or cloud account (kubectl, docker, gcloud, helm, ...); python code importing a module that
    is not installed; a `kind: playbook` child that is neither a file nor a catalog path of the
-   same corpus.
+   same corpus (also when a child named at run time turns out to be missing).
 2. *Compiled*: `noetlc check`; legacy files that do not check are put through `noetlc
    migrate` first (in a copy of the corpus: the shared data is never written). A file that
    still has errors is reported as rejected by the compiler, with its first error.
@@ -20,7 +21,8 @@ For each YAML file whose root `kind` is a playbook (`Playbook`, or none):
    folder, with the local credentials. The expected outcome is the one NoETL's regression
    configuration (`noetl_e2e_playbook_test_config.yaml`) states — `execution_status` and the
    `result_checks` of `step_validations` — else `completed`; files under `broken_playbooks/`
-   and those the configuration expects to fail are written to fail.
+   (to be rejected), files named broken/should_fail/should_error (to fail) and those the
+   configuration expects to fail are written to fail.
 
 Prints one line per file and the totals; `--json` writes every row. Exit status 0 always
 (this is a report); the test `tests/tools/test_corpus_runs.py` asserts on the rows.
@@ -60,6 +62,8 @@ PG_NAME = re.compile(r"(^|_)(pg|postgres|postgresql|psql)(_|$)|^pg|postgres", re
 NATS_NAME = re.compile(r"nats", re.IGNORECASE)
 URL = re.compile(r"\bhttps?://([^/\s:'\"{}()<>,]+)")
 TEMPLATE = re.compile(r"{{|{%")
+TEMPLATE_SPAN = re.compile(r"{{.*?}}|{%.*?%}")
+WRITTEN_TO_FAIL = re.compile(r"broken|should_fail|should_error|expect_fail", re.IGNORECASE)
 RUN_TIMEOUT = 90.0
 SHELL_BUILTINS = {
     "echo", "cd", "set", "export", "exit", "true", "false", "test", "[", "if", "then", "else",
@@ -221,9 +225,9 @@ def outside_services(
         ):
             reasons.append(f"tool kind {kind} (not provided by any installed tool)")
         if kind == "shell":
-            for program in _programs(node):
-                if shutil.which(program) is None:
-                    reasons.append(f"program {program} (not installed)")
+            for program in _programs(node, path.parent):
+                what = "a service client" if program in SERVICE_PROGRAMS else "not installed"
+                reasons.append(f"program {program} ({what})")
         if kind == "python" and isinstance(node.get("code"), str):
             for m in PY_IMPORT.finditer(node["code"]):
                 module = m.group(1) or m.group(2)
@@ -242,28 +246,51 @@ def outside_services(
     return list(dict.fromkeys(reasons))
 
 
-def _programs(node: dict[str, Any]) -> list[str]:
+# programs that are clients of a service (a cluster, a daemon, a cloud account)
+SERVICE_PROGRAMS = {
+    "kubectl", "helm", "kind", "docker", "docker-compose", "podman", "gcloud", "gsutil", "bq",
+    "aws", "az", "terraform", "minikube", "skaffold", "kustomize", "noetl", "gh", "ssh", "scp",
+}  # fmt: skip
+HEREDOC = re.compile(r"<<-?\s*['\"]?(\w+)['\"]?")
+
+
+def _programs(node: dict[str, Any], folder: Path) -> list[str]:
+    """The programs a shell task runs: the first word of each command (heredoc bodies,
+    continuation lines and templates left out); a relative path must exist."""
     lines: list[str] = []
     for key in ("command", "cmd", "cmds", "commands"):
         value = node.get(key)
-        if isinstance(value, str):
-            lines.extend(value.splitlines())
-        elif isinstance(value, list):
-            for item in value:
-                if isinstance(item, str):
-                    lines.extend(item.splitlines())
+        for item in [value] if isinstance(value, str) else value if isinstance(value, list) else []:
+            if isinstance(item, str):
+                lines.extend(TEMPLATE_SPAN.sub("X", item).splitlines())
     out = []
+    ending: str | None = None
+    continued = False
     for line in lines:
-        for part in re.split(r"&&|\|\||;|\|", line):
+        if ending is not None:
+            if line.strip() == ending:
+                ending = None
+            continue
+        skip, continued = continued, line.rstrip().endswith("\\")
+        heredoc = HEREDOC.search(line)
+        if heredoc is not None:
+            ending = heredoc.group(1)
+        if skip:
+            continue
+        for part in re.split(r"&&|\|\||;|\||\$\(|`", line):
             words = part.strip().split()
             while words and ("=" in words[0] or words[0] in ("sudo", "then", "do", "else", "!")):
                 words = words[1:]
             if not words:
                 continue
-            word = words[0].strip("(")
-            if word.startswith(("#", "$", '"', "'", "{{", "-", ">", "<", "/", ".")) or not word:
+            word = words[0].strip("()")
+            if word.startswith(("./", "../")) or (word.startswith("/") and "/" in word[1:]):
+                if not (folder / word).exists():
+                    out.append(word)
                 continue
-            if word not in SHELL_BUILTINS and re.fullmatch(r"[\w.+-]+", word):
+            if word in SHELL_BUILTINS or not re.fullmatch(r"[a-z][\w.+-]*", word):
+                continue
+            if word in SERVICE_PROGRAMS or shutil.which(word) is None:
                 out.append(word)
     return list(dict.fromkeys(out))
 
@@ -280,6 +307,7 @@ def catalog_of(root: Path) -> dict[str, Path]:
             name = doc["metadata"].get("path")
             if isinstance(name, str):
                 out.setdefault(name, path)
+        out.setdefault(str(path.relative_to(root)).removesuffix(".yaml"), path)
     return out
 
 
@@ -362,6 +390,11 @@ def run_one(path: Path, row: Row, env: dict[str, str]) -> None:
     row.error = (err.get("message") if isinstance(err, dict) else err) or None
     if row.error and isinstance(err, dict) and err.get("step"):
         row.error = f"step {err['step']}: {row.error}"
+    if row.status != "completed" and "no playbook file" in (row.error or ""):
+        # a child named only at run time (a workload value) that is not in this corpus
+        row.outcome = "skipped"
+        row.reason = "child playbook (named at run time) not in this corpus: " + str(row.error)
+        return
     problems = check_results(summary, row.expected_checks) if row.status == "completed" else []
     if row.status == row.expected and not problems:
         row.outcome = "passed"
@@ -406,6 +439,8 @@ def collect(shared: Path, work: Path, only: str | None) -> list[tuple[Path, Row]
                         row.expected_checks.append({"step": step, **check})
             if "broken_playbooks" in rel:
                 row.expected = "rejected"
+            elif WRITTEN_TO_FAIL.search(Path(rel).name) and row.expected == "completed":
+                row.expected = "failed"
             row.written_to_fail = row.expected != "completed"
             items.append((path, row))
     return items

@@ -9,7 +9,8 @@ A single statement is prepared and run with the parameters; a script of several 
 (no parameters) runs statement by statement in one transaction. The result is the last
 statement's `rows` (a list of mappings, JSON-safe values), `columns`, `rowcount` (rows returned
 or affected; `row_count` is NoETL's spelling) and the command `status` (`INSERT 0 3`).
-`outcome.pg` is `{code, sqlstate}`: `00000` on success, PostgreSQL's SQLSTATE on a server error,
+Every statement's own result is also there as `command_0`, `command_1`, ... (NoETL's shape:
+`{{ save.command_0.rows[0].id }}`). `outcome.pg` is `{code, sqlstate}`: `00000` on success, PostgreSQL's SQLSTATE on a server error,
 `08001` when no connection could be made. Pools are cached per connection and closed at exit.
 """
 
@@ -27,7 +28,7 @@ from noetlc.stdlib_tools.envelope import error, jsonable, ok
 from noetlc.stdlib_tools.keychain import Keychain
 from noetlc.stdlib_tools.schemas import PgPool, PostgresArgs
 from noetlc.stdlib_tools.script_source import ScriptError, load
-from noetlc.stdlib_tools.sql_split import split_statements
+from noetlc.stdlib_tools.sql_split import split_statements, with_commands
 
 CONNECT_TIMEOUT = 10.0
 POOL_MAX = 4
@@ -145,12 +146,14 @@ async def _run(
     if len(statements) <= 1:
         stmt = await conn.prepare(sql)
         rows = await stmt.fetch(*params)
-        return _result(stmt, rows, 1)
+        return with_commands([_result(stmt, rows, 1)])
+    results = []
     async with conn.transaction():
         for text in statements:
             stmt = await conn.prepare(text)
             rows = await stmt.fetch()
-    return _result(stmt, rows, len(statements))
+            results.append(_result(stmt, rows, 1))
+    return with_commands(results)
 
 
 def _result(stmt: Any, rows: list[asyncpg.Record], count: int) -> dict[str, Any]:

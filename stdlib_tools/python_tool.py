@@ -5,7 +5,7 @@ results loaded on access; `ctx`: the execution's ctx over the workload; `workloa
 `execution_id`; the loop iterator by its name), then binds its `input:` (or `args:`) mapping
 as locals and as `input_data` (unless an input is itself named `input_data`). Templates inside
 the code are rendered into its text first, over the scope and the inputs, as NoETL does (the
-compiler warns about it, NOE608); it either
+compiler warns about it, NOE608); code whose braces are no valid template runs as written; it either
 defines `main(...)` (called with the inputs it names), assigns `result`, or — as NoETL runs task
 code as a function body — `return`s a value at the top level. `libs: {alias: module}` (or `{alias:
 {from: module, import: name}}`) imports modules first; `auth: {alias: keychain entry}` binds the resolved values as the local `auth`;
@@ -138,11 +138,17 @@ def scope_globals(scope: Mapping[str, Any] | None) -> dict[str, Any]:
 def render_code(code: str, scope: Mapping[str, Any] | None, inputs: dict[str, Any]) -> str:
     """NoETL renders `{{ }}` inside python code before it runs (the compiler warns, NOE608):
     with the sandboxed template engine, over the scope and the task's own inputs."""
+    from jinja2 import TemplateSyntaxError
+
     from noetlc.expr.runtime import slow_template
 
     render_scope: dict[str, Any] = dict(scope or {})
     render_scope.update(inputs)
-    return str(slow_template(code)(render_scope))
+    try:
+        return str(slow_template(code)(render_scope))
+    except TemplateSyntaxError:
+        # braces that are no template (`{{ vars.* }}` in a comment): the code runs as written
+        return code
 
 
 def _libs(args: PythonArgs) -> dict[str, Any] | list[str] | None:

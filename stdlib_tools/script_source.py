@@ -1,7 +1,8 @@
 """`script: {uri, source: {type, ...}}`: the code of a python task or the SQL of a postgres task,
 read when the task runs.
 
-`type: file` reads `uri` (or `source.path`) relative to the playbook's folder; `type: http`
+`type: file` reads `uri` (or `source.path`) relative to the playbook's folder, else to a folder
+of `NOETL_PLAYBOOK_PATH` (the local catalog); `type: http`
 (or `https`) fetches `uri` with `source.headers` and `source.timeout` (default 30 s) and needs a
 2xx answer; `type: inline` takes `source.code`. Object stores (`gcs`, `s3`) need a plugin: the
 task fails with a `ScriptError` that says so. Every failure is a `ScriptError` naming the
@@ -10,6 +11,8 @@ source, never an exception out of the tool.
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 from noetlc.stdlib_tools.context import ToolContext
@@ -35,7 +38,7 @@ def load(ref: ScriptRef, ctx: ToolContext) -> str:
     if not isinstance(uri, str) or not uri:
         raise ScriptError(f"`script:` of type {kind} needs `uri:`")
     if kind == "file":
-        path = ctx.workdir / uri.removeprefix("file://")
+        path = locate(uri.removeprefix("file://"), ctx.workdir)
         try:
             return path.read_text(encoding="utf-8")
         except OSError as exc:
@@ -48,6 +51,19 @@ def load(ref: ScriptRef, ctx: ToolContext) -> str:
         f"no installed tool reads scripts from {kind} ({NEEDS_PLUGIN.get(kind, kind)}): "
         f"cannot load {uri}; use `source.type: file` or `http`, or install a plugin for {kind}"
     )
+
+
+def locate(relative: str, workdir: Path) -> Path:
+    """A relative script path: from the playbook's folder, else from a catalog folder of
+    `NOETL_PLAYBOOK_PATH` (NoETL resolves them from the root its playbooks are registered
+    from), else the playbook's folder (for the error message)."""
+    first = workdir / relative
+    if Path(relative).is_absolute() or first.exists():
+        return first
+    for root in os.environ.get("NOETL_PLAYBOOK_PATH", "").split(os.pathsep):
+        if root and (Path(root) / relative).exists():
+            return Path(root) / relative
+    return first
 
 
 def _fetch(uri: str, extra: dict[str, Any]) -> str:

@@ -271,5 +271,44 @@ workflow:
     assert "NOE608" in [d.code for d in compile_source(source).reporter.sorted()]
     summary = run_playbook(tmp_path, source, capsys)
     assert summary["result"] == {"doubled": 10, "label": "run"}, summary
-    broken = call_tool("python", {"code": "x = {{ nope( }}"})
+    not_a_template = call_tool("python", {"code": "# {{ vars.* }}\nresult = 1"})
+    assert not_a_template["result"] == 1, not_a_template  # runs as written
+    broken = call_tool("python", {"code": "result = {{ 1 // 0 }}"})
     assert broken["error"]["type"] == "TemplateError", broken
+
+
+def test_sql_results_carry_every_statement_as_command_n(tmp_path: Path) -> None:
+    ctx = ToolContext(workdir=tmp_path)
+    script = "CREATE TABLE t (a INT); INSERT INTO t VALUES (1), (2); SELECT a FROM t ORDER BY a"
+    for kind in ("sqlite", "duckdb"):
+        out = call_tool(kind, {"query": script, "database": f"{kind}.db"}, None, ctx)
+        result = out["result"]
+        assert result["rows"] == [{"a": 1}, {"a": 2}], (kind, out)
+        assert result["command_2"]["rows"] == result["rows"]
+        assert result["command_1"]["row_count"] == 2, (kind, result)
+        assert result["statements"] == 3
+        one = call_tool(kind, {"query": "SELECT 7 AS x"}, None, ctx)["result"]
+        assert one["command_0"]["rows"] == [{"x": 7}]
+
+
+def test_postgres_results_carry_command_n() -> None:
+    dsn = dsn_or_skip()
+    out = call_tool("postgres", {"auth": dsn, "query": "SELECT 1 AS a; SELECT 2 AS b"})
+    assert out["result"]["command_0"]["rows"] == [{"a": 1}], out
+    assert out["result"]["command_1"]["status"] == "SELECT 1"
+    assert out["result"]["rows"] == [{"b": 2}]
+
+
+def test_a_script_path_from_the_catalog_root(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "repo"
+    (root / "scripts").mkdir(parents=True)
+    (root / "scripts" / "s.py").write_text("result = 'from the root'")
+    playbook_dir = root / "playbooks" / "deep"
+    playbook_dir.mkdir(parents=True)
+    ref = {"uri": "./scripts/s.py", "source": {"type": "file"}}
+    ctx = ToolContext(workdir=playbook_dir)
+    assert call_tool("python", {"script": ref}, None, ctx)["error"]["type"] == "ScriptError"
+    monkeypatch.setenv("NOETL_PLAYBOOK_PATH", str(root))
+    assert call_tool("python", {"script": ref}, None, ctx)["result"] == "from the root"
