@@ -6,7 +6,7 @@ value that is — or lies inside — a template are dropped. Reported: unknown a
 with "did you mean"), missing required ones (NOE602, at the task's `kind:`), values of the wrong
 literal type or choice (NOE603), SQL text with templates spliced in (NOE604, a warning: values
 belong in `params:`, never SQL built from data), two spellings of one argument or arguments that exclude each
-other (NOE605), templates inside python `code` (NOE608, a warning: they are rendered into the
+other (NOE605), a step's result storage choices (NOE609, a note), templates inside python `code` (NOE608, a warning: they are rendered into the
 code's text, as NoETL does), and — in a playbook that declares its `keychain:` — credentials it does not
 declare (NOE606, a warning). Which arguments hold SQL and which name keychain entries comes
 from each kind's record (`stdlib_tools/kinds.py`). Unknown kinds were reported by `resolve` and
@@ -24,7 +24,7 @@ from pydantic import ValidationError
 from noetlc.compiler import tree
 from noetlc.compiler.passes.schema import EXPECTED_NOUN
 from noetlc.compiler.unit import CompilationUnit
-from noetlc.compiler.ynodes import YMap, YScalar, node_at
+from noetlc.compiler.ynodes import YMap, YScalar, YSeq, node_at
 from noetlc.diagnostics.report import Reporter, Span
 from noetlc.stdlib_tools.kinds import ToolKind, argument_names, lookup
 
@@ -46,6 +46,31 @@ def run(unit: CompilationUnit) -> None:
         check_task(task, unit.reporter)
         if declared:
             _check_keychain_names(task, declared, unit.reporter)
+    _note_result_storage(unit)
+
+
+def _note_result_storage(unit: CompilationUnit) -> None:
+    """A step's `output:` (legacy `result:`) keeps its whole result, so `output_select` fields
+    are readable; NoETL's per-step storage choices are not made here (NOE609, a note)."""
+    workflow = unit.document.get("workflow") if unit.document is not None else None
+    if not isinstance(workflow, YSeq):
+        return
+    for step in workflow:
+        if not isinstance(step, YMap):
+            continue
+        for spelling in ("output", "result"):
+            shaping = step.get(spelling)
+            if not isinstance(shaping, YMap):
+                continue
+            for key in ("store", "inline_max_bytes"):
+                node = shaping.key_node(key)
+                if node is not None:
+                    unit.reporter.report(
+                        "NOE609",
+                        f"`{spelling}.{key}` is NoETL's storage choice: here a result over the "
+                        "payload limit is stored by reference in the execution's store",
+                        node.span,
+                    )
 
 
 def _check_keychain_names(task: tree.Task, declared: list[str], reporter: Reporter) -> None:

@@ -171,4 +171,26 @@ Example:
 """,
         "pass the value through `input:` and use it as a variable",
     ),
+    code(
+        "NOE609",
+        "result-storage-choice",
+        "note",
+        "a step's result storage choice is not made per step",
+        """
+A step's `output:` (legacy `result:`) may say how NoETL stores its result: `store: {kind:
+auto|memory|kv|object|...}` and `inline_max_bytes`. Here every result is kept whole, and one
+over the payload limit (`executor.spec.policy.limits.max_payload_bytes`, 1 MiB by default) is
+stored by reference in the execution's own store, which templates read transparently; so
+`output_select` fields stay readable by name, and these storage keys change nothing.
+
+Example:
+
+    - step: generate
+      tool: {kind: python, code: "result = {'count': 3, 'items': [1, 2, 3]}"}
+      output:
+        output_select: [count]
+        store: {kind: auto}
+""",
+        "remove the storage keys, or keep them for NoETL",
+    ),
 )

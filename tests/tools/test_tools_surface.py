@@ -312,3 +312,27 @@ def test_a_script_path_from_the_catalog_root(
     assert call_tool("python", {"script": ref}, None, ctx)["error"]["type"] == "ScriptError"
     monkeypatch.setenv("NOETL_PLAYBOOK_PATH", str(root))
     assert call_tool("python", {"script": ref}, None, ctx)["result"] == "from the root"
+
+
+def test_output_select_and_the_legacy_result_spelling(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for spelling in ("output", "result"):
+        source = f"""
+workflow:
+  - step: start
+    tool: {{kind: python, code: "result = {{'status': 'ok', 'count': 2, 'items': [1, 2]}}"}}
+    {spelling}:
+      output_select: [status, count]
+      store: {{kind: auto}}
+    next: {{arcs: [{{step: end}}]}}
+  - step: end
+    tool: {{kind: python, input: {{n: "{{{{ start.count }}}}", s: "{{{{ start.status }}}}"}},
+           code: "result = [n, s]"}}
+"""
+        diags = compile_source(source).reporter.sorted()
+        assert [(d.code, d.severity.value) for d in diags] == [("NOE609", "note")], diags
+        summary = run_playbook(tmp_path, source, capsys)
+        assert summary["result"] == [2, "ok"], summary
+    found = codes("{kind: noop}\n    output: {output_selct: [a]}")
+    assert found == ["NOE101"], found
