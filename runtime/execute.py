@@ -24,6 +24,7 @@ from typing import Any
 from noetlc.expr.runtime import RESOLVER_KEY
 from noetlc.stdlib_tools.context import ToolContext
 from noetlc.stdlib_tools.keychain import Keychain
+from noetlc.stdlib_tools.kinds import lookup
 from noetlc.stdlib_tools.registry import call_tool as call_registry_tool
 from noetlc.vm.pipeline import ToolCall, Wait, run_pipeline
 from noetlc.vm.program import OP, Program
@@ -88,7 +89,11 @@ class ToolEnv:
     workdir: Path = field(default_factory=Path.cwd)
     start_child: StartChild | None = None
 
-    def caller(self, execution_id: str, action_id: str, step: str) -> ToolCall:
+    def caller(
+        self, execution_id: str, action_id: str, step: str, scope: dict[str, Any] | None = None
+    ) -> ToolCall:
+        """`scope`: the pipeline's own scope (read by the python tool's `context` global)."""
+
         def call(
             kind: str, args: dict[str, Any], spec: dict[str, Any] | None, task: str, attempt: int
         ) -> dict[str, Any]:
@@ -110,6 +115,7 @@ class ToolEnv:
                 self.keychain,
                 self.workdir,
                 run_playbook,
+                scope,
             )
             return call_registry_tool(kind, args, spec, context)
 
@@ -154,8 +160,6 @@ def execute(
     scope's own resolver: the pipeline may read any stored result, the control VM only those
     its input events brought."""
     info = program.steps[step]
-    if call_tool is None:
-        call_tool = env.caller(str(scope.get("execution_id") or ""), action_id, step)
     run_scope = dict(scope)
     run_scope["ctx"] = dict(scope.get("ctx") or {})
     run_scope["args"] = args
@@ -166,6 +170,8 @@ def execute(
         run_scope["iter"] = {info.loop["iterator"]: item, "index": iteration}
     else:
         run_scope["iter"] = {}
+    if call_tool is None:
+        call_tool = env.caller(str(scope.get("execution_id") or ""), action_id, step, run_scope)
 
     # A finished task's `task.done` is held back until the pipeline goes on: the next call's
     # start or a retry logs it first (a finished tool is logged before the next one runs, so
@@ -234,11 +240,17 @@ def execute(
 
 
 def noop_only(program: Program) -> dict[str, bool]:
-    """Per step: does its pipeline call only `noop` (no tool, no I/O: runtimes run it inline)?"""
+    """Per step: does its pipeline call only inline kinds (`ToolKind.inline`: no I/O), so that
+    runtimes run it in their event loop instead of the pool?"""
     return {
-        name: all(program.names[i[2]] == "noop" for i in info.pipeline if i[0] == OP["TASK"])
+        name: all(_inline(program.names[i[2]]) for i in info.pipeline if i[0] == OP["TASK"])
         for name, info in program.steps.items()
     }
+
+
+def _inline(kind: str) -> bool:
+    record = lookup(kind)
+    return record is not None and record.inline
 
 
 def memo_from_events(events: list[dict[str, Any]]) -> dict[str, dict[int, dict[str, Any]]]:

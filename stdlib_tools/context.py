@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,3 +28,6 @@ class ToolContext:
     keychain: Keychain | None = None  # None: the default providers (environment, file)
     workdir: Path = field(default_factory=Path.cwd)  # the playbook's folder
     run_playbook: RunPlaybook | None = None
+    # The pipeline's scope at the call (workload, ctx, iter, step and task results by name,
+    # execution_id, the reference resolver): the python tool's `context` global reads it.
+    scope: Mapping[str, Any] | None = None

@@ -5,7 +5,16 @@ hint `pip install duckdb` (or `pip install 'noetlc[duckdb]'`). `database:` is re
 playbook's folder (`:memory:` by default, a fresh database per call); `params:` is a list for `?`
 or a mapping for `$name`. One statement runs with the parameters; a script runs statement by
 statement in one transaction. The result is the last statement's `rows`, `columns`,
-`rowcount` (`row_count` too) and `statements`.
+`rowcount` (`row_count` too) and `statements`. `commands:` is NoETL's name for the SQL too.
+
+`auth: {name: {tool: postgres|hmac|s3|gcs, key: keychain entry, scope}}` makes each entry a
+DuckDB secret called `name` before the SQL runs (`CREATE OR REPLACE TEMPORARY SECRET`), so the
+SQL can `ATTACH '' AS name (TYPE postgres, SECRET name)` or read `gs://`/`s3://` paths. A
+postgres entry's value is read as the postgres tool reads it (a DSN or connection fields); an
+hmac entry's value has `key_id` and `secret` (and `region`, `endpoint`), and is a GCS secret
+when its scope starts with `gs://`, else S3. A string `auth:` is one entry of that name whose
+value says its `tool` (or `type`). DuckDB loads the extension a secret needs (postgres,
+httpfs) itself; where it cannot, the task fails with DuckDB's error.
 """
 
 from __future__ import annotations
@@ -45,12 +54,18 @@ def run(
             "ToolArgumentError",
             f"`params:` need a single statement; the SQL has {len(statements)}",
         )
+    try:
+        secrets = secret_statements(args.auth, keychain)
+    except SecretSpecError as exc:
+        return error("ToolArgumentError", str(exc))
     path = database_path(args.database, ctx.workdir)
     try:
         conn = duckdb.connect(path)
     except duckdb.Error as exc:
         return error(type(exc).__name__, f"cannot open {path}: {exc}")
     try:
+        for statement in secrets:
+            conn.execute(statement)
         result = run_script(
             conn, statements, args.query or "", args.params, _execute, "BEGIN TRANSACTION"
         )
@@ -59,6 +74,89 @@ def run(
     finally:
         conn.close()
     return ok(result)
+
+
+class SecretSpecError(Exception):
+    """An `auth:` entry that does not describe a DuckDB secret."""
+
+
+def _literal(value: Any) -> str:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return "'" + str(value).replace("'", "''") + "'"
+    return str(value)
+
+
+def _ident(name: str) -> str:
+    if not name.replace("_", "").isalnum():
+        raise SecretSpecError(f"`{name}` cannot name a DuckDB secret (letters, digits and _)")
+    return name
+
+
+def secret_statements(auth: dict[str, Any] | str | None, keychain: Keychain) -> list[str]:
+    """The `CREATE SECRET` statements of `auth:` (values from the keychain, quoted literals)."""
+    if auth is None:
+        return []
+    entries: dict[str, Any] = {auth: {"key": auth}} if isinstance(auth, str) else auth
+    out = []
+    for name, spec in entries.items():
+        if not isinstance(spec, dict):
+            raise SecretSpecError(f"`auth.{name}` must be a mapping {{tool, key}}")
+        ref = spec.get("key") or spec.get("credential")
+        value: Any = keychain.resolve(ref) if isinstance(ref, str) else spec
+        tool = spec.get("tool") or spec.get("type")
+        if tool is None and isinstance(value, dict):
+            tool = value.get("tool") or value.get("type")
+        fields = _secret_fields(str(tool), value, spec, name, keychain)
+        body = ", ".join(f"{k} {_literal(v)}" for k, v in fields.items() if v is not None)
+        out.append(f"CREATE OR REPLACE TEMPORARY SECRET {_ident(str(name))} ({body})")
+    return out
+
+
+def _secret_fields(
+    tool: str, value: Any, spec: dict[str, Any], name: str, keychain: Keychain
+) -> dict[str, Any]:
+    if tool in ("postgres", "postgresql"):
+        from noetlc.stdlib_tools.postgres_tool import ConnectionSpecError, connection_of
+
+        try:
+            conn = connection_of(value if isinstance(value, dict | str) else None, keychain)
+        except ConnectionSpecError as exc:
+            raise SecretSpecError(f"`auth.{name}`: {exc}") from None
+        if "dsn" in conn:
+            from urllib.parse import unquote, urlsplit
+
+            url = urlsplit(conn["dsn"])
+            conn = {
+                "host": url.hostname,
+                "port": url.port,
+                "user": unquote(url.username or "") or None,
+                "password": unquote(url.password or "") or None,
+                "database": url.path.lstrip("/") or None,
+            }
+        return {
+            "TYPE": "postgres",
+            "HOST": conn.get("host"),
+            "PORT": conn.get("port"),
+            "DATABASE": conn.get("database"),
+            "USER": conn.get("user"),
+            "PASSWORD": conn.get("password"),
+        }
+    if tool in ("hmac", "s3", "gcs"):
+        if not isinstance(value, dict):
+            raise SecretSpecError(f"`auth.{name}`: an hmac credential is a mapping with key_id")
+        scope = spec.get("scope") or value.get("scope")
+        kind = "gcs" if tool == "gcs" or str(scope or "").startswith("gs://") else "s3"
+        return {
+            "TYPE": kind,
+            "KEY_ID": value.get("key_id") or value.get("access_key_id"),
+            "SECRET": value.get("secret") or value.get("secret_access_key"),
+            "REGION": value.get("region"),
+            "ENDPOINT": value.get("endpoint"),
+            "SCOPE": scope,
+        }
+    raise SecretSpecError(
+        f"`auth.{name}`: DuckDB secrets are made from postgres or hmac credentials, not {tool!r}"
+    )
 
 
 def _execute(conn: Any, sql: str, params: Any) -> dict[str, Any]:

@@ -1,16 +1,289 @@
-"""The names of the standard tool kinds (the compiler's "tool kinds are known" check reads this)."""
+"""Tool kinds as records: one `ToolKind` per kind, from which every list of kinds is derived.
+
+A record says everything the rest of the code base needs to know about a kind: its argument
+schema (the compiler's `tools` pass and `registry.call_tool` validate against it), the module
+whose `run(args, spec, context, keychain)` executes it, the arguments that name keychain
+entries (the compiler's NOE606 check), the arguments that hold SQL text (the NOE604 check), and
+whether it runs inline (no I/O: runtimes run a pipeline of inline kinds in their event loop)
+or in the pool of threads and workers.
+
+Three sources, looked up in this order:
+
+1. the built-in kinds (`BUILTIN`);
+2. installed plugins: every entry point of the group `noetlc.tools` (`importlib.metadata`)
+   loads to a `ToolKind` (or a callable returning one); they are discovered once, the first
+   time a kind is not built in, so a playbook of built-in kinds never scans the installed
+   distributions;
+3. the kinds NoETL has that need a cloud service this package does not talk to
+   (`NEEDS_PLUGIN`): known by name, so the compiler can say which plugin they need (a note,
+   NOE607) and a run fails that task with a `ToolUnavailable` error, while a misspelt kind
+   stays an error (NOE205, with "did you mean").
+
+A plugin cannot replace a built-in kind (the built-in wins, and `plugin_problems()` says so).
+This module imports only pydantic (through the schemas): the compiler reads it.
+"""
 
 from __future__ import annotations
 
-TOOL_KINDS: tuple[str, ...] = (
-    "noop",
-    "python",
-    "http",
-    "postgres",
-    "duckdb",
-    "sqlite",
-    "shell",
-    "playbook",
-    "workbook",
-    "secrets",
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import metadata
+from typing import Any
+
+from pydantic import AliasChoices, ConfigDict
+
+from noetlc.stdlib_tools import schemas
+from noetlc.stdlib_tools.schemas import ToolArgs
+
+ENTRY_POINT_GROUP = "noetlc.tools"
+_STD = "noetlc.stdlib_tools."
+
+
+@dataclass(frozen=True)
+class ToolKind:
+    """What the compiler and the runtimes know about one tool kind."""
+
+    name: str
+    schema: type[ToolArgs]
+    module: str | None
+    """Dotted module with `run(args, spec, context, keychain) -> outcome`; None for the kinds
+    the pipeline VM answers itself (`noop`, `workbook`) and for kinds that need a plugin."""
+    summary: str = ""
+    credentials: tuple[str, ...] = ()
+    """Arguments whose literal value names a keychain entry (a mapping value: its values)."""
+    sql: tuple[str, ...] = ()
+    """Arguments that hold SQL text (templates spliced into them are NOE604)."""
+    inline: bool = False
+    """No I/O: a pipeline made only of inline kinds runs in the runtime's event loop."""
+    plugin: str | None = None
+    """Set on a kind that is known by name only: the plugin it needs and the service it uses."""
+    origin: str = "noetlc"
+    """`noetlc` for built-in kinds, else the distribution that registered the kind."""
+
+    @property
+    def available(self) -> bool:
+        return self.plugin is None
+
+
+def argument_names(schema: type[ToolArgs]) -> list[str]:
+    """Every spelling a schema accepts (for "did you mean" hints and the docs)."""
+    names: list[str] = []
+    for name, info in schema.model_fields.items():
+        alias = info.validation_alias
+        if isinstance(alias, AliasChoices):
+            names.extend(str(c) for c in alias.choices)
+        else:
+            names.append(info.alias or name)
+    return names
+
+
+def _builtin(*kinds: ToolKind) -> dict[str, ToolKind]:
+    return {k.name: k for k in kinds}
+
+
+_SQL = tuple(schemas.SQL_SPELLINGS.split())
+
+BUILTIN: dict[str, ToolKind] = _builtin(
+    ToolKind("noop", schemas.NoopArgs, None, "returns `result` (else `input`)", inline=True),
+    ToolKind(
+        "python",
+        schemas.PythonArgs,
+        _STD + "python_tool",
+        "runs Python code, in process or in a child process",
+        credentials=("auth",),
+    ),
+    ToolKind("http", schemas.HttpArgs, _STD + "http_tool", "one HTTP request", ("auth",)),
+    ToolKind(
+        "postgres",
+        schemas.PostgresArgs,
+        _STD + "postgres_tool",
+        "SQL with parameters (asyncpg)",
+        credentials=("auth", "connection", "dsn", "credential"),
+        sql=_SQL,
+    ),
+    ToolKind(
+        "sqlite",
+        schemas.SqliteArgs,
+        _STD + "sqlite_tool",
+        "SQL with parameters on a file (sqlite3)",
+        sql=_SQL,
+    ),
+    ToolKind(
+        "duckdb",
+        schemas.DuckdbArgs,
+        _STD + "duckdb_tool",
+        "SQL with parameters (optional `duckdb` package)",
+        sql=_SQL,
+    ),
+    ToolKind(
+        "shell",
+        schemas.ShellArgs,
+        _STD + "shell_tool",
+        "a command line, an argument vector, or several command lines",
+    ),
+    ToolKind(
+        "secrets",
+        schemas.SecretsArgs,
+        _STD + "secrets_tool",
+        "reads a keychain entry",
+        credentials=("key", "secret", "entry"),
+    ),
+    ToolKind(
+        "playbook",
+        schemas.PlaybookArgs,
+        _STD + "playbook_tool",
+        "runs another playbook as a child execution",
+    ),
+    ToolKind(
+        "workbook",
+        schemas.WorkbookArgs,
+        None,
+        "runs a task of the root `workbook:` (done by the pipeline VM)",
+    ),
+    ToolKind(
+        "transfer",
+        schemas.TransferArgs,
+        _STD + "transfer_tool",
+        "batched copy between postgres, duckdb, sqlite and http",
+    ),
+    ToolKind(
+        "nats",
+        schemas.NatsArgs,
+        _STD + "nats_tool",
+        "NATS publish, request and JetStream key/value (nats-py)",
+        credentials=("auth",),
+    ),
 )
+
+
+class PluginNeededArgs(ToolArgs):
+    """A kind known by name only: its arguments are the plugin's to check."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+# kind -> the service it needs (the kinds NoETL has that reach a cloud service)
+NEEDS_PLUGIN: dict[str, str] = {
+    "snowflake": "Snowflake",
+    "ducklake": "DuckLake catalogs on object storage",
+    "gcs": "Google Cloud Storage",
+    "container": "a container runtime (Kubernetes jobs)",
+    "rhai": "the Rhai script engine",
+    "subscription": "NoETL's event subscriptions",
+    "mcp": "Model Context Protocol servers",
+}
+
+
+def _needs_plugin(name: str) -> ToolKind:
+    return ToolKind(
+        name,
+        PluginNeededArgs,
+        None,
+        f"needs {NEEDS_PLUGIN[name]}",
+        plugin=f"a package that registers the `{name}` kind in the `{ENTRY_POINT_GROUP}` "
+        f"entry-point group (it needs {NEEDS_PLUGIN[name]})",
+    )
+
+
+_lock = threading.Lock()
+_plugins: dict[str, ToolKind] | None = None
+_problems: list[str] = []
+
+
+def _load_plugins() -> dict[str, ToolKind]:
+    global _plugins
+    with _lock:
+        if _plugins is not None:
+            return _plugins
+        found: dict[str, ToolKind] = {}
+        problems: list[str] = []
+        for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
+            where = f"entry point `{ep.name} = {ep.value}`"
+            try:
+                record = _as_record(ep.load(), ep)
+            except Exception as exc:  # a broken plugin must not break the compiler
+                problems.append(f"{where} cannot be loaded: {type(exc).__name__}: {exc}")
+                continue
+            if record is None:
+                problems.append(f"{where} is not a ToolKind (nor a callable returning one)")
+            elif record.name in BUILTIN:
+                problems.append(f"{where} redefines the built-in kind `{record.name}`: ignored")
+            elif record.name in found:
+                problems.append(f"{where} defines `{record.name}` a second time: ignored")
+            else:
+                found[record.name] = record
+        _problems[:] = problems
+        _plugins = found
+        return found
+
+
+def _as_record(value: Any, ep: metadata.EntryPoint) -> ToolKind | None:
+    if callable(value) and not isinstance(value, ToolKind | type):
+        value = value()
+    if not isinstance(value, ToolKind):
+        return None
+    dist = getattr(ep, "dist", None)
+    origin = getattr(dist, "name", None) or ep.value.split(":", 1)[0]
+    if value.origin == "noetlc":
+        object.__setattr__(value, "origin", str(origin))
+    return value
+
+
+def reload_plugins() -> None:
+    """Forget the discovered plugins (tests, and after installing a package in-process)."""
+    global _plugins
+    with _lock:
+        _plugins = None
+        _problems.clear()
+
+
+def plugin_problems() -> list[str]:
+    """Entry points of `noetlc.tools` that could not be used, and why."""
+    _load_plugins()
+    return list(_problems)
+
+
+def lookup(name: str) -> ToolKind | None:
+    """The record of a kind: built in, from a plugin, or known by name only; None if unknown."""
+    record = BUILTIN.get(name)
+    if record is not None:
+        return record
+    record = _load_plugins().get(name)
+    if record is not None:
+        return record
+    if name in NEEDS_PLUGIN:
+        return _needs_plugin(name)
+    return None
+
+
+def all_kinds() -> dict[str, ToolKind]:
+    """Every kind this installation can run, built-in kinds first, then plugins."""
+    return {**BUILTIN, **_load_plugins()}
+
+
+def kind_names(*, with_plugin_needed: bool = True) -> list[str]:
+    """The names of every known kind (for "did you mean" and listings)."""
+    names = list(all_kinds())
+    if with_plugin_needed:
+        names.extend(n for n in NEEDS_PLUGIN if n not in names)
+    return names
+
+
+def schema_of(name: str) -> type[ToolArgs] | None:
+    record = lookup(name)
+    return record.schema if record is not None else None
+
+
+def inline_kinds() -> frozenset[str]:
+    return frozenset(name for name, record in all_kinds().items() if record.inline)
+
+
+def runner(record: ToolKind) -> Callable[..., dict[str, Any]] | None:
+    """The executor of a kind (its module imported on first use), None for VM-answered kinds."""
+    if record.module is None:
+        return None
+    from importlib import import_module
+
+    run: Callable[..., dict[str, Any]] = import_module(record.module).run
+    return run

@@ -9,7 +9,8 @@ A single statement is prepared and run with the parameters; a script of several 
 (no parameters) runs statement by statement in one transaction. The result is the last
 statement's `rows` (a list of mappings, JSON-safe values), `columns`, `rowcount` (rows returned
 or affected; `row_count` is NoETL's spelling) and the command `status` (`INSERT 0 3`).
-`outcome.pg` is `{code, sqlstate}`: `00000` on success, PostgreSQL's SQLSTATE on a server error,
+Every statement's own result is also there as `command_0`, `command_1`, ... (NoETL's shape:
+`{{ save.command_0.rows[0].id }}`). `outcome.pg` is `{code, sqlstate}`: `00000` on success, PostgreSQL's SQLSTATE on a server error,
 `08001` when no connection could be made. Pools are cached per connection and closed at exit.
 """
 
@@ -25,8 +26,9 @@ from noetlc.stdlib_tools import aioloop
 from noetlc.stdlib_tools.context import ToolContext
 from noetlc.stdlib_tools.envelope import error, jsonable, ok
 from noetlc.stdlib_tools.keychain import Keychain
-from noetlc.stdlib_tools.schemas import PostgresArgs
-from noetlc.stdlib_tools.sql_split import split_statements
+from noetlc.stdlib_tools.schemas import PgPool, PostgresArgs
+from noetlc.stdlib_tools.script_source import ScriptError, load
+from noetlc.stdlib_tools.sql_split import split_statements, with_commands
 
 CONNECT_TIMEOUT = 10.0
 POOL_MAX = 4
@@ -55,7 +57,13 @@ def run(
         connect = connection_of(args.auth, keychain)
     except ConnectionSpecError as exc:
         return error("ToolArgumentError", str(exc))
-    statements = split_statements(args.query or "")
+    sql = args.query or ""
+    if args.script is not None:
+        try:
+            sql = load(args.script, ctx)
+        except ScriptError as exc:
+            return error("ScriptError", str(exc))
+    statements = split_statements(sql)
     if args.params and len(statements) > 1:
         return error(
             "ToolArgumentError",
@@ -64,7 +72,7 @@ def run(
     timeout = args.timeout if args.timeout is not None else _number(spec.get("timeout"))
     try:
         result = aioloop.run(
-            _execute(connect, args.query or "", statements, list(args.params or [])), timeout
+            _execute(connect, sql, statements, list(args.params or []), args.pool), timeout
         )
     except asyncpg.PostgresError as exc:
         return _server_error(exc)
@@ -113,13 +121,18 @@ def _has_fields(value: dict[str, Any]) -> bool:
 
 
 async def _execute(
-    connect: dict[str, Any], sql: str, statements: list[str], params: list[Any]
+    connect: dict[str, Any],
+    sql: str,
+    statements: list[str],
+    params: list[Any],
+    settings: PgPool | None = None,
 ) -> dict[str, Any]:
-    pool = await _pool(connect)
+    pool, key = await _pool(connect, settings)
+    acquire_timeout = settings.timeout if settings is not None else None
     try:
-        conn = await pool.acquire()
+        conn = await pool.acquire(timeout=acquire_timeout)
     except OSError:
-        await _close(_key(connect))  # do not keep pools for servers that are not there
+        await _close(key)  # do not keep pools for servers that are not there
         raise
     try:
         return await _run(conn, sql, statements, params)
@@ -133,12 +146,14 @@ async def _run(
     if len(statements) <= 1:
         stmt = await conn.prepare(sql)
         rows = await stmt.fetch(*params)
-        return _result(stmt, rows, 1)
+        return with_commands([_result(stmt, rows, 1)])
+    results = []
     async with conn.transaction():
         for text in statements:
             stmt = await conn.prepare(text)
             rows = await stmt.fetch()
-    return _result(stmt, rows, len(statements))
+            results.append(_result(stmt, rows, 1))
+    return with_commands(results)
 
 
 def _result(stmt: Any, rows: list[asyncpg.Record], count: int) -> dict[str, Any]:
@@ -155,25 +170,33 @@ def _result(stmt: Any, rows: list[asyncpg.Record], count: int) -> dict[str, Any]
     }
 
 
-def _key(connect: dict[str, Any]) -> str:
-    return json.dumps(connect, sort_keys=True)
+def _key(connect: dict[str, Any], settings: PgPool | None = None) -> str:
+    """One pool per connection and pool settings: tasks naming the same `pool:` share it."""
+    shape = settings.model_dump(exclude_none=True) if settings is not None else {}
+    return json.dumps([connect, shape], sort_keys=True)
 
 
-async def _pool(connect: dict[str, Any]) -> asyncpg.Pool:
-    key = _key(connect)
+async def _pool(connect: dict[str, Any], settings: PgPool | None) -> tuple[asyncpg.Pool, str]:
+    key = _key(connect, settings)
     pool = _pools.get(key)
     if pool is not None:
-        return pool
+        return pool, key
     lock = _pool_locks.setdefault(key, asyncio.Lock())
     async with lock:
         pool = _pools.get(key)
         if pool is None:
+            max_size = settings.max_size if settings and settings.max_size else POOL_MAX
+            min_size = min(settings.min_size or 0, max_size) if settings else 0
             pool = await asyncpg.create_pool(
-                **connect, min_size=0, max_size=POOL_MAX, timeout=CONNECT_TIMEOUT, init=_init
+                **connect,
+                min_size=min_size,
+                max_size=max_size,
+                timeout=CONNECT_TIMEOUT,
+                init=_init,
             )
             _pools[key] = pool
             aioloop.on_close(lambda: _close(key))
-    return pool
+    return pool, key
 
 
 async def _close(key: str) -> None:

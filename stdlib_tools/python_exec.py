@@ -1,8 +1,9 @@
 """The python tool's executor: runs task code, here or as the body of the isolated child.
 
 Kept free of pydantic, httpx and the keychain, so the `python -c` child of
-`spec.isolation: subprocess` starts fast. `request` is plain JSON: `code`, `locals`, `libs`,
-`auth` (already resolved), `expects` and `returns` (the `assert:` contract).
+`spec.isolation: subprocess` starts fast. `request` is plain JSON: `globals` (what NoETL gives
+task code: `context`, `ctx`, the loop iterator...), `code`, `locals`, `libs`, `auth` (already
+resolved), `expects` and `returns` (the `assert:` contract).
 """
 
 from __future__ import annotations
@@ -27,16 +28,18 @@ def execute(request: dict[str, Any]) -> dict[str, Any]:
             f"the task expects input {', '.join(f'`{m}`' for m in missing)}, which is not set",
         )
     namespace: dict[str, Any] = {"__name__": "__noetl_task__"}
+    namespace.update(request.get("globals") or {})
     libs = request["libs"]
     try:
         if isinstance(libs, dict):
             for alias, module in libs.items():
-                namespace[str(alias)] = importlib.import_module(str(module))
+                namespace[str(alias)] = _import(module)
         elif isinstance(libs, list):
             for module in libs:
                 namespace[str(module).split(".")[0]] = importlib.import_module(str(module))
         namespace.update(local)
-        namespace["input_data"] = dict(local)  # the NoETL corpus reads its input as `input_data`
+        if "input_data" not in local:  # the NoETL corpus reads its input as `input_data`
+            namespace["input_data"] = dict(local)
         if request["auth"] is not None:
             namespace["auth"] = request["auth"]
         result = _run_code(request["code"], namespace, local)
@@ -81,6 +84,18 @@ def _line_text(code: Any, line: int | None) -> str | None:
         return None
     lines = code.splitlines()
     return lines[line - 1].strip() if 0 < line <= len(lines) else None
+
+
+def _import(spec: Any) -> Any:
+    """`"json"` -> the module; `{from: "datetime", import: "datetime"}` -> `from X import Y`
+    (an attribute of the module, else its submodule)."""
+    if not isinstance(spec, dict):
+        return importlib.import_module(str(spec))
+    module, name = str(spec["from"]), str(spec["import"])
+    parent = importlib.import_module(module)
+    if hasattr(parent, name):
+        return getattr(parent, name)
+    return importlib.import_module(f"{module}.{name}")
 
 
 def _run_code(code: str, namespace: dict[str, Any], local: dict[str, Any]) -> Any:

@@ -1,9 +1,14 @@
 """The `python` tool: run task code in this process, or in a child process with a timeout.
 
-The code binds its `input:` (or `args:`) mapping as locals and as `input_data`; it either
+The code sees the globals NoETL provides (`context`: every name a template reads bare, stored
+results loaded on access; `ctx`: the execution's ctx over the workload; `workload`;
+`execution_id`; the loop iterator by its name), then binds its `input:` (or `args:`) mapping
+as locals and as `input_data` (unless an input is itself named `input_data`). Templates inside
+the code are rendered into its text first, over the scope and the inputs, as NoETL does (the
+compiler warns about it, NOE608); code whose braces are no valid template runs as written; it either
 defines `main(...)` (called with the inputs it names), assigns `result`, or — as NoETL runs task
-code as a function body — `return`s a value at the top level. `libs: {alias: module}` imports
-modules first; `auth: {alias: keychain entry}` binds the resolved values as the local `auth`;
+code as a function body — `return`s a value at the top level. `libs: {alias: module}` (or `{alias:
+{from: module, import: name}}`) imports modules first; `auth: {alias: keychain entry}` binds the resolved values as the local `auth`;
 `assert: {expects, returns}` checks inputs before and result keys after. An exception is an
 error outcome with `py.exception_type`.
 
@@ -19,13 +24,16 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator, Mapping
 from typing import Any
 
+from noetlc.expr.runtime import REF_KEY, RESOLVER_KEY
 from noetlc.stdlib_tools.context import ToolContext
 from noetlc.stdlib_tools.envelope import error
 from noetlc.stdlib_tools.keychain import Keychain
 from noetlc.stdlib_tools.python_exec import execute
 from noetlc.stdlib_tools.schemas import PythonArgs
+from noetlc.stdlib_tools.script_source import ScriptError, load
 
 STDERR_TAIL = 4000
 _CHILD = (
@@ -36,10 +44,22 @@ _CHILD = (
 def run(
     args: PythonArgs, spec: dict[str, Any], ctx: ToolContext, keychain: Keychain
 ) -> dict[str, Any]:
+    code = args.code
+    if code is None and args.script is not None:
+        try:
+            code = load(args.script, ctx)
+        except ScriptError as exc:
+            return error("ScriptError", str(exc))
+    if code is not None and ("{{" in code or "{%" in code):
+        try:
+            code = render_code(code, ctx.scope, _locals(args))
+        except Exception as exc:  # a template error is the task's error, as in NoETL
+            return error("TemplateError", f"cannot render the templates in the code: {exc}")
     request = {
-        "code": args.code,
+        "globals": scope_globals(ctx.scope),
+        "code": code,
         "locals": _locals(args),
-        "libs": args.libs,
+        "libs": _libs(args),
         "auth": _auth(args.auth, keychain),
         "expects": args.assert_.expects if args.assert_ else [],
         "returns": args.assert_.returns if args.assert_ else [],
@@ -47,6 +67,98 @@ def run(
     if spec.get("isolation") == "subprocess":
         return _in_subprocess(request, spec.get("timeout"), ctx)
     return execute(request)
+
+
+class ScopeView(Mapping[str, Any]):
+    """The python tool's `context`: every name a template could read bare (the scope's root —
+    step and task results, `workload`, `ctx`, `iter`, `execution_id`... — then the keys of
+    `args`, `ctx`, `iter` and `workload`), read-only, with stored results loaded on access."""
+
+    def __init__(self, scope: Mapping[str, Any]) -> None:
+        self._scope = scope
+        self._flat: dict[str, Any] | None = None
+
+    def _names(self) -> dict[str, Any]:
+        if self._flat is None:
+            flat: dict[str, Any] = {}
+            for ns in ("workload", "iter", "ctx", "args"):
+                space = self._scope.get(ns)
+                if isinstance(space, dict):
+                    flat.update(space)
+            flat.update(self._scope)
+            flat.pop(RESOLVER_KEY, None)
+            self._flat = flat
+        return self._flat
+
+    def __getitem__(self, key: str) -> Any:
+        return resolved(self._names()[key], self._scope)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names())
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+    def get(self, key: str, default: Any = None) -> Any:
+        names = self._names()
+        return resolved(names[key], self._scope) if key in names else default
+
+
+def resolved(value: Any, scope: Mapping[str, Any]) -> Any:
+    """A reference-first result `{"$ref": ...}` loaded through the scope's resolver."""
+    if isinstance(value, dict) and REF_KEY in value and len(value) == 1:
+        resolver = scope.get(RESOLVER_KEY)
+        if resolver is not None:
+            return resolver(value[REF_KEY])
+    return value
+
+
+def scope_globals(scope: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The globals NoETL gives task code: `context` (every name a template reads bare),
+    `ctx` (the execution's ctx over the workload, as NoETL seeds it), `workload`,
+    `execution_id`, and the loop iterator (and other `iter` values) by name. The task's own
+    inputs are bound after these and win."""
+    if scope is None:
+        return {}
+    raw_workload, raw_ctx = scope.get("workload"), scope.get("ctx")
+    workload: dict[str, Any] = raw_workload if isinstance(raw_workload, dict) else {}
+    ctx: dict[str, Any] = raw_ctx if isinstance(raw_ctx, dict) else {}
+    out: dict[str, Any] = {
+        "context": ScopeView(scope),
+        "ctx": {**workload, **ctx},
+        "workload": dict(workload),
+        "execution_id": scope.get("execution_id"),
+    }
+    for name, value in (scope.get("iter") or {}).items():
+        if name != "index" and isinstance(name, str) and name.isidentifier():
+            out[name] = resolved(value, scope)
+    return out
+
+
+def render_code(code: str, scope: Mapping[str, Any] | None, inputs: dict[str, Any]) -> str:
+    """NoETL renders `{{ }}` inside python code before it runs (the compiler warns, NOE608):
+    with the sandboxed template engine, over the scope and the task's own inputs."""
+    from jinja2 import TemplateSyntaxError
+
+    from noetlc.expr.runtime import slow_template
+
+    render_scope: dict[str, Any] = dict(scope or {})
+    render_scope.update(inputs)
+    try:
+        return str(slow_template(code)(render_scope))
+    except TemplateSyntaxError:
+        # braces that are no template (`{{ vars.* }}` in a comment): the code runs as written
+        return code
+
+
+def _libs(args: PythonArgs) -> dict[str, Any] | list[str] | None:
+    """JSON for the executor: `{alias: module}` or `{alias: {from, import}}`."""
+    if not isinstance(args.libs, dict):
+        return args.libs
+    return {
+        alias: spec if isinstance(spec, str) else spec.model_dump(by_alias=True)
+        for alias, spec in args.libs.items()
+    }
 
 
 def _locals(args: PythonArgs) -> dict[str, Any]:
@@ -70,6 +182,7 @@ def _auth(auth: dict[str, Any] | str | None, keychain: Keychain) -> dict[str, An
 
 def _in_subprocess(request: dict[str, Any], timeout: Any, ctx: ToolContext) -> dict[str, Any]:
     seconds = float(timeout) if isinstance(timeout, int | float) else None
+    request = {**request, "globals": _materialized(request.get("globals") or {})}
     try:
         payload = json.dumps(request, default=str)
     except (TypeError, ValueError) as exc:
@@ -104,6 +217,15 @@ def _in_subprocess(request: dict[str, Any], timeout: Any, ctx: ToolContext) -> d
     outcome.setdefault("py", {})["stderr"] = _tail(done.stderr)
     outcome["py"]["exit_code"] = done.returncode
     return outcome
+
+
+def _materialized(globals_: dict[str, Any]) -> dict[str, Any]:
+    """The globals as plain JSON-able values for the child process (stored results loaded)."""
+    out = dict(globals_)
+    context = out.get("context")
+    if isinstance(context, ScopeView):
+        out["context"] = {k: context[k] for k in context if isinstance(k, str)}
+    return out
 
 
 def _tail(text: str | bytes | None) -> str:

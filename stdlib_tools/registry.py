@@ -1,10 +1,12 @@
 """The tool registry: `call_tool(kind, args, spec, context)` runs one tool call and returns its
 outcome envelope (status, result, error, meta); it never raises.
 
-The arguments are validated against the kind's schema (`ARG_SCHEMAS`, the same the compiler's
-`tools` pass checks statically) before the tool runs; a mismatch is a `ToolArgumentError`
-outcome. Tool modules are imported on first use, so a playbook that only runs python never
-loads httpx or asyncpg. Every outcome gets `meta.duration_ms` and `meta.kind`; the error and
+The kind's record (`kinds.lookup`: built in, or from a `noetlc.tools` plugin) gives its
+argument schema — the same the compiler's `tools` pass checks statically — and its executor
+module. The arguments are validated before the tool runs; a mismatch is a `ToolArgumentError`
+outcome. A kind known by name only (it needs a plugin that is not installed) is a
+`ToolUnavailable` outcome naming the plugin. Executor modules are imported on first use, so a
+playbook that only runs python never loads httpx or asyncpg. Every outcome gets `meta.duration_ms` and `meta.kind`; the error and
 meta parts are redacted with the keychain (they are meant for people and logs), the result is
 not (later tasks need the values; the runtime redacts events with `Keychain.redact`).
 """
@@ -13,8 +15,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
-from importlib import import_module
 from typing import Any
 
 from pydantic import ValidationError
@@ -22,23 +22,11 @@ from pydantic import ValidationError
 from noetlc.stdlib_tools.context import RunPlaybook, ToolContext
 from noetlc.stdlib_tools.envelope import error, ok
 from noetlc.stdlib_tools.keychain import Keychain, KeychainError
-from noetlc.stdlib_tools.schemas import ARG_SCHEMAS, ToolArgs
+from noetlc.stdlib_tools.kinds import lookup, runner
 
-__all__ = ["ARG_SCHEMAS", "RunPlaybook", "ToolContext", "call_tool", "default_keychain"]
+__all__ = ["RunPlaybook", "ToolContext", "call_tool", "default_keychain"]
 
-Runner = Callable[[Any, dict[str, Any], ToolContext, Keychain], dict[str, Any]]
 
-# kind -> the module whose `run(args, spec, context, keychain)` implements it
-_MODULES = {
-    "python": "python_tool",
-    "http": "http_tool",
-    "postgres": "postgres_tool",
-    "sqlite": "sqlite_tool",
-    "duckdb": "duckdb_tool",
-    "shell": "shell_tool",
-    "secrets": "secrets_tool",
-    "playbook": "playbook_tool",
-}
 _default: Keychain | None = None
 _default_lock = threading.Lock()
 
@@ -84,19 +72,22 @@ def call_tool(
 def _dispatch(
     kind: str, args: dict[str, Any], spec: dict[str, Any], ctx: ToolContext, keychain: Keychain
 ) -> dict[str, Any]:
-    schema: type[ToolArgs] | None = ARG_SCHEMAS.get(kind)
+    record = lookup(kind)
+    if record is None:
+        return error("ToolUnavailable", f"there is no `{kind}` tool")
+    if record.plugin is not None:
+        return error(
+            "ToolUnavailable",
+            f"the `{kind}` tool is not installed: it needs {record.plugin}",
+            hint="install a plugin that provides it (see docs/tools.md, plugins)",
+        )
     if kind == "noop":
         return ok(args.get("result") if args.get("result") is not None else args.get("input"))
-    if kind == "workbook":
-        return error(
-            "ToolUnavailable", "`workbook` tasks are run by the pipeline VM, not as a tool"
-        )
-    module = _MODULES.get(kind)
-    if module is None or schema is None:
-        return error("ToolUnavailable", f"there is no `{kind}` tool")
-    parsed = schema.model_validate(args)
-    runner: Runner = import_module(f"noetlc.stdlib_tools.{module}").run
-    return runner(parsed, spec, ctx, keychain)
+    run = runner(record)
+    if run is None:
+        return error("ToolUnavailable", f"`{kind}` tasks are run by the pipeline VM, not as a tool")
+    parsed = record.schema.model_validate(args)
+    return run(parsed, spec, ctx, keychain)
 
 
 def _describe(kind: str, exc: ValidationError) -> str:

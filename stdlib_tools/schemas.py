@@ -10,14 +10,23 @@ Requirements that pydantic cannot express on one field (one of several spellings
 that exclude each other) raise `PydanticCustomError` with the types `missing_argument` and
 `argument_conflict`, which the compiler maps to NOE602 and NOE605.
 
-This module imports only pydantic: the compiler reads it without loading httpx or asyncpg.
+This module imports only pydantic: the compiler reads it without loading httpx or asyncpg. The
+kinds and their schemas are put together in `kinds.py`.
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 
 Scalar = str | int | float | bool | None
@@ -64,17 +73,58 @@ class PythonAssert(ToolArgs):
     returns: list[str] = Field(default_factory=list, description="keys the result must have")
 
 
+class ScriptSource(ToolArgs):
+    model_config = ConfigDict(extra="allow")  # a reader's own fields (auth, bucket, headers)
+
+    type: Literal["file", "http", "https", "gcs", "s3", "inline"] = Field(
+        description="where the script is read from: a file (relative to the playbook's folder), "
+        "an http(s) URL, inline `code`; gcs and s3 need a plugin"
+    )
+    code: str | None = Field(None, description="the script itself (`type: inline`)")
+
+
+class ScriptRef(ToolArgs):
+    uri: str | None = Field(None, description="the file path or URL of the script")
+    source: ScriptSource = Field(description="`{type: file|http|inline|gcs|s3, ...}`")
+
+
+class LibImport(ToolArgs):
+    from_: str = Field(alias="from", description="the module (`from X import Y`)")
+    import_: str = Field(alias="import", description="the name imported from it")
+
+
 class PythonArgs(ToolArgs):
-    code: str = Field(description="the code: defines `main(...)`, assigns `result` or returns")
+    script: ScriptRef | None = Field(None, description="the code, read at run time")
+    code: str | None = Field(
+        None,
+        validate_default=True,
+        description="the code: defines `main(...)`, assigns `result` or returns",
+    )
     input: dict[str, Any] | None = Field(None, description="bound as locals (and `input_data`)")
     args: dict[str, Any] | None = Field(None, description="used when `input` is not given")
-    libs: dict[str, str] | list[str] | None = Field(None, description="{alias: module} imports")
+    libs: dict[str, str | LibImport] | list[str] | None = Field(
+        None, description="{alias: module} or {alias: {from: module, import: name}} imports"
+    )
     auth: dict[str, Any] | str | None = Field(
         None, description="{alias: keychain entry}: resolved values bound as the local `auth`"
     )
     assert_: PythonAssert | None = Field(
         None, alias="assert", description="contract: `expects` inputs, `returns` result keys"
     )
+
+    @field_validator("code")
+    @classmethod
+    def _code_or_script(cls, value: str | None, info: ValidationInfo) -> str | None:
+        # a field validator (not a model one): it reports even when other arguments are wrong
+        if value is None and info.data.get("script") is None:
+            raise _missing("python", "code", " (or `script:`)")
+        return value
+
+    @model_validator(mode="after")
+    def _check(self) -> PythonArgs:
+        if self.code is not None and self.script is not None:
+            raise _conflict("python", ["code", "script"])
+        return self
 
 
 # --------------------------------------------------------------------------- http
@@ -109,7 +159,11 @@ class HttpArgs(ToolArgs):
         description="a keychain entry: a bearer token, {token}, {username, password} or {headers}",
     )
     follow_redirects: bool = True
-    verify: bool = Field(True, description="verify TLS certificates")
+    verify: bool = Field(
+        True,
+        validation_alias=_one_of("verify verify_ssl"),
+        description="verify TLS certificates",
+    )
 
     @field_validator("method", mode="before")
     @classmethod
@@ -155,17 +209,30 @@ class _SqlArgs(ToolArgs):
             raise _missing(kind, "query", " (or `command:` / `sql:`)")
 
 
+class PgPool(ToolArgs):
+    name: str | None = Field(None, description="tasks naming the same pool share it")
+    max_size: int | None = Field(None, description="connections at most (default 4)")
+    min_size: int | None = Field(None, description="connections kept open")
+    timeout: float | None = Field(None, description="seconds to wait for a connection")
+    max_waiting: int | None = Field(None, description="accepted; asyncpg queues without limit")
+
+
 class PostgresArgs(_SqlArgs):
     params: list[Any] | None = Field(None, description="values for $1, $2, ...")
     auth: str | dict[str, Any] | None = Field(
         None,
-        validation_alias=_one_of("auth connection dsn"),
+        validation_alias=_one_of("auth connection dsn credential"),
         description="a keychain entry name, a postgresql:// DSN, or connection fields",
     )
+    pool: PgPool | None = Field(None, description="the connection pool's settings")
+    script: ScriptRef | None = Field(None, description="the SQL, read at run time")
 
     @model_validator(mode="after")
     def _check(self) -> PostgresArgs:
-        self._need_query("postgres")
+        if self.script is not None and self.query is not None:
+            raise _conflict("postgres", ["query", "script"])
+        if self.script is None:
+            self._need_query("postgres")
         if self.auth is None:
             raise _missing("postgres", "auth", " (a keychain entry or a DSN; or `connection:`)")
         return self
@@ -186,6 +253,17 @@ class SqliteArgs(_SqlArgs):
 
 
 class DuckdbArgs(_SqlArgs):
+    query: str | None = Field(
+        None,
+        validation_alias=_one_of(SQL_SPELLINGS + " commands"),
+        description="the SQL (`command:`, `commands:` and `sql:` are the same); several "
+        "statements run in one transaction and the last one's rows are the result",
+    )
+    auth: dict[str, Any] | str | None = Field(
+        None,
+        description="{secret name: {tool: postgres|hmac, key: keychain entry, scope}}: each "
+        "becomes a DuckDB secret of that name before the SQL runs",
+    )
     database: str = Field(
         ":memory:",
         validation_alias=_one_of("database path db file"),
@@ -208,10 +286,11 @@ class ShellArgs(ToolArgs):
         validation_alias=_one_of("command cmd"),
         description="a shell command line, or an argument vector run without a shell",
     )
-    commands: list[str] | None = Field(
+    commands: list[str] | str | None = Field(
         None,
         validation_alias=_one_of("commands cmds"),
-        description="command lines run one after another; the first failure stops",
+        description="command lines run one after another; the first failure stops (one "
+        "string: one script)",
     )
     env: dict[str, Scalar] | None = Field(None, description="added to the environment")
     cwd: str | None = Field(None, description="working directory, relative to the playbook")
@@ -247,7 +326,12 @@ class PlaybookArgs(ToolArgs):
         description="a playbook file (relative to this playbook's folder) or a catalog path",
     )
     args: dict[str, Any] | None = Field(
-        None, validation_alias=_one_of("args workload input"), description="the child's workload"
+        None,
+        validation_alias=_one_of("args workload input payload"),
+        description="the child's workload",
+    )
+    timeout: float | str | None = Field(
+        None, description="seconds (or `30s`, `5m`) to wait for the child; then it is cancelled"
     )
     return_step: str | None = Field(None, description="return this step's result instead")
     task: str | None = Field(None, description="a label (NoETL corpus); not used")
@@ -266,28 +350,103 @@ class WorkbookArgs(ToolArgs):
     args: dict[str, Any] | None = Field(None, description="used when `input` is not given")
 
 
-ARG_SCHEMAS: dict[str, type[ToolArgs]] = {
-    "noop": NoopArgs,
-    "python": PythonArgs,
-    "http": HttpArgs,
-    "postgres": PostgresArgs,
-    "sqlite": SqliteArgs,
-    "duckdb": DuckdbArgs,
-    "shell": ShellArgs,
-    "secrets": SecretsArgs,
-    "playbook": PlaybookArgs,
-    "workbook": WorkbookArgs,
-}
+# --------------------------------------------------------------------------- transfer
+
+EndpointType = Literal["postgres", "sqlite", "duckdb", "http", "snowflake"]
 
 
-def argument_names(kind: str) -> list[str]:
-    """Every spelling a kind accepts (for "did you mean" hints and the docs)."""
-    schema = ARG_SCHEMAS[kind]
-    names: list[str] = []
-    for name, info in schema.model_fields.items():
-        alias = info.validation_alias
-        if isinstance(alias, AliasChoices):
-            names.extend(str(c) for c in alias.choices)
-        else:
-            names.append(info.alias or name)
-    return names
+class TransferEndpoint(ToolArgs):
+    type: EndpointType = Field(description="postgres, sqlite, duckdb or http (snowflake: plugin)")
+    auth: str | dict[str, Any] | None = Field(
+        None,
+        validation_alias=_one_of("auth connection dsn credential"),
+        description="postgres: a keychain entry, DSN or fields; http: as the http tool's",
+    )
+    query: str | None = Field(
+        None, validation_alias=_one_of(SQL_SPELLINGS), description="source: the rows to copy"
+    )
+    params: list[Any] | dict[str, Any] | None = Field(
+        None, description="SQL parameters; for http: query string parameters"
+    )
+    table: str | None = Field(None, description="target: the table rows are written to")
+    database: str | None = Field(
+        None,
+        validation_alias=_one_of("database path db file"),
+        description="sqlite and duckdb: the database file, relative to the playbook's folder",
+    )
+    url: str | None = Field(None, validation_alias=_one_of("url endpoint"))
+    method: str | None = Field(None, description="http: default GET (source), POST (target)")
+    headers: dict[str, Scalar] | None = None
+    data_path: str | None = Field(
+        None,
+        validation_alias=_one_of("data_path path_in_response result_path"),
+        description="http source: dotted path of the list of rows in the JSON answer",
+    )
+    mapping: dict[str, str] | None = Field(
+        None, description="target: {target column: source field (dotted path)}"
+    )
+    key: list[str] | str | None = Field(
+        None,
+        validation_alias=_one_of("key conflict_columns upsert_key"),
+        description="target: the columns of `mode: upsert`'s conflict",
+    )
+    timeout: float | None = Field(None, description="seconds per statement or request")
+
+
+class TransferArgs(ToolArgs):
+    source: TransferEndpoint
+    target: TransferEndpoint
+    mode: Literal["append", "replace", "upsert"] = Field(
+        "append", description="replace empties the target table first; upsert needs `key`"
+    )
+    chunk_size: int = Field(
+        1000,
+        ge=1,
+        validation_alias=_one_of("chunk_size batch_size"),
+        description="rows per batch (one statement or request each)",
+    )
+    mapping: dict[str, str] | None = Field(None, description="the same as `target.mapping`")
+
+
+# --------------------------------------------------------------------------- nats
+
+NatsOperation = Literal["publish", "request", "kv_put", "kv_get", "kv_delete", "kv_keys"]
+
+
+class NatsArgs(ToolArgs):
+    operation: NatsOperation = Field(
+        "publish", validation_alias=_one_of("operation op action"), description="what to do"
+    )
+    auth: str | dict[str, Any] | None = Field(
+        None,
+        validation_alias=_one_of("auth credential connection"),
+        description="a keychain entry: a nats:// URL, or {url|servers, user, password, token}",
+    )
+    url: str | list[str] | None = Field(
+        None,
+        validation_alias=_one_of("url servers server"),
+        description="the server (default nats://127.0.0.1:4222)",
+    )
+    subject: str | None = Field(None, description="publish and request: the subject")
+    data: Any = Field(
+        None,
+        validation_alias=_one_of("data payload message body"),
+        description="publish and request: the message (a mapping or list is sent as JSON)",
+    )
+    headers: dict[str, str] | None = Field(None, description="publish and request")
+    bucket: str | None = Field(None, description="key/value: the bucket (created by kv_put)")
+    key: str | None = Field(None, description="key/value: the key")
+    value: Any = Field(None, description="kv_put: the value (a mapping or list as JSON)")
+    ttl: float | None = Field(None, description="kv_put creating the bucket: max age, seconds")
+    timeout: float | None = Field(None, description="seconds (request: default 5)")
+
+    @model_validator(mode="after")
+    def _check(self) -> NatsArgs:
+        if self.operation in ("publish", "request") and self.subject is None:
+            raise _missing("nats", "subject", f" (for `operation: {self.operation}`)")
+        if self.operation.startswith("kv_"):
+            if self.bucket is None:
+                raise _missing("nats", "bucket", f" (for `operation: {self.operation}`)")
+            if self.key is None and self.operation != "kv_keys":
+                raise _missing("nats", "key", f" (for `operation: {self.operation}`)")
+        return self

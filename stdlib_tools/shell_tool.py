@@ -2,7 +2,7 @@
 
 `command:` is a command line run by `/bin/sh -c`, or a list run directly (no shell, no quoting
 problems); `cmds:`/`commands:` are command lines run one after another, stopping at the first
-that fails. `env:` is added to the environment, `cwd:` is relative to the playbook's folder.
+that fails (one string instead of a list is one script). `env:` is added to the environment, `cwd:` is relative to the playbook's folder.
 The result is `{stdout, stderr, returncode}` (for `cmds:` the outputs are concatenated and
 `returncode` is the last one's). A non-zero exit is an error outcome (`ShellError`) that still
 carries that result; when `timeout:` (else `spec.timeout`) passes, the whole process group is
@@ -35,9 +35,13 @@ def run(
     env = dict(os.environ)
     env.update({str(k): "" if v is None else str(v) for k, v in (args.env or {}).items()})
     timeout = args.timeout if args.timeout is not None else _number(spec.get("timeout"))
-    commands: list[str | list[str]] = (
-        list(args.commands) if args.commands is not None else [args.command or ""]
-    )
+    commands: list[str | list[str]]
+    if isinstance(args.commands, str):  # `cmds: "..."`: one script
+        commands = [args.commands]
+    elif args.commands is not None:
+        commands = list(args.commands)
+    else:
+        commands = [args.command or ""]
     stdout: list[str] = []
     stderr: list[str] = []
     returncode = 0

@@ -111,20 +111,31 @@ def run_script(
     execute: Callable[[Any, str, Any], dict[str, Any]],
     begin: str = "BEGIN",
 ) -> dict[str, Any]:
-    """One statement runs with its parameters; several run in one transaction (all or none)
-    and the result is the last statement's, with the number of statements."""
+    """One statement runs with its parameters; several run in one transaction (all or none).
+    The result is the last statement's, with the number of statements and every statement's
+    own result as `command_0`, `command_1`, ... (NoETL's shape)."""
     if len(statements) <= 1:
-        return execute(conn, query, params)
+        return with_commands([execute(conn, query, params)])
     conn.execute(begin)
+    results = []
     try:
         for text in statements:
-            result = execute(conn, text, None)
+            results.append(execute(conn, text, None))
     except BaseException:
         conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
-    result["statements"] = len(statements)
-    return result
+    return with_commands(results)
+
+
+def with_commands(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """The last statement's result, `statements`, and `command_<i>` for each statement (its
+    `rows`, `columns`, `row_count`/`rowcount` and, for PostgreSQL, `status`)."""
+    out = dict(results[-1])
+    out["statements"] = len(results)
+    for i, one in enumerate(results):
+        out[f"command_{i}"] = {k: v for k, v in one.items() if k != "statements"}
+    return out
 
 
 def rows_result(columns: list[str], rows: list[Any], count: int) -> dict[str, Any]:

@@ -12,7 +12,7 @@ import re
 from noetlc.compiler.desugar.common import guard_body
 from noetlc.compiler.ynodes import YMap, YNode, YScalar, YSeq
 from noetlc.diagnostics.report import Span
-from noetlc.stdlib_tools.schemas import ARG_SCHEMAS, argument_names
+from noetlc.stdlib_tools.kinds import argument_names, lookup
 
 _IDENTIFIER = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 
@@ -83,9 +83,10 @@ def _takes_params(task: YMap) -> bool:
     kind = task.get("kind")
     if not (isinstance(kind, YScalar) and isinstance(kind.value, str)):
         return True
-    if kind.value not in ARG_SCHEMAS:
+    record = lookup(kind.value)
+    if record is None:
         return True  # unknown kinds are reported by `resolve`
-    return "params" in argument_names(kind.value)
+    return "params" in argument_names(record.schema)
 
 
 def _param_template(key: str, original: YNode | None) -> str:

@@ -15,7 +15,7 @@ from noetlc.compiler.unit import CompilationUnit
 from noetlc.compiler.ynodes import YScalar
 from noetlc.diagnostics.report import Reporter, Span
 from noetlc.expr.namespaces import is_reserved
-from noetlc.stdlib_tools.kinds import TOOL_KINDS
+from noetlc.stdlib_tools.kinds import kind_names, lookup, plugin_problems
 
 
 def run(unit: CompilationUnit) -> None:
@@ -130,12 +130,20 @@ def _check_pipeline(
 
 
 def _check_kind(task: tree.Task, reporter: Reporter) -> None:
-    if task.kind not in TOOL_KINDS:
+    record = lookup(task.kind)
+    if record is None:
+        names = kind_names()
+        broken = plugin_problems()
+        hint = _did_you_mean(task.kind, names) or f"known kinds: {', '.join(names)}"
+        if broken:
+            hint += "; plugins that failed to load: " + "; ".join(broken)
+        reporter.report("NOE205", f"unknown tool kind `{task.kind}`", task.kind_span, hint=hint)
+    elif record.plugin is not None:
         reporter.report(
-            "NOE205",
-            f"unknown tool kind `{task.kind}`",
+            "NOE607",
+            f"tool kind `{task.kind}` is not installed: task `{task.name}` fails when it runs",
             task.kind_span,
-            hint=_did_you_mean(task.kind, TOOL_KINDS) or f"known kinds: {', '.join(TOOL_KINDS)}",
+            hint=f"install {record.plugin}",
         )
 
 

@@ -6,8 +6,12 @@ value that is — or lies inside — a template are dropped. Reported: unknown a
 with "did you mean"), missing required ones (NOE602, at the task's `kind:`), values of the wrong
 literal type or choice (NOE603), SQL text with templates spliced in (NOE604, a warning: values
 belong in `params:`, never SQL built from data), two spellings of one argument or arguments that exclude each
-other (NOE605), and — in a playbook that declares its `keychain:` — credentials it does not
-declare (NOE606, a warning). Unknown kinds were reported by `resolve` and are skipped here.
+other (NOE605), a step's result storage choices (NOE609, a note), templates inside python `code` (NOE608, a warning: they are rendered into the
+code's text, as NoETL does), and — in a playbook that declares its `keychain:` — credentials it does not
+declare (NOE606, a warning). Which arguments hold SQL and which name keychain entries comes
+from each kind's record (`stdlib_tools/kinds.py`). Unknown kinds were reported by `resolve` and
+are skipped here, and so are kinds known by name only (their plugin is not installed; `resolve`
+notes it).
 """
 
 from __future__ import annotations
@@ -20,20 +24,11 @@ from pydantic import ValidationError
 from noetlc.compiler import tree
 from noetlc.compiler.passes.schema import EXPECTED_NOUN
 from noetlc.compiler.unit import CompilationUnit
-from noetlc.compiler.ynodes import YMap, YScalar, node_at
+from noetlc.compiler.ynodes import YMap, YScalar, YSeq, node_at
 from noetlc.diagnostics.report import Reporter, Span
-from noetlc.stdlib_tools.schemas import ARG_SCHEMAS, SQL_SPELLINGS, argument_names
+from noetlc.stdlib_tools.kinds import ToolKind, argument_names, lookup
 
 Path = tuple[str | int, ...]
-
-SQL_KINDS = frozenset({"postgres", "sqlite", "duckdb"})
-# arguments whose literal value names a keychain entry
-CREDENTIAL_ARGUMENTS = {
-    "postgres": ("auth", "connection", "dsn"),
-    "http": ("auth",),
-    "python": ("auth",),
-    "secrets": ("key", "secret", "entry"),
-}
 
 _SHOWN_TYPE = {
     str: "a string", int: "an integer", float: "a number", bool: "a boolean",
@@ -51,13 +46,39 @@ def run(unit: CompilationUnit) -> None:
         check_task(task, unit.reporter)
         if declared:
             _check_keychain_names(task, declared, unit.reporter)
+    _note_result_storage(unit)
+
+
+def _note_result_storage(unit: CompilationUnit) -> None:
+    """A step's `output:` (legacy `result:`) keeps its whole result, so `output_select` fields
+    are readable; NoETL's per-step storage choices are not made here (NOE609, a note)."""
+    workflow = unit.document.get("workflow") if unit.document is not None else None
+    if not isinstance(workflow, YSeq):
+        return
+    for step in workflow:
+        if not isinstance(step, YMap):
+            continue
+        for spelling in ("output", "result"):
+            shaping = step.get(spelling)
+            if not isinstance(shaping, YMap):
+                continue
+            for key in ("store", "inline_max_bytes"):
+                node = shaping.key_node(key)
+                if node is not None:
+                    unit.reporter.report(
+                        "NOE609",
+                        f"`{spelling}.{key}` is NoETL's storage choice: here a result over the "
+                        "payload limit is stored by reference in the execution's store",
+                        node.span,
+                    )
 
 
 def _check_keychain_names(task: tree.Task, declared: list[str], reporter: Reporter) -> None:
     """A playbook that declares its keychain should name only declared entries: a typo would
     otherwise surface at run time as a missing credential (NOE812)."""
     refs: list[YScalar] = []
-    for key in CREDENTIAL_ARGUMENTS.get(task.kind, ()):
+    record = lookup(task.kind)
+    for key in record.credentials if record is not None else ():
         value = task.args.get(key)
         if isinstance(value, YScalar):
             refs.append(value)
@@ -80,16 +101,17 @@ def _check_keychain_names(task: tree.Task, declared: list[str], reporter: Report
 
 
 def check_task(task: tree.Task, reporter: Reporter) -> None:
-    schema = ARG_SCHEMAS.get(task.kind)
-    if schema is None:
+    record = lookup(task.kind)
+    if record is None or not record.available:
         return
     data = task.args.to_python()
-    if task.kind in SQL_KINDS:
-        _warn_templated_sql(task, reporter)
+    if record.sql:
+        _warn_templated_sql(task, record, reporter)
     if task.kind == "python":
+        _warn_templated_code(task, reporter)
         _check_python_syntax(task, reporter)
     try:
-        schema.model_validate(data)
+        record.schema.model_validate(data)
     except ValidationError as exc:
         _report(exc, task, data, reporter)
 
@@ -142,8 +164,8 @@ def python_syntax_error(code: str) -> tuple[int, int, str] | None:
     return None
 
 
-def _warn_templated_sql(task: tree.Task, reporter: Reporter) -> None:
-    for spelling in SQL_SPELLINGS.split():
+def _warn_templated_sql(task: tree.Task, record: ToolKind, reporter: Reporter) -> None:
+    for spelling in record.sql:
         value = task.args.get(spelling)
         key = task.args.key_node(spelling)
         text = value.value if isinstance(value, YScalar) else None
@@ -154,6 +176,18 @@ def _warn_templated_sql(task: tree.Task, reporter: Reporter) -> None:
                 key.span,
             )
             return
+
+
+def _warn_templated_code(task: tree.Task, reporter: Reporter) -> None:
+    value = task.args.get("code")
+    key = task.args.key_node("code")
+    if isinstance(value, YScalar) and _is_template(value.value) and key is not None:
+        reporter.report(
+            "NOE608",
+            f"the python code of task `{task.name}` contains templates: they are rendered into "
+            "the code's text before it runs",
+            key.span,
+        )
 
 
 def _report(exc: ValidationError, task: tree.Task, data: dict[str, Any], rep: Reporter) -> None:
@@ -205,7 +239,8 @@ def _report_unknown(path: Path, task: tree.Task, data: dict[str, Any], rep: Repo
                 hint=f"keep one of them: {', '.join(f'`{s}`' for s in [given[0], name])}",
             )
             return
-        allowed = argument_names(task.kind)
+        record = lookup(task.kind)
+        allowed = argument_names(record.schema) if record is not None else []
         close = difflib.get_close_matches(name, allowed, n=1, cutoff=0.6)
         hint = (
             f"did you mean `{close[0]}`?"
@@ -233,7 +268,10 @@ def _report_conflict(message: str, task: tree.Task, rep: Reporter) -> None:
 
 
 def _other_spellings(kind: str, name: str) -> list[str]:
-    for field, info in ARG_SCHEMAS[kind].model_fields.items():
+    record = lookup(kind)
+    if record is None:
+        return []
+    for field, info in record.schema.model_fields.items():
         alias = info.validation_alias
         choices = [str(c) for c in getattr(alias, "choices", ())] or [info.alias or field]
         if name in choices:

@@ -195,6 +195,18 @@ class CaseRule(Open):
 # --------------------------------------------------------------------------- steps
 
 
+class StepOutput(Closed):
+    """How the step's result is kept (NoETL's `output:`, legacy `result:`): the whole result
+    is kept, so the `output_select` fields are readable by name; results over the payload
+    limit are stored by reference whatever `store` says (NOE609 notes it)."""
+
+    output_select: list[str] | None = Field(
+        None, description="fields later steps read by name (`{{ step.field }}`)"
+    )
+    store: dict[str, Any] | None = Field(None, description="NoETL's storage tier choice")
+    inline_max_bytes: int | None = Field(None, description="NoETL's inline size limit")
+
+
 class Step(Closed):
     step: str = Field(description="the step's unique name; `start` is the entry")
     desc: str | None = None
@@ -206,6 +218,8 @@ class Step(Closed):
     # corpus dialect (accepted as is)
     set: dict[str, Any] | None = None
     input: dict[str, Any] | None = None
+    output: StepOutput | None = None
+    result: StepOutput | None = Field(None, description="legacy spelling of `output:`")
     # listener steps
     eval_mode: Literal["on_entry", "on_event"] | None = None
     # legacy (rewritten by desugar)

@@ -85,8 +85,10 @@ Example:
         "error",
         "unknown tool kind",
         """
-The task's `kind:` is not one of the standard tools (noop, python, http, postgres, duckdb,
-sqlite, shell, playbook, workbook, secrets).
+The task's `kind:` is not a built-in tool (noop, python, http, postgres, duckdb, sqlite,
+shell, playbook, workbook, secrets, transfer, nats), nor a kind an installed plugin adds
+(entry-point group `noetlc.tools`), nor one of the kinds known by name that need a plugin
+(NOE607). The hint suggests the closest known kind; it also lists plugins that failed to load.
 
 Example:
 

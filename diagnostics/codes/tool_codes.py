@@ -150,4 +150,68 @@ Example:
 """,
         "fix the Python syntax at the line shown",
     ),
+    code(
+        "NOE607",
+        "tool-kind-needs-plugin",
+        "note",
+        "a tool kind that needs a plugin which is not installed",
+        """
+NoETL has tool kinds that talk to cloud services (snowflake, ducklake, gcs, container, rhai,
+subscription, mcp). They are known by name: the playbook checks, with this note naming the
+plugin the kind needs, and a run fails that task with a `ToolUnavailable` error. A package
+that registers the kind in the `noetlc.tools` entry-point group makes it a real tool (its
+arguments are then checked, and workers run it); see docs/tools.md.
+
+Example:
+
+    - step: load
+      tool: {kind: snowflake, auth: sf_main, command: "SELECT 1"}
+""",
+        "install a plugin package that provides the kind",
+    ),
+    code(
+        "NOE608",
+        "python-code-from-template",
+        "warning",
+        "python code contains templates",
+        """
+The `code` of a python task contains `{{ ... }}` (or `{% ... %}`). As NoETL does, the
+templates are rendered into the code's text before it runs, over the same names as any other
+template plus the task's own inputs. Rendered values become source code: a string value
+needs quotes around it in the code, quotes inside it break the code, and a mapping becomes its
+Python text. Values are safer as inputs, which the code reads as variables.
+
+Example:
+
+    - step: start
+      tool:
+        kind: python
+        input: {count: "{{ workload.count }}"}
+        code: |
+          total = {{ count }} * 2
+""",
+        "pass the value through `input:` and use it as a variable",
+    ),
+    code(
+        "NOE609",
+        "result-storage-choice",
+        "note",
+        "a step's result storage choice is not made per step",
+        """
+A step's `output:` (legacy `result:`) may say how NoETL stores its result: `store: {kind:
+auto|memory|kv|object|...}` and `inline_max_bytes`. Here every result is kept whole, and one
+over the payload limit (`executor.spec.policy.limits.max_payload_bytes`, 1 MiB by default) is
+stored by reference in the execution's own store, which templates read transparently; so
+`output_select` fields stay readable by name, and these storage keys change nothing.
+
+Example:
+
+    - step: generate
+      tool: {kind: python, code: "result = {'count': 3, 'items': [1, 2, 3]}"}
+      output:
+        output_select: [count]
+        store: {kind: auto}
+""",
+        "remove the storage keys, or keep them for NoETL",
+    ),
 )

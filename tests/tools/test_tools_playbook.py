@@ -66,3 +66,25 @@ def test_a_failed_child_is_an_error_outcome() -> None:
 def test_without_a_runtime_callback_the_tool_is_unavailable() -> None:
     out = call_tool("playbook", {"path": "p"})
     assert out["error"]["type"] == "ToolUnavailable"
+
+
+def test_catalog_paths_from_noetl_playbook_path(tmp_path: Path, monkeypatch: Any) -> None:
+    from noetlc.stdlib_tools import playbook_tool
+
+    root = tmp_path / "catalog"
+    (root / "fixtures" / "child").mkdir(parents=True)
+    (root / "fixtures" / "child" / "child.yaml").write_text(
+        "apiVersion: noetl.io/v2\nkind: Playbook\nmetadata:\n  name: child\n"
+        "  path: tests/composition/child\nworkflow: []\n"
+    )
+    here = tmp_path / "here"
+    here.mkdir()
+    runtime = FakeRuntime({"execution_id": "c", "status": "completed", "result": 1})
+    ctx = ToolContext(workdir=here, run_playbook=runtime)
+    monkeypatch.setenv("NOETL_PLAYBOOK_PATH", str(root))
+    playbook_tool._catalog.cache_clear()
+    call_tool("playbook", {"path": "fixtures/child/child"}, None, ctx)  # a file under the root
+    call_tool("playbook", {"path": "tests/composition/child"}, None, ctx)  # its metadata.path
+    call_tool("playbook", {"path": "tests/elsewhere"}, None, ctx)  # unknown: passed on
+    child = str((root / "fixtures" / "child" / "child.yaml").resolve())
+    assert [path for path, _ in runtime.calls] == [child, child, "tests/elsewhere"]

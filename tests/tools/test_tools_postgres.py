@@ -134,7 +134,7 @@ def test_pools_are_cached_per_connection_and_closed_at_shutdown(dsn: str) -> Non
     assert pg(dsn, "SELECT 1 AS a")["status"] == "ok"
     assert pg(dsn, "SELECT 2 AS a")["status"] == "ok"
     keys = list(postgres_tool._pools)
-    assert keys == [json.dumps({"dsn": dsn})]  # one pool; none kept for unreachable servers
+    assert keys == [json.dumps([{"dsn": dsn}, {}])]  # one pool; none for unreachable servers
     pool = postgres_tool._pools[keys[0]]
     aioloop.shutdown()  # what atexit runs
     assert postgres_tool._pools == {} and pool.is_closing()

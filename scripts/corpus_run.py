@@ -1,0 +1,543 @@
+"""Run every NoETL playbook of a corpus that needs no outside service, and compare the outcome
+with the one NoETL gives it.
+
+    python scripts/corpus_run.py [--shared DIR] [--json OUT] [--only SUBSTRING] [--jobs N]
+
+For each YAML file whose root `kind` is a playbook (`Playbook`, or none):
+
+1. *Needs an outside service?* (then skipped, with the reason) — by these rules:
+   a tool kind that needs a plugin (`snowflake`, `gcs`, ...) or that nothing installed
+   provides; an `http(s)://` URL whose host is not this machine; a credential other than a
+   PostgreSQL or NATS one (those are served by the local PostgreSQL and NATS: the runner gives
+   every PostgreSQL-looking credential name the local DSN and every NATS-looking one the local
+   URL); a shell command whose program is not installed, or is the client of a cluster, daemon
+   or cloud account (kubectl, docker, gcloud, helm, ...); python code importing a module that
+   is not installed; a `kind: playbook` child that is neither a file nor a catalog path of the
+   same corpus (also when a child named at run time turns out to be missing).
+2. *Compiled*: `noetlc check`; legacy files that do not check are put through `noetlc
+   migrate` first (in a copy of the corpus: the shared data is never written). A file that
+   still has errors is reported as rejected by the compiler, with its first error.
+3. *Run*: `noetl-vm run FILE --json --db memory:` (a time limit per run), from the file's own
+   folder, with the local credentials. The expected outcome is the one NoETL's regression
+   configuration (`noetl_e2e_playbook_test_config.yaml`) states — `execution_status` and the
+   `result_checks` of `step_validations` — else `completed`; files under `broken_playbooks/`
+   (to be rejected), files named broken/should_fail/should_error (to fail) and those the
+   configuration expects to fail are written to fail.
+
+Prints one line per file and the totals; `--json` writes every row. Exit status 0 always
+(this is a report); the test `tests/tools/test_corpus_runs.py` asserts on the rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_SHARED = REPO.parent / "shared"
+# corpus folder (relative to the shared folder) -> the prefix NoETL's configuration paths drop
+ROOTS = {
+    "corpus/noetl": None,
+    "noetl-e2e/e2e": "",
+    "noetl-e2e/noetl": "tests/",
+    "noetl-e2e/noetl@3d6c7cca": "tests/",
+    "noetl-e2e/noetl@de0c1f73": "tests/",
+}
+CONFIG = "corpus/noetl/noetl_e2e_playbook_test_config.yaml"
+LOCAL_HOSTS = {"localhost", "127.0.0.1", "0.0.0.0", "::1", "[::1]"}
+PG_NAME = re.compile(r"(^|_)(pg|postgres|postgresql|psql)(_|$)|^pg|postgres", re.IGNORECASE)
+NATS_NAME = re.compile(r"nats", re.IGNORECASE)
+URL = re.compile(r"\bhttps?://([^/\s:'\"{}()<>,]+)")
+TEMPLATE = re.compile(r"{{|{%")
+TEMPLATE_SPAN = re.compile(r"{{.*?}}|{%.*?%}")
+WRITTEN_TO_FAIL = re.compile(r"broken|should_fail|should_error|expect_fail", re.IGNORECASE)
+RUN_TIMEOUT = 90.0
+SHELL_BUILTINS = {
+    "echo", "cd", "set", "export", "exit", "true", "false", "test", "[", "if", "then", "else",
+    "fi", "for", "do", "done", "while", "case", "esac", "printf", "read", "local", "return",
+    "source", ".", "eval", "exec", "shift", "unset", "trap", "wait", "sleep", "cat", "ls",
+    "pwd", "mkdir", "rm", "cp", "mv", "touch", "grep", "sed", "awk", "head", "tail", "wc",
+    "sort", "uniq", "date", "env", "which", "command", "type", "function", "{", "}", "elif",
+    "until", "break", "continue", "let", "declare", "readonly", "time", "tr", "cut", "xargs",
+    "tee", "basename", "dirname", "find", "seq",
+}  # fmt: skip
+
+
+@dataclass
+class Row:
+    file: str
+    dialect: str
+    expected: str = "completed"
+    expected_checks: list[dict[str, Any]] = field(default_factory=list)
+    written_to_fail: bool = False
+    outcome: str = ""  # skipped | rejected | passed | failed
+    reason: str = ""
+    status: str | None = None
+    migrated: bool = False
+    error: str | None = None
+
+
+def load_config(shared: Path) -> dict[str, dict[str, Any]]:
+    path = shared / CONFIG
+    if not path.is_file():
+        return {}
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    return {str(p.get("path")): p for p in data.get("playbooks") or [] if p.get("path")}
+
+
+def corpus_index(shared: Path) -> dict[str, str]:
+    """corpus/noetl file name -> its NoETL path (`fixtures/playbooks/...`), from INDEX.md."""
+    index = shared / "corpus" / "noetl" / "INDEX.md"
+    out: dict[str, str] = {}
+    if not index.is_file():
+        return out
+    for line in index.read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.split("|")]
+        if len(cells) > 3 and cells[1].endswith(".yaml") and ":" in cells[2]:
+            out[cells[1]] = cells[2].split(":", 1)[1]
+    return out
+
+
+def config_entry(
+    rel: str, root: str, config: dict[str, dict[str, Any]], index: dict[str, str]
+) -> dict[str, Any] | None:
+    prefix = ROOTS[root]
+    if prefix is None:
+        source = index.get(Path(rel).name)
+        if source is None:
+            return None
+        rel = source
+    elif prefix and rel.startswith(prefix):
+        rel = rel[len(prefix) :]
+    stem = rel[:-5] if rel.endswith(".yaml") else rel
+    for key in (stem, str(Path(stem).parent)):
+        if key in config:
+            return config[key]
+    return None
+
+
+# --------------------------------------------------------------------------- the service rule
+
+
+def _walk(node: Any, key: str | None = None) -> Any:
+    if isinstance(node, dict):
+        for k, v in node.items():
+            yield from _walk(v, str(k))
+        yield key, node
+    elif isinstance(node, list):
+        for v in node:
+            yield from _walk(v, key)
+    else:
+        yield key, node
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module.split(".")[0]) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+PY_IMPORT = re.compile(r"^\s*(?:from\s+([\w.]+)\s+import|import\s+([\w.]+))", re.MULTILINE)
+
+
+def credential_names(doc: dict[str, Any]) -> set[str]:
+    names: set[str] = set()
+    for key, value in _walk(doc):
+        literal = isinstance(value, str) and not TEMPLATE.search(value) and "://" not in value
+        if key in ("auth", "credential", "connection") and literal:
+            names.add(value)
+        if isinstance(value, dict):
+            if value.get("source") == "credential" and isinstance(value.get("key"), str):
+                names.add(value["key"])
+            if value.get("kind") == "secrets":  # the entry is `key:`, else the task's name
+                entry = value.get("key") or value.get("secret") or value.get("name")
+                if isinstance(entry, str) and not TEMPLATE.search(entry):
+                    names.add(entry)
+    workload = doc.get("workload") if isinstance(doc.get("workload"), dict) else {}
+    for key, value in (workload or {}).items():
+        lowered = str(key).lower()
+        named = "auth" in lowered or "credential" in lowered
+        literal = isinstance(value, str) and not TEMPLATE.search(value) and "://" not in value
+        if named and literal and value:
+            names.add(value)
+    for entry in doc.get("keychain") or []:
+        if isinstance(entry, dict) and isinstance(entry.get("name"), str):
+            names.add(entry["name"])
+    return {n for n in names if n and not n.startswith("{")}
+
+
+def local_credentials(
+    names: set[str], pg_dsn: str, nats_url: str
+) -> tuple[dict[str, str], list[str]]:
+    env: dict[str, str] = {}
+    outside: list[str] = []
+    for name in sorted(names):
+        var = "NOETL_KEYCHAIN_" + re.sub(r"[^A-Za-z0-9]", "_", name).upper()
+        if NATS_NAME.search(name):
+            env[var] = json.dumps({"url": nats_url})
+        elif PG_NAME.search(name):
+            env[var] = pg_dsn
+        else:
+            outside.append(name)
+    return env, outside
+
+
+def outside_services(
+    doc: dict[str, Any], text: str, path: Path, catalog: dict[str, Path]
+) -> list[str]:
+    from noetlc.stdlib_tools.kinds import lookup
+
+    reasons: list[str] = []
+    for host in sorted({m.group(1).lower() for m in URL.finditer(text)}):
+        if host in LOCAL_HOSTS or TEMPLATE.search(host):
+            continue
+        if re.fullmatch(r"[\w.-]+", host):
+            reasons.append(f"HTTP host {host}")
+        else:
+            reasons.append("an HTTP host computed at run time")
+    for key, node in _walk(doc):
+        if not isinstance(node, dict) or not isinstance(node.get("kind"), str):
+            continue
+        if key in ("keychain",) or node is doc:
+            continue
+        kind = node["kind"]
+        record = lookup(kind)
+        if record is not None and record.plugin is not None:
+            reasons.append(f"tool kind {kind} ({record.summary})")
+        elif (
+            record is None
+            and kind not in ("Playbook", "playbook")
+            and ("code" in node or "command" in node or "args" in node or key in (None, "tool"))
+        ):
+            reasons.append(f"tool kind {kind} (not provided by any installed tool)")
+        if kind == "shell":
+            for program in _programs(node, path.parent):
+                what = "a service client" if program in SERVICE_PROGRAMS else "not installed"
+                reasons.append(f"program {program} ({what})")
+        if kind == "python" and isinstance(node.get("code"), str):
+            for m in PY_IMPORT.finditer(node["code"]):
+                module = m.group(1) or m.group(2)
+                if not _installed(module):
+                    reasons.append(f"python module {module} (not installed)")
+        if kind == "python" and isinstance(node.get("libs"), dict):
+            for spec in node["libs"].values():
+                module = spec.get("from") if isinstance(spec, dict) else spec
+                if isinstance(module, str) and not _installed(module):
+                    reasons.append(f"python module {module} (not installed)")
+        if kind == "playbook":
+            target = node.get("path") or node.get("playbook")
+            literal = isinstance(target, str) and not TEMPLATE.search(target)
+            if literal and _child(path.parent, str(target), catalog) is None:
+                reasons.append(f"child playbook {target} (not in this corpus)")
+    return list(dict.fromkeys(reasons))
+
+
+# programs that are clients of a service (a cluster, a daemon, a cloud account)
+SERVICE_PROGRAMS = {
+    "kubectl", "helm", "kind", "docker", "docker-compose", "podman", "gcloud", "gsutil", "bq",
+    "aws", "az", "terraform", "minikube", "skaffold", "kustomize", "noetl", "gh", "ssh", "scp",
+}  # fmt: skip
+HEREDOC = re.compile(r"<<-?\s*['\"]?(\w+)['\"]?")
+
+
+def _programs(node: dict[str, Any], folder: Path) -> list[str]:
+    """The programs a shell task runs: the first word of each command (heredoc bodies,
+    continuation lines and templates left out); a relative path must exist."""
+    lines: list[str] = []
+    for key in ("command", "cmd", "cmds", "commands"):
+        value = node.get(key)
+        for item in [value] if isinstance(value, str) else value if isinstance(value, list) else []:
+            if isinstance(item, str):
+                lines.extend(TEMPLATE_SPAN.sub("X", item).splitlines())
+    out = []
+    ending: str | None = None
+    continued = False
+    for line in lines:
+        if ending is not None:
+            if line.strip() == ending:
+                ending = None
+            continue
+        skip, continued = continued, line.rstrip().endswith("\\")
+        heredoc = HEREDOC.search(line)
+        if heredoc is not None:
+            ending = heredoc.group(1)
+        if skip:
+            continue
+        for part in re.split(r"&&|\|\||;|\||\$\(|`", line):
+            words = part.strip().split()
+            while words and ("=" in words[0] or words[0] in ("sudo", "then", "do", "else", "!")):
+                words = words[1:]
+            if not words:
+                continue
+            word = words[0].strip("()")
+            if word.startswith(("./", "../")) or (word.startswith("/") and "/" in word[1:]):
+                if not (folder / word).exists():
+                    out.append(word)
+                continue
+            if word in SHELL_BUILTINS or not re.fullmatch(r"[a-z][\w.+-]*", word):
+                continue
+            if word in SERVICE_PROGRAMS or shutil.which(word) is None:
+                out.append(word)
+    return list(dict.fromkeys(out))
+
+
+def catalog_of(root: Path) -> dict[str, Path]:
+    """`metadata.path` -> file, for every playbook under `root` (NoETL's catalog names)."""
+    out: dict[str, Path] = {}
+    for path in sorted(root.rglob("*.yaml")):
+        try:
+            doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except (yaml.YAMLError, UnicodeDecodeError, OSError):
+            continue
+        if isinstance(doc, dict) and isinstance(doc.get("metadata"), dict):
+            name = doc["metadata"].get("path")
+            if isinstance(name, str):
+                out.setdefault(name, path)
+        out.setdefault(str(path.relative_to(root)).removesuffix(".yaml"), path)
+    return out
+
+
+def _child(folder: Path, target: str, catalog: dict[str, Path]) -> Path | None:
+    for suffix in ("", ".yaml", ".yml"):
+        candidate = folder / f"{target}{suffix}"
+        if candidate.is_file():
+            return candidate
+    return catalog.get(target.removesuffix(".yaml"))
+
+
+# --------------------------------------------------------------------------- running
+
+
+def _bin(name: str) -> str:
+    local = Path(sys.executable).parent / name
+    return str(local) if local.exists() else name
+
+
+def _compile(path: Path, env: dict[str, str]) -> list[dict[str, Any]]:
+    done = subprocess.run(
+        [_bin("noetlc"), "check", str(path), "--format", "json"],
+        capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    try:
+        report = json.loads(done.stdout)
+    except ValueError:
+        return [{"code": "CRASH", "message": (done.stderr or done.stdout)[-300:]}]
+    return [d for d in report.get("diagnostics", []) if d.get("severity") == "error"]
+
+
+def _migrate(path: Path, env: dict[str, str]) -> bool:
+    done = subprocess.run(
+        [_bin("noetlc"), "migrate", str(path), "-i"],
+        capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    return done.returncode == 0
+
+
+def check_results(summary: dict[str, Any], checks: list[dict[str, Any]]) -> list[str]:
+    """NoETL's `step_validations` result checks against our summary's step results."""
+    problems = []
+    steps = summary.get("steps") or {}
+    for check in checks:
+        step = steps.get(check["step"]) or {}
+        if check["field"] == "status" and check["value"] == "success":
+            # NoETL's result envelope: the step succeeded (its own `status`, not the result's)
+            if step.get("status") != "done":
+                problems.append(f"{check['step']} did not succeed")
+            continue
+        value: Any = step.get("result")
+        for part in str(check["field"]).split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        if value != check["value"]:
+            problems.append(
+                f"{check['step']}.{check['field']} = {value!r}, expected {check['value']!r}"
+            )
+    return problems
+
+
+def run_one(path: Path, row: Row, env: dict[str, str]) -> None:
+    try:
+        done = subprocess.run(
+            [_bin("noetl-vm"), "run", str(path), "--json", "--quiet", "--db", "memory:"],
+            capture_output=True, text=True, env=env, cwd=path.parent, timeout=RUN_TIMEOUT,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        row.status, row.outcome = "timeout", "failed"
+        row.error = f"did not finish within {RUN_TIMEOUT:g} s"
+        return
+    lines = done.stdout.strip().splitlines()
+    try:
+        summary = json.loads(lines[-1])
+    except (IndexError, ValueError):
+        row.status, row.outcome = "crash", "failed"
+        row.error = (done.stderr or done.stdout)[-400:]
+        return
+    row.status = summary.get("status")
+    err = summary.get("error")
+    row.error = (err.get("message") if isinstance(err, dict) else err) or None
+    if row.error and isinstance(err, dict) and err.get("step"):
+        row.error = f"step {err['step']}: {row.error}"
+    if row.status != "completed" and "no playbook file" in (row.error or ""):
+        # a child named only at run time (a workload value) that is not in this corpus
+        row.outcome = "skipped"
+        row.reason = "child playbook (named at run time) not in this corpus: " + str(row.error)
+        return
+    problems = check_results(summary, row.expected_checks) if row.status == "completed" else []
+    if row.status == row.expected and not problems:
+        row.outcome = "passed"
+    else:
+        row.outcome = "failed"
+        if problems:
+            row.error = "; ".join(problems)
+
+
+def collect(shared: Path, work: Path, only: str | None) -> list[tuple[Path, Row]]:
+    config = load_config(shared)
+    index = corpus_index(shared)
+    items: list[tuple[Path, Row]] = []
+    for root in ROOTS:
+        source = shared / root
+        if not source.is_dir():
+            continue
+        copy = work / root
+        shutil.copytree(source, copy)
+        for path in sorted(copy.rglob("*.yaml")):
+            rel = str(path.relative_to(copy))
+            if path.name == "noetl_e2e_playbook_test_config.yaml":
+                continue
+            if only and only not in f"{root}/{rel}":
+                continue
+            try:
+                doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+            except yaml.YAMLError:
+                doc = None
+            if not isinstance(doc, dict) or doc.get("kind") not in (None, "Playbook", "playbook"):
+                continue
+            if "workflow" not in doc:
+                continue
+            legacy = "@" in root or Path(rel).name.startswith("v2case__")
+            row = Row(file=f"{root}/{rel}", dialect="legacy" if legacy else "canonical")
+            entry = config_entry(rel, root, config, index)
+            if entry is not None:
+                validation = entry.get("validation") or {}
+                row.expected = str(validation.get("execution_status") or "completed")
+                for step, spec in (validation.get("step_validations") or {}).items():
+                    for check in (spec or {}).get("result_checks") or []:
+                        row.expected_checks.append({"step": step, **check})
+            if "broken_playbooks" in rel:
+                row.expected = "rejected"
+            elif WRITTEN_TO_FAIL.search(Path(rel).name) and row.expected == "completed":
+                row.expected = "failed"
+            row.written_to_fail = row.expected != "completed"
+            items.append((path, row))
+    return items
+
+
+def evaluate(
+    path: Path,
+    row: Row,
+    root_copy: Path,
+    catalog: dict[str, Path],
+    base_env: dict[str, str],
+    pg_dsn: str,
+    nats_url: str,
+) -> Row:
+    text = path.read_text(encoding="utf-8")
+    doc = yaml.safe_load(text)
+    reasons = outside_services(doc, text, path, catalog)
+    cred_env, outside = local_credentials(credential_names(doc), pg_dsn, nats_url)
+    reasons += [f"credential {name}" for name in outside]
+    if reasons:
+        row.outcome, row.reason = "skipped", "; ".join(reasons)
+        return row
+    env = {**base_env, **cred_env}
+    errors = _compile(path, env)
+    if errors and row.dialect == "legacy" and _migrate(path, env):
+        row.migrated = True
+        errors = _compile(path, env)
+    if errors:
+        first = errors[0]
+        where = f"{first.get('line')}:{first.get('column')}" if first.get("line") else ""
+        row.error = f"{first.get('code')} {where} {first.get('message')}".strip()
+        row.outcome = "passed" if row.expected == "rejected" else "rejected"
+        row.status = "rejected"
+        return row
+    if row.expected == "rejected":
+        row.outcome, row.status = "failed", "accepted"
+        row.error = "written to be rejected, but it checks clean"
+        return row
+    run_one(path, row, env)
+    return row
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--shared", type=Path, default=DEFAULT_SHARED)
+    parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--only", default=None)
+    parser.add_argument("--jobs", type=int, default=2)
+    args = parser.parse_args(argv)
+    rows = run_corpus(args.shared, only=args.only, jobs=args.jobs)
+    for row in rows:
+        detail = row.reason if row.outcome == "skipped" else (row.error or "")
+        mark = " (written to fail)" if row.written_to_fail else ""
+        print(f"{row.outcome:8} {row.file}{mark}  {detail[:160]}")
+    totals: dict[str, int] = {}
+    for row in rows:
+        totals[row.outcome] = totals.get(row.outcome, 0) + 1
+    print("totals: " + ", ".join(f"{k} {v}" for k, v in sorted(totals.items())))
+    if args.json:
+        args.json.write_text(json.dumps([asdict(r) for r in rows], indent=1))
+    return 0
+
+
+def run_corpus(shared: Path, *, only: str | None = None, jobs: int = 2) -> list[Row]:
+    pg_dsn = os.environ.get("NOETLC_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:5432/postgres")
+    nats_url = os.environ.get("NOETLC_TEST_NATS_URL", "nats://127.0.0.1:4222")
+    with tempfile.TemporaryDirectory(prefix="noetl-corpus-") as tmp:
+        work = Path(tmp)
+        items = collect(shared, work, only)
+        catalogs = {root: catalog_of(work / root) for root in ROOTS if (work / root).is_dir()}
+        home = work / "home"
+        home.mkdir()
+        base_env = {k: v for k, v in os.environ.items() if not k.startswith("NOETL_KEYCHAIN_")}
+        base_env["NOETL_PLAYBOOK_PATH"] = ""
+        rows: list[Row] = []
+        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            futures = []
+            for path, row in items:
+                root = next(r for r in ROOTS if row.file.startswith(r + "/"))
+                env = {**base_env, "NOETL_PLAYBOOK_PATH": str(work / root)}
+                futures.append(
+                    pool.submit(
+                        evaluate,
+                        path,
+                        row,
+                        work / root,
+                        catalogs.get(root, {}),
+                        env,
+                        pg_dsn,
+                        nats_url,
+                    )
+                )
+            for future in futures:
+                rows.append(future.result())
+    return rows
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(REPO))
+    raise SystemExit(main())
