@@ -63,7 +63,9 @@ def load_file(path: str | Path) -> dict[str, Any]:
     except YamlError as exc:
         raise KeychainError(
             "NOE813",
-            f"keychain file {exc.file}:{exc.line}:{exc.column}: {exc.problem}",
+            f"keychain file {exc.file}:{exc.line}:{exc.column}"
+            + (" is not valid YAML: " if exc.code == "NOE001" else ": ")
+            + exc.problem,
             hint,
         ) from None
     if data is None:
