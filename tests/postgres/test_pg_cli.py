@@ -60,7 +60,11 @@ def test_no_database_is_a_usage_error():
 def test_upgrade_then_status(fresh_url):
     status = noetl_vm("db", "status", "--db", fresh_url, "--json")
     assert status.returncode == 1, status.stderr
-    assert json.loads(status.stdout)["pending"] == ["0001_init", "0002_batched_rounds"]
+    assert json.loads(status.stdout)["pending"] == [
+        "0001_init",
+        "0002_batched_rounds",
+        "0003_catalog",
+    ]
     first = noetl_vm("db", "upgrade", "--db", fresh_url)
     assert first.returncode == 0, first.stderr
     assert "applied 0001_init" in first.stdout
