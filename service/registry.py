@@ -145,7 +145,7 @@ def public_entry(entry: dict[str, Any], *, with_findings: bool = True) -> dict[s
         "content": entry["content"],
         "layout": None,
         "payload": entry["payload"],
-        "meta": {"registered_at": created, "compiled": entry.get("program") is not None},
+        "meta": {"registered_at": created},
         "created_at": created,
     }
     if with_findings:
