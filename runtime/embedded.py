@@ -379,10 +379,16 @@ class EmbeddedRuntime:
         (finished: its summary; left running by the dead process: resumed), never a second.
         The calling action's cancel flag (set when the action is cancelled or the parent
         ended, `noetl-vm cancel` included) cancels the child."""
+        from noetlc.runtime.catalog import SQLiteCatalog
         from noetlc.runtime.children import compile_child
         from noetlc.runtime.store import SQLiteStore
 
-        payload, failed = compile_child(path)
+        catalog = SQLiteCatalog(self.store.path) if isinstance(self.store, SQLiteStore) else None
+        try:
+            payload, failed = compile_child(path, catalog)  # a file, else the store's catalog
+        finally:
+            if catalog is not None:
+                catalog.close()
         if payload is None:
             assert failed is not None
             return failed

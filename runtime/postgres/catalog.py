@@ -24,7 +24,7 @@ from noetlc.runtime.catalog import (
     snowflake,
     var_record,
 )
-from noetlc.runtime.postgres.connect import connect, create_pool, parse_url
+from noetlc.runtime.postgres.connect import PgUrl, connect, create_pool, parse_url
 from noetlc.runtime.postgres.errors import DatabaseError
 from noetlc.runtime.postgres.migrate import require_current
 from noetlc.runtime.postgres.queries import q
@@ -34,8 +34,8 @@ T = TypeVar("T")
 
 
 class PostgresCatalog:
-    def __init__(self, url: str) -> None:
-        self.url = parse_url(url)
+    def __init__(self, url: str | PgUrl) -> None:
+        self.url = parse_url(url) if isinstance(url, str) else url
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._thread.start()
