@@ -75,6 +75,21 @@ def compile_child(
     return unit.payload, None
 
 
+def cluster_catalog(db: Backend) -> CatalogStore | None:
+    """The catalog in the cluster's database (one per database and process), or None for a
+    backend without one (the in-memory test double)."""
+    url = getattr(db, "url", None)
+    if url is None or not hasattr(url, "dsn"):
+        return None
+    key = f"{url.dsn}#{url.schema}"
+    with _CATALOGS_LOCK:
+        if key not in _CATALOGS:
+            from noetlc.runtime.postgres.catalog import PostgresCatalog
+
+            _CATALOGS[key] = PostgresCatalog(url)
+        return _CATALOGS[key]
+
+
 class ChildRunner:
     """`ToolContext.run_playbook` for one parent execution; called from tool threads, it runs
     the database work on the worker's event loop."""
@@ -109,18 +124,7 @@ class ChildRunner:
         return asyncio.run_coroutine_threadsafe(child, self.loop).result()
 
     def _catalog(self) -> CatalogStore | None:
-        """The catalog in the cluster's database (one per database and process), or None
-        for a backend without one (the in-memory test double)."""
-        url = getattr(self.db, "url", None)
-        if url is None or not hasattr(url, "dsn"):
-            return None
-        key = f"{url.dsn}#{url.schema}"
-        with _CATALOGS_LOCK:
-            if key not in _CATALOGS:
-                from noetlc.runtime.postgres.catalog import PostgresCatalog
-
-                _CATALOGS[key] = PostgresCatalog(url)
-            return _CATALOGS[key]
+        return cluster_catalog(self.db)
 
     async def _start(
         self,

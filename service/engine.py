@@ -17,6 +17,7 @@ import threading
 from typing import Any
 
 from noetlc.runtime.catalog import snowflake
+from noetlc.runtime.credentials import StoreCredentials
 from noetlc.runtime.store import EventStore
 
 
@@ -30,8 +31,8 @@ class Engine:
         self.store: EventStore = open_store(url)
         self._lock = threading.Lock()  # one API connection, used from the worker threads
         self._running: dict[str, tuple[threading.Thread, threading.Event]] = {}
-        # (name, execution_id) -> keychain value or None: the credential store (set by the app)
-        self.credentials: Any = None
+        # keychain entries from the credential store (set by the app when it has a key)
+        self.credentials: StoreCredentials | None = None
 
     # ------------------------------------------------------------------ reads
 
@@ -133,10 +134,9 @@ class Engine:
     def provider(self, execution_id: str) -> Any:
         """The keychain provider of one execution: credential-store reads are recorded with
         the execution's id."""
-        lookup = self.credentials
-        if lookup is None:
+        if self.credentials is None:
             return None
-        return lambda name: lookup(name, execution_id)
+        return self.credentials.provider("keychain:embedded", execution_id)
 
     def cancel(self, execution_id: str, reason: str) -> None:
         with self._lock:

@@ -1,6 +1,6 @@
 """Credentials: create (upsert by name), list, get, delete. Values are encrypted at rest
 (service/credentials.py); list and get never return them unless `include_data=true` is asked
-and the service allows it (`--no-credential-values` forbids it: 403 NOE877). Every value read
+and the service allows it (`--no-credential-values` forbids it: 403 NOE876). Every value read
 is recorded (who, which execution, when); `GET /api/credentials/{name}/reads` lists them."""
 
 from __future__ import annotations

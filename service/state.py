@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Any
 
 from noetlc.runtime.catalog import CatalogStore
-from noetlc.service.credentials import Cipher
+from noetlc.runtime.credentials import Cipher, StoreCredentials
 from noetlc.service.engine import Engine
 
 
@@ -43,17 +42,8 @@ class Service:
         cipher = Cipher(settings.credential_key) if settings.credential_key else None
         service = cls(settings, catalog, engine, cipher)
         if cipher is not None:
-            engine.credentials = service.keychain_value
+            engine.credentials = StoreCredentials(catalog, cipher)
         return service
-
-    def keychain_value(self, name: str, execution_id: str | None) -> Any:
-        """A credential's decrypted data for the keychain of an execution (the read is
-        recorded), or None when the store has no such credential."""
-        found = self.catalog.credential(name)
-        if found is None or self.cipher is None:
-            return None
-        self.catalog.record_read(found, "keychain", execution_id)
-        return self.cipher.open(found["name"], found["data"])
 
     def close(self) -> None:
         try:

@@ -11,8 +11,8 @@ from typing import Any
 
 import httpx
 
+from noetlc.runtime.credentials import new_key, parse_key
 from noetlc.service.app import create_app
-from noetlc.service.credentials import new_key, parse_key
 from noetlc.service.state import Settings
 
 TOKEN = "test-token"
@@ -24,7 +24,8 @@ def b64(text: str) -> str:
 
 def settings_for(db: str, **extra: Any) -> Settings:
     extra.setdefault("token", TOKEN)
-    return Settings(db=db, credential_key=parse_key(new_key(), "test"), **extra)
+    extra.setdefault("credential_key", parse_key(new_key(), "test"))
+    return Settings(db=db, **extra)
 
 
 @asynccontextmanager

@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    from noetlc.service.credentials import load_key
+    from noetlc.runtime.credentials import load_key
 
     key = load_key(args.credential_key_file)  # NOE874 (a UserError) when there is none
     import uvicorn

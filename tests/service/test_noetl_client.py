@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from noetlc.runtime.credentials import new_key
 from noetlc.runtime.postgres.testing import must_not_skip
-from noetlc.service.credentials import new_key
 from noetlc.service.serving import Served, artifacts_dir
 
 pytestmark = [pytest.mark.noetl_client, pytest.mark.slow]

@@ -1,8 +1,10 @@
-"""Credential values encrypted at rest with AES-GCM (`cryptography`).
+"""Credential values encrypted at rest with AES-GCM (`cryptography`, imported when a cipher
+is made).
 
 The key is 32 bytes, from `NOETL_CREDENTIAL_KEY` (base64, or 64 hex digits) or from a key file
 (`--credential-key-file FILE`, the same text). `noetl-vm serve` refuses to start without one
-(NOE874) rather than store plain text. A stored value is `nonce (12 bytes) || ciphertext`, the
+(NOE874) rather than store plain text; a `noetl-vm worker` with the key in its environment
+resolves keychain entries from the store (`StoreCredentials`). A stored value is `nonce (12 bytes) || ciphertext`, the
 credential's name bound as associated data, so a row copied under another name does not
 decrypt.
 """
@@ -88,3 +90,23 @@ class Cipher:
     def open(self, name: str, sealed: bytes) -> Any:
         plain = self._aead.decrypt(sealed[:12], sealed[12:], name.encode("utf-8"))
         return json.loads(plain)
+
+
+class StoreCredentials:
+    """Keychain entries from the credential store: the decrypted data of the credential with
+    the entry's name, each read recorded (who, which execution, when)."""
+
+    def __init__(self, catalog: Any, cipher: Cipher) -> None:
+        self.catalog = catalog
+        self.cipher = cipher
+
+    def get(self, name: str, who: str, execution_id: str | None) -> Any:
+        found = self.catalog.credential(name)
+        if found is None:
+            return None
+        self.catalog.record_read(found, who, execution_id)
+        return self.cipher.open(found["name"], found["data"])
+
+    def provider(self, who: str, execution_id: str | None) -> Any:
+        """`Keychain(provider=...)` for one execution."""
+        return lambda name: self.get(name, who, execution_id)
