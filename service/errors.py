@@ -48,3 +48,29 @@ def not_found(message: str, hint: str | None = None) -> ApiError:
 
 def bad_request(message: str, hint: str | None = None, status: int = 400) -> ApiError:
     return ApiError(status, BAD_REQUEST, message, hint)
+
+
+def error_responses() -> dict[int | str, dict[str, Any]]:
+    """The error replies every route documents in the OpenAPI schema (one body shape)."""
+    from pydantic import BaseModel, ConfigDict
+
+    class ErrorBody(BaseModel):
+        """`detail`: the message (a list of field errors for a 422 from the schema);
+        `code`: NOE87x, or the compiler's codes in `diagnostics` for a refused playbook."""
+
+        model_config = ConfigDict(extra="allow")
+        detail: str | list[dict[str, Any]]
+        code: str
+        hint: str | None = None
+
+    described = {
+        400: "a request the route cannot serve",
+        401: "no valid bearer token (NOE870)",
+        403: "refused by the service's settings (NOE876)",
+        404: "no such execution, entry, credential or route (NOE871)",
+        409: "the execution's state does not allow it",
+        422: "the body or parameters do not validate (NOE872), or a refused playbook (NOE873)",
+        500: "a bug (NOE900), never with a trace",
+        503: "the service lacks a setting the route needs",
+    }
+    return {status: {"model": ErrorBody, "description": text} for status, text in described.items()}

@@ -7,11 +7,13 @@ from typing import Any
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from noetlc.service.errors import ApiError, bad_request, not_found
+from noetlc.service.errors import ApiError, bad_request, error_responses, not_found
 from noetlc.service.registry import normalize_kind, public_entry, register
 from noetlc.service.state import Service
 
-router = APIRouter(prefix="/api/catalog", tags=["catalog"])
+MAX_VERSION = 2**31 - 1
+
+router = APIRouter(prefix="/api/catalog", tags=["catalog"], responses=error_responses())
 
 
 class RegisterRequest(BaseModel):
@@ -45,11 +47,18 @@ def service_of(request: Request) -> Service:
 def parse_version(version: int | str | None) -> int | None:
     if version is None or version == "latest" or version == "":
         return None
+    number: int | None = None
     if isinstance(version, int) and not isinstance(version, bool):
-        return version
-    if isinstance(version, str) and version.isdigit():
-        return int(version)
-    raise bad_request(f"version must be an integer or 'latest', got {version!r}", None, 422)
+        number = version
+    elif isinstance(version, str) and version.isascii() and version.isdigit():
+        number = int(version)
+    if number is None or not 1 <= number <= MAX_VERSION:
+        raise bad_request(
+            f"version must be an integer from 1 to {MAX_VERSION} or 'latest', got {version!r}",
+            None,
+            422,
+        )
+    return number
 
 
 def find_entry(

@@ -11,11 +11,11 @@ from typing import Any
 from fastapi import APIRouter, Request
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 
-from noetlc.service.errors import FORBIDDEN, ApiError, not_found
+from noetlc.service.errors import FORBIDDEN, ApiError, error_responses, not_found
 from noetlc.service.routes_catalog import service_of
 from noetlc.service.state import Service
 
-router = APIRouter(prefix="/api/credentials", tags=["credentials"])
+router = APIRouter(prefix="/api/credentials", tags=["credentials"], responses=error_responses())
 
 
 class CredentialRequest(BaseModel):

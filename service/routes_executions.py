@@ -13,13 +13,13 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from noetlc.service.errors import ApiError, bad_request, not_found
+from noetlc.service.errors import ApiError, bad_request, error_responses, not_found
 from noetlc.service.registry import EXECUTABLE
 from noetlc.service.routes_catalog import find_entry, service_of
 from noetlc.service.state import Service
 from noetlc.service.views import STATUS, event_view, paginate, status_view, summary_of
 
-router = APIRouter(prefix="/api", tags=["executions"])
+router = APIRouter(prefix="/api", tags=["executions"], responses=error_responses())
 
 
 class ExecuteRequest(BaseModel):
@@ -108,7 +108,7 @@ def record_of(service: Service, execution_id: str) -> dict[str, Any]:
 @router.get("/executions")
 def list_executions(
     request: Request,
-    page: int = Query(1, ge=1),
+    page: int = Query(1, ge=1, le=1_000_000),
     page_size: int = Query(100, ge=1, le=200),
     status: str | None = Query(None, description="RUNNING, COMPLETED, FAILED or CANCELLED"),
     path: str | None = Query(None, description="only executions of this playbook path"),
@@ -150,9 +150,9 @@ def _events(
 def execution_detail(
     execution_id: str,
     request: Request,
-    page: int = Query(1, ge=1),
+    page: int = Query(1, ge=1, le=1_000_000),
     page_size: int = Query(100, ge=1, le=500),
-    since_event_id: int | None = Query(None, ge=0),
+    since_event_id: int | None = Query(None, ge=0, le=2**62),
     event_type: str | None = None,
     include_events: bool = True,
 ) -> dict[str, Any]:
@@ -183,9 +183,9 @@ def execution_status(execution_id: str, request: Request) -> dict[str, Any]:
 def execution_events(
     execution_id: str,
     request: Request,
-    page: int = Query(1, ge=1),
+    page: int = Query(1, ge=1, le=1_000_000),
     page_size: int = Query(100, ge=1, le=500),
-    since_event_id: int | None = Query(None, ge=0),
+    since_event_id: int | None = Query(None, ge=0, le=2**62),
     event_type: str | None = None,
     stream: bool = Query(False, description="a live server-sent event stream"),
 ) -> Any:
@@ -195,7 +195,8 @@ def execution_events(
     service = service_of(request)
     record = record_of(service, execution_id)
     if stream or "text/event-stream" in request.headers.get("accept", ""):
-        after = since_event_id or int(request.headers.get("last-event-id") or 0)
+        last = request.headers.get("last-event-id", "")
+        after = since_event_id or (int(last) if last.isascii() and last.isdigit() else 0)
         return StreamingResponse(
             _stream(service, execution_id, after, request),
             media_type="text/event-stream",

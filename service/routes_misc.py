@@ -7,10 +7,10 @@ from typing import Any, Literal
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from noetlc.service.errors import ApiError, bad_request, not_found
+from noetlc.service.errors import ApiError, bad_request, error_responses, not_found
 from noetlc.service.routes_catalog import service_of
 
-router = APIRouter(tags=["misc"])
+router = APIRouter(tags=["misc"], responses=error_responses())
 
 
 @router.get("/api/health")
