@@ -13,6 +13,7 @@ reads them (the embedded thread's cancel flag is also set, so it stops at once).
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from typing import Any
 
@@ -31,6 +32,7 @@ class Engine:
         self.store: EventStore = open_store(url)
         self._lock = threading.Lock()  # one API connection, used from the worker threads
         self._running: dict[str, tuple[threading.Thread, threading.Event]] = {}
+        self._programs: dict[bytes, tuple[Any, dict[str, Any]]] = {}
         # keychain entries from the credential store (set by the app when it has a key)
         self.credentials: StoreCredentials | None = None
 
@@ -59,11 +61,8 @@ class Engine:
     ) -> str:
         """Start an execution of `program` (stored container bytes) with `workload` merged
         over the playbook's own; returns its id once the execution exists in the store."""
-        from noetlc.runtime.programs import decode_program
-
-        image = decode_program(program)
-        payload_workload = image.to_payload().get("workload") or {}
-        merged = {**payload_workload, **workload}
+        image, defaults = self._decoded(program)
+        merged = {**defaults, **workload}
         execution_id = snowflake()
         if self.distributed:
             with self._lock:
@@ -88,6 +87,21 @@ class Engine:
         self._running[execution_id] = (thread, stop)
         thread.start()
         return execution_id
+
+    def _decoded(self, program: bytes) -> tuple[Any, dict[str, Any]]:
+        """The verified program and its workload; the last few are kept (a catalog version
+        is started again and again, and verifying a stored program is the costly part)."""
+        from noetlc.runtime.programs import decode_program
+
+        key = hashlib.sha256(program).digest()
+        found = self._programs.get(key)
+        if found is None:
+            image = decode_program(program)
+            found = (image, dict(image.to_payload().get("workload") or {}))
+            if len(self._programs) >= 64:
+                self._programs.pop(next(iter(self._programs)))
+            self._programs[key] = found
+        return found
 
     def _run(
         self,
