@@ -60,10 +60,8 @@ def compile_child(
             from noetlc.runtime.programs import decode_program
 
             return decode_program(entry["program"]).to_payload(), None
-        where = f"no playbook file {path}" + (
-            f" and no catalog entry {name}" + (f" version {version}" if version else "")
-            if catalog is not None
-            else ""
+        where = f"no playbook file {path} and no catalog entry {name}" + (
+            f" version {version}" if version else ""
         )
         error = {"code": "NOE004", "message": where, "step": None}
         return None, {"execution_id": None, "status": "failed", "result": None, "error": error}
