@@ -98,6 +98,7 @@ class CatalogStore(Protocol):
         self, execution_id: str, catalog_id: str | None, path: str | None, version: int | None
     ) -> None: ...
     def origins(self) -> dict[str, dict[str, Any]]: ...
+    def origin(self, execution_id: str) -> dict[str, Any] | None: ...
     def close(self) -> None: ...
 
 
@@ -354,6 +355,13 @@ class SQLiteCatalog:
         return {
             r[0]: {"catalog_id": r[1], "path": r[2], "version": r[3]} for r in self._all("origins")
         }
+
+    def origin(self, execution_id: str) -> dict[str, Any] | None:
+        """The catalog entry an execution started through the API ran, or None."""
+        rows = self._all("origin", execution_id)
+        if not rows:
+            return None
+        return {"catalog_id": rows[0][1], "path": rows[0][2], "version": rows[0][3]}
 
     def close(self) -> None:
         self._db.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -17,7 +18,19 @@ from noetlc.service.errors import ApiError, bad_request, error_responses, not_fo
 from noetlc.service.registry import EXECUTABLE
 from noetlc.service.routes_catalog import find_entry, service_of
 from noetlc.service.state import Service
-from noetlc.service.views import STATUS, event_view, paginate, status_view, summary_of
+from noetlc.service.views import (
+    STATUS,
+    StepProgress,
+    event_view,
+    paginate,
+    status_view,
+    summary_of,
+)
+
+# the status of running executions, folded incrementally from their events (the NoETL client
+# polls it): the last 1,024 asked for
+_PROGRESS: dict[str, StepProgress] = {}
+_PROGRESS_LOCK = threading.Lock()
 
 router = APIRouter(prefix="/api", tags=["executions"], responses=error_responses())
 
@@ -138,7 +151,7 @@ def _events(
     since_event_id: int | None,
     event_type: str | None,
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    origin = service.catalog.origins().get(execution_id)
+    origin = service.catalog.origin(execution_id)
     records = service.engine.events(execution_id, since_event_id or 0)
     views = [event_view(e, origin) for e in reversed(records)]
     if event_type:
@@ -158,7 +171,7 @@ def execution_detail(
 ) -> dict[str, Any]:
     service = service_of(request)
     record = record_of(service, execution_id)
-    out = summary_of(record, service.catalog.origins().get(execution_id))
+    out = summary_of(record, service.catalog.origin(execution_id))
     out["summary"] = record.get("summary")
     if include_events:
         events, pages = _events(service, execution_id, page, page_size, since_event_id, event_type)
@@ -172,8 +185,17 @@ def execution_detail(
 def execution_status(execution_id: str, request: Request) -> dict[str, Any]:
     service = service_of(request)
     record = record_of(service, execution_id)
-    events = [] if record.get("summary") else service.engine.events(execution_id)
-    return status_view(record, events)
+    if record.get("summary"):
+        with _PROGRESS_LOCK:
+            _PROGRESS.pop(execution_id, None)
+        return status_view(record)
+    with _PROGRESS_LOCK:
+        progress = _PROGRESS.pop(execution_id, None) or StepProgress()
+        _PROGRESS[execution_id] = progress  # most recent last
+        while len(_PROGRESS) > 1024:
+            _PROGRESS.pop(next(iter(_PROGRESS)))
+    progress.feed(service.engine.events(execution_id, progress.after))
+    return status_view(record, progress)
 
 
 @router.get(
@@ -205,7 +227,7 @@ def execution_events(
     events, pages = _events(service, execution_id, page, page_size, since_event_id, event_type)
     return {
         "execution_id": execution_id,
-        "path": summary_of(record, service.catalog.origins().get(execution_id))["path"],
+        "path": summary_of(record, service.catalog.origin(execution_id))["path"],
         "status": STATUS.get(record["status"], record["status"]),
         "events": events,
         "pagination": pages,
@@ -215,7 +237,7 @@ def execution_events(
 async def _stream(
     service: Service, execution_id: str, after: int, request: Request
 ) -> AsyncIterator[str]:
-    origin = service.catalog.origins().get(execution_id)
+    origin = service.catalog.origin(execution_id)
     last_beat = time.monotonic()
     while True:
         records = await asyncio.to_thread(service.engine.events, execution_id, after)
@@ -300,7 +322,7 @@ def signal(execution_id: str, body: SignalRequest, request: Request) -> dict[str
 def rerun(execution_id: str, request: Request, body: RerunRequest | None = None) -> dict[str, Any]:
     service = service_of(request)
     record = record_of(service, execution_id)
-    origin = service.catalog.origins().get(execution_id)
+    origin = service.catalog.origin(execution_id)
     if origin is None or origin.get("catalog_id") is None:
         raise bad_request(
             f"Execution {execution_id} was not started from the catalog",

@@ -146,7 +146,32 @@ def event_view(event: dict[str, Any], origin: dict[str, Any] | None) -> dict[str
     }
 
 
-def status_view(record: dict[str, Any], events: list[dict[str, Any]]) -> dict[str, Any]:
+class StepProgress:
+    """What the status of a running execution shows, folded from its events incrementally:
+    the API keeps one per execution and reads only the events after `after`."""
+
+    def __init__(self) -> None:
+        self.after = 0
+        self.current: str | None = None
+        self.last_step: str | None = None
+        self.completed: list[str] = []
+        self._seen: set[str] = set()
+
+    def feed(self, events: list[dict[str, Any]]) -> None:
+        for event in events:
+            self.after = max(self.after, int(event["seq"]))
+            step = event.get("step")
+            if not step:
+                continue
+            self.last_step = step
+            if event["name"] == _STEP_STARTED:
+                self.current = step
+            elif event["name"] == _STEP_DONE and step not in self._seen:
+                self._seen.add(step)
+                self.completed.append(step)
+
+
+def status_view(record: dict[str, Any], progress: StepProgress | None = None) -> dict[str, Any]:
     """`GET /api/executions/{id}/status`."""
     status = record.get("status") or "running"
     summary = record.get("summary") or {}
@@ -154,17 +179,9 @@ def status_view(record: dict[str, Any], events: list[dict[str, Any]]) -> dict[st
     current: str | None = None
     if summary.get("steps"):
         completed_steps = [n for n, s in summary["steps"].items() if s.get("status") == "done"]
-    else:
-        seen: set[str] = set()
-        for event in events:
-            step = event.get("step")
-            if event["name"] == _STEP_STARTED and step:
-                current = step
-            elif event["name"] == _STEP_DONE and step and step not in seen:
-                seen.add(step)
-                completed_steps.append(step)
-    if current is None and events:
-        current = next((e.get("step") for e in reversed(events) if e.get("step")), None)
+    elif progress is not None:
+        completed_steps = list(progress.completed)
+        current = progress.current or progress.last_step
     ended = status != "running"
     out: dict[str, Any] = {
         "execution_id": str(record["execution_id"]),

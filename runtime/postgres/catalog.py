@@ -227,6 +227,12 @@ class PostgresCatalog:
             for r in self._fetch("origin_list")
         }
 
+    def origin(self, execution_id: str) -> dict[str, Any] | None:
+        rows = self._fetch("origin_one", execution_id)
+        return (
+            {"catalog_id": rows[0][1], "path": rows[0][2], "version": rows[0][3]} if rows else None
+        )
+
     def close(self) -> None:
         try:
             self._call(self._pool.close)

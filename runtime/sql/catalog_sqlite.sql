@@ -142,3 +142,6 @@ INSERT OR IGNORE INTO api_executions (execution_id, catalog_id, path, version) V
 
 -- name: origins
 SELECT execution_id, catalog_id, path, version FROM api_executions
+
+-- name: origin
+SELECT execution_id, catalog_id, path, version FROM api_executions WHERE execution_id = ?

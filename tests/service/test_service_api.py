@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import httpx
@@ -174,6 +175,13 @@ async def test_cancel_and_signal_a_listener(api: httpx.AsyncClient) -> None:
     assert status["status"] == "CANCELLED" and not status["failed"]
     again = (await api.post(f"/api/executions/{one}/cancel")).json()
     assert again["status"] == "already_completed" and again["cancelled_executions"] == []
+    for _ in range(200):  # the listener waits in `start` (the status is folded incrementally)
+        running = (await api.get(f"/api/executions/{two}/status")).json()
+        if running["current_step"] == "start":
+            break
+        await asyncio.sleep(0.02)
+    assert running["status"] == "RUNNING" and not running["completed"]
+    assert running["current_step"] == "start" and running["end_time"] is None
     sent = await api.post(
         f"/api/executions/{two}/signal", json={"name": "approve", "data": {"user": "ann"}}
     )

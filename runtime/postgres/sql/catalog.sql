@@ -91,3 +91,6 @@ ON CONFLICT (execution_id) DO NOTHING
 
 -- name: origin_list
 SELECT execution_id, catalog_id, path, version FROM api_executions
+
+-- name: origin_one
+SELECT execution_id, catalog_id, path, version FROM api_executions WHERE execution_id = $1
