@@ -167,8 +167,7 @@ class Engine:
         return execution_id in self._running
 
     def close(self) -> None:
-        for _, stop in list(self._running.values()):
-            stop.set()
-        for thread, _ in list(self._running.values()):
-            thread.join(5)
+        """Close the API's connection. Executions still running here are not cancelled: they
+        stop with the process and stay `running` in the store, where `noetl-vm resume ID`
+        finishes them (nothing that was committed is lost or repeated)."""
         self.store.close()

@@ -218,3 +218,13 @@ async def test_no_token_means_open_api(db_url: str) -> None:
 async def test_bad_paging_is_422(api: httpx.AsyncClient, page: int) -> None:
     reply = await api.get(f"/api/executions?page={page}")
     assert reply.status_code == 422 and reply.json()["code"] == "NOE872"
+
+
+async def test_an_in_memory_store_serves_too() -> None:
+    async with asgi_client(settings_for("memory:")) as api:
+        await register(api, HELLO)
+        started = (await api.post("/api/execute", json={"path": "examples/hello"})).json()
+        status = await wait_done(api, started["execution_id"])
+        assert status["completed_steps"] == ["start", "shout"]
+        detail = (await api.get(f"/api/executions/{started['execution_id']}")).json()
+        assert detail["result"] == {"shout": "HELLO WORLD"}
