@@ -53,6 +53,8 @@ PEERS: dict[str, Peer] = {
             ),
         ),
         Peer("NoETL CLI", "noetl", ("noetl",), "peer_noetl.py"),
+        # the client release `noetl-vm serve` is checked against (tests/service, bench)
+        Peer("NoETL client 5.3.2", "noetl-5.3.2", ("noetl==5.3.2",), "peer_noetl.py"),
     )
 }
 

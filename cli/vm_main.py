@@ -28,6 +28,8 @@ COMMANDS: Commands = [
     ("server", "server", "distributed mode: run control VMs (PostgreSQL)"),
     ("worker", "worker", "distributed mode: run tasks (PostgreSQL)"),
     ("submit", "submit", "distributed mode: start an execution on a running cluster"),
+    ("serve", "serve", "the HTTP API, playbook catalog, credentials and web console"),
+    ("catalog", "catalog", "register, list and show playbooks in the catalog"),
 ]
 
 

@@ -54,6 +54,16 @@ def _steps_edges(payload: dict[str, Any]) -> list[tuple[str, str, str, str]]:
     return edges
 
 
+def step_edges(payload: dict[str, Any]) -> list[tuple[str, str, str, str]]:
+    """The steps view's arcs: (source, target, guard source, style ok|failed)."""
+    return _steps_edges(payload)
+
+
+def final_steps(payload: dict[str, Any]) -> set[str]:
+    """Steps no route leaves."""
+    return _finals(payload)
+
+
 def to_dot(payload: dict[str, Any], level: str = "steps") -> str:
     lines = [
         f'digraph "{_esc(payload["metadata"]["name"])}" {{',

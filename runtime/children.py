@@ -22,20 +22,48 @@ from pathlib import Path
 from typing import Any
 
 from noetlc.runtime.backend import Backend
+from noetlc.runtime.catalog import CatalogStore
 from noetlc.runtime.programs import requested_event
 from noetlc.vm.protocol import EventName, Source, envelope
+
+_CATALOGS: dict[str, CatalogStore] = {}  # a distributed worker's catalogs, by database
+_CATALOGS_LOCK = threading.Lock()
 
 # action_id -> (job_id, cancel flag) of the job the worker runs for it, or None
 RunningJob = Callable[[str], tuple[str, threading.Event] | None]
 
 
-def compile_child(path: str) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+def catalog_reference(path: str) -> tuple[str, int | None]:
+    """`catalog://PATH@VERSION`, `PATH@VERSION` or `PATH` -> (PATH, VERSION or None: latest)."""
+    text = path[len("catalog://") :] if path.startswith("catalog://") else path
+    name, sep, version = text.rpartition("@")
+    if sep and name and version.isdigit():
+        return name, int(version)
+    if sep and name and version == "latest":
+        return name, None
+    return text, None
+
+
+def compile_child(
+    path: str, catalog: CatalogStore | None = None
+) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
     """(the child's compiled payload, None), or (None, the summary of a child that could not
-    start: no such file, or compile errors) — what embedded and distributed runtimes share."""
+    start: no such file or catalog entry, or compile errors) — what embedded and distributed
+    runtimes share. A path that is not a file is looked up in `catalog` (the store's catalog:
+    `catalog://PATH@VERSION`, `PATH@VERSION`, or `PATH` for the latest version)."""
     from noetlc.compiler.pipeline import compile_file
 
-    if not Path(path).is_file():
-        error = {"code": "NOE004", "message": f"no playbook file {path}", "step": None}
+    if path.startswith("catalog://") or not Path(path).is_file():
+        name, version = catalog_reference(path)
+        entry = None if catalog is None else catalog.entry(path=name, version=version)
+        if entry is not None and entry.get("program") is not None:
+            from noetlc.runtime.programs import decode_program
+
+            return decode_program(entry["program"]).to_payload(), None
+        where = f"no playbook file {path} and no catalog entry {name}" + (
+            f" version {version}" if version else ""
+        )
+        error = {"code": "NOE004", "message": where, "step": None}
         return None, {"execution_id": None, "status": "failed", "result": None, "error": error}
     unit = compile_file(path)
     if unit.reporter.has_errors or unit.payload is None:
@@ -43,6 +71,21 @@ def compile_child(path: str) -> tuple[dict[str, Any] | None, dict[str, Any] | No
         error = {"code": first.code, "message": first.message, "step": None}
         return None, {"execution_id": None, "status": "failed", "result": None, "error": error}
     return unit.payload, None
+
+
+def cluster_catalog(db: Backend) -> CatalogStore | None:
+    """The catalog in the cluster's database (one per database and process), or None for a
+    backend without one (the in-memory test double)."""
+    url = getattr(db, "url", None)
+    if url is None or not hasattr(url, "dsn"):
+        return None
+    key = f"{url.dsn}#{url.schema}"
+    with _CATALOGS_LOCK:
+        if key not in _CATALOGS:
+            from noetlc.runtime.postgres.catalog import PostgresCatalog
+
+            _CATALOGS[key] = PostgresCatalog(url)
+        return _CATALOGS[key]
 
 
 class ChildRunner:
@@ -70,13 +113,16 @@ class ChildRunner:
     ) -> dict[str, Any]:
         from noetlc.runtime.programs import encode_program
 
-        payload, failed = compile_child(path)
+        payload, failed = compile_child(path, self._catalog())
         if payload is None:
             assert failed is not None
             return failed
         child_workload = {**(payload.get("workload") or {}), **workload}
         child = self._start(child_id, action_id, payload, encode_program(payload), child_workload)
         return asyncio.run_coroutine_threadsafe(child, self.loop).result()
+
+    def _catalog(self) -> CatalogStore | None:
+        return cluster_catalog(self.db)
 
     async def _start(
         self,

@@ -77,11 +77,14 @@ def run_embedded(
     parent_id: str | None = None,
     keychain_file: str | None = None,
     stop: threading.Event | None = None,
+    provider: Callable[[str], Any] | None = None,
 ) -> dict[str, Any]:
     """Run a compiled playbook to completion and return its summary. A bad keychain file
     raises `KeychainError` (NOE813) before anything runs. `stop` (a child's calling action's
     cancel flag) cancels the execution when set. `payload` is a verified program object (the
-    compiler's, or a decoded `.nbc`: used as is) or a payload map (verified first)."""
+    compiler's, or a decoded `.nbc`: used as is) or a payload map (verified first). `provider`
+    gives keychain entries by name (the service's credential store), after the environment and
+    before the keychain file."""
     from noetlc.runtime.store import MemoryStore
 
     program = Program(payload)
@@ -93,6 +96,7 @@ def run_embedded(
         call_tool=call_tool,
         keychain_file=keychain_file,
         stop=stop,
+        provider=provider,
     )
     return _run_loop(runtime.start({**(program.workload or {}), **(overrides or {})}, parent_id))
 
@@ -148,6 +152,7 @@ class EmbeddedRuntime:
         max_threads: int = 8,
         keychain_file: str | None = None,
         stop: threading.Event | None = None,
+        provider: Callable[[str], Any] | None = None,
     ) -> None:
         self.program = program
         self.store = store
@@ -156,7 +161,9 @@ class EmbeddedRuntime:
         self.call_tool = call_tool  # None: the standard tools through the registry
         self.max_threads = max_threads
         self.keychain_file = keychain_file
-        self.keychain = Keychain(program.payload.get("keychain") or [], file=keychain_file)
+        self.keychain = Keychain(
+            program.payload.get("keychain") or [], file=keychain_file, provider=provider
+        )
         self.env = ToolEnv(self.keychain, playbook_folder(program), self._run_child)
         self.refs = References(store, payload_limit(program.payload))
         self.inline = noop_only(program)
@@ -372,10 +379,16 @@ class EmbeddedRuntime:
         (finished: its summary; left running by the dead process: resumed), never a second.
         The calling action's cancel flag (set when the action is cancelled or the parent
         ended, `noetl-vm cancel` included) cancels the child."""
+        from noetlc.runtime.catalog import SQLiteCatalog
         from noetlc.runtime.children import compile_child
         from noetlc.runtime.store import SQLiteStore
 
-        payload, failed = compile_child(path)
+        catalog = SQLiteCatalog(self.store.path) if isinstance(self.store, SQLiteStore) else None
+        try:
+            payload, failed = compile_child(path, catalog)  # a file, else the store's catalog
+        finally:
+            if catalog is not None:
+                catalog.close()
         if payload is None:
             assert failed is not None
             return failed

@@ -6,6 +6,7 @@ Its own module, above `store.py` (memory and SQLite) and `postgres/` (which buil
 
 from __future__ import annotations
 
+from noetlc.runtime.catalog import CatalogStore, SQLiteCatalog
 from noetlc.runtime.store import EventStore, MemoryStore, SQLiteStore, StoreError
 
 
@@ -19,6 +20,23 @@ def open_store(url: str) -> EventStore:
         from noetlc.runtime.postgres.store import PostgresStore  # asyncpg only when asked
 
         return PostgresStore(url)
+    raise StoreError(
+        "NOE803", f"unsupported store URL {url!r}", "use sqlite:///path/to/file.db or memory:"
+    )
+
+
+def open_catalog(url: str) -> CatalogStore:
+    """The service tables (catalog, credentials, variables) of the store at `url`: the same
+    SQLite file as the event log, a private in-memory database for `memory:`, or the
+    PostgreSQL database; anything else is NOE803."""
+    if url in ("memory:", "memory://"):
+        return SQLiteCatalog(":memory:")
+    if url.startswith("sqlite:///"):
+        return SQLiteCatalog(url[len("sqlite:///") :] or ":memory:")
+    if url.startswith(("postgresql://", "postgres://")):
+        from noetlc.runtime.postgres.catalog import PostgresCatalog  # asyncpg only when asked
+
+        return PostgresCatalog(url)
     raise StoreError(
         "NOE803", f"unsupported store URL {url!r}", "use sqlite:///path/to/file.db or memory:"
     )

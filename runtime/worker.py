@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import sys
 import threading
 import time
@@ -31,7 +32,7 @@ import asyncpg
 
 from noetlc.expr.runtime import RESOLVER_KEY
 from noetlc.runtime.backend import JOBS, Backend, Completion
-from noetlc.runtime.children import ChildRunner
+from noetlc.runtime.children import ChildRunner, cluster_catalog
 from noetlc.runtime.cluster import RETRYABLE, new_owner, warn_retrying
 from noetlc.runtime.driver import REQUESTED, program_from_requested
 from noetlc.runtime.embedded import playbook_folder
@@ -253,6 +254,19 @@ class Worker:
                 flush=True,
             )
 
+    def _credentials(self, execution_id: str) -> Any:
+        """Keychain entries from the service's credential store, when this worker has the
+        credential key in its environment (`NOETL_CREDENTIAL_KEY`); else None."""
+        from noetlc.runtime.credentials import KEY_ENV, Cipher, StoreCredentials, load_key
+
+        if not os.environ.get(KEY_ENV):
+            return None
+        catalog = cluster_catalog(self.db)
+        if catalog is None:
+            return None
+        store = StoreCredentials(catalog, Cipher(load_key()))
+        return store.provider(f"keychain:{self.owner}", execution_id)
+
     async def _known(self, execution_id: str) -> Known:
         known = self.executions.get(execution_id)
         if known is None:
@@ -260,7 +274,11 @@ class Worker:
             if first["name"] != REQUESTED:
                 raise LookupError(f"execution {execution_id} has no {REQUESTED} event")
             program, workload = program_from_requested(first)
-            keychain = Keychain(program.payload.get("keychain") or [], file=self.keychain_file)
+            keychain = Keychain(
+                program.payload.get("keychain") or [],
+                file=self.keychain_file,
+                provider=self._credentials(execution_id),
+            )
             known = self.executions[execution_id] = Known(
                 program,
                 workload,

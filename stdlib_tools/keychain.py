@@ -5,7 +5,9 @@ A playbook declares entries at the root (`keychain: [{name: pg_main, kind: postg
 
 1. the environment: `NOETL_KEYCHAIN_<NAME>` (name upper-cased, other characters -> `_`); a
    value starting with `{`, `[` or `"` is JSON, anything else is the plain string;
-2. a file: `--keychain FILE` (YAML or JSON mapping name -> value), else `.noetl/keychain.yaml`
+2. a provider the runtime passes (`noetl-vm serve`: the service's encrypted credential store,
+   by entry name; each value it gives is asked for once per keychain);
+3. a file: `--keychain FILE` (YAML or JSON mapping name -> value), else `.noetl/keychain.yaml`
    in the working directory when it exists.
 
 Extra fields of a declaration (`host`, `port`, ...) are defaults under a mapping value: they are
@@ -21,7 +23,7 @@ import json
 import os
 import re
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -84,6 +86,7 @@ class Keychain:
         *,
         file: str | Path | None = None,
         env: Mapping[str, str] | None = None,
+        provider: Callable[[str], Any] | None = None,
     ) -> None:
         """`declared`: the playbook's root `keychain:` entries. `file`: `--keychain FILE`
         (must exist); without it `.noetl/keychain.yaml` is read when present. `env`: the
@@ -103,6 +106,8 @@ class Keychain:
         else:
             self._file = {}
         self._env = env
+        self._provider = provider  # name -> value, or None when it has no such entry
+        self._provided: dict[str, Any] = {}
         self._lock = threading.Lock()
         self._substrings: set[str] = set()
         self._exact: set[str] = set()
@@ -114,7 +119,9 @@ class Keychain:
         """The value of entry `name` (registered for redaction); NOE812 when no provider has it."""
         env = os.environ if self._env is None else self._env
         raw = env.get(env_var(name))
-        value: Any = _parse_env_value(raw) if raw is not None else self._file.get(name)
+        value: Any = _parse_env_value(raw) if raw is not None else self._provide(name)
+        if value is None and raw is None:
+            value = self._file.get(name)
         if value is None and raw is None and name not in self._file:
             raise KeychainError(
                 "NOE812",
@@ -143,7 +150,14 @@ class Keychain:
 
     def has(self, name: str) -> bool:
         env = os.environ if self._env is None else self._env
-        return env_var(name) in env or name in self._file
+        return env_var(name) in env or self._provide(name) is not None or name in self._file
+
+    def _provide(self, name: str) -> Any:
+        if self._provider is None:
+            return None
+        if name not in self._provided:
+            self._provided[name] = self._provider(name)
+        return self._provided[name]
 
     # ------------------------------------------------------------------ redaction
 

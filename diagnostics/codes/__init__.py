@@ -38,6 +38,7 @@ def _modules() -> list[ModuleType]:
         name_codes,
         runtime_codes,
         schema_codes,
+        service_codes,
         tool_codes,
         vm_codes,
         yaml_codes,
@@ -54,6 +55,7 @@ def _modules() -> list[ModuleType]:
         bytecode_codes,
         runtime_codes,
         vm_codes,
+        service_codes,
         internal_codes,
     ]
 

@@ -63,7 +63,7 @@ def test_upgrade_then_status(fresh_url):
     status = noetl_vm("db", "status", "--db", fresh_url, "--json")
     assert status.returncode == 1, status.stderr
     shipped = [f"{m.version:04d}_{m.name}" for m in migrations()]
-    assert shipped[:3] == ["0001_init", "0002_batched_rounds", "0003_fenced_finish"]
+    assert shipped[:4] == ["0001_init", "0002_batched_rounds", "0003_fenced_finish", "0004_catalog"]
     assert json.loads(status.stdout)["pending"] == shipped
     first = noetl_vm("db", "upgrade", "--db", fresh_url)
     assert first.returncode == 0, first.stderr

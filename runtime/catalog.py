@@ -1,0 +1,367 @@
+"""The service's tables behind one interface: the playbook catalog, credentials, their read
+log, and per-execution variables.
+
+`open_catalog(url)` takes the event store's URL: `sqlite:///FILE` keeps them in the same file
+as the event log (so a `kind: playbook` task of an embedded run finds catalog entries beside
+its events), `memory:` in a private in-memory SQLite database (the test double, same SQL),
+`postgresql://...` in the distributed database (runtime/postgres/catalog.py).
+
+Catalog: entries are keyed by (path, version). Registering content that the path already
+holds returns that entry (same content, same version); new content gets the next version.
+Each entry keeps the source text, the parsed document, the compiled program and the lint
+findings. Ids (`catalog_id`, credential `id`) are 64-bit snowflake integers written in decimal.
+
+Credentials: the store holds only ciphertext (the service encrypts before `put_credential`);
+every read of a value is recorded (who, which execution, when) with `record_read`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+import time
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any, Protocol
+
+from noetlc.runtime.store import StoreError
+
+_EPOCH_MS = 1_288_834_974_657  # the usual snowflake epoch (2010-11-04)
+_snowflake_lock = threading.Lock()
+_snowflake_last = [0, 0]  # (millisecond, sequence)
+
+
+def snowflake() -> str:
+    """A new 64-bit id as decimal digits: milliseconds since the epoch, 10 bits of process id,
+    a 12-bit sequence. Ids of one process increase; two processes differ in the middle bits."""
+    with _snowflake_lock:
+        now = int(time.time() * 1000) - _EPOCH_MS
+        last, seq = _snowflake_last
+        if now <= last:
+            now, seq = last, seq + 1
+            if seq >= 4096:
+                now, seq = last + 1, 0
+        else:
+            seq = 0
+        _snowflake_last[:] = [now, seq]
+    return str((now << 22) | ((os.getpid() & 0x3FF) << 12) | seq)
+
+
+def digest(content: str) -> str:
+    return hashlib.sha256(content.encode("utf-8")).hexdigest()
+
+
+class CatalogStore(Protocol):
+    def register(
+        self,
+        path: str,
+        kind: str,
+        content: str,
+        payload: Any,
+        program: bytes | None,
+        findings: list[dict[str, Any]],
+    ) -> tuple[dict[str, Any], bool]: ...
+    def entries(self, kind: str | None = None, path: str | None = None) -> list[dict[str, Any]]: ...
+    def entry(
+        self, path: str | None = None, version: int | None = None, catalog_id: str | None = None
+    ) -> dict[str, Any] | None: ...
+    def put_credential(
+        self,
+        name: str,
+        type_: str,
+        data: bytes,
+        meta: Any,
+        tags: list[str],
+        description: str | None,
+    ) -> dict[str, Any]: ...
+    def credentials(
+        self, type_: str | None = None, q: str | None = None
+    ) -> list[dict[str, Any]]: ...
+    def credential(self, key: str) -> dict[str, Any] | None: ...
+    def delete_credential(self, key: str) -> dict[str, Any] | None: ...
+    def record_read(
+        self, credential: dict[str, Any], who: str, execution_id: str | None
+    ) -> None: ...
+    def reads(self, name: str) -> list[dict[str, Any]]: ...
+    def set_vars(
+        self, execution_id: str, values: dict[str, Any], var_type: str, source_step: str | None
+    ) -> list[str]: ...
+    def vars(self, execution_id: str) -> dict[str, dict[str, Any]]: ...
+    def var(self, execution_id: str, name: str) -> dict[str, Any] | None: ...
+    def delete_var(self, execution_id: str, name: str) -> bool: ...
+    def delete_vars(self, execution_id: str) -> int: ...
+    def record_origin(
+        self, execution_id: str, catalog_id: str | None, path: str | None, version: int | None
+    ) -> None: ...
+    def origins(self) -> dict[str, dict[str, Any]]: ...
+    def origin(self, execution_id: str) -> dict[str, Any] | None: ...
+    def close(self) -> None: ...
+
+
+def parse_queries(text: str) -> dict[str, str]:
+    """`-- name: NAME` sections of a .sql file -> {NAME: statement}."""
+    out: dict[str, str] = {}
+    name: str | None = None
+    lines: list[str] = []
+    for line in [*text.splitlines(), "-- name: _end"]:
+        stripped = line.strip()
+        if stripped.startswith("-- name:"):
+            if name is not None:
+                out[name] = "\n".join(lines).strip()
+            name, lines = stripped[len("-- name:") :].strip(), []
+        elif name is not None:
+            lines.append(line)
+    return out
+
+
+@cache
+def _sqlite_queries() -> dict[str, str]:
+    text = resources.files("noetlc.runtime").joinpath("sql", "catalog_sqlite.sql").read_text()
+    return parse_queries(text)
+
+
+def entry_record(row: tuple[Any, ...] | list[Any]) -> dict[str, Any]:
+    """A catalog row (catalog_id, path, version, kind, content, payload, findings, created_at
+    [, program]) as the API gives it."""
+    record: dict[str, Any] = {
+        "catalog_id": str(row[0]),
+        "path": row[1],
+        "version": int(row[2]),
+        "kind": row[3],
+        "content": row[4],
+        "payload": json.loads(row[5]) if isinstance(row[5], str) else row[5],
+        "findings": json.loads(row[6]) if isinstance(row[6], str) else row[6],
+        "created_at": float(row[7]),
+    }
+    if len(row) > 8:
+        record["program"] = None if row[8] is None else bytes(row[8])
+    return record
+
+
+def credential_record(row: tuple[Any, ...] | list[Any]) -> dict[str, Any]:
+    return {
+        "id": str(row[0]),
+        "name": row[1],
+        "type": row[2],
+        "data": bytes(row[3]),
+        "meta": json.loads(row[4]) if isinstance(row[4], str) else row[4],
+        "tags": json.loads(row[5]) if isinstance(row[5], str) else list(row[5] or []),
+        "description": row[6],
+        "created_at": float(row[7]),
+        "updated_at": float(row[8]),
+    }
+
+
+def var_record(row: tuple[Any, ...] | list[Any]) -> dict[str, Any]:
+    return {
+        "value": json.loads(row[1]),
+        "type": row[2],
+        "source_step": row[3],
+        "created_at": float(row[4]),
+        "accessed_at": None if row[5] is None else float(row[5]),
+        "access_count": int(row[6]),
+    }
+
+
+class SQLiteCatalog:
+    """The catalog tables in a SQLite file (`:memory:`: the in-memory double). One connection
+    behind a lock: the service calls it from its worker threads."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        try:
+            if path != ":memory:":
+                Path(path).parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            self._db.execute("PRAGMA busy_timeout=5000")
+            if path != ":memory:":
+                self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.executescript(_sqlite_queries()["schema"])
+        except (OSError, sqlite3.Error) as exc:
+            raise StoreError(
+                "NOE803",
+                f"cannot open the catalog in {path}: {exc}",
+                "check the path and its permissions",
+            ) from None
+        self._q = _sqlite_queries()
+
+    def _all(self, name: str, *args: Any) -> list[tuple[Any, ...]]:
+        with self._lock:
+            return list(self._db.execute(self._q[name], args))
+
+    def _run(self, name: str, *args: Any) -> int:
+        with self._lock:
+            return self._db.execute(self._q[name], args).rowcount
+
+    # ------------------------------------------------------------------ catalog
+
+    def register(
+        self,
+        path: str,
+        kind: str,
+        content: str,
+        payload: Any,
+        program: bytes | None,
+        findings: list[dict[str, Any]],
+    ) -> tuple[dict[str, Any], bool]:
+        key = digest(content)
+        with self._lock:
+            db = self._db
+            db.execute("BEGIN IMMEDIATE")  # versions of one path are assigned under the lock
+            try:
+                same = db.execute(self._q["same_content"], (path, key)).fetchone()
+                if same is None:
+                    (version,) = db.execute(self._q["next_version"], (path,)).fetchone()
+                    catalog_id = snowflake()
+                    db.execute(
+                        self._q["insert_entry"],
+                        (
+                            catalog_id,
+                            path,
+                            version,
+                            kind,
+                            key,
+                            content,
+                            json.dumps(payload, default=str),
+                            program,
+                            json.dumps(findings, default=str),
+                            time.time(),
+                        ),
+                    )
+                else:
+                    catalog_id = same[0]
+                db.execute("COMMIT")
+            except sqlite3.Error:
+                db.execute("ROLLBACK")
+                raise
+        found = self.entry(catalog_id=catalog_id)
+        assert found is not None
+        return found, same is None
+
+    def entries(self, kind: str | None = None, path: str | None = None) -> list[dict[str, Any]]:
+        return [entry_record(r) for r in self._all("entries", kind, kind, path, path)]
+
+    def entry(
+        self, path: str | None = None, version: int | None = None, catalog_id: str | None = None
+    ) -> dict[str, Any] | None:
+        if catalog_id is not None:
+            rows = self._all("entry_by_id", str(catalog_id))
+        else:
+            rows = self._all("entry_by_path", path, version, version)
+        return entry_record(rows[0]) if rows else None
+
+    # ------------------------------------------------------------------ credentials
+
+    def put_credential(
+        self,
+        name: str,
+        type_: str,
+        data: bytes,
+        meta: Any,
+        tags: list[str],
+        description: str | None,
+    ) -> dict[str, Any]:
+        now = time.time()
+        self._run(
+            "upsert_credential",
+            snowflake(),
+            name,
+            type_,
+            data,
+            None if meta is None else json.dumps(meta, default=str),
+            json.dumps(tags),
+            description,
+            now,
+            now,
+        )
+        found = self.credential(name)
+        assert found is not None
+        return found
+
+    def credentials(self, type_: str | None = None, q: str | None = None) -> list[dict[str, Any]]:
+        like = None if not q else f"%{q.lower()}%"
+        rows = self._all("credentials", type_, type_, like, like, like)
+        return [credential_record(r) for r in rows]
+
+    def credential(self, key: str) -> dict[str, Any] | None:
+        rows = self._all("credential_by_id" if key.isdigit() else "credential_by_name", key)
+        if not rows and key.isdigit():  # a name made of digits
+            rows = self._all("credential_by_name", key)
+        return credential_record(rows[0]) if rows else None
+
+    def delete_credential(self, key: str) -> dict[str, Any] | None:
+        found = self.credential(key)
+        if found is not None:
+            self._run("delete_credential", found["id"])
+        return found
+
+    def record_read(self, credential: dict[str, Any], who: str, execution_id: str | None) -> None:
+        self._run(
+            "record_read", credential["id"], credential["name"], who, execution_id, time.time()
+        )
+
+    def reads(self, name: str) -> list[dict[str, Any]]:
+        return [
+            {"credential_id": r[0], "name": r[1], "who": r[2], "execution_id": r[3], "ts": r[4]}
+            for r in self._all("reads", name)
+        ]
+
+    # ------------------------------------------------------------------ variables
+
+    def set_vars(
+        self, execution_id: str, values: dict[str, Any], var_type: str, source_step: str | None
+    ) -> list[str]:
+        now = time.time()
+        for name, value in values.items():
+            self._run(
+                "set_var",
+                execution_id,
+                name,
+                json.dumps(value, default=str),
+                var_type,
+                source_step,
+                now,
+            )
+        return list(values)
+
+    def vars(self, execution_id: str) -> dict[str, dict[str, Any]]:
+        return {r[0]: var_record(r) for r in self._all("vars", execution_id)}
+
+    def var(self, execution_id: str, name: str) -> dict[str, Any] | None:
+        if not self._run("touch_var", time.time(), execution_id, name):
+            return None
+        rows = self._all("var", execution_id, name)
+        return var_record(rows[0]) if rows else None
+
+    def delete_var(self, execution_id: str, name: str) -> bool:
+        return self._run("delete_var", execution_id, name) > 0
+
+    def delete_vars(self, execution_id: str) -> int:
+        return self._run("delete_vars", execution_id)
+
+    # ------------------------------------------------------------------ origins
+
+    def record_origin(
+        self, execution_id: str, catalog_id: str | None, path: str | None, version: int | None
+    ) -> None:
+        self._run("record_origin", execution_id, catalog_id, path, version)
+
+    def origins(self) -> dict[str, dict[str, Any]]:
+        return {
+            r[0]: {"catalog_id": r[1], "path": r[2], "version": r[3]} for r in self._all("origins")
+        }
+
+    def origin(self, execution_id: str) -> dict[str, Any] | None:
+        """The catalog entry an execution started through the API ran, or None."""
+        rows = self._all("origin", execution_id)
+        if not rows:
+            return None
+        return {"catalog_id": rows[0][1], "path": rows[0][2], "version": rows[0][3]}
+
+    def close(self) -> None:
+        self._db.close()

@@ -1,0 +1,126 @@
+"""The FastAPI application of `noetl-vm serve`.
+
+    from noetlc.service.app import create_app
+    app = create_app(Settings(db="memory:", token="t", credential_key=key))
+
+Access: with a token set, every route but `/api/health`, `/health` and the console's static
+files needs `Authorization: Bearer TOKEN` (or `x-session-token: TOKEN`, which NoETL clients
+also send; the console's event stream may pass `?token=`); otherwise 401 NOE870. Errors are
+JSON with a stable code (service/errors.py); a request the schema refuses is 422 NOE872; an
+unknown route 404 NOE871; a bug 500 NOE900 without a trace.
+"""
+
+from __future__ import annotations
+
+import secrets
+from contextlib import asynccontextmanager
+from importlib import resources
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from noetlc import __version__
+from noetlc.service import routes_catalog, routes_credentials, routes_executions, routes_misc
+from noetlc.service.errors import BAD_REQUEST, NOT_FOUND, UNAUTHORIZED, ApiError
+from noetlc.service.state import Service, Settings
+
+OPEN_PATHS = ("/api/health", "/health", "/", "/favicon.ico")
+OPEN_PREFIXES = ("/static/", "/docs", "/openapi.json", "/redoc")
+
+
+def create_app(settings: Settings, service: Service | None = None) -> FastAPI:
+    opened = service if service is not None else Service.open(settings)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> Any:
+        yield
+        opened.close()
+
+    app = FastAPI(
+        title="noetlc service",
+        version=__version__,
+        description="The NoETL-compatible HTTP API of `noetl-vm serve`.",
+        lifespan=lifespan,
+    )
+    app.state.service = opened
+    token = settings.token
+
+    @app.middleware("http")
+    async def authorize(request: Request, call_next: Any) -> Response:
+        path = request.url.path
+        if token and not (path in OPEN_PATHS or path.startswith(OPEN_PREFIXES)):
+            given = _token_of(request)
+            if given is None or not secrets.compare_digest(given.encode(), token.encode()):
+                return JSONResponse(
+                    {
+                        "detail": "missing or wrong bearer token",
+                        "code": UNAUTHORIZED,
+                        "hint": "send `Authorization: Bearer TOKEN` (the token the service was"
+                        " started with)",
+                    },
+                    status_code=401,
+                    headers={"WWW-Authenticate": "Bearer"},
+                )
+        result: Response = await call_next(request)
+        return result
+
+    @app.exception_handler(ApiError)
+    async def api_error(request: Request, exc: ApiError) -> JSONResponse:
+        return JSONResponse(exc.body(), status_code=exc.status)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = [{k: v for k, v in e.items() if k in ("type", "loc", "msg")} for e in exc.errors()]
+        return JSONResponse({"detail": errors, "code": BAD_REQUEST}, status_code=422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = NOT_FOUND if exc.status_code == 404 else BAD_REQUEST
+        return JSONResponse(
+            {"detail": exc.detail, "code": code},
+            status_code=exc.status_code,
+            headers=getattr(exc, "headers", None),
+        )
+
+    @app.exception_handler(Exception)
+    async def bug(request: Request, exc: Exception) -> JSONResponse:
+        code = getattr(exc, "code", None)
+        if isinstance(code, str) and code.startswith("NOE"):  # a user error from below
+            return JSONResponse(
+                {"detail": str(exc), "code": code, "hint": getattr(exc, "hint", None)},
+                status_code=400,
+            )
+        return JSONResponse(
+            {"detail": f"internal error: {type(exc).__name__}: {exc}", "code": "NOE900"},
+            status_code=500,
+        )
+
+    for module in (routes_misc, routes_catalog, routes_executions, routes_credentials):
+        app.include_router(module.router)
+    _mount_console(app)
+    return app
+
+
+def _token_of(request: Request) -> str | None:
+    header = request.headers.get("authorization", "")
+    if header.lower().startswith("bearer "):
+        return header[7:].strip()
+    session = request.headers.get("x-session-token")
+    if session:
+        return session.strip()
+    return request.query_params.get("token")
+
+
+def _mount_console(app: FastAPI) -> None:
+    from fastapi.responses import HTMLResponse
+    from fastapi.staticfiles import StaticFiles
+
+    folder = resources.files("noetlc.service").joinpath("static")
+    app.mount("/static", StaticFiles(directory=str(folder)), name="static")
+
+    @app.get("/", include_in_schema=False)
+    def console() -> HTMLResponse:
+        return HTMLResponse(folder.joinpath("index.html").read_text(encoding="utf-8"))

@@ -1,0 +1,173 @@
+"""Where the service's executions run.
+
+Embedded (`sqlite:///FILE` or `memory:`): each execution runs in this process, on its own
+thread with the embedded runtime, writing to the same store the API reads. Distributed
+(`postgresql://...`): the execution is created and offered to the database's servers exactly
+as `noetl-vm submit` does; any number of `noetl-vm server|worker` processes (and API
+processes) share the database.
+
+Execution ids are 64-bit snowflake integers in decimal, the ids NoETL clients expect.
+Cancel and signal requests go through the store, where the process running the execution
+reads them (the embedded thread's cancel flag is also set, so it stops at once).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from typing import Any
+
+from noetlc.runtime.catalog import snowflake
+from noetlc.runtime.credentials import StoreCredentials
+from noetlc.runtime.store import EventStore
+
+
+class Engine:
+    def __init__(self, url: str, keychain_file: str | None = None) -> None:
+        from noetlc.runtime.stores import open_store
+
+        self.url = url
+        self.distributed = url.startswith(("postgresql://", "postgres://"))
+        self.keychain_file = keychain_file
+        self.store: EventStore = open_store(url)
+        self._lock = threading.Lock()  # one API connection, used from the worker threads
+        self._running: dict[str, tuple[threading.Thread, threading.Event]] = {}
+        self._programs: dict[bytes, tuple[Any, dict[str, Any]]] = {}
+        # keychain entries from the credential store (set by the app when it has a key)
+        self.credentials: StoreCredentials | None = None
+
+    # ------------------------------------------------------------------ reads
+
+    def execution(self, execution_id: str) -> dict[str, Any] | None:
+        with self._lock:
+            return self.store.execution(execution_id)
+
+    def executions(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return self.store.executions()
+
+    def events(self, execution_id: str, after_seq: int = 0) -> list[dict[str, Any]]:
+        with self._lock:
+            return self.store.read(execution_id, after_seq)
+
+    # ------------------------------------------------------------------ writes
+
+    def start(
+        self,
+        program: bytes,
+        name: str,
+        workload: dict[str, Any],
+        parent_id: str | None = None,
+    ) -> str:
+        """Start an execution of `program` (stored container bytes) with `workload` merged
+        over the playbook's own; returns its id once the execution exists in the store."""
+        image, defaults = self._decoded(program)
+        merged = {**defaults, **workload}
+        execution_id = snowflake()
+        if self.distributed:
+            with self._lock:
+                self.store.create_execution(
+                    execution_id, name, program=program, workload=merged, parent_id=parent_id
+                )
+                self.store.offer(execution_id)  # type: ignore[attr-defined]
+            return execution_id
+        with self._lock:
+            # created here, before the thread starts: a status read right after this call
+            # finds the execution (the runtime's own create is then a no-op)
+            self.store.create_execution(
+                execution_id, name, program=program, workload=merged, parent_id=parent_id
+            )
+        stop = threading.Event()
+        thread = threading.Thread(
+            target=self._run,
+            args=(image, workload, execution_id, parent_id, stop),
+            name=f"execution-{execution_id}",
+            daemon=True,
+        )
+        self._running[execution_id] = (thread, stop)
+        thread.start()
+        return execution_id
+
+    def _decoded(self, program: bytes) -> tuple[Any, dict[str, Any]]:
+        """The verified program and its workload; the last few are kept (a catalog version
+        is started again and again, and verifying a stored program is the costly part)."""
+        from noetlc.runtime.programs import decode_program
+
+        key = hashlib.sha256(program).digest()
+        found = self._programs.get(key)
+        if found is None:
+            image = decode_program(program)
+            found = (image, dict(image.to_payload().get("workload") or {}))
+            if len(self._programs) >= 64:
+                self._programs.pop(next(iter(self._programs)))
+            self._programs[key] = found
+        return found
+
+    def _run(
+        self,
+        image: Any,
+        workload: dict[str, Any],
+        execution_id: str,
+        parent_id: str | None,
+        stop: threading.Event,
+    ) -> None:
+        from noetlc.runtime.embedded import run_embedded
+        from noetlc.runtime.store import SQLiteStore
+
+        store = self.store
+        own = isinstance(store, SQLiteStore)
+        if isinstance(store, SQLiteStore):
+            store = SQLiteStore(store.path)  # its own connection
+        try:
+            run_embedded(
+                image,
+                workload,
+                store,
+                execution_id=execution_id,
+                parent_id=parent_id,
+                keychain_file=self.keychain_file,
+                stop=stop,
+                provider=self.provider(execution_id),
+            )
+        except Exception as exc:  # a run that could not start (e.g. a keychain file error)
+            summary = {
+                "execution_id": execution_id,
+                "status": "failed",
+                "steps": {},
+                "ctx": {},
+                "result": None,
+                "events": 0,
+                "error": {"code": getattr(exc, "code", "NOE850"), "message": str(exc)},
+            }
+            store.finish_execution(execution_id, "failed", summary)
+        finally:
+            if own:
+                store.close()
+            self._running.pop(execution_id, None)
+
+    def provider(self, execution_id: str) -> Any:
+        """The keychain provider of one execution: credential-store reads are recorded with
+        the execution's id."""
+        if self.credentials is None:
+            return None
+        return self.credentials.provider("keychain:embedded", execution_id)
+
+    def cancel(self, execution_id: str, reason: str) -> None:
+        with self._lock:
+            self.store.request(execution_id, "cancel", None, {"reason": reason})
+        running = self._running.get(execution_id)
+        if running is not None:
+            running[1].set()
+
+    def signal(self, execution_id: str, name: str, data: Any) -> int:
+        with self._lock:
+            return self.store.request(execution_id, "signal", name, data)
+
+    def running_here(self, execution_id: str) -> bool:
+        return execution_id in self._running
+
+    def close(self) -> None:
+        """Close the API's connection. Executions still running here are not cancelled: they
+        stop with the process and stay `running` in the store, where `noetl-vm resume ID`
+        finishes them (nothing that was committed is lost or repeated)."""
+        self.store.close()

@@ -1,0 +1,358 @@
+"""Execution routes: execute, list, detail, status, events (JSON, or a live server-sent event
+stream), cancel, signal, rerun, cleanup."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from noetlc.service.errors import ApiError, bad_request, error_responses, not_found
+from noetlc.service.registry import EXECUTABLE
+from noetlc.service.routes_catalog import find_entry, service_of
+from noetlc.service.state import Service
+from noetlc.service.views import (
+    STATUS,
+    StepProgress,
+    event_view,
+    paginate,
+    status_view,
+    summary_of,
+)
+
+# the status of running executions, folded incrementally from their events (the NoETL client
+# polls it): the last 1,024 asked for
+_PROGRESS: dict[str, StepProgress] = {}
+_PROGRESS_LOCK = threading.Lock()
+
+router = APIRouter(prefix="/api", tags=["executions"], responses=error_responses())
+
+
+class ExecuteRequest(BaseModel):
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+    path: str | None = None
+    catalog_id: str | int | None = None
+    version: int | str | None = None
+    workload: dict[str, Any] = Field(default_factory=dict, alias="workload")
+    payload: dict[str, Any] | None = None
+    resource_kind: str | None = None
+    parent_execution_id: str | int | None = None
+
+
+class CancelRequest(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    cascade: bool = True
+    reason: str = "User requested cancellation"
+
+
+class SignalRequest(BaseModel):
+    name: str = Field(min_length=1)
+    data: Any = None
+
+
+class RerunRequest(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    workload: dict[str, Any] = Field(default_factory=dict)
+
+
+class CleanupRequest(BaseModel):
+    older_than_minutes: int = Field(default=5, ge=1)
+    dry_run: bool = False
+
+
+def start(
+    service: Service,
+    entry: dict[str, Any],
+    workload: dict[str, Any],
+    parent_id: str | None,
+) -> dict[str, Any]:
+    if entry["kind"] not in EXECUTABLE or entry.get("program") is None:
+        raise bad_request(f"Catalog kind '{entry['kind']}' is not executable", None, 422)
+    name = (entry["payload"].get("metadata") or {}).get("name") or entry["path"]
+    execution_id = service.engine.start(entry["program"], str(name), workload, parent_id)
+    service.catalog.record_origin(
+        execution_id, entry["catalog_id"], entry["path"], entry["version"]
+    )
+    return {
+        "execution_id": execution_id,
+        "status": "started",
+        "commands_generated": 1,
+        "path": entry["path"],
+        "version": entry["version"],
+        "catalog_id": entry["catalog_id"],
+    }
+
+
+@router.post("/execute")
+def execute(body: ExecuteRequest, request: Request) -> dict[str, Any]:
+    service = service_of(request)
+    kind = (body.resource_kind or "playbook").lower()
+    if kind not in EXECUTABLE:
+        raise bad_request(f"Catalog kind '{body.resource_kind}' is not executable", None, 422)
+    if body.path is None and body.catalog_id is None:
+        raise bad_request("path or catalog_id is required", None, 422)
+    entry = find_entry(service, body.path, body.version, body.catalog_id)
+    if entry is None:
+        raise not_found(
+            f"Executable catalog entry not found: {body.path or body.catalog_id}",
+            "register the playbook first (POST /api/catalog/register)",
+        )
+    workload = {**(body.payload or {}), **body.workload}
+    parent = None if body.parent_execution_id is None else str(body.parent_execution_id)
+    return start(service, entry, workload, parent)
+
+
+def record_of(service: Service, execution_id: str) -> dict[str, Any]:
+    record = service.engine.execution(execution_id)
+    if record is None:
+        raise not_found(
+            f"Execution {execution_id} not found", "GET /api/executions lists the executions"
+        )
+    return record
+
+
+@router.get("/executions")
+def list_executions(
+    request: Request,
+    page: int = Query(1, ge=1, le=1_000_000),
+    page_size: int = Query(100, ge=1, le=200),
+    status: str | None = Query(None, description="RUNNING, COMPLETED, FAILED or CANCELLED"),
+    path: str | None = Query(None, description="only executions of this playbook path"),
+) -> list[dict[str, Any]]:
+    if (page - 1) * page_size > 5000:
+        raise bad_request("page * page_size is past 5000 executions", None, 422)
+    service = service_of(request)
+    origins = service.catalog.origins()
+    rows = list(reversed(service.engine.executions()))
+    wanted = status.upper() if status else None
+    out = []
+    for record in rows:
+        view = summary_of(record, origins.get(str(record["execution_id"])))
+        if wanted and view["status"] != wanted:
+            continue
+        if path and view["path"] != path:
+            continue
+        out.append(view)
+    return out[(page - 1) * page_size : page * page_size]
+
+
+def _events(
+    service: Service,
+    execution_id: str,
+    page: int,
+    page_size: int,
+    since_event_id: int | None,
+    event_type: str | None,
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    origin = service.catalog.origin(execution_id)
+    records = service.engine.events(execution_id, since_event_id or 0)
+    views = [event_view(e, origin) for e in reversed(records)]
+    if event_type:
+        views = [v for v in views if v["event_type"] == event_type]
+    return paginate(views, page, page_size)
+
+
+@router.get("/executions/{execution_id}")
+def execution_detail(
+    execution_id: str,
+    request: Request,
+    page: int = Query(1, ge=1, le=1_000_000),
+    page_size: int = Query(100, ge=1, le=500),
+    since_event_id: int | None = Query(None, ge=0, le=2**62),
+    event_type: str | None = None,
+    include_events: bool = True,
+) -> dict[str, Any]:
+    service = service_of(request)
+    record = record_of(service, execution_id)
+    out = summary_of(record, service.catalog.origin(execution_id))
+    out["summary"] = record.get("summary")
+    if include_events:
+        events, pages = _events(service, execution_id, page, page_size, since_event_id, event_type)
+        out.update(events=events, pagination=pages)
+    out["events_included"] = include_events
+    out["events_endpoint"] = f"/api/executions/{execution_id}/events"
+    return out
+
+
+@router.get("/executions/{execution_id}/status")
+def execution_status(execution_id: str, request: Request) -> dict[str, Any]:
+    service = service_of(request)
+    record = record_of(service, execution_id)
+    if record.get("summary"):
+        with _PROGRESS_LOCK:
+            _PROGRESS.pop(execution_id, None)
+        return status_view(record)
+    with _PROGRESS_LOCK:
+        progress = _PROGRESS.pop(execution_id, None) or StepProgress()
+        _PROGRESS[execution_id] = progress  # most recent last
+        while len(_PROGRESS) > 1024:
+            _PROGRESS.pop(next(iter(_PROGRESS)))
+    progress.feed(service.engine.events(execution_id, progress.after))
+    return status_view(record, progress)
+
+
+@router.get(
+    "/executions/{execution_id}/events",
+    responses={200: {"content": {"text/event-stream": {}}}},
+)
+def execution_events(
+    execution_id: str,
+    request: Request,
+    page: int = Query(1, ge=1, le=1_000_000),
+    page_size: int = Query(100, ge=1, le=500),
+    since_event_id: int | None = Query(None, ge=0, le=2**62),
+    event_type: str | None = None,
+    stream: bool = Query(False, description="a live server-sent event stream"),
+) -> Any:
+    """The events, newest first; with `Accept: text/event-stream` (or `stream=true`) a live
+    stream instead: each event oldest first as `event: <type>` / `data: <json>`, `id:` its
+    event_id (a reconnect sends `Last-Event-ID` and gets the rest), and a final `end` event."""
+    service = service_of(request)
+    record = record_of(service, execution_id)
+    if stream or "text/event-stream" in request.headers.get("accept", ""):
+        last = request.headers.get("last-event-id", "")
+        after = since_event_id or (int(last) if last.isascii() and last.isdigit() else 0)
+        return StreamingResponse(
+            _stream(service, execution_id, after, request),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
+    events, pages = _events(service, execution_id, page, page_size, since_event_id, event_type)
+    return {
+        "execution_id": execution_id,
+        "path": summary_of(record, service.catalog.origin(execution_id))["path"],
+        "status": STATUS.get(record["status"], record["status"]),
+        "events": events,
+        "pagination": pages,
+    }
+
+
+async def _stream(
+    service: Service, execution_id: str, after: int, request: Request
+) -> AsyncIterator[str]:
+    origin = service.catalog.origin(execution_id)
+    last_beat = time.monotonic()
+    while True:
+        records = await asyncio.to_thread(service.engine.events, execution_id, after)
+        for event in records:
+            after = int(event["seq"])
+            view = event_view(event, origin)
+            yield f"id: {after}\nevent: {view['event_type']}\ndata: {json.dumps(view, default=str)}\n\n"
+        if not records:
+            record = await asyncio.to_thread(service.engine.execution, execution_id)
+            if record is not None and record["status"] != "running":
+                # the last events may have been committed with the status: read once more
+                rest = await asyncio.to_thread(service.engine.events, execution_id, after)
+                for event in rest:
+                    after = int(event["seq"])
+                    view = event_view(event, origin)
+                    yield f"id: {after}\nevent: {view['event_type']}\ndata: {json.dumps(view, default=str)}\n\n"
+                status = STATUS.get(record["status"], record["status"])
+                yield f"event: end\ndata: {json.dumps({'status': status})}\n\n"
+                return
+            if await request.is_disconnected():
+                return
+            if time.monotonic() - last_beat > 15:
+                last_beat = time.monotonic()
+                yield ": keep-alive\n\n"
+            await asyncio.sleep(0.1)
+
+
+@router.post("/executions/{execution_id}/cancel")
+def cancel(
+    execution_id: str, request: Request, body: CancelRequest | None = None
+) -> dict[str, Any]:
+    service = service_of(request)
+    body = body or CancelRequest()
+    record = record_of(service, execution_id)
+    if record["status"] != "running":
+        status = STATUS.get(record["status"], record["status"])
+        return {
+            "status": "already_completed",
+            "execution_id": execution_id,
+            "cancelled_executions": [],
+            "message": f"Execution {execution_id} is already {status}",
+        }
+    targets = [execution_id]
+    if body.cascade:
+        targets += [
+            str(r["execution_id"])
+            for r in service.engine.executions()
+            if r.get("parent_id") == execution_id and r["status"] == "running"
+        ]
+    for target in targets:
+        service.engine.cancel(target, body.reason)
+    return {
+        "status": "cancelled",
+        "execution_id": execution_id,
+        "cancelled_executions": targets,
+        "message": f"Cancelled {len(targets)} execution(s)",
+        "reason": body.reason,
+    }
+
+
+@router.post("/executions/{execution_id}/signal")
+def signal(execution_id: str, body: SignalRequest, request: Request) -> dict[str, Any]:
+    service = service_of(request)
+    record = record_of(service, execution_id)
+    if record["status"] != "running":
+        raise ApiError(
+            409,
+            "NOE872",
+            f"Execution {execution_id} already ended ({record['status']})",
+            "signals reach running executions only",
+        )
+    request_id = service.engine.signal(execution_id, body.name, body.data)
+    return {
+        "status": "sent",
+        "execution_id": execution_id,
+        "name": body.name,
+        "request": request_id,
+    }
+
+
+@router.post("/executions/{execution_id}/rerun")
+def rerun(execution_id: str, request: Request, body: RerunRequest | None = None) -> dict[str, Any]:
+    service = service_of(request)
+    record = record_of(service, execution_id)
+    origin = service.catalog.origin(execution_id)
+    if origin is None or origin.get("catalog_id") is None:
+        raise bad_request(
+            f"Execution {execution_id} was not started from the catalog",
+            "start it again with POST /api/execute",
+        )
+    entry = service.catalog.entry(catalog_id=origin["catalog_id"])
+    if entry is None:
+        raise not_found("Catalog entry not found")
+    workload = {**(record.get("workload") or {}), **((body.workload if body else None) or {})}
+    return start(service, entry, workload, None)
+
+
+@router.post("/executions/cleanup")
+def cleanup(body: CleanupRequest, request: Request) -> dict[str, Any]:
+    service = service_of(request)
+    cutoff = time.time() - body.older_than_minutes * 60
+    from noetlc.service.views import epoch
+
+    stale = [
+        str(r["execution_id"])
+        for r in service.engine.executions()
+        if r["status"] == "running" and (epoch(r.get("created_at")) or 0) < cutoff
+    ]
+    if not body.dry_run:
+        for execution_id in stale:
+            service.engine.cancel(execution_id, "cleanup of stale executions")
+    verb = "would cancel" if body.dry_run else "cancelled"
+    return {
+        "cancelled_count": len(stale),
+        "execution_ids": stale,
+        "message": f"{verb} {len(stale)} execution(s) running for more than"
+        f" {body.older_than_minutes} minute(s)",
+    }

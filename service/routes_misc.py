@@ -1,0 +1,147 @@
+"""Health, per-execution variables, and template rendering in an execution's scope."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from fastapi import APIRouter, Request
+from pydantic import BaseModel, ConfigDict, Field
+
+from noetlc.service.errors import ApiError, bad_request, error_responses, not_found
+from noetlc.service.routes_catalog import service_of
+
+router = APIRouter(tags=["misc"], responses=error_responses())
+
+
+@router.get("/api/health")
+def health() -> dict[str, str]:
+    return {"status": "ok"}
+
+
+@router.get("/health")
+def health_root() -> dict[str, str]:
+    return {"status": "ok"}
+
+
+def integer_id(execution_id: str) -> str:
+    if not execution_id.isdigit():
+        raise bad_request(f"execution_id must be an integer value, got {execution_id!r}", None, 422)
+    return execution_id
+
+
+class SetVars(BaseModel):
+    variables: dict[str, Any]
+    var_type: Literal["user_defined", "step_result", "computed", "iterator_state"] = "user_defined"
+    source_step: str | None = None
+
+
+@router.get("/api/vars/{execution_id}", tags=["vars"])
+def get_vars(execution_id: str, request: Request) -> dict[str, Any]:
+    values = service_of(request).catalog.vars(integer_id(execution_id))
+    return {"execution_id": int(execution_id), "variables": values, "count": len(values)}
+
+
+@router.get("/api/vars/{execution_id}/{name}", tags=["vars"])
+def get_var(execution_id: str, name: str, request: Request) -> dict[str, Any]:
+    found = service_of(request).catalog.var(integer_id(execution_id), name)
+    if found is None:
+        raise not_found(f"Variable '{name}' not found for execution {execution_id}")
+    return {**found, "execution_id": int(execution_id), "var_name": name}
+
+
+@router.post("/api/vars/{execution_id}", tags=["vars"])
+def set_vars(execution_id: str, body: SetVars, request: Request) -> dict[str, Any]:
+    if not body.variables:
+        raise bad_request("variables must not be empty")
+    names = service_of(request).catalog.set_vars(
+        integer_id(execution_id), body.variables, body.var_type, body.source_step
+    )
+    return {"execution_id": int(execution_id), "variables_set": len(names), "var_names": names}
+
+
+@router.delete("/api/vars/{execution_id}/{name}", tags=["vars"])
+def delete_var(execution_id: str, name: str, request: Request) -> dict[str, Any]:
+    deleted = service_of(request).catalog.delete_var(integer_id(execution_id), name)
+    return {"execution_id": int(execution_id), "var_name": name, "deleted": deleted}
+
+
+@router.delete("/api/vars/{execution_id}", tags=["vars"])
+def delete_vars(execution_id: str, request: Request) -> dict[str, Any]:
+    count = service_of(request).catalog.delete_vars(integer_id(execution_id))
+    return {"execution_id": int(execution_id), "deleted_count": count}
+
+
+class RenderRequest(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    execution_id: int | str | None = None
+    template: Any = Field(default=None)
+    extra_context: dict[str, Any] | None = None
+    strict: bool = True
+
+
+@router.post("/api/context/render", tags=["context"])
+def render(body: RenderRequest, request: Request) -> dict[str, Any]:
+    """Evaluate a template (any JSON: strings inside are rendered) in an execution's scope as
+    the VM sees it: `workload`, `ctx`, each finished step's result by step name, the
+    execution's variables under `vars`, and `extra_context` on top."""
+    if body.execution_id is None or body.execution_id == "":
+        raise bad_request("execution_id is required")
+    if "template" not in (body.model_fields_set or set()):
+        raise bad_request("template is required")
+    execution_id = str(body.execution_id)
+    if not execution_id.isdigit():
+        raise bad_request(f"execution_id must be an integer value, got {execution_id!r}")
+    service = service_of(request)
+    record = service.engine.execution(execution_id)
+    if record is None:
+        raise not_found(f"Execution {execution_id} not found")
+    scope = scope_of(service, record)
+    scope.update(body.extra_context or {})
+    rendered = render_value(body.template, scope, body.strict)
+    return {"status": "ok", "rendered": rendered, "context_keys": sorted(scope)}
+
+
+def scope_of(service: Any, record: dict[str, Any]) -> dict[str, Any]:
+    execution_id = str(record["execution_id"])
+    summary = record.get("summary") or {}
+    steps = summary.get("steps") or {}
+    scope: dict[str, Any] = {}
+    if not steps:  # running: the results so far, from the log
+        from noetlc.vm.protocol import EventName
+
+        done = EventName.STEP_DONE.value
+        for event in service.engine.events(execution_id):
+            if event["name"] == done and event.get("step"):
+                payload = event.get("payload") or {}
+                steps[event["step"]] = {"result": payload.get("result")}
+    for name, step in steps.items():
+        scope[name] = step.get("result")
+    scope["workload"] = record.get("workload") or {}
+    scope["ctx"] = summary.get("ctx") or {}
+    scope["execution_id"] = execution_id
+    scope["vars"] = {k: v["value"] for k, v in service.catalog.vars(execution_id).items()}
+    return scope
+
+
+def render_value(template: Any, scope: dict[str, Any], strict: bool) -> Any:
+    if isinstance(template, dict):
+        return {k: render_value(v, scope, strict) for k, v in template.items()}
+    if isinstance(template, list):
+        return [render_value(v, scope, strict) for v in template]
+    if not isinstance(template, str):
+        return template
+    from noetlc.expr.compile import compile_expression
+    from noetlc.expr.runtime import compile_entry, to_json_value
+
+    try:
+        compiled = compile_expression(template, mode="template")
+        return to_json_value(compile_entry(compiled.to_entry())(scope))
+    except Exception as exc:
+        if not strict:
+            return template
+        raise ApiError(
+            400,
+            "NOE310",
+            f"cannot render {template!r}: {exc}",
+            "names in scope: " + ", ".join(sorted(scope)),
+        ) from None
