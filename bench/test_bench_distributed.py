@@ -205,7 +205,7 @@ def _loop_rate(url: str, loop: Path) -> float:
     events = _events(url, _submit(url, loop))
     started = next(e["ts"] for e in events if e["name"] == "loop.started")
     done = next(e["ts"] for e in events if e["name"] == "loop.done")
-    return ITERATIONS / (done - started)
+    return float(ITERATIONS / (done - started))
 
 
 def _chain_latencies(url: str, chain: Path) -> list[float]:

@@ -286,7 +286,7 @@ def fold_task(terminal: dict[str, Any], task_done: dict[str, Any]) -> None:
     outcome = task_done.get("outcome")
     if not isinstance(outcome, dict):
         return
-    rest = {}
+    rest: dict[str, Any] = {}
     for key, value in outcome.items():
         if key == "status" and value == task_done.get("status"):
             continue
@@ -305,7 +305,7 @@ def folded_task(payload: dict[str, Any]) -> dict[str, Any] | None:
     if "call" not in payload or "task" not in payload:
         return None
     record = {key: payload.get(key) for key in TASK_FIELDS}
-    outcome = {
+    outcome: dict[str, Any] = {
         "status": payload.get("status"),
         "result": payload.get("result"),
         "error": payload.get("error"),
