@@ -42,7 +42,7 @@ async def test_upgrade_from_scratch_then_nothing_to_do(fresh_url):
     assert sum(t.startswith("events_p") for t in await _tables(fresh_url)) == 16
     assert await upgrade(fresh_url) == []
     after = await schema_status(fresh_url)
-    assert after.current and [a.version for a in after.applied] == [1, 2, 3]
+    assert after.current and [a.version for a in after.applied] == [m.version for m in migrations()]
 
 
 async def test_concurrent_upgrades_apply_each_migration_once(fresh_url):
