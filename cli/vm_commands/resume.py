@@ -6,13 +6,15 @@ EXECUTION_ID may be a unique prefix of the id. The control VM is rebuilt from th
 the steps and iterations that were started and never answered run again, and tasks whose
 outcome is in the log are not called again (their recorded outcomes are replayed). An
 execution whose process is still alive is refused, naming its pid and host (exit 4); one whose
-process is gone is taken over. Exit status as `run`: 0 completed, 1 failed, 3 cancelled.
+process is gone is taken over. Distributed executions are not resumed here: the servers take
+over those of a server that died. Exit status as `run`: 0 completed, 1 failed, 3 cancelled.
 """
 
 from __future__ import annotations
 
 import argparse
 
+from noetlc.cli.common import ExecutionStateError
 from noetlc.cli.vm_commands.history import add_db, find_execution, open_existing
 from noetlc.cli.vm_commands.run import add_keychain, check_keychain_file, progress_for, report
 
@@ -38,6 +40,13 @@ def run(args: argparse.Namespace) -> int:
     try:
         record = find_execution(store, args.execution_id, args.db, running=True, program=True)
         execution_id = record["execution_id"]
+        if args.db.startswith(("postgresql://", "postgres://")):
+            raise ExecutionStateError(
+                "NOE831",
+                f"execution {execution_id} runs in distributed mode: the servers on this"
+                " database own it",
+                "a running `noetl-vm server` takes over the executions of a server that died",
+            )
         lease = Lease.for_url(args.db, execution_id)
         if lease is not None:
             lease.claim()  # refuses a live owner

@@ -52,7 +52,9 @@ def test_server_and_worker_print_a_line_per_execution_and_at_shutdown(
     assert "stopped after" in worker_err
 
 
-def test_submit_wait_timeout_is_noe858(url: str, tmp_path: Path) -> None:
+def test_submit_wait_timeout_is_noe858_and_resume_leaves_it_to_the_servers(
+    url: str, tmp_path: Path
+) -> None:
     playbook = tmp_path / "lines.yaml"
     playbook.write_text(PLAYBOOK)
     # no server runs on this schema now: the wait gives up
@@ -60,3 +62,9 @@ def test_submit_wait_timeout_is_noe858(url: str, tmp_path: Path) -> None:
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 1, err
     assert "error[NOE858]: execution " in err and "did not end within 0.5 s" in err
+    # the execution waits for a server; `resume` leaves it to the servers
+    execution = err.split("error[NOE858]: execution ", 1)[1].split()[0]
+    resumed = run_vm("resume", execution[:8], "--db", url, cwd=tmp_path)
+    _, err = resumed.communicate(timeout=60)
+    assert resumed.returncode == 4, err
+    assert f"error[NOE831]: execution {execution} runs in distributed mode" in err
