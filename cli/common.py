@@ -75,6 +75,7 @@ class UnavailableError(UserError):
 
 def exit_code_for(exc: UserError) -> int:
     """The exit code of a problem the user can fix, by its class."""
+    from noetlc.runtime.credentials import CredentialKeyError
     from noetlc.runtime.ownership import OwnedError
     from noetlc.runtime.postgres.errors import DatabaseError
     from noetlc.runtime.store import StoreError
@@ -83,6 +84,7 @@ def exit_code_for(exc: UserError) -> int:
     table: list[tuple[type[UserError], int]] = [
         (UsageError, EXIT_USAGE),
         (KeychainError, EXIT_USAGE),
+        (CredentialKeyError, EXIT_USAGE),
         (ExecutionStateError, EXIT_EXECUTION),
         (OwnedError, EXIT_EXECUTION),
         (UnavailableError, EXIT_UNAVAILABLE),

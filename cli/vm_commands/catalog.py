@@ -18,7 +18,8 @@ import json
 import sys
 from typing import Any
 
-from noetlc.cli.vm_commands.history import add_db
+from noetlc.cli.vm_commands.history import add_db, require_existing
+from noetlc.diagnostics.errors import UserError
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -41,6 +42,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from noetlc.runtime.stores import open_catalog
 
+    if args.action != "register":  # list and show only read: a mistyped path creates nothing
+        require_existing(args.db)
     catalog = open_catalog(args.db)
     try:
         if args.action == "register":
@@ -55,12 +58,11 @@ def run(args: argparse.Namespace) -> int:
         entry = catalog.entry(path=args.path, version=args.version)
         if entry is None:
             which = f" version {args.version}" if args.version else ""
-            print(
-                f"error[NOE871]: no catalog entry {args.path!r}{which} in {args.db}",
-                file=sys.stderr,
+            raise UserError(
+                "NOE871",
+                f"no catalog entry {args.path!r}{which} in {args.db}",
+                "`noetl-vm catalog list` shows the paths",
             )
-            print("  hint: `noetl-vm catalog list` shows the paths", file=sys.stderr)
-            return 1
         if args.json:
             print(json.dumps({**_row(entry), "content": entry["content"]}))
         elif args.source:

@@ -41,6 +41,12 @@ def open_existing(url: str) -> EventStore:
     path must not create an empty store and report nothing)."""
     from noetlc.runtime.stores import open_store
 
+    require_existing(url)
+    return open_store(url)
+
+
+def require_existing(url: str) -> None:
+    """A SQLite store named to be read must exist (NOE803): reading never creates one."""
     if url.startswith("sqlite:///"):
         path = Path(url[len("sqlite:///") :])
         if not path.is_file():
@@ -49,7 +55,6 @@ def open_existing(url: str) -> EventStore:
                 f"no event store at {path}",
                 "check the --db path (or $NOETL_DB); `noetl-vm run` creates the store",
             )
-    return open_store(url)
 
 
 def resolve_id(store: EventStore, execution_id: str, url: str) -> dict[str, Any]:

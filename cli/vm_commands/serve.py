@@ -19,6 +19,7 @@ import ipaddress
 import os
 import sys
 
+from noetlc.cli.common import UsageError
 from noetlc.runtime.store import DEFAULT_URL
 
 TOKEN_ENV = "NOETL_API_TOKEN"
@@ -60,15 +61,11 @@ def is_loopback(host: str) -> bool:
 def run(args: argparse.Namespace) -> int:
     token = args.token or os.environ.get(TOKEN_ENV) or None
     if not token and not is_loopback(args.host):
-        print(
-            f"error[NOE875]: refusing to listen on {args.host} without a token",
-            file=sys.stderr,
+        raise UsageError(
+            "NOE875",
+            f"refusing to listen on {args.host} without a token",
+            f"pass --token T (or set {TOKEN_ENV}); clients send `Authorization: Bearer T`",
         )
-        print(
-            f"  hint: pass --token T (or set {TOKEN_ENV}); clients send `Authorization: Bearer T`",
-            file=sys.stderr,
-        )
-        return 2
     from noetlc.runtime.credentials import load_key
 
     key = load_key(args.credential_key_file)  # NOE874 (a UserError) when there is none

@@ -38,6 +38,7 @@ def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A folder with a playbook, a store holding one finished execution `done-1`, an empty
     folder and a file that blocks a path; NOETL_DB unset."""
     monkeypatch.delenv("NOETL_DB", raising=False)
+    monkeypatch.delenv("NOETL_CREDENTIAL_KEY", raising=False)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "good.yaml").write_text(GOOD)
     (tmp_path / "empty").mkdir()
@@ -108,6 +109,12 @@ CASES: list[tuple[str, int, str]] = [
     (f"noetl-vm db status --db {UNREACHABLE}", 5, "error[NOE805]"),
     (f"noetl-vm db upgrade --db {UNREACHABLE}", 5, "error[NOE805]"),
     ("noetl-vm db status --db mysql://root@h/x", 5, "error[NOE806]"),
+    ("noetl-vm serve --host 0.0.0.0", 2, "error[NOE875]"),
+    ("noetl-vm serve --port 1", 2, "error[NOE874]"),
+    (f"noetl-vm catalog list --db {UNREACHABLE}", 5, "error[NOE805]"),
+    (f"noetl-vm catalog list --db {TYPO}", 5, "error[NOE803]"),
+    (f"noetl-vm catalog show nothing/here --db {STORE}", 1, "error[NOE871]"),
+    ("noetl-vm catalog register missing.yaml --db memory:", 1, "error[NOE004]"),
     ("noetl-vm server --db sqlite:///x.db", 5, "error[NOE806]"),
     # the execution named cannot take the request
     ("noetl-vm status nope --db " + STORE, 4, "error[NOE804]"),
