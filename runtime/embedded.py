@@ -109,6 +109,7 @@ def resume_embedded(
     call_tool: ToolCall | None = None,
     keychain_file: str | None = None,
     stop: threading.Event | None = None,
+    provider: Callable[[str], Any] | None = None,
 ) -> dict[str, Any]:
     """Finish an execution whose process died; the caller checked that it is not finished."""
     try:
@@ -123,6 +124,7 @@ def resume_embedded(
         call_tool=call_tool,
         keychain_file=keychain_file,
         stop=stop,
+        provider=provider,
     )
     return _run_loop(runtime.resume(workload))
 

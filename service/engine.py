@@ -77,6 +77,12 @@ class Engine:
             self.store.create_execution(
                 execution_id, name, program=program, workload=merged, parent_id=parent_id
             )
+        self._thread(image, workload, execution_id, parent_id)
+        return execution_id
+
+    def _thread(
+        self, image: Any, workload: dict[str, Any], execution_id: str, parent_id: str | None
+    ) -> None:
         stop = threading.Event()
         thread = threading.Thread(
             target=self._run,
@@ -86,7 +92,24 @@ class Engine:
         )
         self._running[execution_id] = (thread, stop)
         thread.start()
-        return execution_id
+
+    def resume_orphans(self, started_here: set[str]) -> list[str]:
+        """Embedded: finish the executions this service started (`started_here`: the API's
+        execution ids) that are still `running` in the store while no process runs them —
+        the service stopped before they ended. Each is rebuilt from its log, and tasks that
+        had finished are not called again. Returns their ids."""
+        if self.distributed:
+            return []
+        orphans = [
+            str(r["execution_id"])
+            for r in self.executions()
+            if r["status"] == "running"
+            and str(r["execution_id"]) in started_here
+            and str(r["execution_id"]) not in self._running
+        ]
+        for execution_id in orphans:
+            self._thread(None, {}, execution_id, None)
+        return orphans
 
     def _decoded(self, program: bytes) -> tuple[Any, dict[str, Any]]:
         """The verified program and its workload; the last few are kept (a catalog version
@@ -119,16 +142,27 @@ class Engine:
         if isinstance(store, SQLiteStore):
             store = SQLiteStore(store.path)  # its own connection
         try:
-            run_embedded(
-                image,
-                workload,
-                store,
-                execution_id=execution_id,
-                parent_id=parent_id,
-                keychain_file=self.keychain_file,
-                stop=stop,
-                provider=self.provider(execution_id),
-            )
+            if image is None:  # an execution the service left running: finish it
+                from noetlc.runtime.embedded import resume_embedded
+
+                resume_embedded(
+                    store,
+                    execution_id,
+                    keychain_file=self.keychain_file,
+                    stop=stop,
+                    provider=self.provider(execution_id),
+                )
+            else:
+                run_embedded(
+                    image,
+                    workload,
+                    store,
+                    execution_id=execution_id,
+                    parent_id=parent_id,
+                    keychain_file=self.keychain_file,
+                    stop=stop,
+                    provider=self.provider(execution_id),
+                )
         except Exception as exc:  # a run that could not start (e.g. a keychain file error)
             summary = {
                 "execution_id": execution_id,
@@ -168,6 +202,7 @@ class Engine:
 
     def close(self) -> None:
         """Close the API's connection. Executions still running here are not cancelled: they
-        stop with the process and stay `running` in the store, where `noetl-vm resume ID`
-        finishes them (nothing that was committed is lost or repeated)."""
+        stop with the process and stay `running` in the store, where the next `noetl-vm
+        serve` on the same store (or `noetl-vm resume ID`) finishes them: nothing that was
+        committed is lost or repeated."""
         self.store.close()

@@ -118,6 +118,12 @@ def register(
     path = document_path(document)
     declared = document.get("kind") if isinstance(document, dict) else None
     kind = normalize_kind(declared if isinstance(declared, str) else resource_type)
+    if kind == "credential":
+        raise bad_request(
+            f"'{path}' is a credential: the catalog keeps documents in clear text",
+            "send it to POST /api/credentials, which encrypts the data",
+            422,
+        )
     program: bytes | None = None
     findings: list[dict[str, Any]] = []
     if kind == "playbook":

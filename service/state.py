@@ -19,6 +19,8 @@ class Settings:
     # `GET /api/credentials/{name}?include_data=true` returns the value only when allowed
     allow_credential_values: bool = True
     keychain_file: str | None = None
+    # embedded: finish the executions a previous service on this store left running
+    resume: bool = True
 
 
 @dataclass
@@ -43,6 +45,8 @@ class Service:
         service = cls(settings, catalog, engine, cipher)
         if cipher is not None:
             engine.credentials = StoreCredentials(catalog, cipher)
+        if settings.resume:
+            engine.resume_orphans(set(catalog.origins()))
         return service
 
     def close(self) -> None:

@@ -156,6 +156,19 @@ def _session(noetl: Session, tmp_path: Path) -> None:
     shown_cred = noetl("get", "credential", "pg_local", cwd=tmp_path)
     assert "s3cret-pw" in shown_cred.stdout
 
+    bulk = tmp_path / "bulk"
+    bulk.mkdir()
+    child = (REPO / "tests" / "vm" / "playbooks" / "child" / "double.yaml").read_text()
+    (bulk / "double.yaml").write_text(child, encoding="utf-8")
+    (bulk / "broken.yaml").write_text(
+        "apiVersion: noetl.io/v2\nkind: Playbook\nmetadata: {name: b}\nworkflow: 3\n"
+    )
+    loaded = noetl("catalog", "load", "bulk", cwd=tmp_path)
+    assert "ok   " in loaded.stdout and "FAIL" in loaded.stdout and loaded.returncode == 1
+    assert "registered 1, failed 1" in loaded.stdout
+    legacy = noetl("list", "Playbook", cwd=tmp_path)
+    assert "tests/child/double" in legacy.stdout
+
     missing = noetl("status", "999", cwd=tmp_path)
     assert missing.returncode == 0 and "404" in missing.stderr
     unknown = noetl("run", "no/such/playbook", "-r", "distributed", cwd=tmp_path)

@@ -69,6 +69,9 @@ async def test_an_invalid_playbook_is_refused_with_located_diagnostics(
     assert ("NOE206", 5, 5) in located
     not_yaml = await api.post("/api/catalog/register", json={"content": "a: [1,\n"})
     assert not_yaml.status_code == 422 and not_yaml.json()["code"] == "NOE873"
+    secret = "kind: Credential\nname: pg\ndata: {password: x}\n"
+    credential = await api.post("/api/catalog/register", json={"content": b64(secret)})
+    assert credential.status_code == 422 and "POST /api/credentials" in credential.json()["hint"]
     assert (await api.post("/api/catalog/list", json={})).json()["entries"] == []
 
 

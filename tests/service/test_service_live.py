@@ -3,6 +3,7 @@ template in an execution's scope."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -149,3 +150,42 @@ async def test_render_in_an_execution_scope(api: httpx.AsyncClient) -> None:
         json={"execution_id": execution_id, "template": "{{ 1 / 0 }}", "strict": False},
     )
     assert lenient.json()["rendered"] == "{{ 1 / 0 }}"
+
+
+async def test_a_restarted_service_finishes_what_it_left_running(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'noetl.db'}"
+    key = new_key()
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    first = Served(db, tmp_path, key, token=TOKEN)
+    try:
+        async with httpx.AsyncClient(base_url=first.url, headers=headers, timeout=30) as api:
+            await register(api, LISTENER)
+            execution_id = (await api.post("/api/execute", json={"path": "tests/listener"})).json()[
+                "execution_id"
+            ]
+            for _ in range(200):
+                status = (await api.get(f"/api/executions/{execution_id}/status")).json()
+                if status["current_step"] == "start":
+                    break
+                await asyncio.sleep(0.02)
+    finally:
+        first.proc.kill()  # no shutdown: the execution stays `running` in the store
+        first.proc.wait()
+    second = Served(db, tmp_path, key, token=TOKEN)
+    try:
+        async with httpx.AsyncClient(base_url=second.url, headers=headers, timeout=30) as api:
+            assert (await api.get(f"/api/executions/{execution_id}/status")).json()[
+                "status"
+            ] == "RUNNING"
+            sent = await api.post(
+                f"/api/executions/{execution_id}/signal",
+                json={"name": "approve", "data": {"user": "after-restart"}},
+            )
+            assert sent.status_code == 200
+            await wait_done(api, execution_id)
+            detail = (await api.get(f"/api/executions/{execution_id}")).json()
+            assert detail["status"] == "COMPLETED" and detail["result"] == {
+                "approved_by": "after-restart"
+            }
+    finally:
+        second.stop()
