@@ -115,3 +115,24 @@ def test_the_offending_check_finds_a_forbidden_module() -> None:
     assert offending({"noetlc.compiler.pipeline", "json"}, ["noetlc.compiler"]) == [
         "noetlc.compiler.pipeline"
     ]
+
+
+def test_running_bytecode_without_expressions_loads_no_expression_compiler(
+    tmp_path: Path,
+) -> None:
+    from noetlc.compiler.pipeline import compile_source
+
+    steps = "\n".join(
+        f"  - step: {name}\n    tool: {{kind: noop}}\n    next: {after}"
+        for name, after in (("start", "middle"), ("middle", "last"))
+    )
+    source = f"apiVersion: noetl.io/v2\nkind: Playbook\nmetadata: {{name: plain}}\nworkflow:\n{steps}\n  - step: last\n    tool: {{kind: noop}}\n"
+    unit = compile_source(source)
+    assert unit.nbc is not None, unit.reporter.sorted()
+    assert unit.program is not None and not unit.program.expressions
+    nbc = tmp_path / "plain.nbc"
+    nbc.write_bytes(unit.nbc)
+    modules = loaded("noetl-vm", "run", str(nbc), "--db", "memory:", "--quiet")
+    assert "noetlc.vm.control" in modules
+    forbidden = ["noetlc.expr.compile", "noetlc.expr.parser", "noetlc.expr.jinja_expr_parser"]
+    assert offending(modules, forbidden) == []
