@@ -20,6 +20,7 @@ run, commit, summary, all in one process.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -150,5 +151,55 @@ def test_cold_vs_noetl_cli(benchmark: Any) -> None:
         against_value=theirs * 1000,
         fair="both print their command help from a new process, each from its own "
         "virtualenv with bytecode caches written",
+        group="cold",
+    )
+
+
+# Instruction counts: the same commands under valgrind's callgrind, which counts the
+# instructions a process executes. Unlike wall time they do not move with the load of a shared
+# machine, so two runs (or two branches) compare exactly; full runs only (each command takes
+# 10–40 s under valgrind).
+COUNTED = [
+    ("`noetlc --version`", ["noetlc", "--version"]),
+    ("`noetlc check examples/hello.yaml`", ["noetlc", "check", str(HELLO)]),
+    ("`noetl-vm run examples/hello.yaml` (SQLite)", ["noetl-vm", "run", str(HELLO), "--quiet"]),
+]
+
+
+def instructions(argv: Sequence[str], cwd: Path | None = None) -> int:
+    """Instructions executed by `argv` (callgrind's `Collected`), after one warm-up run."""
+    env = environment()
+    subprocess.run(list(argv), cwd=cwd, env=env, capture_output=True, check=True)
+    done = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    for line in done.stderr.splitlines():
+        if "Collected :" in line:
+            return int(line.rsplit(":", 1)[1])
+    raise AssertionError(f"no instruction count from valgrind: {done.stderr[-300:]}")
+
+
+@pytest.mark.parametrize("label, command", COUNTED, ids=[c[1][1] for c in COUNTED])
+def test_cold_instructions(benchmark: Any, label: str, command: list[str], tmp_path: Path) -> None:
+    if quick():
+        pytest.skip("instruction counts: full runs only (valgrind is slow)")
+    if shutil.which("valgrind") is None:
+        pytest.skip("instruction counts: valgrind is not installed")
+    argv = [*script(command[0]), *command[1:]]
+    ours = benchmark.pedantic(instructions, args=(argv, tmp_path), rounds=1, iterations=1)
+    floor = instructions(PASS)
+    record(
+        benchmark,
+        figure=f"cold: {label}, instructions (callgrind)",
+        value=ours / 1e6,
+        unit="M instructions",
+        better="lower",
+        against="floor: `python -c pass`, instructions",
+        against_value=floor / 1e6,
         group="cold",
     )

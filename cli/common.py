@@ -134,19 +134,20 @@ class LazyCommandParser(UsageParser):
     """A subcommand's parser that imports its module (its arguments, its description and its
     `run`) the first time it parses or prints help."""
 
-    def __init__(self, *args: Any, module: str, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, module: str | None = None, **kwargs: Any) -> None:
+        # `module` is None for the nested parsers a command adds itself (`db upgrade`):
+        # argparse makes them of the parent's class
         super().__init__(*args, **kwargs)
         self.command_module = module
         self._loaded: ModuleType | None = None
 
-    def load(self) -> ModuleType:
-        if self._loaded is None:
+    def load(self) -> None:
+        if self._loaded is None and self.command_module is not None:
             mod = self._loaded = import_module(self.command_module)
             if mod.__doc__:
                 self.description = mod.__doc__.strip()
             mod.add_arguments(self)
             self.set_defaults(_module=mod)
-        return self._loaded
 
     def add_subparsers(self, **kwargs: Any) -> Any:
         # a command's own subcommands (`db status`) are plain parsers, not lazy ones

@@ -15,8 +15,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from noetlc.expr.compile import ExpressionUnsafe, compile_expression
-from noetlc.expr.parser import ExpressionSyntaxError
 from noetlc.expr.runtime import Evaluator, build_evaluator
 
 
@@ -60,6 +58,10 @@ def load_expression(
         return build_evaluator("const", str(source), value=value, where=where)
     if not isinstance(source, str) or mode not in ("guard", "template"):
         raise PoolMismatch(index, str(source), f"a {kind} entry needs a text source and a mode")
+    # the parser and the code generator only for a program that has expressions to rebuild
+    from noetlc.expr.compile import ExpressionUnsafe, compile_expression
+    from noetlc.expr.parser import ExpressionSyntaxError
+
     try:
         compiled = compile_expression(source, mode="guard" if mode == "guard" else "template")
     except (ExpressionSyntaxError, ExpressionUnsafe) as exc:

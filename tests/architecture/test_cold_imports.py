@@ -115,3 +115,44 @@ def test_the_offending_check_finds_a_forbidden_module() -> None:
     assert offending({"noetlc.compiler.pipeline", "json"}, ["noetlc.compiler"]) == [
         "noetlc.compiler.pipeline"
     ]
+
+
+def test_running_bytecode_without_expressions_loads_no_expression_compiler(
+    tmp_path: Path,
+) -> None:
+    from noetlc.compiler.pipeline import compile_source
+
+    steps = "\n".join(
+        f"  - step: {name}\n    tool: {{kind: noop}}\n    next: {after}"
+        for name, after in (("start", "middle"), ("middle", "last"))
+    )
+    source = f"apiVersion: noetl.io/v2\nkind: Playbook\nmetadata: {{name: plain}}\nworkflow:\n{steps}\n  - step: last\n    tool: {{kind: noop}}\n"
+    unit = compile_source(source)
+    assert unit.nbc is not None, unit.reporter.sorted()
+    assert unit.program is not None and not unit.program.expressions
+    nbc = tmp_path / "plain.nbc"
+    nbc.write_bytes(unit.nbc)
+    modules = loaded("noetl-vm", "run", str(nbc), "--db", "memory:", "--quiet")
+    assert "noetlc.vm.control" in modules
+    forbidden = ["noetlc.expr.compile", "noetlc.expr.parser", "noetlc.expr.jinja_expr_parser"]
+    assert offending(modules, forbidden) == []
+
+
+@pytest.mark.parametrize("prog", ["noetlc", "noetl-vm"])
+def test_every_subcommand_still_loads_its_arguments_and_help(
+    prog: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the modules are imported lazily: each one's help is its module doc and its arguments
+    from importlib import import_module
+
+    from noetlc.cli import noetlc_main, vm_main
+
+    main_module = noetlc_main if prog == "noetlc" else vm_main
+    package = "noetlc.cli.noetlc_commands" if prog == "noetlc" else "noetlc.cli.vm_commands"
+    for name, module, _help in main_module.COMMANDS:
+        assert main_module.main([name, "--help"]) == 0
+        shown = " ".join(capsys.readouterr().out.split())
+        doc = import_module(f"{package}.{module}").__doc__ or ""
+        first_words = " ".join(doc.split()[:4])
+        assert f"usage: {prog} {name}" in shown
+        assert first_words in shown, (name, first_words)
