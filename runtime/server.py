@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from noetlc.diagnostics.errors import UserError
 from noetlc.runtime.backend import ANY_KEY, EVENTS, EXECUTIONS, Backend
 from noetlc.runtime.cluster import RETRYABLE, new_owner, warn_retrying
 from noetlc.runtime.driver import REQUESTED, Driver, program_from_requested
@@ -70,6 +71,7 @@ class Server:
         self.pool = pool
         self.owned: dict[str, Owned] = {}
         self.finished = 0
+        self.refused = 0  # executions failed because their program or log is unusable
         self._next_renew = 0.0
         self._next_reap = 0.0
         self._next_claim = 0.0
@@ -143,7 +145,15 @@ class Server:
             if len(claims) == self.claim_limit:
                 self.offered = True  # there may be more
         for execution_id in list(self.owned):
-            progressed |= await self.advance(self.owned[execution_id])
+            owned = self.owned[execution_id]
+            try:
+                progressed |= await self.advance(owned)
+            except RETRYABLE:
+                raise
+            except Exception as exc:  # this execution only: the server goes on
+                self._drop(execution_id)
+                await self._refuse(execution_id, owned.after_seq, exc)
+                progressed = True
         if now >= self._next_reap:
             self._next_reap = now + min(self.ttl / 3, 5.0)
             progressed |= await self.reap()
@@ -154,10 +164,16 @@ class Server:
         if not events or events[0]["name"] != REQUESTED:
             await self.db.owners.retire(self.owner, execution_id)
             return
-        program, workload = program_from_requested(events[0])
-        # references in results are read from the result table, before the VM sees them
-        driver = Driver(program, execution_id, workload, results=self.results)
-        rebuilt = driver.replay(events)
+        try:
+            program, workload = program_from_requested(events[0])
+            # references in results are read from the result table, before the VM sees them
+            driver = Driver(program, execution_id, workload, results=self.results)
+            rebuilt = driver.replay(events)
+        except RETRYABLE:
+            raise
+        except Exception as exc:  # a program that does not verify, a log it cannot replay
+            await self._refuse(execution_id, events[-1]["seq"], exc)
+            return
         recorded = sum(1 for e in events if e.get("source") == Source.SERVER)
         timers = Timers(execution_id, self._timer_delivery(execution_id))
         timers.started_at = started_times(events)
@@ -268,6 +284,35 @@ class Server:
         await self.db.owners.retire(self.owner, owned.execution_id)
         self.finished += 1
         self._drop(owned.execution_id)
+
+    async def _refuse(self, execution_id: str, last_seq: int, exc: Exception) -> None:
+        """Fail an execution this server cannot run (its program does not verify, its log
+        cannot be replayed, its VM raised): recorded once, with the reason's code, and
+        retired, so no other server claims it again and every other execution goes on."""
+        code = exc.code if isinstance(exc, UserError) else "NOE850"
+        message = str(exc) if isinstance(exc, UserError) else f"{type(exc).__name__}: {exc}"
+        error = {"code": code, "message": message, "step": None}
+        failed = envelope(
+            EventName.EXECUTION_FAILED,
+            Source.SERVER,
+            event_id=f"{execution_id}:refused",
+            ts=time.time(),
+            payload={"error": error},
+        )
+        await self.db.events.append(execution_id, [failed])
+        await self.db.queue.cancel_execution(execution_id)
+        summary = {
+            "execution_id": execution_id,
+            "status": "failed",
+            "steps": {},
+            "ctx": {},
+            "result": None,
+            "events": last_seq + 1,
+            "error": error,
+        }
+        await self.db.events.finish_execution(execution_id, "failed", summary)
+        await self.db.owners.retire(self.owner, execution_id)
+        self.refused += 1
 
     def _drop(self, execution_id: str) -> None:
         owned = self.owned.pop(execution_id, None)

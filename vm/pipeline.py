@@ -92,8 +92,12 @@ def run_pipeline(
     def finish(ok: bool, result: Any = None, error: dict[str, Any] | None = None) -> PipelineResult:
         return PipelineResult(ok, result, error, writes)
 
+    executed = 0
     try:
         while True:
+            executed += 1
+            if executed > MAX_INSTRUCTIONS or calls >= MAX_TASK_CALLS:
+                return finish(False, error=_over_budget(executed, calls))
             instruction = code[pc]
             op = instruction[0]
             if op == OP["TASK"]:
@@ -226,6 +230,24 @@ def run_pipeline(
 
 
 CANCELLED = {"type": "Cancelled", "message": "the run was cancelled"}
+
+# One run of a step's pipeline (one step run or one loop iteration): jumps and retries loop
+# inside it, so its work is bounded by instructions executed and tool calls made.
+MAX_INSTRUCTIONS = 1_000_000
+MAX_TASK_CALLS = 10_000
+
+
+def _over_budget(executed: int, calls: int) -> dict[str, Any]:
+    what = (
+        f"{calls:,} tool calls (at most {MAX_TASK_CALLS:,})"
+        if calls >= MAX_TASK_CALLS
+        else f"{executed:,} instructions (at most {MAX_INSTRUCTIONS:,})"
+    )
+    return {
+        "type": "BudgetExceeded",
+        "code": "NOE858",
+        "message": f"one run of the step's tasks went over its budget: {what}",
+    }
 
 
 def _apply(target: dict[str, Any], writes: Any) -> None:
