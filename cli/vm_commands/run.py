@@ -44,6 +44,28 @@ def add_workload(p: argparse.ArgumentParser) -> None:
         help="workload override (VALUE is JSON, else a string)",
     )
     p.add_argument("--workload", metavar="FILE", help="a JSON or YAML file of workload overrides")
+    p.add_argument(
+        "--budget",
+        action="append",
+        default=[],
+        metavar="NAME=N",
+        help="an execution budget: events, step_runs, loop_iterations or ctx_size (0: none)",
+    )
+
+
+def budget_options(args: argparse.Namespace) -> dict[str, int] | None:
+    """`--budget NAME=N` options; None (after printing NOE800) when one is malformed."""
+    from noetlc.vm.budgets import BudgetError, parse_option
+
+    out: dict[str, int] = {}
+    for item in getattr(args, "budget", []):
+        try:
+            name, value = parse_option(item)
+        except BudgetError as exc:
+            print(f"error[NOE800]: {exc}", file=sys.stderr)
+            return None
+        out[name] = value
+    return out
 
 
 def add_keychain(p: argparse.ArgumentParser) -> None:
@@ -146,9 +168,21 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    budgets = budget_options(args)
+    if budgets is None:
+        return 2
     program = load_program(args.file)
     if program is None:
         return 1
+    if budgets:
+        from noetlc.ir.program import Program as ProgramImage
+        from noetlc.vm.budgets import with_budgets
+
+        program = ProgramImage.from_payload(
+            with_budgets(program.to_payload(), budgets),
+            source_sha256=program.source_sha256,
+            compiler=program.compiler,
+        )
     store = open_or_report(args.db)
     if store is None:
         return 2

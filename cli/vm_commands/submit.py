@@ -15,7 +15,7 @@ import sys
 import time
 import uuid
 
-from noetlc.cli.vm_commands.run import add_workload, report, workload_overrides
+from noetlc.cli.vm_commands.run import add_workload, budget_options, report, workload_overrides
 from noetlc.cli.vm_commands.server import add_db_required, check_db
 
 
@@ -32,15 +32,18 @@ def run(args: argparse.Namespace) -> int:
     from noetlc.cli.noetlc_commands.artifacts import load_payload
     from noetlc.runtime.postgres.store import PostgresStore
     from noetlc.runtime.programs import encode_program
+    from noetlc.vm.budgets import with_budgets
 
     if not check_db(args.db):
         return 2
     overrides = workload_overrides(args)
-    if overrides is None:
+    budgets = budget_options(args)
+    if overrides is None or budgets is None:
         return 2
     payload = load_payload(args.file)
     if payload is None:
         return 1
+    payload = with_budgets(payload, budgets)
     store = PostgresStore(args.db)
     try:
         execution_id = str(uuid.uuid4())

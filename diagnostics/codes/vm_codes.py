@@ -116,4 +116,27 @@ Example:
 """,
         "run the playbook again",
     ),
+    code(
+        "NOE858",
+        "budget-exceeded",
+        "error",
+        "the execution, or one run of a step's tasks, went over its budget",
+        """
+Every execution has budgets, so a cycle that never ends or a runaway loop stops instead of
+filling memory and disks: events 250,000, step runs 25,000, loop iterations 100,000, ctx size
+50,000,000 characters and items (0 means no limit). The error names the budget and carries
+the counts. One run of a step's tasks (its jumps and retries) is bounded too: 1,000,000
+instructions and 10,000 tool calls. Raise a budget in the playbook or on the command line.
+
+Example:
+
+    executor:
+      spec:
+        budgets: {step_runs: 100000}
+
+    noetl-vm run playbook.yaml --budget step_runs=100000
+""",
+        "raise the budget (`executor.spec.budgets`, `--budget NAME=N`), or give the cycle an "
+        "exit that its turns change",
+    ),
 )
