@@ -77,7 +77,13 @@ class ToolEnv:
     workdir: Path = field(default_factory=Path.cwd)
     start_child: StartChild | None = None
 
-    def caller(self, execution_id: str, action_id: str, step: str) -> ToolCall:
+    def caller(
+        self,
+        execution_id: str,
+        action_id: str,
+        step: str,
+        cancelled: Callable[[], bool] | None = None,
+    ) -> ToolCall:
         def call(
             kind: str, args: dict[str, Any], spec: dict[str, Any] | None, task: str, attempt: int
         ) -> dict[str, Any]:
@@ -99,6 +105,7 @@ class ToolEnv:
                 self.keychain,
                 self.workdir,
                 run_playbook,
+                cancelled,
             )
             return call_registry_tool(kind, args, spec, context)
 
@@ -144,7 +151,8 @@ def execute(
     its input events brought."""
     info = program.steps[step]
     if call_tool is None:
-        call_tool = env.caller(str(scope.get("execution_id") or ""), action_id, step)
+        cancelled = None if wait is None else (lambda: wait(0))
+        call_tool = env.caller(str(scope.get("execution_id") or ""), action_id, step, cancelled)
     run_scope = dict(scope)
     run_scope["ctx"] = dict(scope.get("ctx") or {})
     run_scope["args"] = args

@@ -28,3 +28,6 @@ class ToolContext:
     keychain: Keychain | None = None  # None: the default providers (environment, file)
     workdir: Path = field(default_factory=Path.cwd)  # the playbook's folder
     run_playbook: RunPlaybook | None = None
+    # True once the action is cancelled (or its worker shuts down): a tool that can stop
+    # early polls it (`isolation: subprocess` python kills its child process).
+    cancelled: Callable[[], bool] | None = None
