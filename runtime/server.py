@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from noetlc.diagnostics.errors import UserError
 from noetlc.runtime.backend import ANY_KEY, EVENTS, EXECUTIONS, Backend
@@ -37,6 +38,13 @@ from noetlc.vm.protocol import (
     envelope,
     is_input,
 )
+
+T = TypeVar("T")
+STEP_DEADLINE = 30.0  # seconds one VM step (a batch of inputs, or a replay) may take
+
+
+class StepDeadline(UserError):
+    """A VM step ran past the server's deadline (NOE859)."""
 
 
 @dataclass
@@ -62,8 +70,10 @@ class Server:
         poll: float = 1.0,
         claim_limit: int = 50,
         pool: str = "default",
+        step_deadline: float | None = STEP_DEADLINE,
     ) -> None:
         self.db = db
+        self.step_deadline = step_deadline
         self.owner = owner or new_owner("server")
         self.ttl = ttl
         self.poll = poll
@@ -85,6 +95,7 @@ class Server:
         notes = self.db.notifications
         # our own appends need not wake us (we know what we wrote); timers wake us directly
         notes.ignore_own = True
+        keeper = asyncio.create_task(self._keep_leases(stop))
         try:
             while not stop.is_set():
                 await notes.ensure_listening()  # again after the database came back
@@ -117,6 +128,7 @@ class Server:
                     notes.unregister(EVENTS, ANY_KEY, wake_events)
                     notes.unregister(EXECUTIONS, ANY_KEY, wake_offers)
         finally:
+            keeper.cancel()
             for owned in self.owned.values():
                 owned.timers.close()
             if self.owned:
@@ -127,12 +139,7 @@ class Server:
         """One round: claim, renew, advance every owned execution, reap. True if any work."""
         progressed = False
         now = time.monotonic()
-        if now >= self._next_renew:
-            self._next_renew = now + self.ttl / 3
-            if self.owned:
-                kept = await self.db.owners.renew(self.owner, list(self.owned), ttl=self.ttl)
-                for lost in set(self.owned) - kept:
-                    self._drop(lost)
+        await self._renew_due()
         if self.offered or now >= self._next_claim:
             # claims cost a round trip: only when offers were announced, or once per poll
             self.offered = False
@@ -145,7 +152,9 @@ class Server:
             if len(claims) == self.claim_limit:
                 self.offered = True  # there may be more
         for execution_id in list(self.owned):
-            owned = self.owned[execution_id]
+            owned = self.owned.get(execution_id)
+            if owned is None:  # its lease was lost meanwhile
+                continue
             try:
                 progressed |= await self.advance(owned)
             except RETRYABLE:
@@ -159,6 +168,26 @@ class Server:
             progressed |= await self.reap()
         return progressed
 
+    async def _renew_due(self) -> None:
+        """Renew the ownership leases when a third of the ttl has passed."""
+        now = time.monotonic()
+        if now >= self._next_renew:
+            self._next_renew = now + self.ttl / 3
+            if self.owned:
+                kept = await self.db.owners.renew(self.owner, list(self.owned), ttl=self.ttl)
+                for lost in set(self.owned) - kept:
+                    self._drop(lost)
+
+    async def _keep_leases(self, stop: asyncio.Event) -> None:
+        """Renewals that go on while a round waits for a slow VM step (under its deadline),
+        so another server never takes over an execution this one is still deciding."""
+        while not stop.is_set():
+            try:
+                await self._renew_due()
+            except RETRYABLE as exc:
+                warn_retrying(self.owner, exc)
+            await _first([stop.wait()], self.ttl / 3)
+
     async def adopt(self, execution_id: str) -> None:
         events = await self.db.events.read(execution_id)
         if not events or events[0]["name"] != REQUESTED:
@@ -168,7 +197,7 @@ class Server:
             program, workload = program_from_requested(events[0])
             # references in results are read from the result table, before the VM sees them
             driver = Driver(program, execution_id, workload, results=self.results)
-            rebuilt = driver.replay(events)
+            rebuilt = await self._within_deadline(execution_id, lambda: driver.replay(events))
         except RETRYABLE:
             raise
         except Exception as exc:  # a program that does not verify, a log it cannot replay
@@ -192,16 +221,24 @@ class Server:
         if last_seq <= owned.after_seq:
             return False
         owned.after_seq = last_seq
-        commands: list[Command] = []
-        out: list[Event] = []
+        inputs = []
         for record in events:
             event = Event.from_record(record)
             if is_input(event):
                 if event.name == EventName.TIMER_FIRED:
                     owned.timers.fired(event)
+                inputs.append(event)
+
+        def feed() -> tuple[list[Command], list[Event]]:
+            commands: list[Command] = []
+            out: list[Event] = []
+            for event in inputs:
                 step = owned.driver.feed(event)
                 commands.extend(step.commands)
                 out.extend(step.events)
+            return commands, out
+
+        commands, out = await self._within_deadline(owned.execution_id, feed)
         caught_up = await self._commit(owned, out, commands)
         await self._close_if_finished(owned)
         return not caught_up
@@ -284,6 +321,23 @@ class Server:
         await self.db.owners.retire(self.owner, owned.execution_id)
         self.finished += 1
         self._drop(owned.execution_id)
+
+    async def _within_deadline(self, execution_id: str, work: Callable[[], T]) -> T:
+        """Run a VM step (feeding a batch, or a replay) in a thread under `step_deadline`:
+        the event loop goes on meanwhile (leases renewed, other executions advanced); past
+        the deadline the execution is failed with NOE859 (the thread's late answer is
+        dropped). Expression limits bound every evaluation, so the thread ends."""
+        if self.step_deadline is None:
+            return work()
+        try:
+            return await asyncio.wait_for(asyncio.to_thread(work), self.step_deadline)
+        except TimeoutError:
+            raise StepDeadline(
+                "NOE859",
+                f"a step of execution {execution_id}'s control VM ran past its deadline of "
+                f"{self.step_deadline:g} s",
+                "see the guards and templates of the steps it was deciding (`noetl-vm events`)",
+            ) from None
 
     async def _refuse(self, execution_id: str, last_seq: int, exc: Exception) -> None:
         """Fail an execution this server cannot run (its program does not verify, its log

@@ -139,4 +139,22 @@ Example:
         "raise the budget (`executor.spec.budgets`, `--budget NAME=N`), or give the cycle an "
         "exit that its turns change",
     ),
+    code(
+        "NOE859",
+        "step-deadline",
+        "error",
+        "a step of the control VM ran past the server's deadline",
+        """
+A server runs each step of an execution's control VM (a batch of its input events, or the
+replay that rebuilds it) under a deadline (30 s by default): a guard or template that takes
+that long would stop the server from renewing its leases and advancing every other
+execution. Past the deadline the execution is failed, once, with this code; the server and
+every other execution go on, and no other server takes the execution over.
+
+Example (a template loop near the expression step budget, evaluated on every turn):
+
+    when: "{% for i in range(100000) %}{% for j in range(19) %}{% endfor %}{% endfor %}x"
+""",
+        "simplify the guards of the steps it was deciding, or compute in a task",
+    ),
 )

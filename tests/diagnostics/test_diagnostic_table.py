@@ -52,6 +52,7 @@ COVERED_ELSEWHERE = {
     "NOE856": "tests/vm/test_vm_runtime.py::test_resume_after_sigkill_runs_no_finished_task_again",
     "NOE857": "tests/vm/test_vm_control.py::test_execution_without_program",
     "NOE858": "tests/hostile/test_budgets.py::test_a_cycle_that_never_ends_is_stopped_by_its_budget",
+    "NOE859": "tests/hostile/test_poison_pill.py::test_a_step_past_the_deadline_fails_its_execution_only",
     "NOE900": "tests/compiler/test_cli.py::test_internal_errors_have_a_report_footer",
     "NOE509": "tests/analysis/test_analysis_cli.py::test_budget_stops_the_search_with_a_note",
 }
