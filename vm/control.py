@@ -116,6 +116,8 @@ class ControlVM(Routing):
         self.error: dict[str, Any] | None = None
         self.status = "running"
         self.budgets = budgets_of(program.payload)
+        self._max_events = self.budgets["events"]  # read on every step: attributes
+        self._max_step_runs = self.budgets["step_runs"]
         self.inputs = 0  # input events fed (with `event_count`: the events budget)
         self.step_runs = 0
         self.iterations = 0
@@ -181,9 +183,8 @@ class ControlVM(Routing):
                 self._admit(step, token, commands)
             if not (self.runs or self.listeners or self.timers or ready):
                 self._check_complete()
-            limit = self.budgets["events"]
-            if limit and self.event_count + self.inputs > limit and self.status == "running":
-                self._over("events", self.event_count + self.inputs, limit)
+            if self.event_count + self.inputs > self._max_events > 0 and self.status == "running":
+                self._over("events", self.event_count + self.inputs, self._max_events)
         except Exception as exc:
             self._internal(exc, getattr(event, "step", None))
         events = self._events
@@ -286,8 +287,8 @@ class ControlVM(Routing):
         record.runs += 1
         record.status = "running"
         self.step_runs += 1
-        if self.step_runs > self.budgets["step_runs"] > 0:
-            self._over("step_runs", self.step_runs, self.budgets["step_runs"])
+        if self.step_runs > self._max_step_runs > 0:
+            self._over("step_runs", self.step_runs, self._max_step_runs)
         run_id = f"{step}#{record.runs}"
         run = StepRun(step, run_id, token) if table.loop is None else LoopRun(step, run_id, token)
         if transition.writes is not None:
@@ -557,8 +558,8 @@ class ControlVM(Routing):
         entered.runs += 1
         entered.status = "running"
         self.step_runs += 1
-        if self.step_runs > self.budgets["step_runs"] > 0:
-            self._over("step_runs", self.step_runs, self.budgets["step_runs"])
+        if self.step_runs > self._max_step_runs > 0:
+            self._over("step_runs", self.step_runs, self._max_step_runs)
         run_id = f"{entering}#{entered.runs}"
         self.runs[run_id] = StepRun(entering, run_id, token)
         self._schedule(entering, run_id, args, commands)

@@ -93,10 +93,11 @@ def run_pipeline(
         return PipelineResult(ok, result, error, writes)
 
     executed = 0
+    max_executed, max_calls = MAX_INSTRUCTIONS, MAX_TASK_CALLS
     try:
         while True:
             executed += 1
-            if executed > MAX_INSTRUCTIONS or calls >= MAX_TASK_CALLS:
+            if executed > max_executed or calls >= max_calls:
                 return finish(False, error=_over_budget(executed, calls))
             instruction = code[pc]
             op = instruction[0]
