@@ -106,7 +106,7 @@ def workload_overrides(args: argparse.Namespace) -> dict[str, Any] | None:
             return None
         try:
             out[key] = json.loads(raw)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # not JSON, an integer too long, too deep
             out[key] = raw
     return out
 

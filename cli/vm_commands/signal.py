@@ -26,7 +26,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     try:
         data = json.loads(args.data)
-    except json.JSONDecodeError as exc:
+    except (ValueError, RecursionError) as exc:  # not JSON, an integer too long, too deep
         print(f"error[NOE800]: --data is not JSON: {exc}", file=sys.stderr)
         return 2
     store = open_or_report(args.db)
