@@ -286,9 +286,13 @@ class Program:
             places[p.id] = p
             if p.step is not None and p.step not in steps:
                 add(f"place {p.id} belongs to unknown step {p.step}")
+        joined: set[str] = set()
         for j in self.joins:
             if j.step not in steps or j.kind not in JOIN_KINDS:
                 add(f"join at {j.step!r} ({j.kind!r}): unknown step or kind")
+            if j.step in joined or len(set(j.branches)) != len(j.branches):
+                add(f"join at {j.step!r}: a second join of the step, or a branch named twice")
+            joined.add(j.step)
             if (j.fork is not None and j.fork not in steps) or not set(j.branches) <= steps:
                 add(f"join at {j.step}: fork or branches name unknown steps")
         decisions: dict[str, int] = {}

@@ -209,3 +209,13 @@ def test_stored_programs_are_rebuilt_not_trusted() -> None:
             IRProgram.decode(resign(p)) and drive(IRProgram.decode(resign(p)))
         assert info.value.code == "NOE705"
     assert base64  # the requested event stores the program base64-encoded
+
+
+def test_a_join_with_a_branch_named_twice_is_refused() -> None:
+    """Found by the fuzz suite: it verified, then failed inside the VM (NOE850)."""
+    payload = next(p for p in seeds() if p["joins"])
+    crafted = copy.deepcopy(payload)
+    crafted["joins"][0][3].append(crafted["joins"][0][3][0])
+    with pytest.raises(UserError) as info:
+        IRProgram.decode(resign(crafted))
+    assert info.value.code == "NOE704" and "branch named twice" in str(info.value)
