@@ -68,6 +68,12 @@ RULES: list[Rule] = [
     Rule(
         "NOE509", "analysis-incomplete", "the state budget stopped the soundness search", "budget"
     ),
+    Rule(
+        "NOE510",
+        "static-cycle-guard",
+        "cycles whose exit guards read only workload and literals",
+        "static_cycle",
+    ),
 ]
 
 

@@ -205,7 +205,7 @@ def verify_code(
             value = instruction[i]
             if kind in _INDEXED:  # the common case, inlined (a verify runs on every load)
                 if value is None:
-                    ok = kind == "expr" or kind == "value"
+                    ok = (kind == "expr" or kind == "value") and op.mnemonic not in _EXPR_REQUIRED
                 else:
                     limit = pools.get(kind)
                     ok = type(value) is int and value >= 0 and (limit is None or value < limit)
@@ -219,6 +219,8 @@ def verify_code(
 
 
 _INDEXED = frozenset({"expr", "value", "name", "label"})
+# Instructions that evaluate their expression: it cannot be absent.
+_EXPR_REQUIRED = frozenset({"GUARD", "GUARD_NOT", "RULE"})
 
 
 def _operand_ok(kind: OperandKind, value: object, limit: int | None) -> bool:

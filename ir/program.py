@@ -24,6 +24,7 @@ the code generator made from it, never code: loading rebuilds the code from the 
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -212,7 +213,24 @@ class Program:
             compiler=str(header.get("compiler") or ""),
         )
         program.check()
+        program.check_pool()
         return program
+
+    def check_pool(self) -> None:
+        """Every expression rebuilt from its source and its code hash compared (NOE705): a
+        program from outside is refused before anything is stored or run. Compiling is cached
+        per process, so the VM's own load of the pool costs nothing more."""
+        from noetlc.expr.loader import PoolMismatch, load_expression  # the compiler: lazily
+
+        try:
+            for i, e in enumerate(self.expressions):
+                load_expression(i, e.kind, e.source, e.mode, e.sha256, e.value, e.where)
+        except PoolMismatch as exc:
+            raise nbc.BytecodeError(
+                "NOE705",
+                f"the expression pool does not match its sources: {exc}",
+                "recompile the playbook with the installed noetlc; never edit compiled bytecode",
+            ) from None
 
     @classmethod
     def from_payload(
@@ -245,6 +263,8 @@ class Program:
             add("duplicate step facts")
         if self.entry not in steps:
             add(f"entry step {self.entry!r} is not a step")
+        for s in self.steps:
+            add_all(problems, _step_problems(s))
         if not all(isinstance(n, str) for n in self.names):
             add("the name pool holds a non-string")
         for i, e in enumerate(self.expressions):
@@ -266,9 +286,13 @@ class Program:
             places[p.id] = p
             if p.step is not None and p.step not in steps:
                 add(f"place {p.id} belongs to unknown step {p.step}")
+        joined: set[str] = set()
         for j in self.joins:
             if j.step not in steps or j.kind not in JOIN_KINDS:
                 add(f"join at {j.step!r} ({j.kind!r}): unknown step or kind")
+            if j.step in joined or len(set(j.branches)) != len(j.branches):
+                add(f"join at {j.step!r}: a second join of the step, or a branch named twice")
+            joined.add(j.step)
             if (j.fork is not None and j.fork not in steps) or not set(j.branches) <= steps:
                 add(f"join at {j.step}: fork or branches name unknown steps")
         decisions: dict[str, int] = {}
@@ -361,6 +385,33 @@ def _expression_problems(index: int, e: Expression) -> list[str]:
     if e.kind != "const" and not (isinstance(e.sha256, str) and _HEX64.match(e.sha256)):
         return [f"{where}: no code hash"]
     return []
+
+
+_LOOP_MODES = frozenset({"sequential", "parallel"})
+_FAILURE_MODES = frozenset({"fail_fast", "best_effort"})
+
+
+def _step_problems(s: StepFacts) -> list[str]:
+    """A step's loop and listener facts: the keys and types the VMs read."""
+    problems: list[str] = []
+    loop = s.loop
+    if loop is not None and not (
+        isinstance(loop.get("iterator"), str)
+        and loop.get("mode") in _LOOP_MODES
+        and type(loop.get("max_in_flight")) is int
+        and loop["max_in_flight"] >= 1
+        and loop.get("failure_mode") in _FAILURE_MODES
+    ):
+        problems.append(f"step {s.name}: malformed loop facts")
+    listener = s.listener
+    if listener is not None:
+        timeout = listener.get("timeout")
+        if not (
+            timeout is None
+            or (type(timeout) in (int, float) and math.isfinite(timeout) and timeout >= 0)
+        ):
+            problems.append(f"step {s.name}: malformed listener timeout")
+    return problems
 
 
 def _block_problems(

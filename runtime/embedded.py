@@ -278,8 +278,13 @@ class EmbeddedRuntime:
         out: list[Event] = []
         commands: list[Command] = []
         shrink = self.refs.limit is not None
+        secrets = self.keychain.has_secrets
         for event in batch:
             worker = event.source == _WORKER
+            if worker and secrets:
+                # the VM sees what the log keeps (`***` for a secret), as after a resume and
+                # in distributed mode; a result stored by reference is stored redacted
+                event = event._replace(payload=self.keychain.redact(event.payload))
             if shrink and worker:
                 self.refs.shrink_event(event)  # before the VM and the log see it
             out.append(event)

@@ -90,9 +90,15 @@ class ToolEnv:
     start_child: StartChild | None = None
 
     def caller(
-        self, execution_id: str, action_id: str, step: str, scope: dict[str, Any] | None = None
+        self,
+        execution_id: str,
+        action_id: str,
+        step: str,
+        scope: dict[str, Any] | None = None,
+        cancelled: Callable[[], bool] | None = None,
     ) -> ToolCall:
-        """`scope`: the pipeline's own scope (read by the python tool's `context` global)."""
+        """`scope`: the pipeline's own scope (read by the python tool's `context` global);
+        `cancelled`: true once the action is cancelled (a tool that can stop early polls it)."""
 
         def call(
             kind: str, args: dict[str, Any], spec: dict[str, Any] | None, task: str, attempt: int
@@ -116,6 +122,7 @@ class ToolEnv:
                 self.workdir,
                 run_playbook,
                 scope,
+                cancelled,
             )
             return call_registry_tool(kind, args, spec, context)
 
@@ -171,7 +178,10 @@ def execute(
     else:
         run_scope["iter"] = {}
     if call_tool is None:
-        call_tool = env.caller(str(scope.get("execution_id") or ""), action_id, step, run_scope)
+        cancelled = None if wait is None else (lambda: wait(0))
+        call_tool = env.caller(
+            str(scope.get("execution_id") or ""), action_id, step, run_scope, cancelled
+        )
 
     # A finished task's `task.done` is held back until the pipeline goes on: the next call's
     # start or a retry logs it first (a finished tool is logged before the next one runs, so

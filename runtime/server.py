@@ -17,9 +17,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
+from noetlc.diagnostics.errors import UserError
 from noetlc.runtime.backend import ANY_KEY, EVENTS, EXECUTIONS, Backend
 from noetlc.runtime.cluster import RETRYABLE, new_owner, warn_retrying
 from noetlc.runtime.driver import REQUESTED, Driver, program_from_requested
@@ -40,6 +42,13 @@ from noetlc.vm.protocol import (
 
 # one line per execution owned and ended (`noetl-vm server --log-level`)
 log = logging.getLogger("noetlc.server")
+
+T = TypeVar("T")
+STEP_DEADLINE = 30.0  # seconds one VM step (a batch of inputs, or a replay) may take
+
+
+class StepDeadline(UserError):
+    """A VM step ran past the server's deadline (NOE859)."""
 
 
 @dataclass
@@ -65,8 +74,10 @@ class Server:
         poll: float = 1.0,
         claim_limit: int = 50,
         pool: str = "default",
+        step_deadline: float | None = STEP_DEADLINE,
     ) -> None:
         self.db = db
+        self.step_deadline = step_deadline
         self.owner = owner or new_owner("server")
         self.ttl = ttl
         self.poll = poll
@@ -74,6 +85,7 @@ class Server:
         self.pool = pool
         self.owned: dict[str, Owned] = {}
         self.finished = 0
+        self.refused = 0  # executions failed because their program or log is unusable
         self._next_renew = 0.0
         self._next_reap = 0.0
         self._next_claim = 0.0
@@ -87,6 +99,7 @@ class Server:
         notes = self.db.notifications
         # our own appends need not wake us (we know what we wrote); timers wake us directly
         notes.ignore_own = True
+        keeper = asyncio.create_task(self._keep_leases(stop))
         try:
             while not stop.is_set():
                 await notes.ensure_listening()  # again after the database came back
@@ -119,6 +132,7 @@ class Server:
                     notes.unregister(EVENTS, ANY_KEY, wake_events)
                     notes.unregister(EXECUTIONS, ANY_KEY, wake_offers)
         finally:
+            keeper.cancel()
             for owned in self.owned.values():
                 owned.timers.close()
             if self.owned:
@@ -129,12 +143,7 @@ class Server:
         """One round: claim, renew, advance every owned execution, reap. True if any work."""
         progressed = False
         now = time.monotonic()
-        if now >= self._next_renew:
-            self._next_renew = now + self.ttl / 3
-            if self.owned:
-                kept = await self.db.owners.renew(self.owner, list(self.owned), ttl=self.ttl)
-                for lost in set(self.owned) - kept:
-                    self._drop(lost)
+        await self._renew_due()
         if self.offered or now >= self._next_claim:
             # claims cost a round trip: only when offers were announced, or once per poll
             self.offered = False
@@ -147,21 +156,57 @@ class Server:
             if len(claims) == self.claim_limit:
                 self.offered = True  # there may be more
         for execution_id in list(self.owned):
-            progressed |= await self.advance(self.owned[execution_id])
+            owned = self.owned.get(execution_id)
+            if owned is None:  # its lease was lost meanwhile
+                continue
+            try:
+                progressed |= await self.advance(owned)
+            except RETRYABLE:
+                raise
+            except Exception as exc:  # this execution only: the server goes on
+                self._drop(execution_id)
+                await self._refuse(execution_id, owned.after_seq, exc)
+                progressed = True
         if now >= self._next_reap:
             self._next_reap = now + min(self.ttl / 3, 5.0)
             progressed |= await self.reap()
         return progressed
+
+    async def _renew_due(self) -> None:
+        """Renew the ownership leases when a third of the ttl has passed."""
+        now = time.monotonic()
+        if now >= self._next_renew:
+            self._next_renew = now + self.ttl / 3
+            if self.owned:
+                kept = await self.db.owners.renew(self.owner, list(self.owned), ttl=self.ttl)
+                for lost in set(self.owned) - kept:
+                    self._drop(lost)
+
+    async def _keep_leases(self, stop: asyncio.Event) -> None:
+        """Renewals that go on while a round waits for a slow VM step (under its deadline),
+        so another server never takes over an execution this one is still deciding."""
+        while not stop.is_set():
+            try:
+                await self._renew_due()
+            except RETRYABLE as exc:
+                warn_retrying(self.owner, exc)
+            await _first([stop.wait()], self.ttl / 3)
 
     async def adopt(self, execution_id: str) -> None:
         events = await self.db.events.read(execution_id)
         if not events or events[0]["name"] != REQUESTED:
             await self.db.owners.retire(self.owner, execution_id)
             return
-        program, workload = program_from_requested(events[0])
-        # references in results are read from the result table, before the VM sees them
-        driver = Driver(program, execution_id, workload, results=self.results)
-        rebuilt = driver.replay(events)
+        try:
+            program, workload = program_from_requested(events[0])
+            # references in results are read from the result table, before the VM sees them
+            driver = Driver(program, execution_id, workload, results=self.results)
+            rebuilt = await self._within_deadline(execution_id, lambda: driver.replay(events))
+        except RETRYABLE:
+            raise
+        except Exception as exc:  # a program that does not verify, a log it cannot replay
+            await self._refuse(execution_id, events[-1]["seq"], exc)
+            return
         recorded = sum(1 for e in events if e.get("source") == Source.SERVER)
         timers = Timers(execution_id, self._timer_delivery(execution_id))
         timers.started_at = started_times(events)
@@ -182,16 +227,24 @@ class Server:
         if last_seq <= owned.after_seq:
             return False
         owned.after_seq = last_seq
-        commands: list[Command] = []
-        out: list[Event] = []
+        inputs = []
         for record in events:
             event = Event.from_record(record)
             if is_input(event):
                 if event.name == EventName.TIMER_FIRED:
                     owned.timers.fired(event)
+                inputs.append(event)
+
+        def feed() -> tuple[list[Command], list[Event]]:
+            commands: list[Command] = []
+            out: list[Event] = []
+            for event in inputs:
                 step = owned.driver.feed(event)
                 commands.extend(step.commands)
                 out.extend(step.events)
+            return commands, out
+
+        commands, out = await self._within_deadline(owned.execution_id, feed)
         caught_up = await self._commit(owned, out, commands)
         await self._close_if_finished(owned)
         return not caught_up
@@ -276,6 +329,52 @@ class Server:
         log.info("%s: execution %s %s (%s events)", self.owner, owned.execution_id, vm.status,
                  events)  # fmt: skip
         self._drop(owned.execution_id)
+
+    async def _within_deadline(self, execution_id: str, work: Callable[[], T]) -> T:
+        """Run a VM step (feeding a batch, or a replay) in a thread under `step_deadline`:
+        the event loop goes on meanwhile (leases renewed, other executions advanced); past
+        the deadline the execution is failed with NOE859 (the thread's late answer is
+        dropped). Expression limits bound every evaluation, so the thread ends."""
+        if self.step_deadline is None:
+            return work()
+        try:
+            return await asyncio.wait_for(asyncio.to_thread(work), self.step_deadline)
+        except TimeoutError:
+            raise StepDeadline(
+                "NOE859",
+                f"a step of execution {execution_id}'s control VM ran past its deadline of "
+                f"{self.step_deadline:g} s",
+                "see the guards and templates of the steps it was deciding (`noetl-vm events`)",
+            ) from None
+
+    async def _refuse(self, execution_id: str, last_seq: int, exc: Exception) -> None:
+        """Fail an execution this server cannot run (its program does not verify, its log
+        cannot be replayed, its VM raised): recorded once, with the reason's code, and
+        retired, so no other server claims it again and every other execution goes on."""
+        code = exc.code if isinstance(exc, UserError) else "NOE850"
+        message = str(exc) if isinstance(exc, UserError) else f"{type(exc).__name__}: {exc}"
+        error = {"code": code, "message": message, "step": None}
+        failed = envelope(
+            EventName.EXECUTION_FAILED,
+            Source.SERVER,
+            event_id=f"{execution_id}:refused",
+            ts=time.time(),
+            payload={"error": error},
+        )
+        await self.db.events.append(execution_id, [failed])
+        await self.db.queue.cancel_execution(execution_id)
+        summary = {
+            "execution_id": execution_id,
+            "status": "failed",
+            "steps": {},
+            "ctx": {},
+            "result": None,
+            "events": last_seq + 1,
+            "error": error,
+        }
+        await self.db.events.finish_execution(execution_id, "failed", summary)
+        await self.db.owners.retire(self.owner, execution_id)
+        self.refused += 1
 
     def _drop(self, execution_id: str) -> None:
         owned = self.owned.pop(execution_id, None)

@@ -412,6 +412,11 @@ class Known:
         """A result over `limits.max_payload_bytes` goes to the result table; the event
         keeps its reference (as in embedded mode)."""
         if self.refs.limit is not None and event.name in SHRUNK:
+            keychain = self.env.keychain
+            if keychain is not None and keychain.has_secrets and isinstance(event.payload, dict):
+                redacted = keychain.redact(event.payload)  # a stored result is redacted too
+                event.payload.clear()
+                event.payload.update(redacted)
             self.refs.shrink_event(event)
 
 

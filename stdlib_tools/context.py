@@ -31,3 +31,6 @@ class ToolContext:
     # The pipeline's scope at the call (workload, ctx, iter, step and task results by name,
     # execution_id, the reference resolver): the python tool's `context` global reads it.
     scope: Mapping[str, Any] | None = None
+    # True once the action is cancelled (or its worker shuts down): a tool that can stop
+    # early polls it (`isolation: subprocess` python kills its child process).
+    cancelled: Callable[[], bool] | None = None

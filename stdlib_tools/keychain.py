@@ -34,6 +34,7 @@ DEFAULT_FILE = Path(".noetl") / "keychain.yaml"
 ENV_PREFIX = "NOETL_KEYCHAIN_"
 MASK = "***"
 MIN_SUBSTRING = 4
+MIN_NUMBER = 6  # characters of a secret number's text (`98765` is not masked, `987654` is)
 
 
 class KeychainError(UserError):
@@ -111,6 +112,7 @@ class Keychain:
         self._lock = threading.Lock()
         self._substrings: set[str] = set()
         self._exact: set[str] = set()
+        self._numbers: set[int | float] = set()
         self._pattern: re.Pattern[str] | None = None
 
     # ------------------------------------------------------------------ resolution
@@ -162,16 +164,26 @@ class Keychain:
     # ------------------------------------------------------------------ redaction
 
     def register(self, value: Any) -> None:
-        """Treat `value` (a string, or the strings inside a mapping/list) as secret."""
+        """Treat `value` as secret: a string, a number, or the strings and numbers inside a
+        mapping/list. A number of at least `MIN_NUMBER` characters is masked where it appears
+        as a number and inside text (`"pin 98765432 refused"`); shorter ones are not (they
+        would mask the counts and indexes of every event)."""
         found: list[tuple[str, bool]] = []
+        numbers: list[int | float] = []
         if isinstance(value, str):
             found.append((value, True))
             password = _url_password(value)
             if password:
                 found.append((password, True))
         else:
-            found.extend((s, False) for s in _strings(value))
+            for leaf in _leaves(value):
+                if isinstance(leaf, str):
+                    found.append((leaf, False))
+                elif len(str(leaf)) >= MIN_NUMBER:  # short numbers are counts and indexes
+                    numbers.append(leaf)
+                    found.append((str(leaf), False))
         with self._lock:
+            self._numbers.update(numbers)
             for text, whole in found:
                 if len(text) >= MIN_SUBSTRING and text not in self._substrings:
                     self._substrings.add(text)
@@ -181,7 +193,7 @@ class Keychain:
 
     @property
     def has_secrets(self) -> bool:
-        return bool(self._substrings or self._exact)
+        return bool(self._substrings or self._exact or self._numbers)
 
     def redact(self, obj: Any) -> Any:
         """A copy of a JSON-like object with every secret replaced by `"***"`."""
@@ -192,19 +204,45 @@ class Keychain:
                 ordered = sorted(self._substrings, key=len, reverse=True)
                 self._pattern = re.compile("|".join(re.escape(s) for s in ordered))
             pattern, exact = self._pattern, frozenset(self._exact)
-        return _redact(obj, pattern, exact)
+            numbers = frozenset(self._numbers)
+        return _redact(obj, pattern, exact, numbers)
 
 
-def _redact(obj: Any, pattern: re.Pattern[str] | None, exact: frozenset[str]) -> Any:
+def _redact(
+    obj: Any, pattern: re.Pattern[str] | None, exact: frozenset[str], numbers: frozenset[Any]
+) -> Any:
     if isinstance(obj, str):
         if obj in exact:
             return MASK
         return pattern.sub(MASK, obj) if pattern is not None else obj
     if isinstance(obj, Mapping):
-        return {_redact(k, pattern, exact): _redact(v, pattern, exact) for k, v in obj.items()}
+        return {
+            _redact(k, pattern, exact, numbers): _redact(v, pattern, exact, numbers)
+            for k, v in obj.items()
+        }
     if isinstance(obj, list | tuple):
-        return [_redact(v, pattern, exact) for v in obj]
+        return [_redact(v, pattern, exact, numbers) for v in obj]
+    if numbers and _is_number(obj) and obj in numbers:
+        return MASK
     return obj
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _leaves(value: Any) -> Iterable[Any]:
+    """The strings (with a URL's password) and numbers inside a value."""
+    if isinstance(value, str):
+        yield from _strings(value)
+    elif _is_number(value):
+        yield value
+    elif isinstance(value, Mapping):
+        for v in value.values():
+            yield from _leaves(v)
+    elif isinstance(value, list | tuple):
+        for v in value:
+            yield from _leaves(v)
 
 
 def _strings(value: Any) -> Iterable[str]:

@@ -14,8 +14,9 @@ error outcome with `py.exception_type`.
 
 `spec.isolation: subprocess` runs the same code in `python -c` (JSON in on stdin, the outcome as
 JSON on stdout; what the code prints goes to the child's stderr, returned as `py.stderr`), so
-`spec.timeout` can stop it: the child is killed and the outcome is a `Timeout` error. In-process
-code cannot be interrupted, so there `spec.timeout` does not apply.
+`spec.timeout` can stop it: the child is killed and the outcome is a `Timeout` error; a cancel of
+the action (or a worker shutting down) kills it too (a `Cancelled` error). In-process code
+cannot be interrupted, so there neither applies.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -187,35 +189,58 @@ def _in_subprocess(request: dict[str, Any], timeout: Any, ctx: ToolContext) -> d
         payload = json.dumps(request, default=str)
     except (TypeError, ValueError) as exc:
         return error("ToolArgumentError", f"the task's input is not JSON: {exc}")
+    child = subprocess.Popen(
+        [sys.executable, "-c", _CHILD],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ctx.workdir,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    deadline = None if seconds is None else time.monotonic() + seconds
+    sent: str | None = payload
+    while True:
+        # a cancelled action (or a worker shutting down) kills the child at once
+        step = CANCEL_POLL if ctx.cancelled is not None else None
+        if deadline is not None:
+            left = max(0.0, deadline - time.monotonic())
+            step = left if step is None else min(step, left)
+        try:
+            out, err = child.communicate(sent, timeout=step)
+            break
+        except subprocess.TimeoutExpired:
+            sent = None  # written already: communicate() keeps it
+            if deadline is not None and time.monotonic() >= deadline:
+                return _killed(child, "Timeout", f"did not finish within {seconds:g} s")
+            if ctx.cancelled is not None and ctx.cancelled():
+                return _killed(child, "Cancelled", "was cancelled")
+    outcome: Any
     try:
-        done = subprocess.run(
-            [sys.executable, "-c", _CHILD],
-            input=payload,
-            capture_output=True,
-            text=True,
-            timeout=seconds,
-            cwd=ctx.workdir,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
-    except subprocess.TimeoutExpired as exc:
-        outcome = error(
-            "Timeout",
-            f"the python task did not finish within {seconds:g} s; its process was killed",
-            retryable=True,
-        )
-        outcome["py"] = {"exception_type": "Timeout", "stderr": _tail(exc.stderr)}
-        return outcome
-    try:
-        outcome = json.loads(done.stdout.strip().splitlines()[-1])
+        outcome = json.loads(out.strip().splitlines()[-1])
     except (IndexError, json.JSONDecodeError):
         outcome = error(
             "SubprocessError",
-            f"the python task's process exited with code {done.returncode} without an outcome",
+            f"the python task's process exited with code {child.returncode} without an outcome",
         )
     if not isinstance(outcome, dict) or "status" not in outcome:
         outcome = error("SubprocessError", "the python task's process wrote no outcome")
-    outcome.setdefault("py", {})["stderr"] = _tail(done.stderr)
-    outcome["py"]["exit_code"] = done.returncode
+    outcome.setdefault("py", {})["stderr"] = _tail(err)
+    outcome["py"]["exit_code"] = child.returncode
+    result: dict[str, Any] = outcome
+    return result
+
+
+CANCEL_POLL = 0.1  # seconds between looks at the cancel flag
+
+
+def _killed(child: subprocess.Popen[str], kind: str, why: str) -> dict[str, Any]:
+    child.kill()
+    _, err = child.communicate()
+    outcome = error(
+        kind, f"the python task {why}; its process was killed", retryable=kind == "Timeout"
+    )
+    outcome["py"] = {"exception_type": kind, "stderr": _tail(err)}
     return outcome
 
 

@@ -25,6 +25,7 @@ from typing import Any
 from jinja2 import Undefined
 
 from noetlc.expr.runtime import RESOLVER_KEY, ExpressionError
+from noetlc.vm.budgets import OverBudget, budgets_of
 from noetlc.vm.control_state import LoopRun, StepRecord, StepRun, Token, action_id
 from noetlc.vm.joins import JoinPlaces
 from noetlc.vm.program import Program
@@ -114,6 +115,14 @@ class ControlVM(Routing):
         self.dead_arrivals: dict[str, int] = {}  # merges: dead alternatives seen so far
         self.error: dict[str, Any] | None = None
         self.status = "running"
+        self.budgets = budgets_of(program.payload)
+        self._max_events = self.budgets["events"]  # read on every step: attributes
+        self._max_step_runs = self.budgets["step_runs"]
+        self.inputs = 0  # input events fed (with `event_count`: the events budget)
+        self.step_runs = 0
+        self.iterations = 0
+        self.ctx_size = 0
+        self.ctx_sizes: dict[str, int] = {}
         self.firings = 0
         self.handled_failures = 0
         self.final_result: Any = None  # the result of the step that finished last
@@ -141,6 +150,7 @@ class ControlVM(Routing):
         commands: list[Command] = []
         if self.status != "running":
             return _new(Step, (commands, []))
+        self.inputs += 1
         try:
             name = event.name
             if name in RESULT_NAMES:
@@ -173,6 +183,8 @@ class ControlVM(Routing):
                 self._admit(step, token, commands)
             if not (self.runs or self.listeners or self.timers or ready):
                 self._check_complete()
+            if self.event_count + self.inputs > self._max_events > 0 and self.status == "running":
+                self._over("events", self.event_count + self.inputs, self._max_events)
         except Exception as exc:
             self._internal(exc, getattr(event, "step", None))
         events = self._events
@@ -274,6 +286,9 @@ class ControlVM(Routing):
             return
         record.runs += 1
         record.status = "running"
+        self.step_runs += 1
+        if self.step_runs > self._max_step_runs > 0:
+            self._over("step_runs", self.step_runs, self._max_step_runs)
         run_id = f"{step}#{record.runs}"
         run = StepRun(step, run_id, token) if table.loop is None else LoopRun(step, run_id, token)
         if transition.writes is not None:
@@ -295,7 +310,7 @@ class ControlVM(Routing):
         except ExpressionError as exc:  # the user's items expression: the step fails
             self._finish(run, _STEP_FAILED, None, _expression_failure(exc), commands)
             return
-        if isinstance(items, list | tuple):
+        if isinstance(items, list | tuple | range):
             run.items = list(items)
         elif items is None or isinstance(items, Undefined):
             run.items = []
@@ -319,6 +334,9 @@ class ControlVM(Routing):
     def _fill_slots(self, run: LoopRun, table: StepTable, commands: list[Command]) -> None:
         while len(run.in_flight) < table.slots and run.next_index < len(run.items):
             index = run.next_index
+            self.iterations += 1
+            if self.iterations > self.budgets["loop_iterations"] > 0:
+                self._over("loop_iterations", self.iterations, self.budgets["loop_iterations"])
             run.next_index += 1
             run.in_flight.add(index)
             self.firings += 1
@@ -539,6 +557,9 @@ class ControlVM(Routing):
             entered = self.steps[entering] = StepRecord()
         entered.runs += 1
         entered.status = "running"
+        self.step_runs += 1
+        if self.step_runs > self._max_step_runs > 0:
+            self._over("step_runs", self.step_runs, self._max_step_runs)
         run_id = f"{entering}#{entered.runs}"
         self.runs[run_id] = StepRun(entering, run_id, token)
         self._schedule(entering, run_id, args, commands)
@@ -587,7 +608,22 @@ class ControlVM(Routing):
 
     # ------------------------------------------------------------------ completion
 
+    def counts(self) -> dict[str, int]:
+        """What the budgets count, so far."""
+        return {
+            "events": self.event_count + self.inputs,
+            "step_runs": self.step_runs,
+            "loop_iterations": self.iterations,
+            "ctx_size": self.ctx_size,
+        }
+
+    def _over(self, name: str, count: int, limit: int) -> None:
+        raise OverBudget(name, count, limit, self.counts())
+
     def _internal(self, exc: BaseException, step: str | None) -> None:
+        if isinstance(exc, OverBudget):
+            self._fail(exc.error)
+            return
         if isinstance(exc, ExpressionError):  # a guard or a loop's items: the user's error
             self._fail({"code": exc.code, "message": str(exc), "step": step})
             return

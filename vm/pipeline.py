@@ -94,8 +94,13 @@ def run_pipeline(
             error = {**error, "task": scope["_task"]}  # which task failed, for the report
         return PipelineResult(ok, result, error, writes)
 
+    executed = 0
+    max_executed, max_calls = MAX_INSTRUCTIONS, MAX_TASK_CALLS
     try:
         while True:
+            executed += 1
+            if executed > max_executed or calls >= max_calls:
+                return finish(False, error=_over_budget(executed, calls))
             instruction = code[pc]
             op = instruction[0]
             if op == OP["TASK"]:
@@ -228,6 +233,24 @@ def run_pipeline(
 
 
 CANCELLED = {"type": "Cancelled", "message": "the run was cancelled"}
+
+# One run of a step's pipeline (one step run or one loop iteration): jumps and retries loop
+# inside it, so its work is bounded by instructions executed and tool calls made.
+MAX_INSTRUCTIONS = 1_000_000
+MAX_TASK_CALLS = 10_000
+
+
+def _over_budget(executed: int, calls: int) -> dict[str, Any]:
+    what = (
+        f"{calls:,} tool calls (at most {MAX_TASK_CALLS:,})"
+        if calls >= MAX_TASK_CALLS
+        else f"{executed:,} instructions (at most {MAX_INSTRUCTIONS:,})"
+    )
+    return {
+        "type": "BudgetExceeded",
+        "code": "NOE858",
+        "message": f"one run of the step's tasks went over its budget: {what}",
+    }
 
 
 def _apply(target: dict[str, Any], writes: Any) -> None:

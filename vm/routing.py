@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
+from noetlc.expr.limits import MAX_SIZE, deep_size
 from noetlc.vm.control_state import StepRecord, StepRun, Token
 from noetlc.vm.joins import JoinPlaces
 from noetlc.vm.program import Program
@@ -40,6 +41,12 @@ class Routing:
     status: str
     firings: int
     handled_failures: int
+    budgets: dict[str, int]
+    ctx_size: int = 0  # characters and items held in ctx (`expr.limits.deep_size`)
+    ctx_sizes: dict[str, int]
+
+    def _over(self, name: str, count: int, limit: int) -> None:
+        raise NotImplementedError
 
     def record(
         self,
@@ -186,12 +193,20 @@ class Routing:
         self._apply_ctx(list(writes.items()) if isinstance(writes, dict) else ())
 
     def _apply_ctx(self, writes: Any) -> None:
+        limit = self.budgets["ctx_size"]
+        sizes = self.ctx_sizes
         for key, value in writes:
             if isinstance(value, dict) and len(value) == 1 and "append" in value:
                 current = self.ctx.get(key)
                 self.ctx[key] = [*(current if isinstance(current, list) else []), value["append"]]
+                size = sizes.get(key, 0) + 1 + deep_size(value["append"], limit or MAX_SIZE)
             else:
                 self.ctx[key] = value
+                size = deep_size(value, limit or MAX_SIZE)
+            self.ctx_size += size - sizes.get(key, 0)
+            sizes[key] = size
+        if limit and self.ctx_size > limit:
+            self._over("ctx_size", self.ctx_size, limit)
 
     def _fail(self, error: dict[str, Any]) -> None:
         if self.status == "running":

@@ -38,6 +38,9 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    except (ValueError, RecursionError) as exc:  # an integer too long, nesting too deep
+        print(f"<vars>:1:1: error[NOE800]: --vars cannot be read: {exc}", file=sys.stderr)
+        return 2
     if not isinstance(variables, dict):
         print("<vars>:1:1: error[NOE800]: --vars must be a JSON object", file=sys.stderr)
         return 2

@@ -47,6 +47,27 @@ def add_workload(p: argparse.ArgumentParser) -> None:
         help="workload override (VALUE is JSON, else a string)",
     )
     p.add_argument("--workload", metavar="FILE", help="a JSON or YAML file of workload overrides")
+    p.add_argument(
+        "--budget",
+        action="append",
+        default=[],
+        metavar="NAME=N",
+        help="an execution budget: events, step_runs, loop_iterations or ctx_size (0: none)",
+    )
+
+
+def budget_options(args: argparse.Namespace) -> dict[str, int]:
+    """`--budget NAME=N` options (raises `UsageError` NOE800 when one is malformed)."""
+    from noetlc.vm.budgets import BudgetError, parse_option
+
+    out: dict[str, int] = {}
+    for item in getattr(args, "budget", []):
+        try:
+            name, value = parse_option(item)
+        except BudgetError as exc:
+            raise UsageError("NOE800", str(exc)) from None
+        out[name] = value
+    return out
 
 
 def add_keychain(p: argparse.ArgumentParser) -> None:
@@ -81,7 +102,7 @@ def workload_overrides(args: argparse.Namespace) -> dict[str, Any]:
             raise UsageError("NOE800", f"--set needs KEY=VALUE, got {item!r}")
         try:
             out[key] = json.loads(raw)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # not JSON, an integer too long, too deep
             out[key] = raw
         value = out[key]
         if isinstance(value, float) and not math.isfinite(value):
@@ -223,9 +244,19 @@ def run(args: argparse.Namespace) -> int:
             "`noetl-vm submit FILE --db URL --wait` with `noetl-vm server` and"
             " `noetl-vm worker` running, or `run --db sqlite:///.noetl/noetl.db`",
         )
+    budgets = budget_options(args)
     program = load_program(args.file)
     if program is None:
         return EXIT_ERRORS
+    if budgets:
+        from noetlc.ir.program import Program as ProgramImage
+        from noetlc.vm.budgets import with_budgets
+
+        program = ProgramImage.from_payload(
+            with_budgets(program.to_payload(), budgets),
+            source_sha256=program.source_sha256,
+            compiler=program.compiler,
+        )
     warn_undeclared(overrides, program.workload)
     store = open_store(args.db)
     execution_id = str(uuid.uuid4())

@@ -27,7 +27,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     try:
         data = json.loads(args.data)
-    except json.JSONDecodeError as exc:
+    except (ValueError, RecursionError) as exc:  # not JSON, an integer too long, too deep
         raise UsageError("NOE800", f"--data is not JSON: {exc}") from None
     store = open_existing(args.db)
     try:

@@ -6,7 +6,7 @@
 Prints the execution id. With `--wait`, the id is printed on standard error at once (on a
 terminal, with a live progress line), and the command waits until the execution ends and
 prints the same summary as `noetl-vm run` (`--json`: the summary line, which holds the id);
-exit status as `run` (0, 1, 3). A wait that times out exits 1 (NOE858).
+exit status as `run` (0, 1, 3). A wait that times out exits 1 (NOE832).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from noetlc.cli.common import EXIT_ERRORS, EXIT_OK, UsageError
 from noetlc.cli.vm_commands.run import (
     add_workload,
     announce,
+    budget_options,
     progress_for,
     report,
     warn_undeclared,
@@ -45,6 +46,7 @@ def run(args: argparse.Namespace) -> int:
     from noetlc.cli.noetlc_commands.artifacts import load_payload
     from noetlc.runtime.postgres.store import PostgresStore
     from noetlc.runtime.programs import encode_program
+    from noetlc.vm.budgets import with_budgets
     from noetlc.vm.protocol import Event
 
     check_db(args.db)
@@ -55,10 +57,12 @@ def run(args: argparse.Namespace) -> int:
     if args.timeout is not None and not args.wait:
         raise UsageError("NOE800", "--timeout is the limit of --wait; add --wait")
     overrides = workload_overrides(args)
+    budgets = budget_options(args)
     payload = load_payload(args.file)
     if payload is None:
         return EXIT_ERRORS
     warn_undeclared(overrides, payload["workload"])
+    payload = with_budgets(payload, budgets)
     store = PostgresStore(args.db)
     try:
         execution_id = str(uuid.uuid4())
@@ -89,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
                     break
                 if deadline is not None and time.monotonic() > deadline:
                     print(
-                        f"error[NOE858]: execution {execution_id} did not end within"
+                        f"error[NOE832]: execution {execution_id} did not end within"
                         f" {args.timeout:g} s",
                         file=sys.stderr,
                     )

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import sys
 
 from noetlc.cli.common import UsageError
 from noetlc.cli.vm_commands.server import add_db_required, add_log_level, check_db, serve
@@ -54,4 +55,23 @@ def run(args: argparse.Namespace) -> int:
             keychain_file=args.keychain,
         )
 
-    return asyncio.run(serve(make, args.db, args.log_level))
+    status = asyncio.run(serve(make, args.db, args.log_level))
+    _exit_past_stuck_threads(status)
+    return status
+
+
+def _exit_past_stuck_threads(status: int) -> None:
+    """After the grace period the worker gave its unfinished jobs back; a tool still running
+    in a thread (in-process python code that never returns) must not keep the process alive:
+    Python would join that thread at exit, forever."""
+    import os
+    import threading
+
+    if any(
+        t.is_alive() and not t.daemon
+        for t in threading.enumerate()
+        if t is not threading.main_thread()
+    ):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)

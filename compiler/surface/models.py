@@ -252,10 +252,22 @@ class KeychainEntry(Open):
     kind: str | None = None
 
 
+class Budgets(Closed):
+    """Per-execution budgets (0: no limit); the defaults are in docs/runtime.md."""
+
+    events: Annotated[int, Field(ge=0)] | None = None
+    step_runs: Annotated[int, Field(ge=0)] | None = None
+    loop_iterations: Annotated[int, Field(ge=0)] | None = None
+    ctx_size: Annotated[int, Field(ge=0)] | None = None
+
+
 class ExecutorSpec(Open):
     entry_step: str | None = None
     final_step: str | None = None
     policy: dict[str, Any] | None = None
+    budgets: Budgets | None = Field(
+        None, description="per-execution budgets: events, step_runs, loop_iterations, ctx_size"
+    )
 
 
 class Executor(Open):

@@ -215,4 +215,29 @@ Example:
 """,
         "raise --budget-states",
     ),
+    code(
+        "NOE510",
+        "static-cycle-guard",
+        "warning",
+        "a cycle's exits are decided by values that never change",
+        """
+Every arc that leaves the cycle is guarded, and every exit guard reads only `workload` or
+literals. Those values are the same on every turn, so the cycle takes the same decision each
+time: it is never entered again, or it is never left and runs until an execution budget
+(NOE858) stops it.
+
+Example:
+
+    workflow:
+      - step: spin
+        tool: {kind: noop}
+        next:
+          arcs:
+            - {step: end, when: "{{ workload.stop }}"}
+            - {step: spin}
+      - step: end
+        tool: {kind: noop}
+""",
+        "make an exit guard read something the cycle changes (ctx, a step's result)",
+    ),
 )

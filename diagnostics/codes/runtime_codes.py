@@ -261,4 +261,19 @@ Example:
 """,
         "wait for it to end, or stop that process first (`noetl-vm cancel ID`)",
     ),
+    code(
+        "NOE832",
+        "wait-timed-out",
+        "error",
+        "the execution did not end within the --timeout of submit --wait",
+        """
+`noetl-vm submit --wait --timeout S` stops waiting after S seconds. The execution itself goes
+on (or waits for a server and a worker): `noetl-vm status ID --db URL` shows it later.
+
+Example:
+
+    noetl-vm submit playbook.yaml --db postgresql://... --wait --timeout 5
+""",
+        "are `noetl-vm server` and `noetl-vm worker` running on this database?",
+    ),
 )

@@ -118,17 +118,43 @@ Example:
     ),
     code(
         "NOE858",
-        "wait-timed-out",
+        "budget-exceeded",
         "error",
-        "the execution did not end within the --timeout of submit --wait",
+        "the execution, or one run of a step's tasks, went over its budget",
         """
-`noetl-vm submit --wait --timeout S` stops waiting after S seconds. The execution itself goes
-on (or waits for a server and a worker): `noetl-vm status ID --db URL` shows it later.
+Every execution has budgets, so a cycle that never ends or a runaway loop stops instead of
+filling memory and disks: events 250,000, step runs 25,000, loop iterations 100,000, ctx size
+50,000,000 characters and items (0 means no limit). The error names the budget and carries
+the counts. One run of a step's tasks (its jumps and retries) is bounded too: 1,000,000
+instructions and 10,000 tool calls. Raise a budget in the playbook or on the command line.
 
 Example:
 
-    noetl-vm submit playbook.yaml --db postgresql://... --wait --timeout 5
+    executor:
+      spec:
+        budgets: {step_runs: 100000}
+
+    noetl-vm run playbook.yaml --budget step_runs=100000
 """,
-        "are `noetl-vm server` and `noetl-vm worker` running on this database?",
+        "raise the budget (`executor.spec.budgets`, `--budget NAME=N`), or give the cycle an "
+        "exit that its turns change",
+    ),
+    code(
+        "NOE859",
+        "step-deadline",
+        "error",
+        "a step of the control VM ran past the server's deadline",
+        """
+A server runs each step of an execution's control VM (a batch of its input events, or the
+replay that rebuilds it) under a deadline (30 s by default): a guard or template that takes
+that long would stop the server from renewing its leases and advancing every other
+execution. Past the deadline the execution is failed, once, with this code; the server and
+every other execution go on, and no other server takes the execution over.
+
+Example (a template loop near the expression step budget, evaluated on every turn):
+
+    when: "{% for i in range(100000) %}{% for j in range(19) %}{% endfor %}{% endfor %}x"
+""",
+        "simplify the guards of the steps it was deciding, or compute in a task",
     ),
 )

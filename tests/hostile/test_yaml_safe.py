@@ -128,3 +128,21 @@ def test_the_keychain_reports_bad_files_with_their_location(tmp_path: Path) -> N
     with pytest.raises(KeychainError) as info:
         Keychain(file=path)
     assert info.value.code == "NOE813" and f"{path}:2:4" in str(info.value)
+
+
+def test_json_options_with_hostile_values_are_usage_errors_or_strings(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from noetlc.cli import noetlc_main
+
+    digits = "1" * 5000
+    assert noetlc_main.main(["expr", "{{ x }}", "--vars", '{"x": ' + digits + "}"]) == 2
+    assert noetlc_main.main(["expr", "{{ x }}", "--vars", "[" * 100000 + "]" * 100000]) == 2
+    err = capsys.readouterr().err
+    assert err.count("error[NOE800]") == 2 and "NOE900" not in err
+    # `--set` reads JSON, else a string: a number too long to read is the string
+    status = vm_main.main(
+        ["run", str(HELLO), "--db", "memory:", "--json", "--set", f"name={digits}"]
+    )
+    out = capsys.readouterr().out
+    assert status == 0 and f"hello {digits}" in out

@@ -1,5 +1,5 @@
 """Distributed mode tells what it does: server and worker lines per execution and at
-shutdown, and a `submit --wait` that gives up names the execution (NOE858)."""
+shutdown, and a `submit --wait` that gives up names the execution (NOE832)."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ def test_server_and_worker_print_a_line_per_execution_and_at_shutdown(
     assert "stopped after" in worker_err
 
 
-def test_submit_wait_timeout_is_noe858_and_resume_leaves_it_to_the_servers(
+def test_submit_wait_timeout_is_noe832_and_resume_leaves_it_to_the_servers(
     url: str, tmp_path: Path
 ) -> None:
     playbook = tmp_path / "lines.yaml"
@@ -61,9 +61,9 @@ def test_submit_wait_timeout_is_noe858_and_resume_leaves_it_to_the_servers(
     proc = run_vm("submit", str(playbook), "--db", url, "--wait", "--timeout", "0.5", cwd=tmp_path)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 1, err
-    assert "error[NOE858]: execution " in err and "did not end within 0.5 s" in err
+    assert "error[NOE832]: execution " in err and "did not end within 0.5 s" in err
     # the execution waits for a server; `resume` leaves it to the servers
-    execution = err.split("error[NOE858]: execution ", 1)[1].split()[0]
+    execution = err.split("error[NOE832]: execution ", 1)[1].split()[0]
     resumed = run_vm("resume", execution[:8], "--db", url, cwd=tmp_path)
     _, err = resumed.communicate(timeout=60)
     assert resumed.returncode == 4, err

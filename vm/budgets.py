@@ -1,0 +1,80 @@
+"""Per-execution budgets (docs/runtime.md, "Budgets").
+
+A cycle whose exit guard never becomes true, or a loop over a runaway list, must end: every
+execution has budgets, counted by the control VM over what it decides and what it is fed, so
+a replay of the log goes over a budget at exactly the same event. Going over one fails the
+execution with NOE858 and the counts. The defaults are of the order of what Temporal enforces
+on one workflow history (51,200 events and 50 MB): our events are finer (a step is 4 to 6
+events), so the event budget is larger.
+
+A playbook sets its own in `executor: {spec: {budgets: {events: 1000000}}}`; `noetl-vm run`
+and `submit` take `--budget NAME=N`, written into the program's executor spec (so a resumed or
+taken-over execution keeps them). 0 means "no limit".
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+DEFAULTS: dict[str, int] = {
+    "events": 250_000,  # events of the execution's log the VM decided or was fed
+    "step_runs": 25_000,  # step runs (a step entered again by a cycle is a new run)
+    "loop_iterations": 100_000,  # loop iterations started, all loops together
+    "ctx_size": 50_000_000,  # characters and items held in `ctx` (see `expr.limits.deep_size`)
+}
+NAMES = tuple(DEFAULTS)
+
+
+class OverBudget(Exception):
+    """Raised inside the control VM when a count goes over its budget (NOE858)."""
+
+    def __init__(self, name: str, count: int, limit: int, counts: dict[str, int]) -> None:
+        self.error = {
+            "code": "NOE858",
+            "message": f"the execution went over its {name} budget ({count:,} > {limit:,})",
+            "step": None,
+            "budget": name,
+            "counts": counts,
+        }
+        super().__init__(self.error["message"])
+
+
+class BudgetError(ValueError):
+    """A malformed `--budget` option or `budgets:` entry."""
+
+
+def budgets_of(payload: dict[str, Any]) -> dict[str, int]:
+    """The budgets of a program: the defaults, then its executor spec's `budgets`."""
+    out = dict(DEFAULTS)
+    spec = payload.get("executor_spec")
+    given = spec.get("budgets") if isinstance(spec, dict) else None
+    if isinstance(given, dict):
+        for name, value in given.items():
+            if name in out and type(value) is int and value >= 0:
+                out[name] = value
+    return out
+
+
+def parse_option(text: str) -> tuple[str, int]:
+    """`NAME=N` of `--budget`."""
+    name, sep, raw = text.partition("=")
+    if not sep or name not in DEFAULTS:
+        raise BudgetError(
+            f"--budget needs NAME=N with NAME one of {', '.join(NAMES)}, got {text!r}"
+        )
+    try:
+        value = int(raw)
+    except ValueError:
+        raise BudgetError(f"--budget {name} needs a whole number, got {raw!r}") from None
+    if value < 0:
+        raise BudgetError(f"--budget {name} cannot be negative")
+    return name, value
+
+
+def with_budgets(payload: dict[str, Any], budgets: dict[str, int]) -> dict[str, Any]:
+    """A copy of `payload` whose executor spec carries `budgets` (over its own)."""
+    if not budgets:
+        return payload
+    spec = dict(payload.get("executor_spec") or {})
+    spec["budgets"] = {**(spec.get("budgets") or {}), **budgets}
+    return {**payload, "executor_spec": spec}
