@@ -21,7 +21,7 @@ A rule's own `retry:` (a retry of the whole `then` chain, `scope: chain`) and it
 
 from __future__ import annotations
 
-from noetlc.compiler.desugar.common import guard_body
+from noetlc.compiler.desugar.common import condition_expression
 from noetlc.compiler.ynodes import YMap, YNode, YScalar, YSeq
 from noetlc.diagnostics.report import Reporter, Span
 
@@ -65,7 +65,7 @@ def else_condition(earlier: list[str]) -> str | None:
     """The condition of a standalone `else` rule: none of the earlier conditions held."""
     if not earlier:
         return None
-    return "{{ " + " and ".join(f"not ({guard_body(t)})" for t in earlier) + " }}"
+    return "{{ " + " and ".join(f"not ({condition_expression(t)})" for t in earlier) + " }}"
 
 
 def enter_admission(

@@ -254,3 +254,29 @@ def test_set_prev_in_a_catch_rule_is_refused_with_a_location() -> None:
     unit = compile_source(text, "legacy.yaml", until="desugar", options={"migrate": True})
     errors = [(d.code, d.span.line) for d in unit.reporter.diagnostics if d.is_error]
     assert errors == [("NOE410", 32)]
+
+
+def test_an_else_after_conditions_written_as_text_negates_their_rendered_text() -> None:
+    # `"{{ workload.action }} == push"` is text around a template: it reads as the rendered
+    # text (never empty, so true); the else rule after it negates exactly that
+    text, _ = _migrate(
+        HEAD
+        + """workflow:
+  - step: start
+    tool: {kind: noop}
+    case:
+      - when: "{{ workload.action }} == push"
+        then:
+          - step: push
+      - else:
+          - step: help
+  - step: push
+    tool: {kind: python, code: "result = 'push'"}
+  - step: help
+    tool: {kind: python, code: "result = 'help'"}
+"""
+    )
+    unit = compile_source(text, "migrated.yaml")
+    assert not [d for d in unit.reporter.diagnostics if d.is_error]
+    assert unit.payload is not None
+    assert run_embedded(unit.payload, {"action": "pull"})["result"] == "push"
