@@ -62,7 +62,18 @@ _EVENT = re.compile(
 )
 _ROUTE_ACTIONS = {"next", "step"}
 _UNSUPPORTED = {"pipe", "catch", "finally"}
-_KNOWN = {"retry", "fail", "skip", "collect", "set", "call", "result", "sink", *_ROUTE_ACTIONS}
+_KNOWN = {
+    "retry",
+    "fail",
+    "skip",
+    "collect",
+    "set",
+    "call",
+    "result",
+    "sink",
+    "log",
+    *_ROUTE_ACTIONS,
+}
 _TASK_NAMES = {
     "result": "outcome.result",
     "response": "outcome.result",
@@ -266,10 +277,10 @@ def _rule(
                 )
             else:
                 writes.append(collected)
-        elif action in ("retry", "call") and isinstance(value, YMap) and "params" in value:
+        elif action in ("retry", "call") and _recall_params(value) is not None:
             # Re-invoking the call with new parameters (pagination): jump back to the task
             # with the parameters in `iter.params`, which the task's arguments read.
-            params = value.get("params")
+            params = _recall_params(value)
             new_params = rewrite_node(params, _TASK_NAMES, {}) if params is not None else None
             task_then = {"do": "jump", "to": "__self__", "set_iter": {"params": new_params}}
             if isinstance(params, YMap):
@@ -283,6 +294,10 @@ def _rule(
             result = (value, at)
         elif action == "sink" or (action not in _KNOWN and _is_task(value)):
             inline.append((action, value, at))
+        elif action == "log":
+            # a message recorded in the execution's events: a noop task whose input it is
+            message = node({"tool": {"kind": "noop", "input": {"message": value}}}, at)
+            inline.append((f"{name}__log", message, at))
         elif action == "retry":
             task_then = {"do": "retry", **_retry_fields(value)}
         elif action == "fail":
@@ -320,7 +335,7 @@ def _rule(
         event = "call.done"  # a rule that only acts on the call runs after each call
     if inline or result:
         at = result[1] if result is not None else inline[0][2]
-        if event != "call.done":
+        if event != "call.done" and not (event == "call.error" and result is None):
             when = "after a failed call" if event == "call.error" else "after the step ended"
             what = f"`{inline[0][0]}`" if inline else "`result`"
             _refuse(
@@ -343,7 +358,14 @@ def _rule(
         guard = _task_guard(condition, any_outcome=task_then.get("do") in ("retry", "fail"))
         then: dict[str, Any] = dict(task_then) if task_then else {"do": "continue"}
         if inline or result:
-            first = _chain(state, inline, result, then, span, reporter)
+            # after a failed call the rule's tasks run, then the step fails as the call did
+            # (its arcs on `step.failed` route it)
+            ends = (
+                {**then, "do": "fail"}
+                if event == "call.error" and then["do"] == "continue"
+                else then
+            )
+            first = _chain(state, inline, result, ends, span, reporter)
             if first is not None:
                 then = {"do": "jump", "to": first, **_directive_fields(task_then)}
         if writes:
@@ -416,6 +438,16 @@ def _chain(
 def _directive_fields(then: dict[str, Any]) -> dict[str, Any]:
     """What a re-invocation carries to the chain's jump (its `set_iter`)."""
     return {k: v for k, v in then.items() if k == "set_iter"}
+
+
+def _recall_params(value: YNode) -> YNode | None:
+    """The new parameters of a re-invocation: `params`, or `args.params` (older form)."""
+    if not isinstance(value, YMap):
+        return None
+    args = value.get("args")
+    if "params" not in value and isinstance(args, YMap) and "params" in args:
+        return args.get("params")
+    return value.get("params")
 
 
 def _is_task(value: YNode) -> bool:

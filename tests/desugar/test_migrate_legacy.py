@@ -280,3 +280,86 @@ def test_an_else_after_conditions_written_as_text_negates_their_rendered_text() 
     assert not [d for d in unit.reporter.diagnostics if d.is_error]
     assert unit.payload is not None
     assert run_embedded(unit.payload, {"action": "pull"})["result"] == "push"
+
+
+def test_tasks_after_a_failed_call_run_then_the_failure_routes(tmp_path: Any) -> None:
+    marker = tmp_path / "notified"
+    text = (
+        HEAD
+        + f"""workflow:
+  - step: start
+    tool: {{kind: python, code: "raise ValueError('boom')"}}
+    case:
+      - when: "{{{{ event.name == 'call.error' }}}}"
+        then:
+          - notify:
+              tool:
+                kind: python
+                input: {{path: "{marker}"}}
+                code: |
+                  def main(path):
+                      open(path, "w").write("yes")
+                      return "notified"
+          - next: [{{step: handled}}]
+  - step: handled
+    tool: {{kind: python, code: "result = 'handled'"}}
+"""
+    )
+    migrated, _ = _migrate(text)
+    summary = _run(migrated)
+    assert summary["status"] == "completed", summary
+    assert summary["steps"]["start"]["status"] == "failed"
+    assert summary["result"] == "handled"
+    assert marker.read_text() == "yes"
+
+
+def test_a_retry_with_args_params_re_invokes_the_call_after_its_tasks() -> None:
+    text = (
+        HEAD
+        + """workflow:
+  - step: start
+    tool:
+      kind: python
+      input: {page: "{{ iter.params.page | default(1) }}"}
+      code: |
+        def main(page):
+            return {"page": page, "more": page < 3}
+    case:
+      - when: "{{ event.name == 'call.done' and response.more }}"
+        then:
+          - save_page:
+              tool: {kind: python, input: {p: "{{ response.page }}"}, code: "result = p"}
+          - retry:
+              max_attempts: 10
+              args:
+                params: {page: "{{ response.page + 1 }}"}
+      - when: "{{ event.name == 'call.done' }}"
+        then:
+          - next: [{step: done}]
+  - step: done
+    tool: {kind: python, input: {r: "{{ start }}"}, code: "result = r"}
+"""
+    )
+    migrated, _ = _migrate(text)
+    summary = _run(migrated)
+    assert summary["status"] == "completed", summary
+    assert summary["result"] == {"page": 3, "more": False}
+
+
+def test_a_log_action_is_a_noop_task_recording_the_message() -> None:
+    text = (
+        HEAD
+        + """workflow:
+  - step: start
+    tool: {kind: python, code: "result = 7"}
+    case:
+      - when: "{{ event.name == 'call.done' and result > 5 }}"
+        then:
+          - log: "big result {{ result }}"
+"""
+    )
+    migrated, _ = _migrate(text)
+    assert "start__log" in migrated and "kind: noop" in migrated
+    summary = _run(migrated)
+    assert summary["status"] == "completed", summary
+    assert summary["result"] == 7
