@@ -58,6 +58,7 @@ MIGRATE_PASSES: list[tuple[str, Pass]] = [
     ("pipe", pipes.run),
     ("next_then", next_then.run),
     ("routing_only", routing_steps.run_all),
+    ("tracing", unsupported.drop_tracing),
 ]
 
 

@@ -86,6 +86,17 @@ def _report_rejected(doc: YMap, reporter: Reporter, *, migrate: bool = False) ->
         )
     if vars_key is not None:
         found.add(("vars",))
+    tracing_key = doc.key_node("tracing")
+    if tracing_key is not None and not migrate:
+        reporter.report(
+            "NOE106",
+            "root-level `tracing:` (exporting OpenTelemetry traces) is not supported",
+            tracing_key.span,
+            hint="every event of an execution is in the store (`noetl-vm events ID`); remove "
+            "the block (`noetlc migrate FILE -i` removes it)",
+        )
+    if tracing_key is not None:
+        found.add(("tracing",))
     for section in ("workflow", "workbook"):
         items = doc.get(section)
         if not isinstance(items, YSeq):

@@ -147,6 +147,7 @@ class Loop(Closed):
     mode: Literal["sequential", "parallel", "async"] | None = None
     element: str | None = None
     collection: Any = None
+    concurrency: int | Template | None = Field(None, description="legacy: `spec.max_in_flight`")
     cursor: dict[str, Any] | None = Field(None, description="corpus dialect: a claim cursor")
 
 

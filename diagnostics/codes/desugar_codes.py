@@ -128,6 +128,12 @@ Example (a loop's `step.exit` runs after all iterations: no task can set the res
         "`next` entries with `when`/`then`",
         '    next:\n      - when: "{{ workload.go }}"\n        then: [{step: go}]',
     ),
+    _legacy(
+        "NOE417",
+        "root-tracing",
+        "root-level `tracing:` (removed by `migrate`)",
+        "    tracing:\n      enabled: true\n      otlp_endpoint: http://collector:4318",
+    ),
     code(
         "NOE411",
         "malformed-sugar",

@@ -363,3 +363,27 @@ def test_a_log_action_is_a_noop_task_recording_the_message() -> None:
     summary = _run(migrated)
     assert summary["status"] == "completed", summary
     assert summary["result"] == 7
+
+
+TRACING = (
+    HEAD
+    + """tracing:
+  enabled: true
+workflow:
+  - step: start
+    loop: {in: [1, 2, 3], iterator: i, mode: async, concurrency: 2}
+    tool: {kind: python, input: {i: "{{ i }}"}, code: "result = i"}
+"""
+)
+
+
+def test_root_tracing_is_refused_by_check_and_removed_by_migrate() -> None:
+    unit = compile_source(TRACING, "legacy.yaml")
+    assert [(d.code, d.span.line) for d in unit.reporter.diagnostics if d.is_error] == [
+        ("NOE106", 4)
+    ]
+    text, codes = _migrate(TRACING)
+    assert "NOE417" in codes and "tracing" not in text
+    # the loop's legacy `concurrency` is its `max_in_flight`
+    assert "max_in_flight: 2" in text
+    assert _run(text)["result"] == [1, 2, 3]
