@@ -147,22 +147,31 @@ class ControlVM(Routing):
                 if run is not None:  # else a late or duplicate result: ignored
                     data = event.payload or {}
                     writes = data.get("ctx_writes")
-                    if writes:
-                        self._apply_ctx(writes)
-                    if name == _STEP_DONE:
-                        del self.runs[run.run_id]
-                        self.firings += 1  # the net's complete transition
-                        plan = self.tables[run.step].done_plan
-                        if plan is not None:
-                            self._done_planned(run, plan, data.get("result"), commands)
-                        else:
-                            self._boundary(run, name, data.get("result"), None, commands)
-                    elif name == _STEP_FAILED:
-                        del self.runs[run.run_id]
-                        self.firings += 1  # the net's fail transition
-                        self._boundary(run, name, None, data.get("error"), commands)
+                    if (
+                        writes
+                        and type(run) is LoopRun
+                        and event.iteration is not None
+                        and self.tables[run.step].slots > 1
+                        and self._conflicting_writes(run, event.iteration, writes, commands)
+                    ):
+                        pass  # racing ctx writes of parallel iterations: the step failed
                     else:
-                        self._iteration_result(run, event, data, commands)
+                        if writes:
+                            self._apply_ctx(writes)
+                        if name == _STEP_DONE:
+                            del self.runs[run.run_id]
+                            self.firings += 1  # the net's complete transition
+                            plan = self.tables[run.step].done_plan
+                            if plan is not None:
+                                self._done_planned(run, plan, data.get("result"), commands)
+                            else:
+                                self._boundary(run, name, data.get("result"), None, commands)
+                        elif name == _STEP_FAILED:
+                            del self.runs[run.run_id]
+                            self.firings += 1  # the net's fail transition
+                            self._boundary(run, name, None, data.get("error"), commands)
+                        else:
+                            self._iteration_result(run, event, data, commands)
             else:
                 self._on_event(event, commands)
             ready = self.ready
@@ -400,6 +409,33 @@ class ControlVM(Routing):
         else:
             self._fill_slots(run, self.tables[run.step], commands)
 
+    def _conflicting_writes(
+        self, run: LoopRun, index: int, writes: Any, commands: list[Command]
+    ) -> bool:
+        """Parallel iterations that write different values to one ctx key race (the last one
+        would win by timing): the step fails instead. Appends (`{append: x}`) never clash."""
+        for key, value in writes:
+            if isinstance(value, dict) and len(value) == 1 and "append" in value:
+                continue
+            seen = run.written.get(key)
+            if seen is None or seen[0] == index:
+                run.written[key] = (index, value)
+                continue
+            if seen[1] == value:
+                continue
+            run.in_flight.discard(index)
+            for other in sorted(run.in_flight):
+                commands.append(self._command(_CANCEL, run, other))
+            error = {
+                "type": "ConflictingCtxWrites",
+                "message": f"iterations {seen[0]} and {index} of the parallel loop of step "
+                f"{run.step!r} wrote different values to ctx.{key}",
+            }
+            self.record(_STEP_FAILED, run.step, {"error": error, "iteration": index}, run.run_id)
+            self._finish(run, _STEP_FAILED, None, error, commands)
+            return True
+        return False
+
     def _loop_done(self, run: LoopRun, commands: list[Command]) -> None:
         data = {"count": len(run.items), "failed": run.failures}
         self.record(_LOOP_DONE, run.step, data, run.run_id)
@@ -529,7 +565,7 @@ class ControlVM(Routing):
     def _listener_event(self, run: StepRun, event: Event, commands: list[Command]) -> bool:
         data = event.payload or {}
         name = event.name
-        guard_event = {"name": name, "step": run.step, "data": data}
+        guard_event: dict[str, Any] = {"name": name, "step": run.step, "data": data}
         if name == _SIGNAL_RECEIVED:
             # a signal keeps the name it was sent with (`message.received`), its data is the data
             guard_event = {

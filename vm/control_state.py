@@ -52,7 +52,16 @@ class StepRun:
 
 
 class LoopRun(StepRun):
-    __slots__ = ("best_effort", "done", "failures", "in_flight", "items", "next_index", "results")
+    __slots__ = (
+        "best_effort",
+        "done",
+        "failures",
+        "in_flight",
+        "items",
+        "next_index",
+        "results",
+        "written",
+    )
 
     def __init__(self, step: str, run_id: str, token: Token) -> None:
         super().__init__(step, run_id, token)
@@ -63,6 +72,8 @@ class LoopRun(StepRun):
         self.done = 0
         self.failures = 0
         self.best_effort = False
+        # parallel runs: ctx key -> (iteration, value) of the iteration that wrote it
+        self.written: dict[str, tuple[int, Any]] = {}
 
 
 def action_id(execution_id: str, step_run_id: str, iteration: int | None) -> str:

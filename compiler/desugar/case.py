@@ -127,11 +127,11 @@ def _step(step: YMap, reporter: Reporter) -> YMap | None:
         arc_names={"result": name, "response": name, "error": "event.data.error", "this": "event.data"},
         arc_strings={"step.exit": done, "call.done": done, "call.error": "step.failed"},
     )  # fmt: skip
-    inclusive = _setting(step, "case_mode") == "inclusive"
-    if inclusive and _setting(step, "next_policy") == "end_step":
-        # `end_step`: the first `next` that fires ends the step's routing (NoETL's `end_step`),
-        # which is what an exclusive router does
-        inclusive = False
+    # Whatever the `case_mode` and `next_policy`, the first `next` reached wins the routing
+    # (NoETL's winner rule; `end_step` also suppresses the other branches, `break_chain` and
+    # `defer` let them finish first): an exclusive router over the rules' arcs.
+    case_inclusive = _setting(step, "case_mode") == "inclusive"
+    inclusive = False
     rules = [r for r in case.items if isinstance(r, YMap)]
     if _setting(step, "branch_order") == "priority":
         # higher priority first, YAML order among equals
@@ -157,6 +157,10 @@ def _step(step: YMap, reporter: Reporter) -> YMap | None:
             condition = f"not ({guard_body(text)})" if negate and text else text
             _rule(state, event, condition, actions, rule.span, reporter)
 
+    if case_inclusive and len(state.task_rules) > 1:
+        # every matching rule's actions on the call would run, in order: not expressible as
+        # first-match policy rules
+        case_next.refuse_inclusive(step, reporter)
     router_mode = "inclusive" if inclusive else "exclusive"
     written = routes(step.get("next"))
     if written.mode is not None and not inclusive:

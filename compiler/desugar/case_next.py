@@ -124,8 +124,8 @@ def enter_writes(step: YMap, writes: YMap) -> YMap:
     admit = policy.get("admit")
     rules = admit.get("rules") if isinstance(admit, YMap) else None
     if not isinstance(admit, YMap) or not isinstance(rules, YSeq):
-        rule = YMap(((YScalar("then", span), _admitting(YMap((), span), writes)),), span)
-        admit = YMap(((YScalar("rules", span), YSeq((rule,), span)),), span)
+        only = YMap(((YScalar("then", span), _admitting(YMap((), span), writes)),), span)
+        admit = YMap(((YScalar("rules", span), YSeq((only,), span)),), span)
     else:
         new_rules: list[YNode] = []
         for rule in rules.items:
@@ -151,6 +151,20 @@ def _admitting(then: YMap, writes: YMap) -> YMap:
     if allow is None:
         then = then.with_item("allow", YScalar(True, writes.span))
     return then.with_item("set_ctx", writes)
+
+
+def refuse_inclusive(step: YMap, reporter: Reporter) -> None:
+    spec = step.get("spec")
+    key = step.key_node("case_mode") or (
+        spec.key_node("case_mode") if isinstance(spec, YMap) else None
+    )
+    reporter.report(
+        "NOE106",
+        "`case_mode: inclusive` with several rules acting on the call is not supported",
+        key.span if key is not None else step.span,
+        hint="every matching rule's tasks would run in order: write them as tasks of the "
+        "pipeline, each with its own policy rule, or keep `case_mode: exclusive`",
+    )
 
 
 def refuse_rule_keys(rule: YMap, reporter: Reporter) -> None:

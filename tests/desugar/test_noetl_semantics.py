@@ -122,3 +122,74 @@ def test_skip_after_the_call_is_refused() -> None:
     unit = compile_source(text, "semantics.yaml")
     errors = [(d.code, d.span.line) for d in unit.reporter.diagnostics if d.is_error]
     assert errors == [("NOE410", 13)]
+
+
+def _writes_loop(mode: str, write: str) -> str:
+    return f"""  - step: start
+    loop:
+      in: [1, 2, 3]
+      iterator: i
+      spec: {{mode: {mode}, max_in_flight: 3}}
+    tool:
+      kind: python
+      input: {{i: "{{{{ i }}}}"}}
+      code: "result = i"
+      spec:
+        policy:
+          rules:
+            - else:
+                then: {{do: continue, set_ctx: {write}}}
+"""
+
+
+def test_parallel_iterations_writing_different_values_to_one_ctx_key_fail_the_step() -> None:
+    summary = _run(_writes_loop("parallel", '{last: "{{ i }}"}'))
+    assert summary["status"] == "failed", summary
+    assert summary["error"]["type"] == "ConflictingCtxWrites", summary["error"]
+
+
+def test_ctx_writes_that_do_not_race_are_fine() -> None:
+    sequential = _run(_writes_loop("sequential", '{last: "{{ i }}"}'))
+    assert sequential["status"] == "completed" and sequential["ctx"] == {"last": 3}
+    same = _run(_writes_loop("parallel", "{seen: true}"))
+    assert same["status"] == "completed" and same["ctx"] == {"seen": True}
+
+
+def test_the_first_next_reached_wins_whatever_the_next_policy() -> None:
+    for policy in ("end_step", "break_chain", "defer"):
+        summary = _run(
+            f"""  - step: start
+    tool: {{kind: noop}}
+    spec: {{case_mode: inclusive, next_policy: {policy}}}
+    case:
+      - when: "{{{{ event.name == 'step.exit' }}}}"
+        then: {{next: [{{step: first}}]}}
+      - when: "{{{{ event.name == 'step.exit' }}}}"
+        then: {{next: [{{step: second}}]}}
+  - step: first
+    tool: {{kind: python, code: "result = 'first'"}}
+  - step: second
+    tool: {{kind: python, code: "result = 'second'"}}
+"""
+        )
+        assert summary["status"] == "completed", summary
+        assert summary["steps"]["first"]["status"] == "done", policy
+        assert "second" not in summary["steps"], policy
+
+
+def test_inclusive_rules_that_all_act_on_the_call_are_refused() -> None:
+    unit = compile_source(
+        HEAD
+        + """  - step: start
+    tool: {kind: python, code: "result = 1"}
+    case_mode: inclusive
+    case:
+      - when: "{{ event.name == 'call.done' }}"
+        then: [{set: {ctx.a: 1}}]
+      - when: "{{ event.name == 'call.done' }}"
+        then: [{set: {ctx.b: 2}}]
+""",
+        "semantics.yaml",
+    )
+    errors = [(d.code, d.span.line) for d in unit.reporter.diagnostics if d.is_error]
+    assert errors == [("NOE106", 7)]
