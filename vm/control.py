@@ -404,10 +404,23 @@ class ControlVM(Routing):
                 )
                 self._finish(run, _STEP_FAILED, None, error, commands)
                 return
+        table = self.tables[run.step]
+        if (
+            table.stop_when is not None
+            and run.done < len(run.items)
+            and table.stop_when(self._scope(run.token.args, None))
+        ):
+            # the loop ends early: the iterations in flight are cancelled
+            for other in sorted(run.in_flight):
+                commands.append(self._command(_CANCEL, run, other))
+            run.in_flight.clear()
+            run.results = run.results[: run.next_index]
+            self._loop_done(run, commands, stopped=index)
+            return
         if run.done == len(run.items):
             self._loop_done(run, commands)
         else:
-            self._fill_slots(run, self.tables[run.step], commands)
+            self._fill_slots(run, table, commands)
 
     def _conflicting_writes(
         self, run: LoopRun, index: int, writes: Any, commands: list[Command]
@@ -436,8 +449,10 @@ class ControlVM(Routing):
             return True
         return False
 
-    def _loop_done(self, run: LoopRun, commands: list[Command]) -> None:
-        data = {"count": len(run.items), "failed": run.failures}
+    def _loop_done(self, run: LoopRun, commands: list[Command], stopped: int | None = None) -> None:
+        data: dict[str, Any] = {"count": len(run.items), "failed": run.failures}
+        if stopped is not None:
+            data["stopped_after"] = stopped
         self.record(_LOOP_DONE, run.step, data, run.run_id)
         self._finish(run, _LOOP_DONE, run.results, None, commands)
 

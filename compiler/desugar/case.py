@@ -98,6 +98,7 @@ class _Case:
     task_rules: list[YNode] = field(default_factory=list)
     init_writes: list[tuple[YScalar, YNode]] = field(default_factory=list)
     enter_skips: list[tuple[str | None, Span]] = field(default_factory=list)  # step.enter skip
+    loop_exits: list[str] = field(default_factory=list)  # ctx flags of rules that end the loop
     recall_params: set[str] = field(default_factory=set)
     chains: list[YMap] = field(default_factory=list)  # tasks placed after the call task
     needs_done: bool = False
@@ -189,6 +190,11 @@ def _step(step: YMap, reporter: Reporter) -> YMap | None:
         new = new.without("next")
     if (state.task_rules or state.chains) and call_index is not None:
         tasks = _attach(state, tasks, call_index, key.span)
+    if state.loop_exits:
+        new = case_next.loop_exit(new, state.loop_exits, key.span)
+        state.init_writes.extend(
+            (YScalar(flag, key.span), YScalar(False, key.span)) for flag in state.loop_exits
+        )
     if state.init_writes or state.enter_skips:
         # `step.enter` fires once per step run, before its loop: ctx written at admission,
         # and `skip` there skips the step (`step.skipped`)
@@ -353,6 +359,28 @@ def _rule(
         elif task_then.get("do") in ("retry", "continue"):
             _refuse(reporter, f"a task run by a rule of step `{name}` that retries or skips", at)
             inline, result = [], None
+    if (
+        event == "call.done"
+        and state.done == "loop.done"
+        and next_entries
+        and not (task_then or inline or result or fork_entries)
+    ):
+        # a `next` reached after an iteration's call ends the loop early and routes
+        flag = f"{name}__exit_{len(state.loop_exits)}"
+        state.loop_exits.append(flag)
+        marks = YMap(((YScalar(flag, span), YScalar(True, span)), *writes), span)
+        then_exit = {"do": "continue", "set_ctx": rewrite_node(marks, _TASK_NAMES, {})}
+        exit_guard = _task_guard(condition)
+        exit_rule = (
+            {"when": exit_guard, "then": then_exit} if exit_guard else {"else": {"then": then_exit}}
+        )
+        state.task_rules.append(node(exit_rule, span))
+        for entry in next_entries:
+            arc = rewrite_node(entry, _TASK_NAMES, {})
+            assert isinstance(arc, YMap)
+            state.arcs.append(arc.with_item("when", YScalar(case_next.flag_guard([flag]), span)))
+        state.case_guards.append(case_next.flag_guard([flag])[2:-2].strip())
+        return
     task_level = event in ("call.done", "call.error") and (
         task_then or inline or result or (writes and not next_entries and not fork_entries)
     )

@@ -12,6 +12,10 @@ meaning and are refused (NOE106) rather than dropped.
 A rule written as `- else: [actions]` (no `when`) runs when none of the rules before it
 matched: its condition is the negation of all of theirs.
 
+In a loop step, a `call.done` rule that routes ends the loop early: the rule sets a ctx flag
+(`<step>__exit_<k>`) after the iteration's call, the loop's `spec.stop_when` sees it and ends
+the loop (the iterations in flight are cancelled), and the rule's arcs fire on that flag.
+
 `step.enter` writes (`set` in a rule on `step.enter`) are made when the step is admitted:
 once per step run, before its tool and before a loop's first iteration (`enter_writes`).
 
@@ -151,6 +155,22 @@ def _admitting(then: YMap, writes: YMap) -> YMap:
     if allow is None:
         then = then.with_item("allow", YScalar(True, writes.span))
     return then.with_item("set_ctx", writes)
+
+
+def flag_guard(flags: list[str]) -> str:
+    return "{{ " + " or ".join(f"(ctx.{f} | default(false))" for f in flags) + " }}"
+
+
+def loop_exit(step: YMap, flags: list[str], span: Span) -> YMap:
+    """A loop step whose `call.done` rules route: `loop.spec.stop_when` ends the loop as soon
+    as an iteration's rule set its flag (the flags are reset when the step is admitted)."""
+    loop = step.get("loop")
+    if not isinstance(loop, YMap):
+        return step
+    spec = loop.get("spec")
+    spec = spec if isinstance(spec, YMap) else YMap((), span)
+    spec = spec.with_item("stop_when", YScalar(flag_guard(flags), span))
+    return step.with_item("loop", loop.with_item("spec", spec))
 
 
 def refuse_inclusive(step: YMap, reporter: Reporter) -> None:

@@ -193,3 +193,29 @@ def test_inclusive_rules_that_all_act_on_the_call_are_refused() -> None:
     )
     errors = [(d.code, d.span.line) for d in unit.reporter.diagnostics if d.is_error]
     assert errors == [("NOE106", 7)]
+
+
+LOOP_EXIT = """  - step: start
+    loop: {in: [1, 2, 3, 4, 5], iterator: i}
+    tool: {kind: python, input: {i: "{{ i }}"}, code: "result = {'v': i}"}
+    case:
+      - when: "{{ event.name == 'call.done' and response.v == workload.stop_at }}"
+        then:
+          - next: [{step: found}]
+      - when: "{{ event.name == 'loop.done' }}"
+        then:
+          - next: [{step: none}]
+  - step: found
+    tool: {kind: python, input: {r: "{{ start }}"}, code: "result = r"}
+  - step: none
+    tool: {kind: python, input: {r: "{{ start }}"}, code: "result = len(r)"}
+"""
+
+
+def test_a_next_from_call_done_ends_the_loop_early() -> None:
+    summary = _run(LOOP_EXIT, {"stop_at": 2})
+    assert summary["status"] == "completed", summary
+    assert summary["result"] == [{"v": 1}, {"v": 2}]  # iterations 3..5 never ran
+    assert "none" not in summary["steps"]
+    full = _run(LOOP_EXIT, {"stop_at": 9})
+    assert full["result"] == 5 and "found" not in full["steps"]
