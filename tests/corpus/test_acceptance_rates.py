@@ -112,7 +112,12 @@ def _table(outcomes: list[Outcome]) -> str:
         group = [o for o in outcomes if o.form == form]
         passed = sum(o.ok for o in group)
         rate = passed / len(group) if group else 1.0
-        lines.append(f"{form}: {passed}/{len(group)} = {rate:.1%}")
+        per_root = ", ".join(
+            f"{root.name}: {sum(o.ok for o in part)}/{len(part)}"
+            for root in (E2E, SAMPLE)
+            if (part := [o for o in group if o.path.is_relative_to(root)])
+        )
+        lines.append(f"{form}: {passed}/{len(group)} = {rate:.1%} ({per_root})")
         reasons = Counter(o.reason.split(" ", 1)[0] for o in group if not o.ok)
         for code, n in reasons.most_common():
             lines.append(f"    {n:3d}  {code}")

@@ -177,24 +177,6 @@ def test_the_first_next_reached_wins_whatever_the_next_policy() -> None:
         assert "second" not in summary["steps"], policy
 
 
-def test_inclusive_rules_that_all_act_on_the_call_are_refused() -> None:
-    unit = compile_source(
-        HEAD
-        + """  - step: start
-    tool: {kind: python, code: "result = 1"}
-    case_mode: inclusive
-    case:
-      - when: "{{ event.name == 'call.done' }}"
-        then: [{set: {ctx.a: 1}}]
-      - when: "{{ event.name == 'call.done' }}"
-        then: [{set: {ctx.b: 2}}]
-""",
-        "semantics.yaml",
-    )
-    errors = [(d.code, d.span.line) for d in unit.reporter.diagnostics if d.is_error]
-    assert errors == [("NOE106", 7)]
-
-
 LOOP_EXIT = """  - step: start
     loop: {in: [1, 2, 3, 4, 5], iterator: i}
     tool: {kind: python, input: {i: "{{ i }}"}, code: "result = {'v': i}"}
@@ -219,3 +201,50 @@ def test_a_next_from_call_done_ends_the_loop_early() -> None:
     assert "none" not in summary["steps"]
     full = _run(LOOP_EXIT, {"stop_at": 9})
     assert full["result"] == 5 and "found" not in full["steps"]
+
+
+def test_inclusive_case_mode_runs_every_matching_rules_actions_in_order() -> None:
+    summary = _run(
+        """  - step: start
+    tool: {kind: python, input: {v: "{{ workload.v }}"}, code: "result = {'v': v}"}
+    case_mode: inclusive
+    case:
+      - when: "{{ event.name == 'call.done' and response.v > 1 }}"
+        then:
+          - set: {ctx.order: "{{ (ctx.order | default([])) + ['big'] }}"}
+      - when: "{{ event.name == 'call.done' and response.v > 10 }}"
+        then:
+          - note:
+              tool: {kind: python, input: {v: "{{ response.v }}"}, code: "result = v * 2"}
+          - set: {ctx.order: "{{ (ctx.order | default([])) + ['huge'] }}"}
+      - when: "{{ event.name == 'call.done' and response.v < 0 }}"
+        then:
+          - set: {ctx.order: "{{ (ctx.order | default([])) + ['negative'] }}"}
+      - when: "{{ event.name == 'step.exit' }}"
+        then:
+          - next: [{step: done}]
+  - step: done
+    tool: {kind: python, input: {o: "{{ ctx.order }}", r: "{{ start }}"}, code: "result = [o, r]"}
+""",
+        {"v": 20},
+    )
+    assert summary["status"] == "completed", summary
+    assert summary["result"] == [["big", "huge"], {"v": 20}]
+
+
+def test_inclusive_rules_with_results_are_refused() -> None:
+    unit = compile_source(
+        HEAD
+        + """  - step: start
+    tool: {kind: python, code: "result = 1"}
+    case_mode: inclusive
+    case:
+      - when: "{{ event.name == 'call.done' }}"
+        then: [{result: {from: "ctx.a"}}]
+      - when: "{{ event.name == 'call.done' }}"
+        then: [{result: {from: "ctx.b"}}]
+""",
+        "semantics.yaml",
+    )
+    errors = [(d.code, d.span.line) for d in unit.reporter.diagnostics if d.is_error]
+    assert errors == [("NOE106", 7)]
