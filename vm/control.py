@@ -23,7 +23,14 @@ from hashlib import sha256 as _sha256
 from typing import Any
 
 from noetlc.expr.runtime import RESOLVER_KEY
-from noetlc.vm.control_state import LoopRun, StepRecord, StepRun, Token, action_id
+from noetlc.vm.control_state import (
+    LoopRun,
+    StepRecord,
+    StepRun,
+    Token,
+    action_id,
+    racing_write,
+)
 from noetlc.vm.joins import JoinPlaces
 from noetlc.vm.program import Program
 from noetlc.vm.protocol import (
@@ -425,29 +432,16 @@ class ControlVM(Routing):
     def _conflicting_writes(
         self, run: LoopRun, index: int, writes: Any, commands: list[Command]
     ) -> bool:
-        """Parallel iterations that write different values to one ctx key race (the last one
-        would win by timing): the step fails instead. Appends (`{append: x}`) never clash."""
-        for key, value in writes:
-            if isinstance(value, dict) and len(value) == 1 and "append" in value:
-                continue
-            seen = run.written.get(key)
-            if seen is None or seen[0] == index:
-                run.written[key] = (index, value)
-                continue
-            if seen[1] == value:
-                continue
-            run.in_flight.discard(index)
-            for other in sorted(run.in_flight):
-                commands.append(self._command(_CANCEL, run, other))
-            error = {
-                "type": "ConflictingCtxWrites",
-                "message": f"iterations {seen[0]} and {index} of the parallel loop of step "
-                f"{run.step!r} wrote different values to ctx.{key}",
-            }
-            self.record(_STEP_FAILED, run.step, {"error": error, "iteration": index}, run.run_id)
-            self._finish(run, _STEP_FAILED, None, error, commands)
-            return True
-        return False
+        """Racing ctx writes of parallel iterations (`racing_write`) fail the step."""
+        error = racing_write(run, index, writes)
+        if error is None:
+            return False
+        run.in_flight.discard(index)
+        for other in sorted(run.in_flight):
+            commands.append(self._command(_CANCEL, run, other))
+        self.record(_STEP_FAILED, run.step, {"error": error, "iteration": index}, run.run_id)
+        self._finish(run, _STEP_FAILED, None, error, commands)
+        return True
 
     def _loop_done(self, run: LoopRun, commands: list[Command], stopped: int | None = None) -> None:
         data: dict[str, Any] = {"count": len(run.items), "failed": run.failures}

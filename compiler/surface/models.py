@@ -223,6 +223,10 @@ class Step(Closed):
     command: Any = None
 
 
+# every key a step may have (its tool's arguments are not among them)
+STEP_KEYS = frozenset(f.alias or name for name, f in Step.model_fields.items())
+
+
 # --------------------------------------------------------------------------- root
 
 

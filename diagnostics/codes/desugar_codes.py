@@ -134,6 +134,12 @@ Example (a loop's `step.exit` runs after all iterations: no task can set the res
         "root-level `tracing:` (removed by `migrate`)",
         "    tracing:\n      enabled: true\n      otlp_endpoint: http://collector:4318",
     ),
+    _legacy(
+        "NOE418",
+        "tool-as-kind",
+        "`tool: KIND` with the arguments on the step",
+        "    - step: load\n      tool: postgres\n      auth: pg_main\n      command: SELECT 1",
+    ),
     code(
         "NOE411",
         "malformed-sugar",

@@ -387,3 +387,22 @@ def test_root_tracing_is_refused_by_check_and_removed_by_migrate() -> None:
     # the loop's legacy `concurrency` is its `max_in_flight`
     assert "max_in_flight: 2" in text
     assert _run(text)["result"] == [1, 2, 3]
+
+
+TOOL_KIND = (
+    HEAD
+    + """workflow:
+  - step: start
+    desc: an older form
+    tool: python
+    input: {v: 4}
+    code: "result = v * 2"
+"""
+)
+
+
+def test_tool_as_a_kind_name_becomes_a_task_mapping() -> None:
+    _check_rejects(TOOL_KIND, "NOE105", 7)
+    text, codes = _migrate(TOOL_KIND)
+    assert "NOE418" in codes
+    assert _run(text)["result"] == 8
