@@ -111,6 +111,7 @@ _KNOWN = {
     "skip",
     "collect",
     "set",
+    "vars",
     "call",
     "result",
     "sink",
@@ -315,7 +316,7 @@ def _rule(
             routed, besides = case_next.targets(value, reporter)
             next_entries.extend(routed)
             fork_entries.extend(besides)
-        elif action == "set":
+        elif action in ("set", "vars"):  # `vars` (older): ctx writes, read as `vars.x` = `ctx.x`
             if isinstance(value, YMap):
                 for k, v in value.items:
                     text = str(k.value)

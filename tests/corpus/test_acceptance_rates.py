@@ -32,7 +32,7 @@ SAMPLE = SHARED / "corpus" / "noetl"
 
 # The rates reached (the targets are 0.95 canonical, 0.90 legacy); raise them as they rise.
 CANONICAL_FLOOR = 0.64
-LEGACY_FLOOR = 0.67
+LEGACY_FLOOR = 0.69
 
 
 @dataclass

@@ -406,3 +406,19 @@ def test_tool_as_a_kind_name_becomes_a_task_mapping() -> None:
     text, codes = _migrate(TOOL_KIND)
     assert "NOE418" in codes
     assert _run(text)["result"] == 8
+
+
+def test_set_prev_replaces_a_failed_tasks_result_for_the_next_task() -> None:
+    text = PIPE.replace(
+        """                - when: "{{ _task == 'first' }}"
+                  do: retry
+                  attempts: 3""",
+        """                - when: "{{ _task == 'first' and _err }}"
+                  do: skip
+                  set_prev: {n: 5}""",
+    ).replace("if attempt < 2:", "if attempt < 9:")
+    migrated, _ = _migrate(text)
+    assert "first__prev_0" in migrated
+    summary = _run(migrated)
+    assert summary["status"] == "completed", summary
+    assert summary["result"] == {"n": 6}
