@@ -212,11 +212,18 @@ def _step(step: YMap, reporter: Reporter) -> YMap | None:
     written = routes(step.get("next"))
     if written.mode is not None and not inclusive:
         router_mode = written.mode
+    structural = routing.structural_arcs(written.node)
+    case_arcs, forks = state.arcs, state.forks
+    if written.form == "list" and len(structural) > 1 and not any("when" in a for a in structural):
+        # a list of targets without conditions is a parallel fork: when no case rule routed,
+        # every target starts (they fire besides each other; a case arc that fired stops them)
+        forks = forks | set(range(len(case_arcs), len(case_arcs) + len(structural)))
+        case_arcs, structural, router_mode = [*case_arcs, *structural], [], "exclusive"
     arcs, router_mode = routing.router_arcs(
-        state.arcs,
-        state.forks,
+        case_arcs,
+        forks,
         state.case_guards,
-        routing.structural_arcs(written.node),
+        structural,
         router_mode,
         inclusive,
         done,

@@ -248,3 +248,26 @@ def test_inclusive_rules_with_results_are_refused() -> None:
     )
     errors = [(d.code, d.span.line) for d in unit.reporter.diagnostics if d.is_error]
     assert errors == [("NOE106", 7)]
+
+
+CASE_FORK = """  - step: start
+    tool: {kind: python, input: {v: "{{ workload.v }}"}, code: "result = v"}
+    case:
+      - when: "{{ event.name == 'call.done' and result == 5 }}"
+        then:
+          - next: [{step: five}]
+    next: [{step: a}, {step: b}]
+  - step: five
+    tool: {kind: noop}
+  - step: a
+    tool: {kind: python, code: "result = 'a'"}
+  - step: b
+    tool: {kind: python, code: "result = 'b'"}
+"""
+
+
+def test_a_structural_fork_of_a_case_step_starts_every_target_unless_a_rule_routed() -> None:
+    forked = _run(CASE_FORK, {"v": 1})
+    assert {s for s, r in forked["steps"].items() if r["status"] == "done"} == {"start", "a", "b"}
+    routed = _run(CASE_FORK, {"v": 5})
+    assert {s for s, r in routed["steps"].items() if r["status"] == "done"} == {"start", "five"}
