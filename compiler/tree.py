@@ -107,6 +107,9 @@ class Loop:
     max_in_flight: int = 10
     failure_mode: FailureMode = "fail_fast"
     span: Span = _span()
+    # `spec.stop_when`: checked after each iteration's result (and its ctx writes); when it
+    # holds, the iterations in flight are cancelled and the loop ends (`loop.done`)
+    stop_when: Guard | None = None
 
 
 @dataclass(frozen=True, slots=True)

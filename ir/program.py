@@ -55,7 +55,7 @@ class StepFacts:
 
     name: str
     tasks: tuple[str, ...]
-    loop: dict[str, Any] | None = None  # iterator, mode, max_in_flight, failure_mode
+    loop: dict[str, Any] | None = None  # iterator, mode, max_in_flight, failure_mode, stop_when
     listener: dict[str, Any] | None = None  # timeout
 
 
@@ -275,6 +275,10 @@ class Program:
             len(self.names),
             len(self.positions),
         )
+        for s in self.steps:
+            stop = (s.loop or {}).get("stop_when")
+            if stop is not None and not (type(stop) is int and 0 <= stop < n_expr):
+                add(f"step {s.name!r}: loop stop_when {stop!r} is not an expression index")
         for i, value in enumerate(self.values):
             for ref in _expression_refs(value):
                 if not (type(ref) is int and 0 <= ref < n_expr):

@@ -26,7 +26,14 @@ from jinja2 import Undefined
 
 from noetlc.expr.runtime import RESOLVER_KEY, ExpressionError
 from noetlc.vm.budgets import OverBudget, budgets_of
-from noetlc.vm.control_state import LoopRun, StepRecord, StepRun, Token, action_id
+from noetlc.vm.control_state import (
+    LoopRun,
+    StepRecord,
+    StepRun,
+    Token,
+    action_id,
+    racing_write,
+)
 from noetlc.vm.joins import JoinPlaces
 from noetlc.vm.program import Program
 from noetlc.vm.protocol import (
@@ -159,22 +166,31 @@ class ControlVM(Routing):
                 if run is not None:  # else a late or duplicate result: ignored
                     data = event.payload or {}
                     writes = data.get("ctx_writes")
-                    if writes:
-                        self._apply_ctx(writes)
-                    if name == _STEP_DONE:
-                        del self.runs[run.run_id]
-                        self.firings += 1  # the net's complete transition
-                        plan = self.tables[run.step].done_plan
-                        if plan is not None:
-                            self._done_planned(run, plan, data.get("result"), commands)
-                        else:
-                            self._boundary(run, name, data.get("result"), None, commands)
-                    elif name == _STEP_FAILED:
-                        del self.runs[run.run_id]
-                        self.firings += 1  # the net's fail transition
-                        self._boundary(run, name, None, data.get("error"), commands)
+                    if (
+                        writes
+                        and type(run) is LoopRun
+                        and event.iteration is not None
+                        and self.tables[run.step].slots > 1
+                        and self._conflicting_writes(run, event.iteration, writes, commands)
+                    ):
+                        pass  # racing ctx writes of parallel iterations: the step failed
                     else:
-                        self._iteration_result(run, event, data, commands)
+                        if writes:
+                            self._apply_ctx(writes)
+                        if name == _STEP_DONE:
+                            del self.runs[run.run_id]
+                            self.firings += 1  # the net's complete transition
+                            plan = self.tables[run.step].done_plan
+                            if plan is not None:
+                                self._done_planned(run, plan, data.get("result"), commands)
+                            else:
+                                self._boundary(run, name, data.get("result"), None, commands)
+                        elif name == _STEP_FAILED:
+                            del self.runs[run.run_id]
+                            self.firings += 1  # the net's fail transition
+                            self._boundary(run, name, None, data.get("error"), commands)
+                        else:
+                            self._iteration_result(run, event, data, commands)
             else:
                 self._on_event(event, commands)
             ready = self.ready
@@ -430,13 +446,42 @@ class ControlVM(Routing):
                 )
                 self._finish(run, _STEP_FAILED, None, error, commands)
                 return
+        table = self.tables[run.step]
+        if (
+            table.stop_when is not None
+            and run.done < len(run.items)
+            and table.stop_when(self._scope(run.token.args, None))
+        ):
+            # the loop ends early: the iterations in flight are cancelled
+            for other in sorted(run.in_flight):
+                commands.append(self._command(_CANCEL, run, other))
+            run.in_flight.clear()
+            run.results = run.results[: run.next_index]
+            self._loop_done(run, commands, stopped=index)
+            return
         if run.done == len(run.items):
             self._loop_done(run, commands)
         else:
-            self._fill_slots(run, self.tables[run.step], commands)
+            self._fill_slots(run, table, commands)
 
-    def _loop_done(self, run: LoopRun, commands: list[Command]) -> None:
-        data = {"count": len(run.items), "failed": run.failures}
+    def _conflicting_writes(
+        self, run: LoopRun, index: int, writes: Any, commands: list[Command]
+    ) -> bool:
+        """Racing ctx writes of parallel iterations (`racing_write`) fail the step."""
+        error = racing_write(run, index, writes)
+        if error is None:
+            return False
+        run.in_flight.discard(index)
+        for other in sorted(run.in_flight):
+            commands.append(self._command(_CANCEL, run, other))
+        self.record(_STEP_FAILED, run.step, {"error": error, "iteration": index}, run.run_id)
+        self._finish(run, _STEP_FAILED, None, error, commands)
+        return True
+
+    def _loop_done(self, run: LoopRun, commands: list[Command], stopped: int | None = None) -> None:
+        data: dict[str, Any] = {"count": len(run.items), "failed": run.failures}
+        if stopped is not None:
+            data["stopped_after"] = stopped
         self.record(_LOOP_DONE, run.step, data, run.run_id)
         self._finish(run, _LOOP_DONE, run.results, None, commands)
 
@@ -567,7 +612,7 @@ class ControlVM(Routing):
     def _listener_event(self, run: StepRun, event: Event, commands: list[Command]) -> bool:
         data = event.payload or {}
         name = event.name
-        guard_event = {"name": name, "step": run.step, "data": data}
+        guard_event: dict[str, Any] = {"name": name, "step": run.step, "data": data}
         if name == _SIGNAL_RECEIVED:
             # a signal keeps the name it was sent with (`message.received`), its data is the data
             guard_event = {

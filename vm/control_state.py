@@ -52,7 +52,16 @@ class StepRun:
 
 
 class LoopRun(StepRun):
-    __slots__ = ("best_effort", "done", "failures", "in_flight", "items", "next_index", "results")
+    __slots__ = (
+        "best_effort",
+        "done",
+        "failures",
+        "in_flight",
+        "items",
+        "next_index",
+        "results",
+        "written",
+    )
 
     def __init__(self, step: str, run_id: str, token: Token) -> None:
         super().__init__(step, run_id, token)
@@ -63,9 +72,30 @@ class LoopRun(StepRun):
         self.done = 0
         self.failures = 0
         self.best_effort = False
+        # parallel runs: ctx key -> (iteration, value) of the iteration that wrote it
+        self.written: dict[str, tuple[int, Any]] = {}
 
 
 def action_id(execution_id: str, step_run_id: str, iteration: int | None) -> str:
     """Stable per (step run, iteration): the same for every attempt (tool idempotency key)."""
     text = f"{execution_id}/{step_run_id}/{'' if iteration is None else iteration}"
     return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def racing_write(run: LoopRun, index: int, writes: Any) -> dict[str, Any] | None:
+    """The error when iteration `index` of a parallel loop writes a ctx key another iteration
+    wrote with a different value (the last write would win by timing); None otherwise, after
+    noting this iteration's writes. Appends (`{append: x}`) never race."""
+    for key, value in writes:
+        if isinstance(value, dict) and len(value) == 1 and "append" in value:
+            continue
+        seen = run.written.get(key)
+        if seen is None or seen[0] == index:
+            run.written[key] = (index, value)
+        elif seen[1] != value:
+            return {
+                "type": "ConflictingCtxWrites",
+                "message": f"iterations {seen[0]} and {index} of the parallel loop of step "
+                f"{run.step!r} wrote different values to ctx.{key}",
+            }
+    return None

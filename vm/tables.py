@@ -151,6 +151,7 @@ class StepTable:
         "name",
         "plain_rule",
         "slots",
+        "stop_when",
     )
 
     def __init__(self, name: str) -> None:
@@ -167,6 +168,7 @@ class StepTable:
         self.back_targets: frozenset[str] = frozenset()  # successors closing a cycle
         self.loop: dict[str, Any] | None = None
         self.items: Evaluator | None = None
+        self.stop_when: Evaluator | None = None  # a loop's early-exit condition
         self.slots = 1
         self.listener_timeout: float | None = None
         self.listener = False
@@ -188,6 +190,8 @@ def build_tables(program: Program) -> dict[str, StepTable]:
     for info in program.payload["steps"]:
         table = tables[info["name"]] = StepTable(info["name"])
         table.loop = info.get("loop")
+        stop = (table.loop or {}).get("stop_when")
+        table.stop_when = program.expressions[stop] if stop is not None else None
         listener = info.get("listener")
         table.listener = listener is not None
         table.listener_timeout = (listener or {}).get("timeout")

@@ -27,17 +27,63 @@ step ended or after a failed call) are reported (NOE410) with a hint and left ou
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from noetlc.compiler.desugar import case_next, chains, routing
+from noetlc.compiler.desugar.case_rules import (
+    CASE_SETTINGS as _CASE_SETTINGS,
+)
+from noetlc.compiler.desugar.case_rules import (
+    TASK_NAMES as _TASK_NAMES,
+)
+from noetlc.compiler.desugar.case_rules import (
+    actions as _actions,
+)
+from noetlc.compiler.desugar.case_rules import (
+    arc_guard as _arc_guard,
+)
+from noetlc.compiler.desugar.case_rules import (
+    condition_text as _condition_text,
+)
+from noetlc.compiler.desugar.case_rules import (
+    directive_fields as _directive_fields,
+)
+from noetlc.compiler.desugar.case_rules import (
+    enter_guard as _enter_guard,
+)
+from noetlc.compiler.desugar.case_rules import (
+    event_of as _event_of,
+)
+from noetlc.compiler.desugar.case_rules import (
+    gate_guard as _gate_guard,
+)
+from noetlc.compiler.desugar.case_rules import (
+    is_task as _is_task,
+)
+from noetlc.compiler.desugar.case_rules import (
+    priority as _priority,
+)
+from noetlc.compiler.desugar.case_rules import (
+    recall_params as _recall_params,
+)
+from noetlc.compiler.desugar.case_rules import (
+    refuse as _refuse,
+)
+from noetlc.compiler.desugar.case_rules import (
+    retry_fields as _retry_fields,
+)
+from noetlc.compiler.desugar.case_rules import (
+    setting as _setting,
+)
+from noetlc.compiler.desugar.case_rules import (
+    task_guard as _task_guard,
+)
 from noetlc.compiler.desugar.common import (
     add_policy_rules,
     guard_body,
     map_step_list,
     node,
-    rewrite_expression,
     rewrite_node,
     step_name,
 )
@@ -57,17 +103,20 @@ from noetlc.compiler.shapes import (
 from noetlc.compiler.ynodes import YMap, YNode, YScalar, YSeq
 from noetlc.diagnostics.report import Reporter, Span
 
-_EVENT = re.compile(
-    r"""event\.name\s*==\s*(['"])(call\.done|call\.error|step\.exit|step\.enter)\1"""
-)
 _ROUTE_ACTIONS = {"next", "step"}
 _UNSUPPORTED = {"pipe", "catch", "finally"}
-_KNOWN = {"retry", "fail", "skip", "collect", "set", "call", "result", "sink", *_ROUTE_ACTIONS}
-_TASK_NAMES = {
-    "result": "outcome.result",
-    "response": "outcome.result",
-    "error": "outcome.error",
-    "this": "outcome",
+_KNOWN = {
+    "retry",
+    "fail",
+    "skip",
+    "collect",
+    "set",
+    "vars",
+    "call",
+    "result",
+    "sink",
+    "log",
+    *_ROUTE_ACTIONS,
 }
 
 
@@ -87,6 +136,12 @@ class _Case:
     task_rules: list[YNode] = field(default_factory=list)
     init_writes: list[tuple[YScalar, YNode]] = field(default_factory=list)
     enter_skips: list[tuple[str | None, Span]] = field(default_factory=list)  # step.enter skip
+    loop_exits: list[str] = field(default_factory=list)  # ctx flags of rules that end the loop
+    inclusive: bool = False  # `case_mode: inclusive`: every matching rule's actions run
+    # inclusive rules acting on the call: (condition, ctx writes, tasks, span), in rule order
+    gated: list[
+        tuple[str | None, list[tuple[YScalar, YNode]], list[tuple[str, YNode, Span]], Span]
+    ] = field(default_factory=list)
     recall_params: set[str] = field(default_factory=set)
     chains: list[YMap] = field(default_factory=list)  # tasks placed after the call task
     needs_done: bool = False
@@ -116,11 +171,12 @@ def _step(step: YMap, reporter: Reporter) -> YMap | None:
         arc_names={"result": name, "response": name, "error": "event.data.error", "this": "event.data"},
         arc_strings={"step.exit": done, "call.done": done, "call.error": "step.failed"},
     )  # fmt: skip
-    inclusive = _setting(step, "case_mode") == "inclusive"
-    if inclusive and _setting(step, "next_policy") == "end_step":
-        # `end_step`: the first `next` that fires ends the step's routing (NoETL's `end_step`),
-        # which is what an exclusive router does
-        inclusive = False
+    # Whatever the `case_mode` and `next_policy`, the first `next` reached wins the routing
+    # (NoETL's winner rule; `end_step` also suppresses the other branches, `break_chain` and
+    # `defer` let them finish first): an exclusive router over the rules' arcs.
+    case_inclusive = _setting(step, "case_mode") == "inclusive"
+    inclusive = False
+    state.inclusive = case_inclusive
     rules = [r for r in case.items if isinstance(r, YMap)]
     if _setting(step, "branch_order") == "priority":
         # higher priority first, YAML order among equals
@@ -146,15 +202,28 @@ def _step(step: YMap, reporter: Reporter) -> YMap | None:
             condition = f"not ({guard_body(text)})" if negate and text else text
             _rule(state, event, condition, actions, rule.span, reporter)
 
+    if state.gated:
+        _gates(state, reporter)
+    if case_inclusive and len(state.task_rules) > 1 + bool(state.gated):
+        # every matching rule's actions on the call would run, in order: not expressible as
+        # first-match policy rules
+        case_next.refuse_inclusive(step, reporter)
     router_mode = "inclusive" if inclusive else "exclusive"
     written = routes(step.get("next"))
     if written.mode is not None and not inclusive:
         router_mode = written.mode
+    structural = routing.structural_arcs(written.node)
+    case_arcs, forks = state.arcs, state.forks
+    if written.form == "list" and len(structural) > 1 and not any("when" in a for a in structural):
+        # a list of targets without conditions is a parallel fork: when no case rule routed,
+        # every target starts (they fire besides each other; a case arc that fired stops them)
+        forks = forks | set(range(len(case_arcs), len(case_arcs) + len(structural)))
+        case_arcs, structural, router_mode = [*case_arcs, *structural], [], "exclusive"
     arcs, router_mode = routing.router_arcs(
-        state.arcs,
-        state.forks,
+        case_arcs,
+        forks,
         state.case_guards,
-        routing.structural_arcs(written.node),
+        structural,
         router_mode,
         inclusive,
         done,
@@ -174,6 +243,11 @@ def _step(step: YMap, reporter: Reporter) -> YMap | None:
         new = new.without("next")
     if (state.task_rules or state.chains) and call_index is not None:
         tasks = _attach(state, tasks, call_index, key.span)
+    if state.loop_exits:
+        new = case_next.loop_exit(new, state.loop_exits, key.span)
+        state.init_writes.extend(
+            (YScalar(flag, key.span), YScalar(False, key.span)) for flag in state.loop_exits
+        )
     if state.init_writes or state.enter_skips:
         # `step.enter` fires once per step run, before its loop: ctx written at admission,
         # and `skip` there skips the step (`step.skipped`)
@@ -249,7 +323,7 @@ def _rule(
             routed, besides = case_next.targets(value, reporter)
             next_entries.extend(routed)
             fork_entries.extend(besides)
-        elif action == "set":
+        elif action in ("set", "vars"):  # `vars` (older): ctx writes, read as `vars.x` = `ctx.x`
             if isinstance(value, YMap):
                 for k, v in value.items:
                     text = str(k.value)
@@ -266,10 +340,10 @@ def _rule(
                 )
             else:
                 writes.append(collected)
-        elif action in ("retry", "call") and isinstance(value, YMap) and "params" in value:
+        elif action in ("retry", "call") and _recall_params(value) is not None:
             # Re-invoking the call with new parameters (pagination): jump back to the task
             # with the parameters in `iter.params`, which the task's arguments read.
-            params = value.get("params")
+            params = _recall_params(value)
             new_params = rewrite_node(params, _TASK_NAMES, {}) if params is not None else None
             task_then = {"do": "jump", "to": "__self__", "set_iter": {"params": new_params}}
             if isinstance(params, YMap):
@@ -283,6 +357,10 @@ def _rule(
             result = (value, at)
         elif action == "sink" or (action not in _KNOWN and _is_task(value)):
             inline.append((action, value, at))
+        elif action == "log":
+            # a message recorded in the execution's events: a noop task whose input it is
+            message = node({"tool": {"kind": "noop", "input": {"message": value}}}, at)
+            inline.append((f"{name}__log", message, at))
         elif action == "retry":
             task_then = {"do": "retry", **_retry_fields(value)}
         elif action == "fail":
@@ -320,7 +398,7 @@ def _rule(
         event = "call.done"  # a rule that only acts on the call runs after each call
     if inline or result:
         at = result[1] if result is not None else inline[0][2]
-        if event != "call.done":
+        if event != "call.done" and not (event == "call.error" and result is None):
             when = "after a failed call" if event == "call.error" else "after the step ended"
             what = f"`{inline[0][0]}`" if inline else "`result`"
             _refuse(
@@ -334,16 +412,49 @@ def _rule(
         elif task_then.get("do") in ("retry", "continue"):
             _refuse(reporter, f"a task run by a rule of step `{name}` that retries or skips", at)
             inline, result = [], None
+    if (
+        event == "call.done"
+        and state.done == "loop.done"
+        and next_entries
+        and not (task_then or inline or result or fork_entries)
+    ):
+        # a `next` reached after an iteration's call ends the loop early and routes
+        flag = f"{name}__exit_{len(state.loop_exits)}"
+        state.loop_exits.append(flag)
+        marks = YMap(((YScalar(flag, span), YScalar(True, span)), *writes), span)
+        then_exit = {"do": "continue", "set_ctx": rewrite_node(marks, _TASK_NAMES, {})}
+        exit_guard = _task_guard(condition)
+        exit_rule = (
+            {"when": exit_guard, "then": then_exit} if exit_guard else {"else": {"then": then_exit}}
+        )
+        state.task_rules.append(node(exit_rule, span))
+        for entry in next_entries:
+            arc = rewrite_node(entry, _TASK_NAMES, {})
+            assert isinstance(arc, YMap)
+            state.arcs.append(arc.with_item("when", YScalar(case_next.flag_guard([flag]), span)))
+        state.case_guards.append(case_next.flag_guard([flag])[2:-2].strip())
+        return
     task_level = event in ("call.done", "call.error") and (
         task_then or inline or result or (writes and not next_entries and not fork_entries)
     )
-    if task_level:
+    if task_level and state.inclusive and event == "call.done" and not task_then and not result:
+        # inclusive: run in rule order after the call with the other matching rules (`_gates`)
+        state.gated.append((condition, list(writes), list(inline), span))
+        writes = []
+    elif task_level:
         # `call.done` fires after every call, failed or not; a rule that continues past a
         # failed call would hide the failure, so only retry/fail rules see failed calls
         guard = _task_guard(condition, any_outcome=task_then.get("do") in ("retry", "fail"))
         then: dict[str, Any] = dict(task_then) if task_then else {"do": "continue"}
         if inline or result:
-            first = _chain(state, inline, result, then, span, reporter)
+            # after a failed call the rule's tasks run, then the step fails as the call did
+            # (its arcs on `step.failed` route it)
+            ends = (
+                {**then, "do": "fail"}
+                if event == "call.error" and then["do"] == "continue"
+                else then
+            )
+            first = _chain(state, inline, result, ends, span, reporter)
             if first is not None:
                 then = {"do": "jump", "to": first, **_directive_fields(task_then)}
         if writes:
@@ -379,8 +490,10 @@ def _chain(
     then: dict[str, Any],
     span: Span,
     reporter: Reporter,
+    end_to: str | None = None,
 ) -> str | None:
-    """Build the chain of tasks of one rule; returns its first task's name."""
+    """Build the chain of tasks of one rule; returns its first task's name. The chain ends by
+    jumping to `end_to` when given."""
     names = {"result": state.call, "response": state.call}
     built: list[YMap] = []
     for action, value, at in inline:
@@ -399,8 +512,10 @@ def _chain(
         )
     if not built:
         return None
-    if then.get("do") == "jump":
-        end: dict[str, Any] = {"do": "jump", "to": "__self__"}
+    if end_to is not None:
+        end: dict[str, Any] = {"do": "jump", "to": end_to}
+    elif then.get("do") == "jump":
+        end = {"do": "jump", "to": "__self__"}
     elif then.get("do") == "fail":
         end = {"do": "fail"}
     elif result is not None:
@@ -413,133 +528,39 @@ def _chain(
     return str(built[0].get("name").value)  # type: ignore[union-attr]
 
 
-def _directive_fields(then: dict[str, Any]) -> dict[str, Any]:
-    """What a re-invocation carries to the chain's jump (its `set_iter`)."""
-    return {k: v for k, v in then.items() if k == "set_iter"}
-
-
-def _is_task(value: YNode) -> bool:
-    return isinstance(value, YMap) and ("tool" in value or "kind" in value)
-
-
-def _refuse(reporter: Reporter, what: str, at: Span, hint: str | None = None) -> None:
-    reporter.report(
-        "NOE410",
-        f"{what} has no canonical rewrite",
-        at,
-        hint=hint
-        or "express it with tasks and task policy rules (`do: jump`, `set_iter`, `set_ctx`); "
-        "see docs/migration.md",
+def _gates(state: _Case, reporter: Reporter) -> None:
+    """`case_mode: inclusive`: after a successful call every matching rule's actions run, in
+    rule order. Each rule gets a noop gate task `<step>__case_<i>` after the call: when its
+    condition holds (read on the call's result by the call's name) it writes the rule's ctx
+    values and runs the rule's tasks, then the next gate decides; the last ends at
+    `<step>__done` (the step's result stays the call's)."""
+    names = {"result": state.call, "response": state.call, "this": state.call}
+    gates = [chains.unique(f"{state.name}__case_{i}", state.taken) for i in range(len(state.gated))]
+    done = f"{state.name}__done"
+    state.needs_done = True
+    for i, (condition, writes, inline, span) in enumerate(state.gated):
+        following = gates[i + 1] if i + 1 < len(state.gated) else done
+        at = len(state.chains)
+        first = (
+            _chain(state, inline, None, {"do": "continue"}, span, reporter, following)
+            if inline
+            else None
+        )
+        then: dict[str, Any] = {"do": "jump", "to": first or following}
+        if writes:
+            then["set_ctx"] = rewrite_node(YMap(tuple(writes), span), names, {})
+        guard = _gate_guard(condition, names)
+        rules: list[dict[str, Any]] = (
+            [{"when": guard, "then": then}, {"else": {"then": {"do": "jump", "to": following}}}]
+            if guard
+            else [{"else": {"then": then}}]
+        )
+        gate = node({"name": gates[i], "kind": "noop", "spec": {"policy": {"rules": rules}}}, span)
+        assert isinstance(gate, YMap)
+        state.chains.insert(at, gate)
+    state.task_rules.append(
+        node(
+            {"when": "{{ outcome.status == 'ok' }}", "then": {"do": "jump", "to": gates[0]}},
+            state.gated[0][3],
+        )
     )
-
-
-def _condition_text(when: YNode | None) -> str | None:
-    if isinstance(when, YScalar):
-        if when.value is True or when.value is None:
-            return None
-        return str(when.value)
-    return None
-
-
-def _event_of(text: str | None) -> str | None:
-    if not text:
-        return None
-    m = _EVENT.search(text)
-    return m.group(2) if m else None
-
-
-def _actions(then: YNode | None) -> list[tuple[str, YNode, Span]]:
-    """`then` as (action, value, span): a mapping of actions or a list of one-key mappings."""
-    out: list[tuple[str, YNode, Span]] = []
-    if isinstance(then, YMap):
-        if "step" in then:  # a bare next entry
-            return [("next", then, then.span)]
-        out.extend((str(k.value), v, k.span) for k, v in then.items)
-    elif isinstance(then, YSeq):
-        for item in then.items:
-            out.extend(_actions(item))
-    return out
-
-
-def _arc_guard(
-    condition: str | None, names: dict[str, str], strings: dict[str, str], done: str
-) -> str | None:
-    if not condition:
-        return None
-    text = condition if "{{" in condition else "{{ " + condition + " }}"
-    rewritten = rewrite_expression(text, names, strings)
-    if guard_body(rewritten) == f"event.name == '{done}'":
-        return None  # "the step succeeded": an arc without `when` says exactly that
-    return rewritten
-
-
-def _enter_guard(condition: str | None) -> str | None:
-    """A `step.enter` rule's condition at admission: the event test is true there."""
-    if not condition:
-        return None
-    text = condition if "{{" in condition else "{{ " + condition + " }}"
-    text = _EVENT.sub(lambda m: "true" if m.group(2) == "step.enter" else "false", text)
-    return None if guard_body(text) == "true" else text
-
-
-def _task_guard(
-    condition: str | None, names: dict[str, str] = _TASK_NAMES, *, any_outcome: bool = False
-) -> str | None:
-    if not condition:
-        return None
-    text = condition if "{{" in condition else "{{ " + condition + " }}"
-
-    def status(m: re.Match[str]) -> str:
-        if m.group(2) == "call.done":
-            return "outcome.status in ['ok', 'error']" if any_outcome else "outcome.status == 'ok'"
-        return "outcome.status == 'error'"
-
-    text = _EVENT.sub(status, text)
-    return rewrite_expression(text, names, {})
-
-
-def _retry_fields(value: YNode) -> dict[str, Any]:
-    if not isinstance(value, YMap):
-        return {"attempts": 3}
-    fields: dict[str, Any] = {}
-    attempts = value.get("max_attempts") or value.get("attempts")
-    fields["attempts"] = attempts if attempts is not None else 3
-    delay = value.get("initial_delay") or value.get("delay")
-    if delay is not None:
-        fields["delay"] = delay
-    multiplier = value.get("backoff_multiplier")
-    if (
-        isinstance(multiplier, YScalar)
-        and isinstance(multiplier.value, int | float)
-        and multiplier.value > 1
-    ):
-        fields["backoff"] = "exponential"
-    max_delay = value.get("max_delay")
-    if max_delay is not None:
-        fields["max_delay"] = max_delay
-    return fields
-
-
-_CASE_SETTINGS = ("case_mode", "branch_order", "next_policy")
-
-
-def _setting(step: YMap, key: str) -> str | None:
-    """A case setting, written on the step or (older NoETL engines) under its `spec:`."""
-    spec = step.get("spec")
-    for holder in (step, spec if isinstance(spec, YMap) else None):
-        if holder is not None:
-            value = holder.get(key)
-            if isinstance(value, YScalar) and isinstance(value.value, str):
-                return value.value
-    return None
-
-
-def _priority(rule: YMap) -> float:
-    value = rule.get("priority")
-    if (
-        isinstance(value, YScalar)
-        and isinstance(value.value, int | float)
-        and not isinstance(value.value, bool)
-    ):
-        return float(value.value)
-    return 0.0

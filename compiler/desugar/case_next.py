@@ -12,6 +12,10 @@ meaning and are refused (NOE106) rather than dropped.
 A rule written as `- else: [actions]` (no `when`) runs when none of the rules before it
 matched: its condition is the negation of all of theirs.
 
+In a loop step, a `call.done` rule that routes ends the loop early: the rule sets a ctx flag
+(`<step>__exit_<k>`) after the iteration's call, the loop's `spec.stop_when` sees it and ends
+the loop (the iterations in flight are cancelled), and the rule's arcs fire on that flag.
+
 `step.enter` writes (`set` in a rule on `step.enter`) are made when the step is admitted:
 once per step run, before its tool and before a loop's first iteration (`enter_writes`).
 
@@ -21,7 +25,7 @@ A rule's own `retry:` (a retry of the whole `then` chain, `scope: chain`) and it
 
 from __future__ import annotations
 
-from noetlc.compiler.desugar.common import guard_body
+from noetlc.compiler.desugar.common import condition_expression
 from noetlc.compiler.ynodes import YMap, YNode, YScalar, YSeq
 from noetlc.diagnostics.report import Reporter, Span
 
@@ -65,7 +69,7 @@ def else_condition(earlier: list[str]) -> str | None:
     """The condition of a standalone `else` rule: none of the earlier conditions held."""
     if not earlier:
         return None
-    return "{{ " + " and ".join(f"not ({guard_body(t)})" for t in earlier) + " }}"
+    return "{{ " + " and ".join(f"not ({condition_expression(t)})" for t in earlier) + " }}"
 
 
 def enter_admission(
@@ -124,8 +128,8 @@ def enter_writes(step: YMap, writes: YMap) -> YMap:
     admit = policy.get("admit")
     rules = admit.get("rules") if isinstance(admit, YMap) else None
     if not isinstance(admit, YMap) or not isinstance(rules, YSeq):
-        rule = YMap(((YScalar("then", span), _admitting(YMap((), span), writes)),), span)
-        admit = YMap(((YScalar("rules", span), YSeq((rule,), span)),), span)
+        only = YMap(((YScalar("then", span), _admitting(YMap((), span), writes)),), span)
+        admit = YMap(((YScalar("rules", span), YSeq((only,), span)),), span)
     else:
         new_rules: list[YNode] = []
         for rule in rules.items:
@@ -151,6 +155,36 @@ def _admitting(then: YMap, writes: YMap) -> YMap:
     if allow is None:
         then = then.with_item("allow", YScalar(True, writes.span))
     return then.with_item("set_ctx", writes)
+
+
+def flag_guard(flags: list[str]) -> str:
+    return "{{ " + " or ".join(f"(ctx.{f} | default(false))" for f in flags) + " }}"
+
+
+def loop_exit(step: YMap, flags: list[str], span: Span) -> YMap:
+    """A loop step whose `call.done` rules route: `loop.spec.stop_when` ends the loop as soon
+    as an iteration's rule set its flag (the flags are reset when the step is admitted)."""
+    loop = step.get("loop")
+    if not isinstance(loop, YMap):
+        return step
+    spec = loop.get("spec")
+    spec = spec if isinstance(spec, YMap) else YMap((), span)
+    spec = spec.with_item("stop_when", YScalar(flag_guard(flags), span))
+    return step.with_item("loop", loop.with_item("spec", spec))
+
+
+def refuse_inclusive(step: YMap, reporter: Reporter) -> None:
+    spec = step.get("spec")
+    key = step.key_node("case_mode") or (
+        spec.key_node("case_mode") if isinstance(spec, YMap) else None
+    )
+    reporter.report(
+        "NOE106",
+        "`case_mode: inclusive` with several rules acting on the call is not supported",
+        key.span if key is not None else step.span,
+        hint="every matching rule's tasks would run in order: write them as tasks of the "
+        "pipeline, each with its own policy rule, or keep `case_mode: exclusive`",
+    )
 
 
 def refuse_rule_keys(rule: YMap, reporter: Reporter) -> None:

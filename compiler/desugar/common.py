@@ -128,6 +128,30 @@ def guard_body(text: str) -> str:
     return stripped[2:-2].strip()
 
 
+def condition_expression(text: str) -> str:
+    """A `when:` as one expression: the inside of `{{ e }}`, or, for text mixed with
+    templates (`"{{ x }} == push"`, which a condition reads as its rendered text), the
+    expression that renders that text (`(x) ~ ' == push'`), so it can be negated or combined."""
+    stripped = text.strip()
+    if stripped.startswith("{{") and stripped.endswith("}}") and stripped.count("{{") == 1:
+        return stripped[2:-2].strip()
+    if "{{" not in stripped:
+        return stripped
+    parts: list[str] = []
+    rest = stripped
+    while rest:
+        start = rest.find("{{")
+        end = rest.find("}}", start + 2) if start >= 0 else -1
+        if start < 0 or end < 0:
+            parts.append(repr(rest))
+            break
+        if start > 0:
+            parts.append(repr(rest[:start]))
+        parts.append(f"(({rest[start + 2 : end].strip()}) | string)")
+        rest = rest[end + 2 :]
+    return " ~ ".join(parts)
+
+
 def node(value: object, span: Span) -> YNode:
     return from_python(value, span)
 

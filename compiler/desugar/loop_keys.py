@@ -1,5 +1,5 @@
 """Legacy loop keys (older NoETL engines): `mode` -> `spec.mode`, `element` -> `iterator`,
-`collection` -> `in`."""
+`collection` -> `in`, `concurrency` -> `spec.max_in_flight`."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ def run(doc: YMap, reporter: Reporter) -> YMap:
     def fix(step: YMap) -> YMap | None:
         loop = step.get("loop")
         if not isinstance(loop, YMap) or not any(
-            k in loop for k in ("mode", "element", "collection")
+            k in loop for k in ("mode", "element", "collection", "concurrency")
         ):
             return None
         new = loop
@@ -27,7 +27,19 @@ def run(doc: YMap, reporter: Reporter) -> YMap:
                 new = new.without(old)
                 if canonical not in new:
                     new = new.with_item(canonical, value, key.span)
-        mode, key = loop.get("mode"), loop.key_node("mode")
+        limit, key = loop.get("concurrency"), loop.key_node("concurrency")
+        if limit is not None and key is not None:
+            reporter.report(
+                "NOE404",
+                f"loop `concurrency:` is now `loop.spec.max_in_flight` (step `{step_name(step)}`)",
+                key.span,
+            )
+            spec = new.get("spec")
+            spec = spec if isinstance(spec, YMap) else YMap((), key.span)
+            if "max_in_flight" not in spec:
+                spec = spec.with_item("max_in_flight", limit, key.span)
+            new = new.without("concurrency").with_item("spec", spec)
+        mode, key = new.get("mode"), new.key_node("mode")
         if mode is not None and key is not None:
             reporter.report(
                 "NOE404",

@@ -21,7 +21,13 @@ and points at `migrate`.
 
 from __future__ import annotations
 
-from noetlc.compiler.desugar.common import as_guard, guard_body, map_step_list, node, step_name
+from noetlc.compiler.desugar.common import (
+    condition_expression,
+    guard_body,
+    map_step_list,
+    node,
+    step_name,
+)
 from noetlc.compiler.shapes import routes
 from noetlc.compiler.ynodes import YMap, YNode, YScalar, YSeq
 from noetlc.diagnostics.report import Reporter
@@ -106,4 +112,4 @@ def _group(entry: YNode) -> tuple[YNode | None, str | None, list[YMap]]:
 def _condition(when: YNode | None) -> str | None:
     if not isinstance(when, YScalar) or when.value in (None, True):
         return None
-    return guard_body(as_guard(str(when.value)))
+    return condition_expression(str(when.value))

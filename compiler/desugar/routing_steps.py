@@ -8,7 +8,8 @@ error (NOE206) whose hint is to run `noetlc migrate`, which rewrites every such 
 from __future__ import annotations
 
 from noetlc.compiler.desugar.common import map_step_list, node, step_name, steps
-from noetlc.compiler.ynodes import YMap
+from noetlc.compiler.surface.models import STEP_KEYS
+from noetlc.compiler.ynodes import YMap, YScalar
 from noetlc.diagnostics.report import Reporter
 
 
@@ -28,5 +29,27 @@ def run_all(doc: YMap, reporter: Reporter) -> YMap:
             "NOE409", f"step `{step_name(step)}` has no tool; it only routes", step.span
         )
         return step.with_item("tool", node({"kind": "noop"}, step.span))
+
+    return map_step_list(doc, fix)
+
+
+def tool_kind(doc: YMap, reporter: Reporter) -> YMap:
+    """`noetlc migrate`: `tool: postgres` with the tool's arguments written on the step (an
+    older form) -> `tool: {kind: postgres, <those arguments>}`."""
+
+    def fix(step: YMap) -> YMap | None:
+        tool = step.get("tool")
+        key = step.key_node("tool")
+        if not (isinstance(tool, YScalar) and isinstance(tool.value, str) and key is not None):
+            return None
+        reporter.report(
+            "NOE418",
+            f"`tool: {tool.value}` of step `{step_name(step)}` is a task mapping now",
+            key.span,
+        )
+        arguments = tuple((k, v) for k, v in step.items if str(k.value) not in STEP_KEYS)
+        task = YMap(((YScalar("kind", key.span), tool), *arguments), step.span)
+        kept = YMap(tuple((k, v) for k, v in step.items if str(k.value) in STEP_KEYS), step.span)
+        return kept.with_item("tool", task)
 
     return map_step_list(doc, fix)

@@ -56,3 +56,16 @@ def run(doc: YMap, reporter: Reporter) -> YMap:
                     "its own (an inclusive `next` starts it besides the rest)",
                 )
     return doc
+
+
+def drop_tracing(doc: YMap, reporter: Reporter) -> YMap:
+    """`noetlc migrate`: the root `tracing:` block (trace export settings) is removed."""
+    key = doc.key_node("tracing")
+    if key is None:
+        return doc
+    reporter.report(
+        "NOE417",
+        "root-level `tracing:` removed: executions are traced by their events in the store",
+        key.span,
+    )
+    return doc.without("tracing")

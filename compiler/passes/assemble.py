@@ -46,6 +46,9 @@ def run(unit: CompilationUnit) -> None:
                 "max_in_flight": step.loop.max_in_flight,
                 "failure_mode": step.loop.failure_mode,
             }
+            stop = pool.by_path.get(("workflow", step.name, "loop", "stop_when"))
+            if stop is not None:
+                loop["stop_when"] = stop
         listener = None if step.listener is None else {"timeout": step.listener.timeout}
         steps.append(StepFacts(step.name, tuple(t.name for t in step.tasks), loop, listener))
     program = Program(

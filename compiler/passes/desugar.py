@@ -57,7 +57,9 @@ MIGRATE_PASSES: list[tuple[str, Pass]] = [
     ("root_vars", root_vars.run),
     ("pipe", pipes.run),
     ("next_then", next_then.run),
+    ("tool_kind", routing_steps.tool_kind),
     ("routing_only", routing_steps.run_all),
+    ("tracing", unsupported.drop_tracing),
 ]
 
 

@@ -47,6 +47,7 @@ def run(unit: CompilationUnit) -> None:
                     compiler.value(rule.set_ctx, (*base, "admit", i, "set_ctx"))
         if step.loop is not None:
             compiler.loop_items(step.loop.items, (*base, "loop"))
+            compiler.guard(step.loop.stop_when, (*base, "loop", "stop_when"))
         for task in step.tasks:
             compiler.task(task, (*base, "tasks", task.name))
         if step.set_ctx is not None:

@@ -33,7 +33,7 @@ from noetlc.diagnostics.report import Reporter
 # (`policy` never is: step and loop policies are not task policies: they hold admission and failure settings).
 EXECUTOR_CONTROL_KEYS = ("entry_step", "final_step", "policy")
 STEP_CONTROL_KEYS = ("join", "policy")
-LOOP_CONTROL_KEYS = ("mode", "max_in_flight", "policy")
+LOOP_CONTROL_KEYS = ("mode", "max_in_flight", "policy", "stop_when")
 DEFAULT_RETRY_ATTEMPTS = 3
 DEFAULT_JITTER_FRACTION = 0.1
 
@@ -325,6 +325,7 @@ class Normalizer:
             max_in_flight=max_in_flight,
             failure_mode="best_effort" if failure_mode == "best_effort" else "fail_fast",
             span=node.span,
+            stop_when=self.guard(spec.get("stop_when")) if spec else None,
         )
 
     # ------------------------------------------------------------------ tasks

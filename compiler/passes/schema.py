@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from noetlc.compiler.shapes import routes
-from noetlc.compiler.surface.models import Playbook
+from noetlc.compiler.surface.models import STEP_KEYS, Playbook
 from noetlc.compiler.unit import CompilationUnit
 from noetlc.compiler.ynodes import YMap, YNode, YScalar, YSeq, node_at
 from noetlc.diagnostics.report import Reporter, Span
@@ -86,6 +86,17 @@ def _report_rejected(doc: YMap, reporter: Reporter, *, migrate: bool = False) ->
         )
     if vars_key is not None:
         found.add(("vars",))
+    tracing_key = doc.key_node("tracing")
+    if tracing_key is not None and not migrate:
+        reporter.report(
+            "NOE106",
+            "root-level `tracing:` (exporting OpenTelemetry traces) is not supported",
+            tracing_key.span,
+            hint="every event of an execution is in the store (`noetl-vm events ID`); remove "
+            "the block (`noetlc migrate FILE -i` removes it)",
+        )
+    if tracing_key is not None:
+        found.add(("tracing",))
     for section in ("workflow", "workbook"):
         items = doc.get(section)
         if not isinstance(items, YSeq):
@@ -94,6 +105,7 @@ def _report_rejected(doc: YMap, reporter: Reporter, *, migrate: bool = False) ->
             if not isinstance(item, YMap):
                 continue
             if section == "workflow":
+                _tool_as_kind(item, (section, i), reporter, found, migrate)
                 _rejected_step_keys(item, (section, i), reporter, found, migrate)
                 _rejected_next_entries(item, (section, i), reporter, found, migrate)
             for path, key_node in _walk_structural_keys(item, (section, i)):
@@ -110,6 +122,29 @@ def _report_rejected(doc: YMap, reporter: Reporter, *, migrate: bool = False) ->
                     )
                     found.add(path)
     return found
+
+
+def _tool_as_kind(
+    step: YMap, here: Path, reporter: Reporter, found: set[Path], migrate: bool
+) -> None:
+    """`tool: postgres` with the tool's arguments on the step (an older form)."""
+    tool = step.get("tool")
+    if not (isinstance(tool, YScalar) and isinstance(tool.value, str) and tool.value):
+        return
+    extra = [str(k.value) for k, _ in step.items if str(k.value) not in STEP_KEYS]
+    if not migrate:
+        key = step.key_node("tool")
+        assert key is not None
+        reporter.report(
+            "NOE105",
+            f"`tool: {tool.value}` with the tool's arguments on the step is an older form",
+            key.span,
+            hint="write `tool: {kind: "
+            + str(tool.value)
+            + ", ...arguments}`; `noetlc migrate FILE -i` rewrites it",
+        )
+    found.add((*here, "tool"))
+    found.update((*here, k) for k in extra)
 
 
 def _rejected_step_keys(

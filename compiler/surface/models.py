@@ -147,6 +147,7 @@ class Loop(Closed):
     mode: Literal["sequential", "parallel", "async"] | None = None
     element: str | None = None
     collection: Any = None
+    concurrency: int | Template | None = Field(None, description="legacy: `spec.max_in_flight`")
     cursor: dict[str, Any] | None = Field(None, description="corpus dialect: a claim cursor")
 
 
@@ -234,6 +235,10 @@ class Step(Closed):
     sink: Any = None
     args: dict[str, Any] | None = None
     command: Any = None
+
+
+# every key a step may have (its tool's arguments are not among them)
+STEP_KEYS = frozenset(f.alias or name for name, f in Step.model_fields.items())
 
 
 # --------------------------------------------------------------------------- root

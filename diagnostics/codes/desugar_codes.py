@@ -25,6 +25,26 @@ Example:
     )
 
 
+def _migrate_only(number: str, name: str, title: str, example: str) -> CodeInfo:
+    return code(
+        number,
+        name,
+        "warning",
+        title,
+        f"""
+This is a legacy form of the NoETL language that only `noetlc migrate` rewrites: `noetlc check`
+rejects it in a file (an error whose hint says to run `migrate`), and `noetlc migrate` rewrites
+it into the canonical form, reporting this warning for every place it rewrote.
+docs/migration.md shows the rewrite.
+
+Example:
+
+{example}
+""",
+        _MIGRATE,
+    )
+
+
 CODES: tuple[CodeInfo, ...] = (
     _legacy(
         "NOE401",
@@ -104,29 +124,41 @@ Example (a loop's `step.exit` runs after all iterations: no task can set the res
         "legacy event names in arc guards",
         "    next:\n      arcs:\n        - step: done\n          when: \"{{ event.name == 'call.done' }}\"",
     ),
-    _legacy(
+    _migrate_only(
         "NOE413",
         "legacy-eval",
         "task `eval:` rules",
         "    eval:\n      - expr: \"{{ outcome.status == 'error' }}\"\n        do: retry\n        attempts: 3",
     ),
-    _legacy(
+    _migrate_only(
         "NOE414",
         "root-vars",
         "root-level `vars:`",
         "    vars:\n      current_page: 1\n    workflow: ...",
     ),
-    _legacy(
+    _migrate_only(
         "NOE415",
         "case-pipe",
         "`pipe:` in a `case` rule",
         '    then:\n      - pipe:\n          - fetch: {tool: {kind: http, url: "..."}}',
     ),
-    _legacy(
+    _migrate_only(
         "NOE416",
         "next-entry-then",
         "`next` entries with `when`/`then`",
         '    next:\n      - when: "{{ workload.go }}"\n        then: [{step: go}]',
+    ),
+    _migrate_only(
+        "NOE417",
+        "root-tracing",
+        "root-level `tracing:` (removed by `migrate`)",
+        "    tracing:\n      enabled: true\n      otlp_endpoint: http://collector:4318",
+    ),
+    _migrate_only(
+        "NOE418",
+        "tool-as-kind",
+        "`tool: KIND` with the arguments on the step",
+        "    - step: load\n      tool: postgres\n      auth: pg_main\n      command: SELECT 1",
     ),
     code(
         "NOE411",

@@ -75,9 +75,10 @@ Example:
         "error",
         "a legacy key that is no longer supported",
         """
-Some keys of older NoETL dialects have no canonical meaning and are rejected rather than
-guessed at: root-level `vars:`, `eval:`, `expr:`, `pipe:`, step `type:`, and
-`next` entries with `then:`/`else:`. The hint says what to write instead.
+Some forms of older NoETL dialects are not part of the canonical language and `check` rejects
+them: root-level `vars:`, task `eval:`, `pipe:`, `next` entries with `then:`/`else:` and
+`tool: KIND` with the arguments on the step are rewritten by `noetlc migrate FILE -i` (the hint
+says so); `expr:` and step `type:` have no rewrite. The hint says what to write instead.
 
 Example:
 

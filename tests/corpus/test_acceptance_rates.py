@@ -3,7 +3,7 @@
 Every playbook file there (leaving out `broken_playbooks/`, which are meant to be rejected, and
 files whose `kind` is not a playbook) is either in today's canonical form, where `noetlc check`
 must report no error, or in a legacy form, where `noetlc migrate` must write YAML that then
-checks clean. The test prints both rates and the failures grouped by their first error code,
+checks clean (and then compiles to a program). The test prints both rates and the failures grouped by their first error code,
 asserts that no file makes the compiler fail internally, and asserts the rates reached.
 
 Run `pytest tests/corpus -s` to see the table; `NOETLC_CORPUS_VERBOSE=1` also lists every
@@ -32,7 +32,7 @@ SAMPLE = SHARED / "corpus" / "noetl"
 
 # The rates reached (the targets are 0.95 canonical, 0.90 legacy); raise them as they rise.
 CANONICAL_FLOOR = 0.64
-LEGACY_FLOOR = 0.67
+LEGACY_FLOOR = 0.69
 
 
 @dataclass
@@ -101,6 +101,10 @@ def _measure(path: Path) -> Outcome | None:
             text = migrate_text(text, unit.document, unit.canonical)
         unit = compile_source(text, str(path), until=_check_until())
         reason = _first_error(unit.reporter.diagnostics)
+        if not reason:
+            # what checks clean also compiles to a program (net, lowering, assembly)
+            full = compile_source(text, str(path))
+            reason = _first_error(full.reporter.diagnostics)
         return Outcome(path, form, not reason, reason)
     except InternalCompilerError as exc:
         return Outcome(path, form, False, "NOE900", crash=str(exc))
@@ -112,7 +116,12 @@ def _table(outcomes: list[Outcome]) -> str:
         group = [o for o in outcomes if o.form == form]
         passed = sum(o.ok for o in group)
         rate = passed / len(group) if group else 1.0
-        lines.append(f"{form}: {passed}/{len(group)} = {rate:.1%}")
+        per_root = ", ".join(
+            f"{root.name}: {sum(o.ok for o in part)}/{len(part)}"
+            for root in (E2E, SAMPLE)
+            if (part := [o for o in group if o.path.is_relative_to(root)])
+        )
+        lines.append(f"{form}: {passed}/{len(group)} = {rate:.1%} ({per_root})")
         reasons = Counter(o.reason.split(" ", 1)[0] for o in group if not o.ok)
         for code, n in reasons.most_common():
             lines.append(f"    {n:3d}  {code}")

@@ -254,3 +254,171 @@ def test_set_prev_in_a_catch_rule_is_refused_with_a_location() -> None:
     unit = compile_source(text, "legacy.yaml", until="desugar", options={"migrate": True})
     errors = [(d.code, d.span.line) for d in unit.reporter.diagnostics if d.is_error]
     assert errors == [("NOE410", 32)]
+
+
+def test_an_else_after_conditions_written_as_text_negates_their_rendered_text() -> None:
+    # `"{{ workload.action }} == push"` is text around a template: it reads as the rendered
+    # text (never empty, so true); the else rule after it negates exactly that
+    text, _ = _migrate(
+        HEAD
+        + """workflow:
+  - step: start
+    tool: {kind: noop}
+    case:
+      - when: "{{ workload.action }} == push"
+        then:
+          - step: push
+      - else:
+          - step: help
+  - step: push
+    tool: {kind: python, code: "result = 'push'"}
+  - step: help
+    tool: {kind: python, code: "result = 'help'"}
+"""
+    )
+    unit = compile_source(text, "migrated.yaml")
+    assert not [d for d in unit.reporter.diagnostics if d.is_error]
+    assert unit.payload is not None
+    assert run_embedded(unit.payload, {"action": "pull"})["result"] == "push"
+
+
+def test_tasks_after_a_failed_call_run_then_the_failure_routes(tmp_path: Any) -> None:
+    marker = tmp_path / "notified"
+    text = (
+        HEAD
+        + f"""workflow:
+  - step: start
+    tool: {{kind: python, code: "raise ValueError('boom')"}}
+    case:
+      - when: "{{{{ event.name == 'call.error' }}}}"
+        then:
+          - notify:
+              tool:
+                kind: python
+                input: {{path: "{marker}"}}
+                code: |
+                  def main(path):
+                      open(path, "w").write("yes")
+                      return "notified"
+          - next: [{{step: handled}}]
+  - step: handled
+    tool: {{kind: python, code: "result = 'handled'"}}
+"""
+    )
+    migrated, _ = _migrate(text)
+    summary = _run(migrated)
+    assert summary["status"] == "completed", summary
+    assert summary["steps"]["start"]["status"] == "failed"
+    assert summary["result"] == "handled"
+    assert marker.read_text() == "yes"
+
+
+def test_a_retry_with_args_params_re_invokes_the_call_after_its_tasks() -> None:
+    text = (
+        HEAD
+        + """workflow:
+  - step: start
+    tool:
+      kind: python
+      input: {page: "{{ iter.params.page | default(1) }}"}
+      code: |
+        def main(page):
+            return {"page": page, "more": page < 3}
+    case:
+      - when: "{{ event.name == 'call.done' and response.more }}"
+        then:
+          - save_page:
+              tool: {kind: python, input: {p: "{{ response.page }}"}, code: "result = p"}
+          - retry:
+              max_attempts: 10
+              args:
+                params: {page: "{{ response.page + 1 }}"}
+      - when: "{{ event.name == 'call.done' }}"
+        then:
+          - next: [{step: done}]
+  - step: done
+    tool: {kind: python, input: {r: "{{ start }}"}, code: "result = r"}
+"""
+    )
+    migrated, _ = _migrate(text)
+    summary = _run(migrated)
+    assert summary["status"] == "completed", summary
+    assert summary["result"] == {"page": 3, "more": False}
+
+
+def test_a_log_action_is_a_noop_task_recording_the_message() -> None:
+    text = (
+        HEAD
+        + """workflow:
+  - step: start
+    tool: {kind: python, code: "result = 7"}
+    case:
+      - when: "{{ event.name == 'call.done' and result > 5 }}"
+        then:
+          - log: "big result {{ result }}"
+"""
+    )
+    migrated, _ = _migrate(text)
+    assert "start__log" in migrated and "kind: noop" in migrated
+    summary = _run(migrated)
+    assert summary["status"] == "completed", summary
+    assert summary["result"] == 7
+
+
+TRACING = (
+    HEAD
+    + """tracing:
+  enabled: true
+workflow:
+  - step: start
+    loop: {in: [1, 2, 3], iterator: i, mode: async, concurrency: 2}
+    tool: {kind: python, input: {i: "{{ i }}"}, code: "result = i"}
+"""
+)
+
+
+def test_root_tracing_is_refused_by_check_and_removed_by_migrate() -> None:
+    unit = compile_source(TRACING, "legacy.yaml")
+    assert [(d.code, d.span.line) for d in unit.reporter.diagnostics if d.is_error] == [
+        ("NOE106", 4)
+    ]
+    text, codes = _migrate(TRACING)
+    assert "NOE417" in codes and "tracing" not in text
+    # the loop's legacy `concurrency` is its `max_in_flight`
+    assert "max_in_flight: 2" in text
+    assert _run(text)["result"] == [1, 2, 3]
+
+
+TOOL_KIND = (
+    HEAD
+    + """workflow:
+  - step: start
+    desc: an older form
+    tool: python
+    input: {v: 4}
+    code: "result = v * 2"
+"""
+)
+
+
+def test_tool_as_a_kind_name_becomes_a_task_mapping() -> None:
+    _check_rejects(TOOL_KIND, "NOE105", 7)
+    text, codes = _migrate(TOOL_KIND)
+    assert "NOE418" in codes
+    assert _run(text)["result"] == 8
+
+
+def test_set_prev_replaces_a_failed_tasks_result_for_the_next_task() -> None:
+    text = PIPE.replace(
+        """                - when: "{{ _task == 'first' }}"
+                  do: retry
+                  attempts: 3""",
+        """                - when: "{{ _task == 'first' and _err }}"
+                  do: skip
+                  set_prev: {n: 5}""",
+    ).replace("if attempt < 2:", "if attempt < 9:")
+    migrated, _ = _migrate(text)
+    assert "first__prev_0" in migrated
+    summary = _run(migrated)
+    assert summary["status"] == "completed", summary
+    assert summary["result"] == {"n": 6}
