@@ -64,6 +64,8 @@ PG_NAME = re.compile(r"(^|_)(pg|postgres|postgresql|psql)(_|$)|^pg|postgres", re
 NATS_NAME = re.compile(r"nats", re.IGNORECASE)
 URL = re.compile(r"\bhttps?://([^/\s:'\"{}()<>,]+)")
 TEMPLATE = re.compile(r"{{|{%")
+# python code that raises depending on a random draw (written to fail some of the time)
+CHANCE = re.compile(r"random\.(random|randint|choice)\(.*\n(?:.*\n){0,6}?\s*raise\b")
 TEMPLATE_SPAN = re.compile(r"{{.*?}}|{%.*?%}")
 WRITTEN_TO_FAIL = re.compile(r"broken|should_fail|should_error|expect_fail", re.IGNORECASE)
 RUN_TIMEOUT = 90.0
@@ -90,6 +92,7 @@ class Row:
     status: str | None = None
     migrated: bool = False
     error: str | None = None
+    chance: bool = False  # its python code fails at random: completed and failed both match
 
 
 def load_config(shared: Path) -> dict[str, dict[str, Any]]:
@@ -407,6 +410,8 @@ def run_one(path: Path, row: Row, env: dict[str, str]) -> None:
     problems = check_results(summary, row.expected_checks) if row.status == "completed" else []
     if row.status == row.expected and not problems:
         row.outcome = "passed"
+    elif row.chance and row.status in ("completed", "failed") and not problems:
+        row.outcome, row.reason = "passed", f"{row.status} (its code fails at random)"
     else:
         row.outcome = "failed"
         if problems:
@@ -502,6 +507,7 @@ def evaluate(
         row.outcome, row.reason = "skipped", "; ".join(reasons)
         return row
     env = {**base_env, **cred_env}
+    row.chance = bool(CHANCE.search(text))
     errors = _compile(path, env)
     if errors and row.dialect == "legacy" and _migrate(path, env):
         row.migrated = True
