@@ -239,6 +239,8 @@ def test_the_compiler_checks_transfer_arguments() -> None:
     assert "NOE603" in codes(ok.replace("type: http", "type: mongo"))
     assert "NOE601" in codes(ok.replace("mapping", "maping"))
     assert "NOE602" in codes("{kind: transfer, source: {type: http}}")
+    older = ok.replace("type: http", "tool: http").replace("type: postgres", "tool: postgres")
+    assert codes(older) == []
 
 
 def test_a_playbook_transfers_and_reads_back(
