@@ -172,6 +172,7 @@ NEEDS_PLUGIN: dict[str, str] = {
     "rhai": "the Rhai script engine",
     "subscription": "NoETL's event subscriptions",
     "mcp": "Model Context Protocol servers",
+    "artifact": "NoETL's artifact store of externalized results (`_ref`)",
 }
 
 
