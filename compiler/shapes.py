@@ -27,8 +27,11 @@ from typing import Literal
 
 from noetlc.compiler.ynodes import YMap, YNode, YScalar, YSeq
 
-# Keys of a task mapping that are not tool arguments.
-TASK_META_KEYS = frozenset({"name", "kind", "spec", "retry", "desc", "description", "set"})
+# Keys of a task mapping that are not tool arguments (`output`/`output_select`: NoETL's result
+# storage choices, noted by the `tools` pass, NOE609).
+TASK_META_KEYS = frozenset(
+    {"name", "kind", "spec", "retry", "desc", "description", "set", "output", "output_select"}
+)
 # Keys the corpus dialect writes under a task's `spec:` that are really tool arguments.
 SPEC_TOOL_ARGUMENTS = frozenset(
     {

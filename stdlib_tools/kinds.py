@@ -28,13 +28,15 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from importlib import metadata
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import AliasChoices, ConfigDict
 
 from noetlc.stdlib_tools import schemas
 from noetlc.stdlib_tools.schemas import ToolArgs
+
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
 
 ENTRY_POINT_GROUP = "noetlc.tools"
 _STD = "noetlc.stdlib_tools."
@@ -172,6 +174,7 @@ NEEDS_PLUGIN: dict[str, str] = {
     "rhai": "the Rhai script engine",
     "subscription": "NoETL's event subscriptions",
     "mcp": "Model Context Protocol servers",
+    "artifact": "NoETL's artifact store of externalized results (`_ref`)",
 }
 
 
@@ -196,6 +199,8 @@ def _load_plugins() -> dict[str, ToolKind]:
     with _lock:
         if _plugins is not None:
             return _plugins
+        from importlib import metadata  # only when a kind is not built in (cold start)
+
         found: dict[str, ToolKind] = {}
         problems: list[str] = []
         for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
@@ -218,7 +223,7 @@ def _load_plugins() -> dict[str, ToolKind]:
         return found
 
 
-def _as_record(value: Any, ep: metadata.EntryPoint) -> ToolKind | None:
+def _as_record(value: Any, ep: EntryPoint) -> ToolKind | None:
     if callable(value) and not isinstance(value, ToolKind | type):
         value = value()
     if not isinstance(value, ToolKind):

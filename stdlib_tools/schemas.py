@@ -356,7 +356,10 @@ EndpointType = Literal["postgres", "sqlite", "duckdb", "http", "snowflake"]
 
 
 class TransferEndpoint(ToolArgs):
-    type: EndpointType = Field(description="postgres, sqlite, duckdb or http (snowflake: plugin)")
+    type: EndpointType = Field(
+        validation_alias=_one_of("type tool"),
+        description="postgres, sqlite, duckdb or http (snowflake: plugin)",
+    )
     auth: str | dict[str, Any] | None = Field(
         None,
         validation_alias=_one_of("auth connection dsn credential"),

@@ -158,10 +158,34 @@ def progress_for(args: argparse.Namespace, total_steps: int) -> Any:
     return Progress(total_steps)
 
 
+def write_all(text: str) -> None:
+    """Write `text` to standard output completely. After the embedded runtime's event loop
+    (uvloop) has run, a large write to a pipe can come back short (64 KiB written, the rest
+    silently dropped by `print`), so the bytes are written in a loop until all are out."""
+    import os
+    import select
+
+    sys.stdout.flush()
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # a captured or replaced stdout
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    view = memoryview(text.encode("utf-8"))
+    while view:
+        try:
+            written = os.write(fd, view)
+        except BlockingIOError:
+            select.select([], [fd], [])
+            continue
+        view = view[written:]
+
+
 def report(result: dict[str, Any], payload: dict[str, Any], as_json: bool) -> int:
     """Print the outcome (summary line or a table) and return the exit status."""
     if as_json:
-        print(json.dumps(result, default=str))
+        write_all(json.dumps(result, default=str) + "\n")
     else:
         for name, step in result["steps"].items():
             shown = _short_result(step.get("result"))

@@ -58,6 +58,16 @@ def _note_result_storage(unit: CompilationUnit) -> None:
     for step in workflow:
         if not isinstance(step, YMap):
             continue
+        for task in _task_nodes(step.get("tool")):
+            for key in ("output", "output_select"):
+                node = task.key_node(key)
+                if node is not None:
+                    unit.reporter.report(
+                        "NOE609",
+                        f"a task's `{key}` is NoETL's storage choice: here the task's whole "
+                        "result is kept, and one over the payload limit is stored by reference",
+                        node.span,
+                    )
         for spelling in ("output", "result"):
             shaping = step.get(spelling)
             if not isinstance(shaping, YMap):
@@ -98,6 +108,21 @@ def _check_keychain_names(task: tree.Task, declared: list[str], reporter: Report
             if close
             else f"declare it: `keychain: [{{name: {name}, kind: ...}}]`",
         )
+
+
+def _task_nodes(tool: object) -> list[YMap]:
+    """The task mappings of a step's `tool:` as written: one mapping, a list of mappings, or a
+    list of `{label: mapping}` entries."""
+    items = list(tool) if isinstance(tool, YSeq) else [tool]
+    out: list[YMap] = []
+    for item in items:
+        if not isinstance(item, YMap):
+            continue
+        if "kind" not in item and len(item.items) == 1 and isinstance(item.items[0][1], YMap):
+            out.append(item.items[0][1])
+        else:
+            out.append(item)
+    return out
 
 
 def check_task(task: tree.Task, reporter: Reporter) -> None:

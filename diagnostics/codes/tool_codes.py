@@ -156,8 +156,8 @@ Example:
         "note",
         "a tool kind that needs a plugin which is not installed",
         """
-NoETL has tool kinds that talk to cloud services (snowflake, ducklake, gcs, container, rhai,
-subscription, mcp). They are known by name: the playbook checks, with this note naming the
+NoETL has tool kinds that talk to cloud services or to NoETL's own stores (snowflake, ducklake,
+gcs, container, rhai, subscription, mcp, artifact). They are known by name: the playbook checks, with this note naming the
 plugin the kind needs, and a run fails that task with a `ToolUnavailable` error. A package
 that registers the kind in the `noetlc.tools` entry-point group makes it a real tool (its
 arguments are then checked, and workers run it); see docs/tools.md.

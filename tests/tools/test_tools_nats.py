@@ -5,10 +5,12 @@ nats://127.0.0.1:4222: skipped with the reason when it is unreachable, except un
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import socket
 import threading
 import uuid
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
@@ -140,3 +142,28 @@ def test_an_unreachable_server_is_a_retryable_connection_error() -> None:
 def test_the_compiler_checks_nats_arguments(tool: str, code: str) -> None:
     diags = compile_source(f"workflow:\n  - step: start\n    tool: {tool}\n").reporter.sorted()
     assert code in [d.code for d in diags], [(d.code, d.message) for d in diags]
+
+
+def test_a_playbook_puts_and_gets_through_nats(
+    url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from noetlc.cli import vm_main
+
+    bucket = f"t_{uuid.uuid4().hex[:8]}"
+    playbook = tmp_path / "kv.yaml"
+    playbook.write_text(
+        f"""
+workload: {{url: "{url}", bucket: {bucket}, session: {{user_id: 7}}}}
+workflow:
+  - step: start
+    tool:
+      - {{name: put, kind: nats, url: "{{{{ workload.url }}}}", operation: kv_put,
+          bucket: "{{{{ workload.bucket }}}}", key: s1, value: "{{{{ workload.session }}}}"}}
+      - {{name: get, kind: nats, url: "{{{{ workload.url }}}}", operation: kv_get,
+          bucket: "{{{{ workload.bucket }}}}", key: s1}}
+"""
+    )
+    code = vm_main.main(["run", str(playbook), "--json", "--quiet", "--db", "memory:"])
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert code == 0, summary
+    assert summary["result"]["value"] == {"user_id": 7}

@@ -336,3 +336,22 @@ workflow:
         assert summary["result"] == [2, "ok"], summary
     found = codes("{kind: noop}\n    output: {output_selct: [a]}")
     assert found == ["NOE101"], found
+
+
+def test_task_level_output_choices_are_noted_not_arguments() -> None:
+    source = """
+workflow:
+  - step: start
+    tool:
+      - fetch:
+          kind: python
+          code: "result = 1"
+          output: {store: {kind: auto}, inline_max_bytes: 1000}
+      - name: other
+        kind: noop
+        output_select: {strategy: size_threshold, threshold_kb: 100}
+"""
+    diags = compile_source(source).reporter.sorted()
+    assert not any(d.severity.value == "error" for d in diags), [(d.code, d.message) for d in diags]
+    notes = [(d.code, d.span.line if d.span else 0) for d in diags if d.code == "NOE609"]
+    assert notes == [("NOE609", 8), ("NOE609", 11)]

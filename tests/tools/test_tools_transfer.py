@@ -239,3 +239,35 @@ def test_the_compiler_checks_transfer_arguments() -> None:
     assert "NOE603" in codes(ok.replace("type: http", "type: mongo"))
     assert "NOE601" in codes(ok.replace("mapping", "maping"))
     assert "NOE602" in codes("{kind: transfer, source: {type: http}}")
+    older = ok.replace("type: http", "tool: http").replace("type: postgres", "tool: postgres")
+    assert codes(older) == []
+
+
+def test_a_playbook_transfers_and_reads_back(
+    dsn: str, schema: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from noetlc.cli import vm_main
+
+    playbook = tmp_path / "copy.yaml"
+    playbook.write_text(
+        f"""
+workload: {{pg: "{dsn}"}}
+workflow:
+  - step: start
+    tool:
+      - {{name: make, kind: sqlite, database: src.db,
+          command: "CREATE TABLE s (id INTEGER, label TEXT); INSERT INTO s VALUES (1, 'a'), (2, 'b')"}}
+      - {{name: target, kind: postgres, auth: "{{{{ workload.pg }}}}",
+          command: "CREATE TABLE {schema}.t (id INT PRIMARY KEY, label TEXT)"}}
+      - name: copy
+        kind: transfer
+        source: {{type: sqlite, database: src.db, query: "SELECT id, label FROM s"}}
+        target: {{type: postgres, auth: "{{{{ workload.pg }}}}", table: {schema}.t}}
+      - {{name: check, kind: postgres, auth: "{{{{ workload.pg }}}}",
+          query: "SELECT count(*) AS n FROM {schema}.t"}}
+"""
+    )
+    code = vm_main.main(["run", str(playbook), "--json", "--quiet", "--db", "memory:"])
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert code == 0, summary
+    assert summary["result"]["command_0"]["rows"] == [{"n": 2}]
