@@ -25,10 +25,10 @@ from noetlc.compiler.pipeline import compile_source
 from noetlc.compiler.ynodes import YMap, YScalar
 from noetlc.diagnostics.errors import InternalCompilerError
 from noetlc.diagnostics.report import Diagnostic
+from tests.conftest import NOETL_CORPUS, NOETL_E2E, NOETL_MISSING, SHARED
 
-SHARED = Path(__file__).resolve().parents[3] / "shared"
-E2E = SHARED / "noetl-e2e"
-SAMPLE = SHARED / "corpus" / "noetl"
+E2E = NOETL_E2E
+SAMPLE = NOETL_CORPUS
 
 # The rates reached (the targets are 0.95 canonical, 0.90 legacy); raise them as they rise.
 CANONICAL_FLOOR = 0.64
@@ -133,7 +133,7 @@ def _table(outcomes: list[Outcome]) -> str:
 
 
 FILES = _files()
-pytestmark = pytest.mark.skipif(not FILES, reason=f"shared NoETL playbooks not found at {SHARED}")
+pytestmark = pytest.mark.skipif(not FILES, reason=NOETL_MISSING)
 
 
 def _rate(outcomes: list[Outcome], form: str) -> float:

@@ -246,7 +246,8 @@ def test_a_literal_loop_list_iterates() -> None:
 
 
 def test_a_literal_loop_list_with_templates_is_a_located_error() -> None:
-    text = _TYPED.replace('"{{ range(workload.n) }}"', '[1, "{{ workload.n }}"]')
+    # an element that is one template is an expression; text around a template is refused
+    text = _TYPED.replace('"{{ range(workload.n) }}"', '[1, "n-{{ workload.n }}"]')
     unit = compile_source(text, "typed.yaml")
     [diag] = [d for d in unit.reporter.diagnostics if d.code == "NOE204"]
     assert diag.span.line == 7
