@@ -14,7 +14,8 @@ For each YAML file whose root `kind` is a playbook (`Playbook`, or none):
    or cloud account (kubectl, docker, gcloud, helm, ...); python code importing a module that
    is not installed; a `kind: playbook` child that is neither a file nor a catalog path of the
    same corpus (also when a child named at run time turns out to be missing), or a script file
-   that is not in the corpus. A playbook that another playbook of the corpus runs as its child
+   that is not in the corpus; a child playbook (named in the file) that needs any of these. A
+   playbook that another playbook of the corpus runs as its child
    is run through that parent, not alone (its tables and inputs come from the parent).
 2. *Compiled*: `noetlc check`; legacy files that do not check are put through `noetlc
    migrate` first (in a copy of the corpus: the shared data is never written). A file that
@@ -489,6 +490,18 @@ def children_of_others(
     return out
 
 
+def _static_children(doc: Any, path: Path, catalog: dict[str, Path]) -> list[Path]:
+    out = []
+    for _key, node in _walk(doc):
+        if isinstance(node, dict) and node.get("kind") == "playbook":
+            target = node.get("path") or node.get("playbook")
+            if isinstance(target, str) and not TEMPLATE.search(target):
+                child = _child(path.parent, target, catalog)
+                if child is not None and child.resolve() != path.resolve():
+                    out.append(child)
+    return list(dict.fromkeys(out))
+
+
 def evaluate(
     path: Path,
     row: Row,
@@ -503,6 +516,14 @@ def evaluate(
     reasons = outside_services(doc, text, path, catalog)
     cred_env, outside = local_credentials(credential_names(doc), pg_dsn, nats_url)
     reasons += [f"credential {name}" for name in outside]
+    for child in _static_children(doc, path, catalog):  # a child's needs are the parent's too
+        child_text = child.read_text(encoding="utf-8")
+        child_doc = yaml.safe_load(child_text)
+        needs = outside_services(child_doc, child_text, child, catalog)
+        needs += [f"credential {n}" for n in local_credentials(credential_names(child_doc),
+                                                                pg_dsn, nats_url)[1]]  # fmt: skip
+        if needs:
+            reasons.append(f"its child {child.name} needs " + ", ".join(needs))
     if reasons:
         row.outcome, row.reason = "skipped", "; ".join(reasons)
         return row
