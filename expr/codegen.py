@@ -16,7 +16,7 @@ from noetlc.expr.jinja_expr_parser import Token, Tree
 from noetlc.expr.library import FILTERS, GLOBALS, TESTS
 from noetlc.expr.limits import MAX_INT_BITS
 from noetlc.expr.namespaces import ROOT_NAMESPACES
-from noetlc.expr.runtime import FORMAT_METHODS
+from noetlc.expr.runtime import FORMAT_METHODS, REF_ATTRIBUTES
 
 MAX_INT_DIGITS = MAX_INT_BITS * 3 // 10  # decimal digits of the largest allowed integer
 
@@ -226,6 +226,8 @@ class CodeGen:
 
     def n_getattr(self, ch: list[Any]) -> ast.expr:
         name = str(ch[1])
+        if name in REF_ATTRIBUTES:  # a stored result's reference (`_attr` reads it)
+            return _call(_n("_attr"), self.expr(ch[0]), _const(name), _n("s"))
         if name.startswith("_"):
             raise Unsafe(f"access to attribute `{name}` is not allowed")
         # Inline the common case (a dict that has the key) and call `_attr` otherwise:

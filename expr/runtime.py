@@ -51,6 +51,10 @@ Scope = dict[str, Any]
 Evaluator = Callable[[Scope], Any]
 
 REF_KEY = "$ref"  # a reference-first result: {"$ref": {store, key, size, checksum}}
+# NoETL's spellings for a result stored by reference: `result._ref` is its reference, and
+# `result._store` the store holding it; both are undefined for a result kept inline. The only
+# names starting with `_` that expressions may read.
+REF_ATTRIBUTES = frozenset({"_ref", "_store"})
 RESOLVER_KEY = "$resolve"  # the scope entry holding the reference resolver, if any
 # String formatting reaches attributes through the format spec (`'{0.__class__}'.format(x)`).
 FORMAT_METHODS = frozenset({"format", "format_map"})
@@ -59,6 +63,7 @@ __all__ = [
     "FILTERS",
     "GLOBALS",
     "MAX_RANGE",
+    "REF_ATTRIBUTES",
     "REF_KEY",
     "RESOLVER_KEY",
     "TESTS",
@@ -132,8 +137,22 @@ def _resolved(obj: dict[Any, Any], s: Scope | None) -> Any:
     return _MISSING if resolver is None else resolver(obj[REF_KEY])
 
 
+def reference_of(obj: Any, name: str) -> Any:
+    """`obj._ref` (the reference) or `obj._store` (its store) of a result stored by
+    reference; undefined for any other value."""
+    ref = obj.get(REF_KEY) if type(obj) is dict else None
+    if type(ref) is dict:
+        if name == "_ref":
+            return ref
+        if ref.get("store") is not None:
+            return ref["store"]
+    return ChainableUndefined(obj=obj, name=name)
+
+
 def getattr_(obj: Any, name: str, s: Scope | None = None) -> Any:
     """`obj.name`: a mapping's key first (no methods are reachable), else a data attribute."""
+    if name in REF_ATTRIBUTES:
+        return reference_of(obj, name)
     if type(obj) is dict:
         value = obj.get(name, _MISSING)
         if value is not _MISSING:
@@ -262,6 +281,8 @@ class PlaybookSandbox(ImmutableSandboxedEnvironment):
         return None  # refused by is_safe_attribute instead
 
     def getattr(self, obj: Any, attribute: str) -> Any:
+        if attribute in REF_ATTRIBUTES:
+            return reference_of(obj, attribute)
         if attribute.startswith("_"):
             raise SecurityError(f"access to attribute {attribute!r} is not allowed")
         if type(obj) is dict:

@@ -119,3 +119,30 @@ def test_generated_code_is_deterministic() -> None:
         compile_expression("{{ a.b | default(1) }}").code
         == compile_expression("{{ a.b | default(1) }}").code
     )
+
+
+REFERENCED = {"$ref": {"store": "results", "key": "e1/start", "size": 2_000_000}}
+
+
+@pytest.mark.parametrize(
+    ("source", "variables", "expected"),
+    [
+        ("{{ start._ref is defined }}", {"start": REFERENCED}, True),
+        ("{{ start._ref is defined }}", {"start": {"rows": [1]}}, False),
+        ("{{ start._ref.key }}", {"start": REFERENCED}, "e1/start"),
+        ("{{ start._store | default('none') }}", {"start": REFERENCED}, "results"),
+        ("{{ start._store | default('none') }}", {"start": {"a": 1}}, "none"),
+        ("{% if start._ref %}stored{% else %}inline{% endif %}", {"start": REFERENCED}, "stored"),
+        ("{% if start._ref %}stored{% else %}inline{% endif %}", {"start": {"a": 1}}, "inline"),
+    ],
+)
+def test_ref_reads_the_reference_of_a_stored_result(
+    source: str, variables: dict[str, object], expected: object
+) -> None:
+    """`x._ref` and `x._store` (NoETL's spellings) are the only `_` names expressions read:
+    the reference of a result stored by reference and its store, undefined for a result kept
+    inline; other `_` names stay refused."""
+    fn = compile_entry(compile_expression(source).to_entry())
+    assert fn(dict(variables)) == expected
+    with pytest.raises(ExpressionUnsafe):
+        compile_expression("{{ start._preview }}")

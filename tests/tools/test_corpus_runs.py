@@ -13,8 +13,9 @@ from types import ModuleType
 
 import pytest
 
+from tests.conftest import NOETL_CORPUS, NOETL_MISSING, SHARED
+
 REPO = Path(__file__).resolve().parents[2]
-SHARED = REPO.parent / "shared"
 
 
 def _runner() -> ModuleType:
@@ -75,9 +76,9 @@ def test_noetl_result_checks_read_as_intent() -> None:
 
 @pytest.mark.slow
 def test_the_noetl_sample_runs_to_noetls_outcome() -> None:
-    folder = SHARED / "corpus" / "noetl"
+    folder = NOETL_CORPUS
     if not folder.is_dir():
-        pytest.skip(f"shared corpus not found at {folder}")
+        pytest.skip(NOETL_MISSING)
     rows = corpus_run.run_corpus(SHARED, only="corpus/noetl/", jobs=2)
     by_outcome: dict[str, list[str]] = {}
     for row in rows:

@@ -97,11 +97,11 @@ def test_postgres_script_credential_and_pool(
 
     ctx = ToolContext(workdir=tmp_path, keychain=Keychain())
     args = {"credential": "pg_local", "script": {"uri": "q.sql", "source": {"type": "file"}},
-            "pool": {"name": "shared", "max_size": 2, "min_size": 1, "timeout": 5}}  # fmt: skip
+            "pool": {"name": "common", "max_size": 2, "min_size": 1, "timeout": 5}}  # fmt: skip
     out = call_tool("postgres", args, None, ctx)
     assert out["result"]["rows"] == [{"answer": 42}], out
     pools = [json.loads(k) for k in postgres_tool._pools]
-    assert [{"dsn": dsn}, {"name": "shared", "max_size": 2, "min_size": 1, "timeout": 5.0}] in pools
+    assert [{"dsn": dsn}, {"name": "common", "max_size": 2, "min_size": 1, "timeout": 5.0}] in pools
     assert codes("{kind: postgres, credential: pg, query: 'SELECT 1', pool: {max_sise: 1}}") == [
         "NOE601"
     ]
