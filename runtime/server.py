@@ -324,7 +324,7 @@ class Server:
                 owned.appended_inline.clear()
             else:
                 owned.appended_inline.update(
-                    e.event_id for e in events if e.source != Source.SERVER
+                    e.event_id for e in events if e.source != Source.SERVER and e.event_id
                 )
         for command in commands:
             owned.timers.apply(command)  # arms timers, disarms cancelled ones
