@@ -8,7 +8,8 @@ outstanding — job ids are action ids, so nothing is enqueued twice. Then, for 
 execution, the new input events are read (woken by the workers' NOTIFY — not by our own —
 with polling as the fallback), fed to the VM, and its events and the jobs they cause are
 committed in one transaction (`append_and_enqueue`); a finished execution is closed and
-retired. Every server also reaps expired job leases: a job
+retired. Noop-only steps are not enqueued: they run inside the round, as embedded mode runs
+them, and their events join the round's commit (`_run_inline`; `inline=False` enqueues them). Every server also reaps expired job leases: a job
 out of attempts becomes a failure event for its step or iteration.
 """
 
@@ -25,6 +26,7 @@ from noetlc.diagnostics.errors import UserError
 from noetlc.runtime.backend import ANY_KEY, EVENTS, EXECUTIONS, Backend
 from noetlc.runtime.cluster import RETRYABLE, new_owner, warn_retrying
 from noetlc.runtime.driver import REQUESTED, Driver, program_from_requested
+from noetlc.runtime.execute import execute, noop_only
 from noetlc.runtime.queue import JobSpec
 from noetlc.runtime.timers import Timers, started_times
 from noetlc.vm.control import ControlVM
@@ -58,6 +60,11 @@ class Owned:
     after_seq: int
     server_events: int  # the server events the log holds (the VM numbers them from 1)
     timers: Timers
+    # step -> its pipeline runs here, inside the round (noop-only); empty: nothing does
+    inline: dict[str, bool]
+    # ids of the action events we ran inline and appended past a gap in the log (another
+    # process appended in between): the next read returns them; they are not fed again
+    appended_inline: set[str]
 
     @property
     def vm(self) -> ControlVM:
@@ -75,9 +82,12 @@ class Server:
         claim_limit: int = 50,
         pool: str = "default",
         step_deadline: float | None = STEP_DEADLINE,
+        inline: bool = True,
     ) -> None:
         self.db = db
         self.step_deadline = step_deadline
+        # run noop-only steps inside the round instead of enqueueing them (see `_inline`)
+        self.inline = inline
         self.owner = owner or new_owner("server")
         self.ttl = ttl
         self.poll = poll
@@ -210,12 +220,21 @@ class Server:
         recorded = sum(1 for e in events if e.get("source") == Source.SERVER)
         timers = Timers(execution_id, self._timer_delivery(execution_id))
         timers.started_at = started_times(events)
-        owned = Owned(execution_id, driver, events[-1]["seq"], recorded, timers)
+        owned = Owned(
+            execution_id,
+            driver,
+            events[-1]["seq"],
+            recorded,
+            timers,
+            self._inline_steps(program),
+            set(),
+        )
         self.owned[execution_id] = owned
         log.info("%s: execution %s (%s) owned at event %s", self.owner, execution_id,
                  program.name, events[-1]["seq"])  # fmt: skip
         # server events a dead owner decided but never appended, and the outstanding jobs
-        await self._commit(owned, rebuilt.events[recorded:], rebuilt.commands)
+        out, commands, jobs = self._run_inline(owned, rebuilt.events[recorded:], rebuilt.commands)
+        await self._commit(owned, out, commands, jobs)
         await self._close_if_finished(owned)
 
     async def advance(self, owned: Owned) -> bool:
@@ -230,35 +249,123 @@ class Server:
         inputs = []
         for record in events:
             event = Event.from_record(record)
+            if owned.appended_inline and event.event_id in owned.appended_inline:
+                owned.appended_inline.discard(event.event_id)  # ours: the VM has it already
+                continue
             if is_input(event):
                 if event.name == EventName.TIMER_FIRED:
                     owned.timers.fired(event)
                 inputs.append(event)
 
-        def feed() -> tuple[list[Command], list[Event]]:
+        def feed() -> tuple[list[Event], list[Command], list[JobSpec]]:
             commands: list[Command] = []
             out: list[Event] = []
             for event in inputs:
                 step = owned.driver.feed(event)
                 commands.extend(step.commands)
                 out.extend(step.events)
-            return commands, out
+            return self._run_inline(owned, out, commands)
 
-        commands, out = await self._within_deadline(owned.execution_id, feed)
-        caught_up = await self._commit(owned, out, commands)
+        out, commands, jobs = await self._within_deadline(owned.execution_id, feed)
+        caught_up = await self._commit(owned, out, commands, jobs)
         await self._close_if_finished(owned)
         return not caught_up
 
-    async def _commit(self, owned: Owned, events: list[Event], commands: list[Command]) -> bool:
-        """Append the VM's new events and enqueue the jobs its commands ask for: one
-        transaction, one round trip (the jobs become visible with the events);
-        then arm and cancel timers. True when nobody else appended since our last read."""
+    def _inline_steps(self, program: Any) -> dict[str, bool]:
+        """The steps whose pipeline runs inside the server's round: noop-only ones (no I/O, no
+        effect), unless the playbook declares keychain entries (a worker resolves those; the
+        server has none to give a template)."""
+        if not self.inline or program.payload.get("keychain"):
+            return {}
+        return {step: True for step, inline in noop_only(program).items() if inline}
+
+    def _run_inline(
+        self, owned: Owned, events: list[Event], commands: list[Command]
+    ) -> tuple[list[Event], list[Command], list[JobSpec]]:
+        """Run the noop-only actions among `commands` right here, as embedded mode does, and
+        feed their results back to the VM until it asks for nothing that runs inline (at most
+        INLINE_ACTIONS per round, the rest go to the queue): a chain or a sequential loop of
+        noop steps costs no queue round trip and no commit per step — the round's single
+        commit holds every event, in the order they were decided. A noop has no effect, so
+        nothing starts before the events that caused it are durable; a crash before the
+        commit loses the whole round and the next owner decides and runs it again under the
+        same event ids (the action id and attempt 1, as a worker's first attempt). Returns
+        the events, the commands left (jobs, timers, cancels) and their jobs, each job's
+        payload a snapshot of the VM when the command was issued."""
+        jobs = self._jobs(owned, commands, snapshot=bool(owned.inline))
+        if not owned.inline or not any(
+            c.kind == CommandKind.RUN and owned.inline.get(c.step) for c in commands
+        ):
+            return events, commands, jobs
+        started = time.time()  # the events decided so far precede the inline ones
+        events = [e if e.ts else e._replace(ts=started) for e in events]
+        driver = owned.driver
+        refs = driver.refs
+        resolve = None if refs is None else refs.resolve
+        kept: list[Command] = []
+        kept_jobs: list[JobSpec] = []
+        budget = INLINE_ACTIONS
+        pending = list(zip(commands, self._job_index(commands, jobs), strict=True))
+        while pending:
+            batch, pending = pending, []
+            for command, job in batch:
+                if not (
+                    command.kind == CommandKind.RUN and owned.inline.get(command.step) and budget
+                ):
+                    kept.append(command)
+                    if job is not None:
+                        kept_jobs.append(job)
+                    continue
+                budget -= 1
+                emitted: list[Event] = []
+                vm = owned.vm
+                execute(
+                    driver.program,
+                    command.step,
+                    command.step_run_id,
+                    command.action_id,
+                    command.args,
+                    command.iteration,
+                    command.item,
+                    vm.scope,  # runs before the VM changes: no copy needed
+                    emitted.append,
+                    resolve=resolve,
+                )
+                now = time.time()
+                for index, event in enumerate(emitted):
+                    event = event._replace(event_id=f"{command.action_id}:1:{index}", ts=now)
+                    if refs is not None and refs.limit is not None and event.name in SHRUNK:
+                        refs.shrink_event(event)  # stored before its reference is logged
+                    events.append(event)
+                    if is_input(event):
+                        step = driver.feed(event)
+                        stamp = time.time()
+                        events.extend(e._replace(ts=stamp) for e in step.events)
+                        more = self._jobs(owned, step.commands, snapshot=True)
+                        pending.extend(
+                            zip(step.commands, self._job_index(step.commands, more), strict=True)
+                        )
+        return events, kept, kept_jobs
+
+    @staticmethod
+    def _job_index(commands: list[Command], jobs: list[JobSpec]) -> list[JobSpec | None]:
+        """Each command's job (None for commands that are not RUN)."""
+        found = iter(jobs)
+        return [next(found) if c.kind == CommandKind.RUN else None for c in commands]
+
+    async def _commit(
+        self, owned: Owned, events: list[Event], commands: list[Command], jobs: list[JobSpec]
+    ) -> bool:
+        """Append the VM's new events (and those of the actions run inline) and enqueue the
+        jobs its commands ask for: one transaction, one round trip (the jobs become visible
+        with the events); then arm and cancel timers. True when nobody else appended since
+        our last read."""
         now = time.time()
         if events:
-            events = [e._replace(ts=now) for e in events]
-            owned.server_events += len(events)
+            # stamped when decided; the VM's events of this batch now
+            events = [e if e.ts else e._replace(ts=now) for e in events]
+            owned.server_events += sum(1 for e in events if e.source == Source.SERVER)
             owned.timers.noted(events, now)
-        jobs = self._jobs(owned, commands)
         caught_up = True
         if events or jobs:
             stored = await self.db.events.append_and_enqueue(owned.execution_id, events, jobs)
@@ -266,6 +373,11 @@ class Server:
             if caught_up:
                 # nobody appended in between: no need to read our own events back
                 owned.after_seq = stored[-1][1]
+                owned.appended_inline.clear()
+            else:
+                owned.appended_inline.update(
+                    e.event_id for e in events if e.source != Source.SERVER and e.event_id
+                )
         for command in commands:
             owned.timers.apply(command)  # arms timers, disarms cancelled ones
         # after the events that decided it are committed: the jobs of cancelled
@@ -275,9 +387,16 @@ class Server:
             await self.db.queue.cancel_jobs(cancelled)
         return caught_up
 
-    def _jobs(self, owned: Owned, commands: list[Command]) -> list[JobSpec]:
+    def _jobs(
+        self, owned: Owned, commands: list[Command], *, snapshot: bool = False
+    ) -> list[JobSpec]:
+        """The jobs of the RUN commands. `snapshot`: copy the VM's ctx and results, which
+        change before the jobs are enqueued when actions run inline in between."""
         jobs = []
         vm = owned.vm
+        ctx, results = vm.ctx, vm.results
+        if snapshot and any(c.kind == CommandKind.RUN for c in commands):
+            ctx, results = dict(ctx), dict(results)
         for command in commands:
             if command.kind == CommandKind.RUN:
                 payload = {
@@ -286,8 +405,8 @@ class Server:
                     "args": command.args,
                     "iteration": command.iteration,
                     "item": command.item,
-                    "ctx": vm.ctx,
-                    "results": vm.results,
+                    "ctx": ctx,
+                    "results": results,
                 }
                 jobs.append(
                     JobSpec(
@@ -415,6 +534,13 @@ class Server:
                 ],
             )
         return bool(reaped)
+
+
+# inline actions per round at most (one transaction): the rest are enqueued for the workers
+INLINE_ACTIONS = 1000
+
+# the action events that carry results (stored by reference when large, as a worker does)
+SHRUNK = frozenset({EventName.TASK_DONE, EventName.STEP_DONE, EventName.LOOP_ITERATION_DONE})
 
 
 async def _first(waits: list[Any], timeout: float) -> None:

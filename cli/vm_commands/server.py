@@ -33,6 +33,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--pool", default="default", metavar="NAME", help="worker pool for the jobs (default)"
     )
+    p.add_argument(
+        "--no-inline",
+        action="store_true",
+        help="enqueue noop-only steps for the workers instead of running them in the server",
+    )
     add_log_level(p)
 
 
@@ -116,7 +121,9 @@ def run(args: argparse.Namespace) -> int:
     check_db(args.db)
     return asyncio.run(
         serve(
-            lambda db: Server(db, ttl=args.ttl, poll=args.poll, pool=args.pool),
+            lambda db: Server(
+                db, ttl=args.ttl, poll=args.poll, pool=args.pool, inline=not args.no_inline
+            ),
             args.db,
             args.log_level,
         )

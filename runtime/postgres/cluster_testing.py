@@ -44,9 +44,11 @@ class Cluster:
         joiner = "&" if "?" in self.url else "?"
         return f"{self.url}{joiner}application_name={self.name_of(role)}"
 
-    def server(self, ttl: float = 2.0, poll: float = 0.2) -> subprocess.Popen[str]:
+    def server(self, ttl: float = 2.0, poll: float = 0.2, *extra: str) -> subprocess.Popen[str]:
         url = self.url_for("server")
-        proc = run_vm("server", "--db", url, "--ttl", str(ttl), "--poll", str(poll), cwd=self.tmp)
+        proc = run_vm(
+            "server", *extra, "--db", url, "--ttl", str(ttl), "--poll", str(poll), cwd=self.tmp
+        )
         self.procs.append(proc)
         return proc
 

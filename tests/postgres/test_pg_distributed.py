@@ -212,9 +212,10 @@ def test_cancel_and_signal_through_the_database(cluster: Cluster) -> None:
 
 
 def test_sigkill_a_worker_mid_round_of_inline_jobs(cluster: Cluster, tmp_path: Path) -> None:
-    # noop iterations run inline inside the worker's round transaction: a worker killed in
-    # it must leave nothing half-done (its picks go back to the queue, their events were not
-    # committed) and the rerun must log every iteration once
+    # noop iterations run inline inside the worker's round transaction (the server is told
+    # to enqueue them rather than run them itself): a worker killed in it must leave nothing
+    # half-done (its picks go back to the queue, their events were not committed) and the
+    # rerun must log every iteration once
     n = 5000
     playbook = tmp_path / "wide.yaml"
     playbook.write_text(
@@ -225,7 +226,7 @@ def test_sigkill_a_worker_mid_round_of_inline_jobs(cluster: Cluster, tmp_path: P
         " spec: {mode: parallel, max_in_flight: 300}}\n"
         "    tool: {kind: noop}\n"
     )
-    cluster.server()
+    cluster.server(2.0, 0.2, "--no-inline")
     doomed = cluster.worker(64)
     execution_id = cluster.submit(playbook, wait=False)["execution_id"]
     store = PostgresStore(cluster.url)

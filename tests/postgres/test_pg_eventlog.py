@@ -127,6 +127,19 @@ async def test_an_append_wakes_a_reader(db):
     assert await log.wait_for_events("x", 0, timeout=60) is True  # already there
 
 
+async def test_finishing_an_execution_wakes_a_reader(db):
+    # `submit --wait` and a parent's `kind: playbook` call wait for the status, which changes
+    # after the last event: the change itself must wake them, not their polling fallback
+    log = db.events
+    await log.create_execution("x", "p")
+    await log.append("x", evs("e", 1))
+    waiter = asyncio.create_task(log.wait_for_events("x", 1, timeout=600))
+    await asyncio.sleep(0.2)
+    assert not waiter.done()
+    await log.finish_execution("x", "completed", {"status": "completed"})
+    assert await asyncio.wait_for(waiter, 15) is True  # woken: a timeout returns False
+
+
 async def test_result_store_round_trip(db):
     data = bytes(range(256)) * 4096  # 1 MiB, every byte value
     ref = await db.results.put("exec1/step/0", data, "exec1")

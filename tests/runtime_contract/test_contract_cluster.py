@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from noetlc.compiler.pipeline import compile_source
+from noetlc.runtime.driver import Driver
 from noetlc.runtime.embedded import run_embedded
 from noetlc.runtime.memory_backend import MemoryBackend
 from noetlc.runtime.programs import encode_program, requested_event
@@ -209,3 +210,109 @@ def test_large_results_go_through_the_memory_result_store() -> None:
     assert record["summary"]["steps"]["count"]["result"] == {"first": "row-0"}
     done = next(e for e in events if e["name"] == "step.done" and e["step"] == "start")
     assert "$ref" in done["payload"]["result"]
+
+
+NOOPS = """
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: noops, path: t/noops}
+workload: {items: [1, 2, 3]}
+workflow:
+  - step: start
+    tool: {kind: noop, result: "{{ workload.items | length }}"}
+    next: {arcs: [{step: each}]}
+  - step: each
+    loop: {in: "{{ workload.items }}", iterator: x, spec: {mode: sequential}}
+    tool: {kind: noop, result: "{{ iter.x * 2 }}"}
+    next: {arcs: [{step: last}]}
+  - step: last
+    tool: {kind: python, code: "result = 7"}
+"""
+
+
+@pytest.mark.parametrize("inline", [True, False], ids=["inline", "queued"])
+def test_noop_steps_run_inside_the_server_round(inline: bool) -> None:
+    """A noop-only step has no effect: the server runs it in its round (no job, no worker,
+    its events committed with the round), unless told to enqueue it; the outcome is the
+    same, and a step with a real tool still goes to a worker."""
+    payload = _payload(NOOPS)
+
+    async def scenario() -> tuple[Any, list[Any], dict[str, Any]]:
+        backend = MemoryBackend()
+        stop = asyncio.Event()
+        server = Server(backend, ttl=2.0, poll=0.05, inline=inline)
+        worker = Worker(backend, concurrency=2, ttl=2.0, poll=0.05)
+        tasks = [asyncio.create_task(server.run(stop)), asyncio.create_task(worker.run(stop))]
+        try:
+            execution_id = await _submit(backend, payload)
+            record = await _until_finished(backend, execution_id)
+            events = await backend.events.read(execution_id)
+            actions = {e["action_id"] for e in events if e["name"] in ("step.done", "loop.iteration.done")}  # fmt: skip
+            jobs = {a: await backend.queue.get(a) for a in actions}
+        finally:
+            stop.set()
+            await asyncio.wait_for(asyncio.gather(*tasks), 10)
+        return record, events, jobs
+
+    record, events, jobs = asyncio.run(scenario())
+    assert _comparable(record["summary"]) == _comparable(run_embedded(payload))
+    assert record["summary"]["steps"]["each"]["result"] == [2, 4, 6]
+    report = check(Program(payload), record["execution_id"], dict(payload["workload"]), events)
+    assert report.ok, report.divergence
+    queued = sorted(job.payload["step"] for job in jobs.values() if job is not None)
+    assert queued == (["last"] if inline else ["each", "each", "each", "last", "start"])
+
+
+def test_inline_events_read_back_after_a_gap_are_not_fed_twice(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """When another process appended between the server's read and its commit, the server
+    reads its own round back: the results of the steps it ran inline are in it, and the VM
+    is not fed them a second time (it would ignore them, at the cost of the work)."""
+    payload = _payload(NOOPS)
+    fed: list[str | None] = []
+    feed = Driver.feed
+
+    def counting_feed(self: Driver, event: Any) -> Any:
+        fed.append(event.event_id)
+        return feed(self, event)
+
+    monkeypatch.setattr(Driver, "feed", counting_feed)
+
+    async def scenario() -> tuple[Any, list[Any]]:
+        backend = MemoryBackend()
+        stop = asyncio.Event()
+        server = Server(backend, ttl=2.0, poll=0.05)
+        commit = backend.events.append_and_enqueue
+        injected: list[str] = []
+
+        async def with_a_gap(execution_id: str, events: Any, jobs: Any) -> Any:
+            if not injected:  # someone else's event lands just before our first commit
+                injected.append(execution_id)
+                foreign = {"event_id": "foreign", "name": "task.started", "source": "worker",
+                           "step": "start", "payload": {}}  # fmt: skip
+                await backend.events.append(execution_id, [foreign])
+            return await commit(execution_id, events, jobs)
+
+        backend.events.append_and_enqueue = with_a_gap  # type: ignore[method-assign]
+        worker = Worker(backend, concurrency=2, ttl=2.0, poll=0.05)
+        tasks = [asyncio.create_task(server.run(stop)), asyncio.create_task(worker.run(stop))]
+        try:
+            execution_id = await _submit(backend, payload)
+            record = await _until_finished(backend, execution_id)
+            events = await backend.events.read(execution_id)
+        finally:
+            stop.set()
+            await asyncio.wait_for(asyncio.gather(*tasks), 10)
+        assert injected == [execution_id]
+        return record, events
+
+    record, events = asyncio.run(scenario())
+    assert _comparable(record["summary"]) == _comparable(run_embedded(payload))
+    assert record["summary"]["steps"]["each"]["runs"] == 1
+    server_ids = [e["event_id"] for e in events if e["source"] == "server"]
+    assert len(server_ids) == len(set(server_ids))
+    assert sum(1 for e in events if e["name"] == "step.scheduled" and e["step"] == "last") == 1
+    assert len(fed) == len(set(fed))
+    inline_done = [e["event_id"] for e in events if e["name"] == "loop.iteration.done"]
+    assert len(inline_done) == 3 and set(inline_done) <= set(fed)

@@ -10,9 +10,15 @@ SELECT out_event_id, out_seq
   FROM noetl_append_events($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14);
 
 -- name: finish_execution
-UPDATE executions
-   SET status = $2, finished_at = now(), summary = $3::json
- WHERE execution_id = $1;
+-- notifies like an append: whoever waits for the execution's end (`submit --wait`, a parent's
+-- `kind: playbook` call) reads the status now instead of at its next poll
+WITH finished AS (
+    UPDATE executions
+       SET status = $2, finished_at = now(), summary = $3::json
+     WHERE execution_id = $1
+    RETURNING execution_id
+)
+SELECT pg_notify('noetl_events', execution_id) FROM finished;
 
 -- name: read_events
 SELECT event_id, execution_id, seq, ts, name, source, step, step_run_id, task_run_id,
