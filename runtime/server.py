@@ -232,8 +232,19 @@ class Server:
         self.owned[execution_id] = owned
         log.info("%s: execution %s (%s) owned at event %s", self.owner, execution_id,
                  program.name, events[-1]["seq"])  # fmt: skip
-        # server events a dead owner decided but never appended, and the outstanding jobs
-        out, commands, jobs = self._run_inline(owned, rebuilt.events[recorded:], rebuilt.commands)
+        # server events a dead owner decided but never appended, and the outstanding jobs; the
+        # noop steps they start run here, so under the same deadline as any other VM step
+        try:
+            out, commands, jobs = await self._within_deadline(
+                execution_id,
+                lambda: self._run_inline(owned, rebuilt.events[recorded:], rebuilt.commands),
+            )
+        except RETRYABLE:
+            raise
+        except Exception as exc:  # this execution only: the server goes on
+            self._drop(execution_id)
+            await self._refuse(execution_id, owned.after_seq, exc)
+            return
         await self._commit(owned, out, commands, jobs)
         await self._close_if_finished(owned)
 
