@@ -194,6 +194,12 @@ _plugins: dict[str, ToolKind] | None = None
 _problems: list[str] = []
 
 
+def plugins_loaded() -> bool:
+    """Whether this process has looked up installed tool plugins (a compile that did
+    depends on more than its source and the compiler: the compile cache does not keep it)."""
+    return _plugins is not None
+
+
 def _load_plugins() -> dict[str, ToolKind]:
     global _plugins
     with _lock:

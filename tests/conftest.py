@@ -11,12 +11,16 @@ folder and how many tests were skipped; under `CI=true` a missing corpus fails t
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+# the compile cache of every command the tests run (in process or not): a fresh folder, never
+# the user's own cache
+os.environ["NOETLC_CACHE_DIR"] = tempfile.mkdtemp(prefix="noetlc-test-cache-")
 FIXTURES = REPO / "tests" / "fixtures"
 CONFORMANCE = FIXTURES / "conformance"
 SHARED = Path(os.environ.get("NOETLC_SHARED") or REPO.parent / "shared")

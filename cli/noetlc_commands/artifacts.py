@@ -5,21 +5,44 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from noetlc.ir import nbc
 from noetlc.ir.program import Program
 
+if TYPE_CHECKING:
+    from noetlc.compiler.unit import CompilationUnit
 
-def load_payload(path: str) -> dict[str, Any] | None:
+
+def load_payload(path: str, use_cache: bool = False) -> dict[str, Any] | None:
     """Compile a playbook or read a bytecode file; print located errors and return None."""
-    program = load_program(path)
+    program = load_program(path, use_cache)
     return None if program is None else program.to_payload()
 
 
-def load_program(path: str) -> Program | None:
+def load_program(path: str, use_cache: bool = False) -> Program | None:
     """The verified program of a playbook (compiled) or of a bytecode file (decoded and
-    verified); print located errors and return None."""
+    verified); print located errors and return None. With `use_cache`, a playbook's program
+    comes from the compile cache when it holds one (decoded and verified like a `.nbc`
+    file), and a new compile is kept there."""
+    if use_cache and not path.endswith(".nbc"):
+        from noetlc.cli import compile_cache
+
+        read = compile_cache.read_source(path)
+        entry_key = compile_cache.key("program", path, read[0]) if read is not None else None
+        if entry_key is not None:
+            entry = compile_cache.load(entry_key)
+            if entry is not None:
+                try:
+                    return Program.decode(entry.body)
+                except nbc.BytecodeError:  # a damaged or foreign entry: compile again
+                    pass
+        unit = _compile(path)
+        if unit is None:
+            return None
+        if entry_key is not None and read is not None:
+            _keep(entry_key, read[1], unit)
+        return unit.program
     if path.endswith(".nbc"):
         try:
             data = Path(path).read_bytes()
@@ -34,6 +57,12 @@ def load_program(path: str) -> Program | None:
                 print(f"  hint: {exc.hint}", file=sys.stderr)
             return None
         return program
+    unit = _compile(path)
+    return None if unit is None else unit.program
+
+
+def _compile(path: str) -> CompilationUnit | None:
+    """The compilation of `path`, or None after printing its errors."""
     from noetlc.compiler.pipeline import compile_file  # a .nbc file needs no compiler
     from noetlc.diagnostics.report import render_text
 
@@ -41,7 +70,18 @@ def load_program(path: str) -> Program | None:
     if unit.reporter.has_errors or unit.program is None:
         print(render_text(unit.reporter.sorted(), {unit.file: unit.source}), file=sys.stderr)
         return None
-    return unit.program
+    return unit
+
+
+def _keep(entry_key: str, source: str, unit: CompilationUnit) -> None:
+    """Keep a compiled program in the compile cache (not when the source changed while it
+    was compiled, nor when the compile looked up installed tool plugins)."""
+    from noetlc.cli import compile_cache
+    from noetlc.stdlib_tools.kinds import plugins_loaded
+
+    if plugins_loaded() or unit.source != source or unit.program is None:
+        return
+    compile_cache.store(entry_key, unit.reporter.sorted(), unit.program.encode())
 
 
 def render_payload(path: str, render: Callable[[dict[str, Any]], str]) -> int:

@@ -15,12 +15,11 @@ from typing import TYPE_CHECKING
 
 from noetlc import __version__
 from noetlc.cli.common import UsageError
-from noetlc.compiler.pipeline import compile_file
-from noetlc.compiler.unit import CompilationUnit
 from noetlc.diagnostics.report import Diagnostic, render_json, render_sarif, render_text
 
 if TYPE_CHECKING:
     from noetlc.analysis.budgets import Budgets
+    from noetlc.compiler.unit import CompilationUnit
 
 FORMATS = ("text", "json", "sarif")
 
@@ -33,6 +32,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--stats",
         action="store_true",
         help="print static budgets: tokens in flight, events, retry time, fan-out",
+    )
+    add_no_cache(p)
+
+
+def add_no_cache(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="neither read nor write the compile cache (also NOETLC_NO_CACHE=1)",
     )
 
 
@@ -68,12 +76,10 @@ def expand_paths(paths: list[str]) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from noetlc.compiler.pipeline import pass_names
-
-    if args.until is not None and args.until not in pass_names():
+    if args.until is not None and args.until not in _pass_names():
         print(
             f"noetlc check: error[NOE800]: unknown pass {args.until!r} for --until; "
-            f"passes are: {', '.join(pass_names())}",
+            f"passes are: {', '.join(_pass_names())}",
             file=sys.stderr,
         )
         return 2
@@ -82,11 +88,22 @@ def run(args: argparse.Namespace) -> int:
     sources: dict[str, str] = {}
     stats: dict[str, dict[str, object]] = {}
     texts: list[str] = []
+    cached = args.until is None and not args.stats and cache_enabled(args)
     for f in files:
+        if cached:
+            found = _check_cached(f)
+            if found is not None:
+                sources[f], diags = found
+                diagnostics.extend(diags)
+                continue
+        from noetlc.compiler.pipeline import compile_file
+
         until = "net" if args.stats and args.until is None else args.until or _check_until()
         unit = compile_file(f, until=until)
         sources[unit.file] = unit.source
         diagnostics.extend(unit.reporter.sorted())
+        if cached:
+            _check_store(unit)
         if args.stats:
             budgets = _budgets(unit)
             if budgets is not None:
@@ -113,12 +130,48 @@ def run(args: argparse.Namespace) -> int:
     return 1 if any(d.is_error for d in diagnostics) else 0
 
 
+def cache_enabled(args: argparse.Namespace) -> bool:
+    from noetlc.cli import compile_cache
+
+    return compile_cache.enabled(bool(getattr(args, "no_cache", False)))
+
+
+def _check_cached(file: str) -> tuple[str, list[Diagnostic]] | None:
+    """The source and diagnostics of `check FILE` from the compile cache, or None."""
+    from noetlc.cli import compile_cache
+
+    read = compile_cache.read_source(file)
+    if read is None:
+        return None
+    entry = compile_cache.load(compile_cache.key("check", file, read[0]))
+    return None if entry is None else (read[1], entry.diagnostics)
+
+
+def _check_store(unit: CompilationUnit) -> None:
+    from noetlc.cli import compile_cache
+    from noetlc.stdlib_tools.kinds import plugins_loaded
+
+    if unit.reporter.has_errors or plugins_loaded():
+        return
+    read = compile_cache.read_source(unit.file)
+    if read is None or read[1] != unit.source:  # changed while it was compiled
+        return
+    entry_key = compile_cache.key("check", unit.file, read[0])
+    compile_cache.store(entry_key, unit.reporter.sorted())
+
+
 def _budgets(unit: CompilationUnit) -> Budgets | None:
     from noetlc.analysis.budgets import compute
     from noetlc.analysis.lint import context_of
 
     ctx = context_of(unit)
     return compute(ctx) if ctx is not None else None
+
+
+def _pass_names() -> list[str]:
+    from noetlc.compiler.pipeline import pass_names
+
+    return list(pass_names())
 
 
 def _check_until() -> str | None:

@@ -35,6 +35,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="URL",
         help=f"event store: sqlite:///FILE or memory: (default $NOETL_DB, else {DEFAULT_URL})",
     )
+    p.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="neither read nor write the compile cache (also NOETLC_NO_CACHE=1)",
+    )
 
 
 def add_workload(p: argparse.ArgumentParser) -> None:
@@ -269,7 +274,9 @@ def run(args: argparse.Namespace) -> int:
             " `noetl-vm worker` running, or `run --db sqlite:///.noetl/noetl.db`",
         )
     budgets = budget_options(args)
-    program = load_program(args.file)
+    from noetlc.cli import compile_cache
+
+    program = load_program(args.file, compile_cache.enabled(args.no_cache))
     if program is None:
         return EXIT_ERRORS
     if budgets:

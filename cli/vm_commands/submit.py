@@ -40,6 +40,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--json", action="store_true", help="print the summary as one JSON line")
     p.add_argument("--quiet", action="store_true", help="no progress line")
+    p.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="neither read nor write the compile cache (also NOETLC_NO_CACHE=1)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -58,7 +63,9 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("NOE800", "--timeout is the limit of --wait; add --wait")
     overrides = workload_overrides(args)
     budgets = budget_options(args)
-    payload = load_payload(args.file)
+    from noetlc.cli import compile_cache
+
+    payload = load_payload(args.file, compile_cache.enabled(args.no_cache))
     if payload is None:
         return EXIT_ERRORS
     warn_undeclared(overrides, payload["workload"])

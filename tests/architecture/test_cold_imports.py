@@ -10,6 +10,7 @@ running a `.nbc` file no compiler.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -39,9 +40,18 @@ HEAVY = ["pydantic", "jinja2", "lark", "yaml", "ruamel", "asyncio", "asyncpg", "
 ALWAYS_HEAVY = ["lark", "networkx", "asyncpg", "httpx", "ruamel", "duckdb"]
 
 
-def loaded(prog: str, *argv: str) -> set[str]:
+def loaded(prog: str, *argv: str, cache: Path | None = None) -> set[str]:
+    """The modules loaded by one command; the compile cache is off unless `cache` names its
+    folder (a hit would skip the compiler a case expects)."""
+    env = dict(os.environ)
+    if cache is None:
+        env["NOETLC_NO_CACHE"] = "1"
+    else:
+        env.pop("NOETLC_NO_CACHE", None)
+        env["NOETLC_CACHE_DIR"] = str(cache)
     done = subprocess.run(
         [sys.executable, "-c", RUN, prog, *argv],
+        env=env,
         capture_output=True,
         text=True,
         cwd=REPO,
@@ -101,6 +111,27 @@ def test_running_a_playbook_loads_no_analyzer() -> None:
     modules = loaded("noetl-vm", "run", str(HELLO), "--db", "memory:", "--quiet")
     assert "noetlc.vm.control" in modules
     assert offending(modules, ["noetlc.analysis", *ALWAYS_HEAVY]) == []
+
+
+COMPILER_AND_LIBRARIES = ["noetlc.compiler", "noetlc.analysis", "pydantic", "yaml"]
+
+
+def test_a_compile_cache_hit_of_check_loads_no_compiler(tmp_path: Path) -> None:
+    first = loaded("noetlc", "check", str(HELLO), cache=tmp_path)
+    assert "noetlc.compiler.passes.schema" in first  # the miss compiled (and kept the result)
+    modules = loaded("noetlc", "check", str(HELLO), cache=tmp_path)
+    assert "noetlc.cli.compile_cache" in modules
+    assert offending(modules, [*COMPILER_AND_LIBRARIES, "jinja2", *ALWAYS_HEAVY]) == []
+
+
+def test_a_compile_cache_hit_of_run_loads_no_compiler(tmp_path: Path) -> None:
+    argv = ["run", str(HELLO), "--db", "memory:", "--quiet"]
+    assert "noetlc.compiler.pipeline" in loaded("noetl-vm", *argv, cache=tmp_path)
+    modules = loaded("noetl-vm", *argv, cache=tmp_path)
+    assert "noetlc.vm.control" in modules  # it did run
+    # pydantic is the runtime's (the tool records validate arguments), as for a `.nbc` file
+    forbidden = [m for m in COMPILER_AND_LIBRARIES if m != "pydantic"]
+    assert offending(modules, [*forbidden, *ALWAYS_HEAVY]) == []
 
 
 def test_status_loads_no_compiler_and_no_expression_language(tmp_path: Path) -> None:
