@@ -72,8 +72,13 @@ def run(
     timeout = args.timeout if args.timeout is not None else _number(spec.get("timeout"))
     try:
         result = aioloop.run(
-            _execute(connect, sql, statements, list(args.params or []), args.pool), timeout
+            _execute(connect, sql, statements, list(args.params or []), args.pool),
+            timeout,
+            ctx.cancelled,
         )
+    except aioloop.Cancelled:
+        # the statement is cancelled on the server: its connection goes back to the pool
+        return _pg(error("Cancelled", "the statement was cancelled"), "57014")
     except asyncpg.PostgresError as exc:
         return _server_error(exc)
     except TimeoutError as exc:
