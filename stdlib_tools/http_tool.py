@@ -13,7 +13,9 @@ HEAD, DELETE and OPTIONS, a JSON body otherwise; `body:` as raw text (a mapping 
 JSON); `form:` form-encoded. `auth:` names a keychain entry: a string is a bearer token, a
 mapping gives `token`, `username`/`password` (basic), `headers`, or `api_key` (+ `header`).
 The timeout is `timeout:`, else `spec.timeout` (seconds, or `{connect, read, write, pool}`),
-else 30 s. Clients are shared (connection pooling) and closed at exit.
+else 30 s. Clients are shared (connection pooling) and closed at exit. A call that can be
+cancelled (the runtime gives it the action's cancel flag) runs on the tools' event loop: a
+cancel cancels it at once (`Cancelled` error).
 """
 
 from __future__ import annotations

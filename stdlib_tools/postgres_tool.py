@@ -12,6 +12,7 @@ or affected; `row_count` is NoETL's spelling) and the command `status` (`INSERT 
 Every statement's own result is also there as `command_0`, `command_1`, ... (NoETL's shape:
 `{{ save.command_0.rows[0].id }}`). `outcome.pg` is `{code, sqlstate}`: `00000` on success, PostgreSQL's SQLSTATE on a server error,
 `08001` when no connection could be made. Pools are cached per connection and closed at exit.
+A cancel of the action cancels the running statement on the server (`Cancelled`, `57014`).
 """
 
 from __future__ import annotations
