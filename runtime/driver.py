@@ -8,10 +8,11 @@ replay (runtime/replay.py) drive the control VM the same way, through a `Driver`
 * **construction** gives the VM what the runtime lends it — the `keychain` namespace and the
   resolver of reference-first results — once; nothing else writes the VM's scope;
 * **feeding an input event** (`feed`): the values of the references the event carries are
-  loaded first (`LoadedResults.load`: the only read of the result store on the control
-  side), then the VM takes the event. During `step` a guard that reads a reference finds its
-  value in memory: guard evaluation does no I/O, and a replay, which loads the same
-  references from the same events, evaluates every guard the same way;
+  loaded first (`LoadedResults.load`), then the VM takes the event. During `step` a guard that
+  reads a recent reference finds its value in memory; the values kept are bounded, and one
+  dropped since is read again by its key (the SHA-256 of its JSON: the same value), so a
+  replay, which loads the same references from the same events, evaluates every guard the
+  same way;
 * **event ids**: the VM names its server events `EXECUTION:sN` (N counts them from the
   start), so a rebuilt VM regenerates the ids of the events the log holds, and the ones a
   dead owner decided but never appended (`replay`);
@@ -41,6 +42,10 @@ from noetlc.vm.protocol import (
 )
 
 REQUESTED = EventName.EXECUTION_REQUESTED
+
+# what `LoadedResults` keeps of the values of loaded references
+MAX_LOADED_VALUES = 256
+MAX_LOADED_BYTES = 64 * 1024 * 1024
 
 
 def program_from_requested(event: Mapping[str, Any]) -> tuple[Program, dict[str, Any]]:
@@ -104,13 +109,28 @@ def cancelled(event_id: str, reason: str) -> Event:
 class LoadedResults:
     """The values of the references the control VM has been given, keyed by their key: the
     VM's resolver reads them from memory. `load` reads the result store (before the event is
-    fed); `resolve` never does."""
+    fed). The values held are bounded (`max_values` values, `max_bytes` of stored JSON; the
+    most recent one is always kept): a long execution whose steps return large results keeps
+    the latest ones, not one per step run. A key is the SHA-256 of the value's JSON, so a
+    value dropped and read again is the same value: `resolve` reads the store only for a
+    reference loaded long ago and dropped since, and a replay evaluates guards the same way."""
 
-    __slots__ = ("refs", "values")
+    __slots__ = ("bytes", "max_bytes", "max_values", "refs", "reloads", "sizes", "values")
 
-    def __init__(self, refs: References | None) -> None:
+    def __init__(
+        self,
+        refs: References | None,
+        *,
+        max_values: int | None = None,
+        max_bytes: int | None = None,
+    ) -> None:
         self.refs = refs
-        self.values: dict[str, Any] = {}
+        self.values: dict[str, Any] = {}  # insertion order: the oldest first
+        self.sizes: dict[str, int] = {}
+        self.bytes = 0
+        self.max_values = MAX_LOADED_VALUES if max_values is None else max_values
+        self.max_bytes = MAX_LOADED_BYTES if max_bytes is None else max_bytes
+        self.reloads = 0  # values read again after being dropped
 
     def load(self, event: Event) -> None:
         payload = event.payload
@@ -124,14 +144,32 @@ class LoadedResults:
         key = str(body.get("key")) if isinstance(body, dict) else ""
         if key in self.values or self.refs is None:
             return
-        self.values[key] = self.refs.resolve(body)
+        self._keep(key, self.refs.resolve(body), body)
+
+    def _keep(self, key: str, value: Any, body: dict[str, Any]) -> None:
+        size = body.get("size")
+        size = size if isinstance(size, int) and size > 0 else 0
+        values, sizes = self.values, self.sizes
+        values[key] = value
+        sizes[key] = size
+        self.bytes += size
+        while len(values) > 1 and (len(values) > self.max_values or self.bytes > self.max_bytes):
+            oldest = next(iter(values))
+            del values[oldest]
+            self.bytes -= sizes.pop(oldest)
 
     def resolve(self, body: dict[str, Any]) -> Any:
         key = str(body.get("key"))
         try:
             return self.values[key]
         except KeyError:
-            raise LookupError(f"result {key} was not loaded with the event that holds it") from None
+            pass
+        if self.refs is None:
+            raise LookupError(f"result {key} was not loaded with the event that holds it")
+        value = self.refs.resolve(body)  # loaded once and dropped since: the same value
+        self.reloads += 1
+        self._keep(key, value, body)
+        return value
 
     def expand(self, value: Any) -> Any:
         """A value with its top-level reference replaced by what it refers to."""

@@ -14,6 +14,7 @@ import atexit
 import concurrent.futures
 import contextlib
 import threading
+import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
@@ -38,15 +39,48 @@ def loop() -> asyncio.AbstractEventLoop:
         return _loop
 
 
-def run(coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+CANCEL_POLL = 0.1  # seconds between looks at the caller's cancel flag
+
+
+class Cancelled(Exception):
+    """The caller's cancel flag turned true: the coroutine was cancelled."""
+
+
+def run(
+    coro: Coroutine[Any, Any, T],
+    timeout: float | None = None,
+    cancelled: Callable[[], bool] | None = None,
+) -> T:
     """Run `coro` on the shared loop and wait for it; on timeout it is cancelled and
-    `TimeoutError` is raised."""
-    future = asyncio.run_coroutine_threadsafe(coro, loop())
-    try:
-        return future.result(timeout)
-    except concurrent.futures.TimeoutError:
-        future.cancel()
-        raise TimeoutError(f"no answer within {timeout:g} s") from None
+    `TimeoutError` is raised. With `cancelled`, the flag is read every `CANCEL_POLL` seconds;
+    once it is true the coroutine is cancelled (asyncpg then cancels the statement on the
+    server) and `Cancelled` is raised once the coroutine has unwound (at most
+    `CLOSE_TIMEOUT` seconds later), so the statement is no longer running."""
+    ended = threading.Event()
+
+    async def tracked() -> T:
+        try:
+            return await coro
+        finally:
+            ended.set()
+
+    future = asyncio.run_coroutine_threadsafe(tracked(), loop())
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        step = CANCEL_POLL if cancelled is not None else None
+        if deadline is not None:
+            left = max(0.0, deadline - time.monotonic())
+            step = left if step is None else min(step, left)
+        try:
+            return future.result(step)
+        except concurrent.futures.TimeoutError:
+            if deadline is not None and time.monotonic() >= deadline:
+                future.cancel()
+                raise TimeoutError(f"no answer within {timeout:g} s") from None
+            if cancelled is not None and cancelled():
+                future.cancel()
+                ended.wait(CLOSE_TIMEOUT)
+                raise Cancelled("the action was cancelled") from None
 
 
 def on_close(closer: Callable[[], Awaitable[None]]) -> None:

@@ -19,7 +19,10 @@ httpfs) itself; where it cannot, the task fails with DuckDB's error.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import threading
+from collections.abc import Callable
 from typing import Any
 
 from noetlc.stdlib_tools.context import ToolContext
@@ -63,6 +66,12 @@ def run(
         conn = duckdb.connect(path)
     except duckdb.Error as exc:
         return error(type(exc).__name__, f"cannot open {path}: {exc}")
+    done = threading.Event()
+    if ctx.cancelled is not None:
+        # a cancel interrupts the running statement (the script's transaction is rolled back)
+        threading.Thread(
+            target=_interrupt_on_cancel, args=(conn, ctx.cancelled, done), daemon=True
+        ).start()
     try:
         for statement in secrets:
             conn.execute(statement)
@@ -70,10 +79,24 @@ def run(
             conn, statements, args.query or "", args.params, _execute, "BEGIN TRANSACTION"
         )
     except duckdb.Error as exc:
+        if ctx.cancelled is not None and ctx.cancelled():
+            return error("Cancelled", "the statement was cancelled")
         return error(type(exc).__name__, str(exc))
     finally:
+        done.set()
         conn.close()
     return ok(result)
+
+
+CANCEL_POLL = 0.1  # seconds between looks at the cancel flag
+
+
+def _interrupt_on_cancel(conn: Any, cancelled: Callable[[], bool], done: threading.Event) -> None:
+    while not done.wait(CANCEL_POLL):
+        if cancelled():
+            with contextlib.suppress(Exception):  # the call may have ended in between
+                conn.interrupt()
+            return
 
 
 class SecretSpecError(Exception):

@@ -13,7 +13,9 @@ HEAD, DELETE and OPTIONS, a JSON body otherwise; `body:` as raw text (a mapping 
 JSON); `form:` form-encoded. `auth:` names a keychain entry: a string is a bearer token, a
 mapping gives `token`, `username`/`password` (basic), `headers`, or `api_key` (+ `header`).
 The timeout is `timeout:`, else `spec.timeout` (seconds, or `{connect, read, write, pool}`),
-else 30 s. Clients are shared (connection pooling) and closed at exit.
+else 30 s. Clients are shared (connection pooling) and closed at exit. A call that can be
+cancelled (the runtime gives it the action's cancel flag) runs on the tools' event loop: a
+cancel cancels it at once (`Cancelled` error).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Any
 
 import httpx
 
+from noetlc.stdlib_tools import aioloop
 from noetlc.stdlib_tools.context import ToolContext
 from noetlc.stdlib_tools.envelope import error, ok
 from noetlc.stdlib_tools.keychain import Keychain
@@ -73,16 +76,26 @@ def run(
         request["data"] = {k: "" if v is None else str(v) for k, v in args.form.items()}
     timeout = _timeout(args.timeout if args.timeout is not None else spec.get("timeout"))
     url = str(args.url)
+    call: dict[str, Any] = {
+        "params": params or None,
+        "headers": headers,
+        "timeout": timeout,
+        "follow_redirects": args.follow_redirects,
+        **request,
+    }
     try:
-        response = _client(args.verify).request(
-            args.method,
-            url,
-            params=params or None,
-            headers=headers,
-            timeout=timeout,
-            follow_redirects=args.follow_redirects,
-            **request,
-        )
+        if ctx.cancelled is None:
+            response = _client(args.verify).request(args.method, url, **call)
+        else:
+            # a cancellable call runs on the tools' event loop: a cancel cancels its task,
+            # which closes the connection at once
+            response = aioloop.run(
+                _async_request(args.verify, args.method, url, call), None, ctx.cancelled
+            )
+    except aioloop.Cancelled:
+        outcome = error("Cancelled", f"{args.method} {url}: the request was cancelled")
+        outcome["http"] = {"status": None, "headers": {}, "url": url, "method": args.method}
+        return outcome
     except httpx.TimeoutException as exc:
         return _transport_error("Timeout", "timeout", args.method, url, exc)
     except httpx.TransportError as exc:
@@ -156,6 +169,19 @@ def _client(verify: bool) -> httpx.Client:
             client = httpx.Client(verify=verify)
             _clients[verify] = client
         return client
+
+
+_async_clients: dict[bool, httpx.AsyncClient] = {}  # used on the tools' loop only
+
+
+async def _async_request(
+    verify: bool, method: str, url: str, call: dict[str, Any]
+) -> httpx.Response:
+    client = _async_clients.get(verify)
+    if client is None or client.is_closed:
+        client = _async_clients[verify] = httpx.AsyncClient(verify=verify)
+        aioloop.on_close(client.aclose)
+    return await client.request(method, url, **call)
 
 
 def _close_clients() -> None:

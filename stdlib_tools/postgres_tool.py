@@ -12,6 +12,7 @@ or affected; `row_count` is NoETL's spelling) and the command `status` (`INSERT 
 Every statement's own result is also there as `command_0`, `command_1`, ... (NoETL's shape:
 `{{ save.command_0.rows[0].id }}`). `outcome.pg` is `{code, sqlstate}`: `00000` on success, PostgreSQL's SQLSTATE on a server error,
 `08001` when no connection could be made. Pools are cached per connection and closed at exit.
+A cancel of the action cancels the running statement on the server (`Cancelled`, `57014`).
 """
 
 from __future__ import annotations
@@ -72,8 +73,13 @@ def run(
     timeout = args.timeout if args.timeout is not None else _number(spec.get("timeout"))
     try:
         result = aioloop.run(
-            _execute(connect, sql, statements, list(args.params or []), args.pool), timeout
+            _execute(connect, sql, statements, list(args.params or []), args.pool),
+            timeout,
+            ctx.cancelled,
         )
+    except aioloop.Cancelled:
+        # the statement is cancelled on the server: its connection goes back to the pool
+        return _pg(error("Cancelled", "the statement was cancelled"), "57014")
     except asyncpg.PostgresError as exc:
         return _server_error(exc)
     except TimeoutError as exc:

@@ -54,10 +54,18 @@ def run(
     except sqlite3.Error as exc:
         return _error(exc, f"cannot open {path}: ")
     deadline = time.monotonic() + seconds
-    conn.set_progress_handler(lambda: int(time.monotonic() > deadline), PROGRESS_STEPS)
+    cancelled = ctx.cancelled
+    if cancelled is None:
+        conn.set_progress_handler(lambda: int(time.monotonic() > deadline), PROGRESS_STEPS)
+    else:  # a cancel interrupts the statement too (the script's transaction is rolled back)
+        conn.set_progress_handler(
+            lambda: int(time.monotonic() > deadline or cancelled()), PROGRESS_STEPS
+        )
     try:
         result = run_script(conn, statements, args.query or "", args.params, _execute, "BEGIN")
     except sqlite3.Error as exc:
+        if cancelled is not None and cancelled():
+            return error("Cancelled", "the statement was cancelled")
         if time.monotonic() > deadline:
             return error("Timeout", f"the statement did not finish within {seconds:g} s")
         return _error(exc, "")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import threading
 from pathlib import Path
 
 import pytest
@@ -50,3 +51,12 @@ def test_without_duckdb_the_outcome_says_how_to_install_it(monkeypatch: pytest.M
     out = call_tool("duckdb", {"query": "SELECT 1"})
     assert out["error"]["type"] == "ToolUnavailable"
     assert "pip install duckdb" in out["error"]["hint"]
+
+
+@needs_duckdb
+def test_a_cancel_interrupts_a_running_query() -> None:
+    endless = "SELECT count(*) FROM range(1000000000000) a"
+    flag = threading.Event()
+    threading.Timer(0.3, flag.set).start()
+    out = call_tool("duckdb", {"query": endless}, None, ToolContext(cancelled=flag.is_set))
+    assert out["status"] == "error" and out["error"]["type"] == "Cancelled", out

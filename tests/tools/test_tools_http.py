@@ -15,6 +15,8 @@ import pytest
 from noetlc.stdlib_tools.keychain import Keychain
 from noetlc.stdlib_tools.registry import ToolContext, call_tool
 
+RELEASE = threading.Event()
+
 
 class Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: object) -> None:  # keep test output quiet
@@ -62,6 +64,10 @@ class Handler(BaseHTTPRequestHandler):
             self._send(200, b"{not json", "application/json")
         elif path == "/redirect":
             self._send(302, b"", "text/plain", {"Location": "/echo?from=redirect"})
+        elif path == "/hang":
+            RELEASE.wait(30)  # answers only once the cancel test is over
+            with contextlib.suppress(OSError):
+                self._json(200, {"hung": True})
         elif path == "/slow":
             time.sleep(1.5)
             with contextlib.suppress(OSError):  # the client gave up (the timeout tests)
@@ -168,6 +174,32 @@ def test_timeout_from_argument_or_spec(base_url: str) -> None:
     assert out["error"]["retryable"] is True and out["http"]["status"] is None
     spec = call_tool("http", {"url": f"{base_url}/slow"}, {"timeout": {"read": 0.2}})
     assert spec["error"]["type"] == "Timeout"
+
+
+def test_a_cancel_abandons_a_request_that_has_no_answer_yet(base_url: str) -> None:
+    flag = threading.Event()
+    threading.Timer(0.3, flag.set).start()
+    started = time.monotonic()
+    try:
+        out = call_tool(
+            "http",
+            {"url": f"{base_url}/hang", "timeout": 60},
+            None,
+            ToolContext(cancelled=flag.is_set),
+        )
+    finally:
+        RELEASE.set()
+    assert out["status"] == "error" and out["error"]["type"] == "Cancelled", out
+    assert out["http"]["status"] is None and out["http"]["method"] == "GET"
+    assert time.monotonic() - started < 15  # not the server's 30 s nor the 60 s timeout
+    # a cancellable call that is not cancelled answers as usual
+    again = call_tool(
+        "http",
+        {"url": f"{base_url}/echo", "params": {"a": 1}},
+        None,
+        ToolContext(cancelled=lambda: False),
+    )
+    assert again["status"] == "ok" and again["result"]["query"] == {"a": "1"}, again
 
 
 def test_connection_refused_is_a_retryable_connection_error() -> None:

@@ -4,6 +4,8 @@ unreachable, failing under CI=true). Each test module works in its own throw-awa
 from __future__ import annotations
 
 import json
+import threading
+import time
 import uuid
 from collections.abc import Iterator
 
@@ -116,6 +118,29 @@ def test_unreachable_server_is_a_retryable_connection_error() -> None:
 def test_a_statement_over_its_timeout_is_cancelled(dsn: str) -> None:
     out = call_tool("postgres", {"auth": dsn, "query": "SELECT pg_sleep(5)", "timeout": 0.2})
     assert out["error"]["type"] == "Timeout" and out["pg"]["code"] == "57014"
+    assert pg(dsn, "SELECT 2 AS two")["result"]["rows"] == [{"two": 2}]  # type: ignore[index]
+
+
+def test_a_cancel_stops_a_running_statement_on_the_server(dsn: str) -> None:
+    marker = f"noetl_cancel_{uuid.uuid4().hex[:10]}"
+    flag = threading.Event()
+    threading.Timer(0.3, flag.set).start()
+    started = time.monotonic()
+    out = call_tool(
+        "postgres",
+        {"auth": dsn, "query": f"SELECT pg_sleep(30) AS {marker}"},
+        None,
+        ToolContext(cancelled=flag.is_set),
+    )
+    assert out["status"] == "error" and out["error"]["type"] == "Cancelled", out
+    assert out["pg"]["code"] == "57014"
+    assert time.monotonic() - started < 15  # not the statement's 30 s
+    active = pg(
+        dsn,
+        "SELECT count(*) AS n FROM pg_stat_activity WHERE state = 'active' AND query LIKE $1",
+        [f"%AS {marker}%"],
+    )
+    assert active["result"]["rows"] == [{"n": 0}], active  # type: ignore[index]
     assert pg(dsn, "SELECT 2 AS two")["result"]["rows"] == [{"two": 2}]  # type: ignore[index]
 
 

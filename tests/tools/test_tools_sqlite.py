@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 from noetlc.stdlib_tools.registry import ToolContext, call_tool
@@ -66,6 +67,16 @@ def test_a_runaway_query_is_interrupted_at_its_timeout() -> None:
     endless = "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) SELECT max(i) FROM r"
     out = call_tool("sqlite", {"query": endless, "timeout": 0.2})
     assert out["status"] == "error" and out["error"]["type"] == "Timeout"
+
+
+def test_a_cancel_interrupts_a_running_query() -> None:
+    endless = "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) SELECT max(i) FROM r"
+    flag = threading.Event()
+    threading.Timer(0.3, flag.set).start()
+    out = call_tool(
+        "sqlite", {"query": endless, "timeout": 600}, None, ToolContext(cancelled=flag.is_set)
+    )
+    assert out["status"] == "error" and out["error"]["type"] == "Cancelled", out
 
 
 def test_syntax_errors_and_missing_sql() -> None:
