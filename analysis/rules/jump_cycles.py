@@ -12,6 +12,7 @@ not count as an exit.
 from __future__ import annotations
 
 from noetlc.analysis.context import LintContext
+from noetlc.analysis.graphs import cyclic_components
 from noetlc.analysis.guards import truth
 from noetlc.compiler import tree
 from noetlc.diagnostics.report import Span
@@ -33,7 +34,8 @@ def _pipeline(ctx: LintContext, step: tree.Step) -> None:
         out, jumped = _edges(ctx, step, i, task, names, len(tasks))
         edges.append(out)
         jumps.append(jumped)
-    for component in _cycles(edges):
+    successors = {i: [e for e in out if e != END] for i, out in enumerate(edges)}
+    for component in cyclic_components(successors):
         members = set(component)
         leaves = any(e not in members for i in component for e in edges[i])
         jump_spans = [span for i in component for target, span in jumps[i] if target in members]
@@ -86,47 +88,3 @@ def _edges(
     if not exhaustive:
         out.append(following)  # nothing matched: an ok outcome continues
     return out, jumps
-
-
-def _cycles(edges: list[list[int]]) -> list[list[int]]:
-    """Strongly connected components with a cycle (Tarjan, iterative)."""
-    index: dict[int, int] = {}
-    low: dict[int, int] = {}
-    stack: list[int] = []
-    on: set[int] = set()
-    found: list[list[int]] = []
-    counter = 0
-    for root in range(len(edges)):
-        if root in index:
-            continue
-        work = [(root, 0)]
-        while work:
-            node, i = work.pop()
-            if i == 0:
-                index[node] = low[node] = counter
-                counter += 1
-                stack.append(node)
-                on.add(node)
-            succ = [e for e in edges[node] if e != END]
-            if i < len(succ):
-                work.append((node, i + 1))
-                nxt = succ[i]
-                if nxt not in index:
-                    work.append((nxt, 0))
-                elif nxt in on:
-                    low[node] = min(low[node], index[nxt])
-                continue
-            if low[node] == index[node]:
-                comp = []
-                while True:
-                    w = stack.pop()
-                    on.discard(w)
-                    comp.append(w)
-                    if w == node:
-                        break
-                if len(comp) > 1 or node in edges[node]:
-                    found.append(comp)
-            if work:
-                parent = work[-1][0]
-                low[parent] = min(low[parent], low[node])
-    return found

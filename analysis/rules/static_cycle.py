@@ -11,6 +11,7 @@ event can change between turns and is not reported.
 from __future__ import annotations
 
 from noetlc.analysis.context import LintContext
+from noetlc.analysis.graphs import cyclic_components
 
 IMMUTABLE = frozenset({"workload"})
 
@@ -22,7 +23,7 @@ def run(ctx: LintContext) -> None:
         for step in workflow
     }
     steps = {step.name: step for step in workflow}
-    for component in _components(successors):
+    for component in cyclic_components(successors):
         members = set(component)
         exits = []
         static = True
@@ -51,47 +52,3 @@ def run(ctx: LintContext) -> None:
                 hint="make an exit guard read something the cycle changes (ctx, a step's "
                 "result), or bound it with a loop over a list",
             )
-
-
-def _components(successors: dict[str, list[str]]) -> list[list[str]]:
-    """Strongly connected components that hold a cycle (Tarjan, iterative)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on: set[str] = set()
-    found: list[list[str]] = []
-    counter = 0
-    for root in successors:
-        if root in index:
-            continue
-        work = [(root, 0)]
-        while work:
-            node, i = work.pop()
-            if i == 0:
-                index[node] = low[node] = counter
-                counter += 1
-                stack.append(node)
-                on.add(node)
-            succ = [s for s in successors.get(node, ()) if s in successors]
-            if i < len(succ):
-                work.append((node, i + 1))
-                nxt = succ[i]
-                if nxt not in index:
-                    work.append((nxt, 0))
-                elif nxt in on:
-                    low[node] = min(low[node], index[nxt])
-                continue
-            if work:
-                parent = work[-1][0]
-                low[parent] = min(low[parent], low[node])
-            if low[node] == index[node]:
-                component = []
-                while True:
-                    member = stack.pop()
-                    on.discard(member)
-                    component.append(member)
-                    if member == node:
-                        break
-                if len(component) > 1 or node in successors.get(node, ()):
-                    found.append(component)
-    return found
