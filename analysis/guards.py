@@ -17,8 +17,8 @@ from typing import Any
 from noetlc.expr.codegen import unquote
 from noetlc.expr.compile import CompiledExpression
 from noetlc.expr.facts import is_event_name, unwrap
-from noetlc.expr.tree import Token, Tree
 from noetlc.expr.parser import ExprPiece, parse_expression, split_template
+from noetlc.expr.tree import Token, Tree
 from noetlc.ir.net import Guard
 
 ALIASES: dict[str, frozenset[str]] = {

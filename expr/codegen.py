@@ -12,11 +12,11 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from noetlc.expr.tree import Token, Tree
 from noetlc.expr.library import FILTERS, GLOBALS, TESTS
 from noetlc.expr.limits import MAX_INT_BITS
 from noetlc.expr.namespaces import ROOT_NAMESPACES
 from noetlc.expr.runtime import FORMAT_METHODS, REF_ATTRIBUTES
+from noetlc.expr.tree import Token, Tree
 
 MAX_INT_DIGITS = MAX_INT_BITS * 3 // 10  # decimal digits of the largest allowed integer
 

@@ -62,7 +62,7 @@ class _Parser:
     """`kind` is the current token's kind; every method leaves in `h` the height of the tree
     it returns (see the module doc)."""
 
-    __slots__ = ("tokens", "i", "kind", "h", "nesting")
+    __slots__ = ("h", "i", "kind", "nesting", "tokens")
 
     def __init__(self, text: str) -> None:
         self.tokens = tokenize(text)
@@ -124,8 +124,8 @@ class _Parser:
 
     # ---- ?expr, or, and, not ------------------------------------------------------------
 
-    def _expr(self) -> Any:
-        links: list[tuple[Any, Any, int]] = []  # `body if test else` … awaiting their else
+    def _expr(self) -> Tree:
+        links: list[tuple[Tree, Tree, int]] = []  # `body if test else` … awaiting their else
         while True:
             body = self._or()
             if self.kind != "if":

@@ -16,7 +16,7 @@ class Token(str):
     """A kept terminal: the text itself, its terminal name (`NAME`, `INT`, `ADDOP`, …) and
     its offset in the expression."""
 
-    __slots__ = ("type", "start_pos")
+    __slots__ = ("start_pos", "type")
 
     type: str
     start_pos: int
@@ -34,7 +34,7 @@ class Token(str):
 class Tree:
     """A grammar rule's node: `data` is the rule (or alias) name, `children` its parts."""
 
-    __slots__ = ("data", "children")
+    __slots__ = ("children", "data")
 
     def __init__(self, data: str, children: list[Any]) -> None:
         self.data = data
