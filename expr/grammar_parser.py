@@ -11,9 +11,11 @@ is complete, and `-` / `+` before an operand are signs (`a - -b`).
 
 Limits (`noetlc.expr.limits`): only brackets recurse here, at most `MAX_NESTING` levels; chains
 (`not not …`, `a.b.c…`, `x | f | g …`, `a + b + …`, `else … if`) are loops. The tree's height
-(each operator, filter, test, access, call, sign, `if`/`else` link and bracket is one level,
-as in the generated Python) is at most `MAX_DEPTH`, so the code generator, `ast.unparse` and
-Python's compiler (at most 200 nested parentheses) can handle every expression accepted here.
+is at most `MAX_DEPTH` levels: each operator, filter, test, item access, call, sign and
+`if`/`else` link is one level, an attribute access `.x` and a bracket's contents four (what
+they nest in the generated Python). So the code generator, `ast.unparse` and Python's
+compiler (at most 200 nested parentheses) can handle every expression accepted here, on any
+reasonable stack.
 """
 
 from __future__ import annotations
@@ -41,6 +43,11 @@ _COMPARISONS = {
     ">=": "__ANON_3",
     "in": "IN",
 }
+# Levels of height (see the module doc): a bracket's contents and an attribute access `.x`
+# nest about five levels of generated Python each (the code generator and `ast.unparse`
+# recurse about 17 frames for either, 3 for every other level).
+_BRACKET = 4
+_ATTRIBUTE = 4
 _MULOPS = frozenset({"*", "/", "//", "%"})
 _CONSTANTS = {
     "true": "true",
@@ -301,12 +308,14 @@ class _Parser:
         h = self.h
         while True:
             kind = self.kind
+            step = 1
             if kind == ".":
                 self._advance()
                 kind = self.kind
                 if kind == "NAME":
                     _, value, pos = self._advance()
                     node = Tree("getattr", [node, Token("NAME", value, pos)])
+                    step = _ATTRIBUTE
                 elif kind == "INT":
                     _, value, pos = self._advance()
                     node = Tree("getattr_int", [node, Token("INT", value, pos)])
@@ -320,7 +329,7 @@ class _Parser:
                 h = max(h, self.h)
             else:
                 break
-            h = self._height(h + 1)
+            h = self._height(h + step)
         self.h = h
         return node
 
@@ -334,7 +343,7 @@ class _Parser:
             h = self.h
             if self.kind == "]":
                 self._close("]")
-                self.h = h
+                self.h = self._height(h + _BRACKET)
                 return Tree("getitem", [target, first])
         self._expect(":")
         bounds = [first]
@@ -348,7 +357,7 @@ class _Parser:
                 break
             self._advance()
         self._close("]")
-        self.h = h
+        self.h = self._height(h + _BRACKET)
         return Tree("getslice", [target, Tree(f"slice{len(bounds)}", bounds)])
 
     def _call_args(self) -> Tree:
@@ -368,7 +377,7 @@ class _Parser:
                 break
             self._advance()
         self._close(")")
-        self.h = h
+        self.h = self._height(h + _BRACKET)
         return Tree("call_args", args or [None])
 
     # ---- primaries ----------------------------------------------------------------------
@@ -413,7 +422,8 @@ class _Parser:
         first = self._expr()
         if self.kind == ")":
             self._close(")")
-            return first  # `h` is first's
+            self.h = self._height(self.h + _BRACKET)
+            return first
         h = self.h
         self._expect(",")
         items = [first]
@@ -424,7 +434,7 @@ class _Parser:
                 break
             self._advance()
         self._close(")")
-        self.h = self._height(h + 1)
+        self.h = self._height(h + _BRACKET)
         return Tree("tuple_one" if len(items) == 1 else "tuple_many", items)
 
     def _sequence(self, close: str, data: str) -> Tree:
@@ -444,5 +454,5 @@ class _Parser:
                 break
             self._advance()
         self._close(close)
-        self.h = self._height(h + 1)
+        self.h = self._height(h + _BRACKET)
         return Tree(data, items or [None])

@@ -383,15 +383,25 @@ def test_long_chains_are_too_deep_without_recursing(text: str) -> None:
         grammar_parser.parse(text)
 
 
-def test_a_tree_of_the_largest_depth_is_accepted_and_compiles_and_loads() -> None:
+@pytest.mark.parametrize(
+    ("make", "most"),
+    [
+        (lambda n: "x" + " | string" * n, MAX_DEPTH),  # 150 of them compiled, then failed to load
+        (lambda n: " ** ".join(["2"] * (n + 1)), MAX_DEPTH),
+        (lambda n: "x" + ".a" * n, MAX_DEPTH // 4),  # an attribute access counts four
+        (lambda n: "not " * n + "x", MAX_DEPTH),
+    ],
+)
+def test_the_deepest_trees_compile_and_load_and_one_more_level_is_refused(
+    make: Any, most: int
+) -> None:
     from noetlc.expr.runtime import compile_entry
 
-    for text in ("x" + " | string" * MAX_DEPTH, " ** ".join(["2"] * (MAX_DEPTH + 1))):
-        compiled = compile_expression("{{ " + text + " }}")
-        assert compiled.kind == "code"
-        compile_entry(compiled.to_entry())  # Python's compiler takes the generated code
+    compiled = compile_expression("{{ " + make(most) + " }}")
+    assert compiled.kind == "code"
+    compile_entry(compiled.to_entry())  # Python's compiler takes the generated code
     with pytest.raises(ExpressionSyntaxError, match="nested too deeply"):
-        compile_expression("{{ x" + " | string" * (MAX_DEPTH + 1) + " }}")
+        compile_expression("{{ " + make(most + 1) + " }}")
 
 
 def test_brackets_nest_at_most_max_nesting_levels_in_the_parser_itself() -> None:
