@@ -76,7 +76,7 @@ def drive(
             command.step,
             command.step_run_id,
             None,
-            command.action_id,
+            "" if prefix is None else command.action_id,
             {"result": None},
             None,
             None,

@@ -11,9 +11,9 @@
   forms for the hot paths. Stores serialize an `Event` to their rows at their edge and hand
   records back as dicts; `Event.from_record` turns a stored record into an `Event` again.
 * `Command` — what the control VM asks the runtime to do: run a step (or one loop iteration),
-  cancel one, or set a timer.
+  cancel one, or set a timer (a slots object whose `action_id` is computed when first read).
 * `Step` — the control VM's answer to `start()` or to one input event: the commands it issues
-  and the server events it recorded, in order.
+  and the server events it recorded, in order (kept as compact records until `events` is read).
 
 Input events (what the control VM consumes): a worker's result (`RESULT_NAMES`, source
 `worker`), `signal.received` and `execution.cancelled` (source `client`), `timer.fired`
@@ -23,8 +23,11 @@ task events.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from enum import StrEnum
-from typing import Any, NamedTuple
+from hashlib import sha256
+from operator import itemgetter
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 
 class EventName(StrEnum):
@@ -329,34 +332,147 @@ class CommandKind(StrEnum):
     TIMER = "timer"  # deliver `timer.fired` after `delay` seconds
 
 
-class Command(NamedTuple):
+class Command:
     """What the runtime must do. `action_id` is stable per (step run, iteration): the same
-    for every attempt, so tools can use it as an idempotency key."""
+    for every attempt, so tools can use it as an idempotency key.
 
-    kind: str
-    step: str
-    step_run_id: str
-    args: dict[str, Any]
-    action_id: str = ""
-    iteration: int | None = None
-    item: Any = None
-    delay: float | None = None
+    A slots object rather than a tuple so the action id can be lazy: the control VM gives a
+    command the SHA-256 of its execution id (`seed`, `action_seed`) and the id is computed the
+    first time it is read (`action_id(execution_id, step_run_id, iteration)`, the same value),
+    then kept. A command nobody reads the id of (a replay's, an answered one) never hashes."""
+
+    __slots__ = ("_action_id", "_seed", "args", "delay", "item", "iteration", "kind", "step",
+                 "step_run_id")  # fmt: skip
+
+    def __init__(
+        self,
+        kind: str,
+        step: str,
+        step_run_id: str,
+        args: dict[str, Any],
+        action_id: str = "",
+        iteration: int | None = None,
+        item: Any = None,
+        delay: float | None = None,
+    ) -> None:
+        self.kind = kind
+        self.step = step
+        self.step_run_id = step_run_id
+        self.args = args
+        self._action_id: str | None = action_id
+        self._seed: Any = None
+        self.iteration = iteration
+        self.item = item
+        self.delay = delay
+
+    @property
+    def action_id(self) -> str:
+        action = self._action_id
+        if action is None:
+            digest = self._seed.copy()
+            iteration = self.iteration
+            digest.update(f"{self.step_run_id}/{'' if iteration is None else iteration}".encode())
+            action = self._action_id = digest.hexdigest()[:32]
+        return action
 
     def key(self) -> tuple[Any, ...]:
         return (self.kind, self.step, self.step_run_id, self.iteration, self.action_id)
+
+    def _fields(self) -> tuple[Any, ...]:
+        return (self.kind, self.step, self.step_run_id, self.args, self.action_id,
+                self.iteration, self.item, self.delay)  # fmt: skip
+
+    def _replace(self, **changes: Any) -> Command:
+        """A copy with some fields changed (as `NamedTuple._replace`)."""
+        fields = dict(zip(COMMAND_FIELDS, self._fields(), strict=True))
+        fields.update(changes)
+        return Command(**fields)
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not Command:
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable args: like the tuple it was
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Command, self._fields())
 
     def __repr__(self) -> str:
         return f"Command({self.kind} {self.step_run_id} it={self.iteration})"
 
 
-class Step(NamedTuple):
-    """The control VM's answer to `start()` or to one input event."""
+COMMAND_FIELDS = ("kind", "step", "step_run_id", "args", "action_id", "iteration", "item", "delay")
 
-    commands: list[Command]
-    events: list[Event]
+
+def action_seed(execution_id: str) -> Any:
+    """The hash every action id of an execution starts from (`Command`'s lazy `action_id`)."""
+    return sha256(f"{execution_id}/".encode())
+
+
+# A server event as the control VM records it on its hot path: (name, step, step_run_id,
+# iteration, payload, n, stamp) with stamp = (event id prefix, execution id), shared by the
+# VM's records; `Step.events` turns records into `Event`s (id `PREFIXn`, source `server`). The
+# payload of `step.scheduled` is kept as its args and that of `next.selected` as the
+# transition id: their one-key dicts are built then, not per event.
+ServerRecord = tuple[str, str | None, str | None, int | None, Any, int, tuple[str, str]]
+
+
+class Step(tuple):  # type: ignore[type-arg]
+    """The control VM's answer to `start()` or to one input event: `commands` and `events`
+    (the server events it recorded, in order). The VM hands over its compact records
+    (`ServerRecord`); `events` builds the `Event`s the first time it is read, in place, so an
+    answer whose events nobody reads (a replay's, an in-memory benchmark's) builds none.
+    Unpacks as `commands, events`."""
+
+    __slots__ = ()
+
+    def __new__(cls, commands: list[Command], events: list[Any]) -> Step:
+        return tuple.__new__(cls, (commands, events))
+
+    if TYPE_CHECKING:
+        commands: list[Command]
+    else:
+        commands = property(itemgetter(0))  # C-level: read on every answer
+
+    @property
+    def events(self) -> list[Event]:
+        events: list[Any] = self[1]
+        if events and type(events[-1]) is tuple:
+            materialize(events)
+        return events
+
+    def __iter__(self) -> Iterator[Any]:
+        yield self[0]
+        yield self.events
+
+    def __repr__(self) -> str:
+        return f"Step(commands={self[0]!r}, events={self.events!r})"
+
+
+def materialize(records: list[Any]) -> None:
+    """Turn the `ServerRecord`s of a list into `Event`s, in place (events stay as they are)."""
+    for i, record in enumerate(records):
+        if type(record) is not tuple:
+            continue
+        name, step, step_run_id, iteration, payload, n, (prefix, execution_id) = record
+        if name == _STEP_SCHEDULED:
+            payload = {"args": payload}
+        elif name == _NEXT_SELECTED:
+            payload = {"to": payload}
+        records[i] = _new(
+            Event,
+            (name, _SERVER, step, step_run_id, iteration, payload, f"{prefix}{n}", execution_id,
+             None, None, None, None, None, None, None),
+        )  # fmt: skip
+
+
+_STEP_SCHEDULED = EventName.STEP_SCHEDULED.value
+_NEXT_SELECTED = EventName.NEXT_SELECTED.value
 
 
 __all__ = [
+    "COMMAND_FIELDS",
     "ENVELOPE",
     "INPUT_NAMES",
     "INPUT_SOURCES",
@@ -366,12 +482,15 @@ __all__ = [
     "CommandKind",
     "Event",
     "EventName",
+    "ServerRecord",
     "Source",
     "Step",
     "action_event",
+    "action_seed",
     "envelope",
     "fold_task",
     "folded_task",
     "is_input",
+    "materialize",
     "recorded",
 ]
