@@ -52,7 +52,7 @@ _STEP_FAILED = EventName.STEP_FAILED.value
 _TIMER_FIRED = EventName.TIMER_FIRED.value
 _WORKFLOW_FINISHED = EventName.WORKFLOW_FINISHED.value
 _WORKFLOW_STARTED = EventName.WORKFLOW_STARTED.value
-_new = tuple.__new__  # a Step without its Python-level __new__ (the hot path)
+_make = object.__new__  # a Step without its Python-level __init__ (the hot path)
 _NO_HANDLERS: dict[str, DoneHandler] = {}
 
 
@@ -137,15 +137,17 @@ class ControlVM(Boundary):
         return self._answer(commands)
 
     def _answer(self, commands: list[Command]) -> Step:
-        events = self._events
+        answer: Step = _make(Step)
+        answer.commands = commands
+        answer.records = self._events
         self._events = []
-        return _new(Step, (commands, events))
+        return answer
 
     def step(self, event: Event) -> Step:
         """Feed one input event; return the commands it causes and the events recorded."""
         commands: list[Command] = []
         if self.status != "running":
-            return _new(Step, (commands, []))
+            return Step(commands, [])
         self.inputs += 1
         try:
             name = event.name
@@ -183,9 +185,11 @@ class ControlVM(Boundary):
                 self._over("events", count, self._max_events)
         except Exception as exc:
             self._internal(exc, getattr(event, "step", None))
-        events = self._events
+        answer: Step = _make(Step)  # `_answer`, inlined
+        answer.commands = commands
+        answer.records = self._events
         self._events = []
-        return _new(Step, (commands, events))
+        return answer
 
     def _ctx_writes(self, run: StepRun, event: Event, writes: Any, commands: list[Command]) -> bool:
         """Apply a result's ctx writes; True when they race the writes of another iteration

@@ -26,8 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from enum import StrEnum
 from hashlib import sha256
-from operator import itemgetter
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 
 class EventName(StrEnum):
@@ -418,36 +417,39 @@ def action_seed(execution_id: str) -> Any:
 ServerRecord = tuple[str, str | None, str | None, int | None, Any, int, tuple[str, str]]
 
 
-class Step(tuple):  # type: ignore[type-arg]
+class Step:
     """The control VM's answer to `start()` or to one input event: `commands` and `events`
     (the server events it recorded, in order). The VM hands over its compact records
-    (`ServerRecord`); `events` builds the `Event`s the first time it is read, in place, so an
-    answer whose events nobody reads (a replay's, an in-memory benchmark's) builds none.
-    Unpacks as `commands, events`."""
+    (`records`: `ServerRecord`s); `events` builds the `Event`s the first time it is read, in
+    place, so an answer whose events nobody reads (a replay's, an in-memory benchmark's) builds
+    none. Unpacks as `commands, events`."""
 
-    __slots__ = ()
+    __slots__ = ("commands", "records")
 
-    def __new__(cls, commands: list[Command], events: list[Any]) -> Step:
-        return tuple.__new__(cls, (commands, events))
-
-    if TYPE_CHECKING:
-        commands: list[Command]
-    else:
-        commands = property(itemgetter(0))  # C-level: read on every answer
+    def __init__(self, commands: list[Command], events: list[Any]) -> None:
+        self.commands = commands
+        self.records = events
 
     @property
     def events(self) -> list[Event]:
-        events: list[Any] = self[1]
+        events: list[Any] = self.records
         if events and type(events[-1]) is tuple:
             materialize(events)
         return events
 
     def __iter__(self) -> Iterator[Any]:
-        yield self[0]
+        yield self.commands
         yield self.events
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not Step:
+            return NotImplemented
+        return self.commands == other.commands and self.events == other.events
+
+    __hash__ = None  # type: ignore[assignment]
+
     def __repr__(self) -> str:
-        return f"Step(commands={self[0]!r}, events={self.events!r})"
+        return f"Step(commands={self.commands!r}, events={self.events!r})"
 
 
 def materialize(records: list[Any]) -> None:
