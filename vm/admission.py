@@ -189,8 +189,7 @@ class Admission(Routing):
         command.step = step
         command.step_run_id = run_id
         command.args = args
-        command._action_id = None
-        command._seed = self._action_seed
+        command.action = self._action_seed
         command.iteration = iteration
         command.item = item
         command.delay = None

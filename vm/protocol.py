@@ -336,12 +336,12 @@ class Command:
     for every attempt, so tools can use it as an idempotency key.
 
     A slots object rather than a tuple so the action id can be lazy: the control VM gives a
-    command the SHA-256 of its execution id (`seed`, `action_seed`) and the id is computed the
-    first time it is read (`action_id(execution_id, step_run_id, iteration)`, the same value),
-    then kept. A command nobody reads the id of (a replay's, an answered one) never hashes."""
+    command, in `action`, the SHA-256 of its execution id (`action_seed`) and the id is
+    computed the first time it is read — `action_id(execution_id, step_run_id, iteration)`,
+    the same value — then kept in `action`. A command nobody reads the id of (a replay's, an
+    answered one) never hashes."""
 
-    __slots__ = ("_action_id", "_seed", "args", "delay", "item", "iteration", "kind", "step",
-                 "step_run_id")  # fmt: skip
+    __slots__ = ("action", "args", "delay", "item", "iteration", "kind", "step", "step_run_id")
 
     def __init__(
         self,
@@ -358,20 +358,19 @@ class Command:
         self.step = step
         self.step_run_id = step_run_id
         self.args = args
-        self._action_id: str | None = action_id
-        self._seed: Any = None
+        self.action: Any = action_id  # the id, or the seed it is computed from (see above)
         self.iteration = iteration
         self.item = item
         self.delay = delay
 
     @property
     def action_id(self) -> str:
-        action = self._action_id
-        if action is None:
-            digest = self._seed.copy()
+        action = self.action
+        if type(action) is not str:
+            digest = action.copy()
             iteration = self.iteration
             digest.update(f"{self.step_run_id}/{'' if iteration is None else iteration}".encode())
-            action = self._action_id = digest.hexdigest()[:32]
+            action = self.action = digest.hexdigest()[:32]
         return action
 
     def key(self) -> tuple[Any, ...]:

@@ -187,6 +187,7 @@ def _branch(
         return [*lines, f"vm._enter({prefix}_TABLE, Token(args, False, STEP), commands)", "return"]
     # `Admission._enter` of a plain step: its one rule admits the token
     constants[f"{prefix}_TO"] = target.name
+    constants[f"{prefix}_RUN"] = f"{target.name}#"  # a run id is `step#N`
     return [
         *lines,
         "if vm.dead_arrivals:",
@@ -202,7 +203,7 @@ def _branch(
         "vm.step_runs = step_runs = vm.step_runs + 1",
         "if step_runs > vm._max_step_runs > 0:",
         "    vm._over('step_runs', step_runs, vm._max_step_runs)",
-        f"run_id = f'{{{prefix}_TO}}#{{runs}}'",
+        f"run_id = {prefix}_RUN + str(runs)",
         "entering = vm.runs[run_id] = _make(StepRun)",
         f"entering.step = {prefix}_TO",
         "entering.run_id = run_id",
@@ -214,8 +215,7 @@ def _branch(
         f"command.step = {prefix}_TO",
         "command.step_run_id = run_id",
         "command.args = args",
-        "command._action_id = None",
-        "command._seed = vm._action_seed",
+        "command.action = vm._action_seed",
         "command.iteration = None",
         "command.item = None",
         "command.delay = None",

@@ -274,9 +274,9 @@ def test_events_are_built_when_read() -> None:
 def test_action_ids_are_computed_once_and_keep_their_value() -> None:
     program = Program(_compiled(SHAPES))
     [command] = ControlVM(program, {}, EXECUTION).start().commands
-    assert command._action_id is None  # not hashed until read
+    assert type(command.action) is not str  # the seed: not hashed until read
     assert command.action_id == action_id(EXECUTION, "start#1", None)
-    assert command._action_id == command.action_id
+    assert command.action == command.action_id
     assert command.key() == ("run", "start", "start#1", None, command.action_id)
     copy = command._replace(delay=2.5)
     assert copy.delay == 2.5 and copy.action_id == command.action_id and copy != command
