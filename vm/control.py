@@ -151,16 +151,17 @@ class ControlVM(Boundary):
         self.inputs += 1
         try:
             name = event.name
-            if name in RESULT_NAMES:
+            if name == _STEP_DONE or name in RESULT_NAMES:
                 # a worker's result for an active step run (inline: the hot path)
-                run = self.runs.get(event.step_run_id)  # type: ignore[arg-type]
+                run_id = event.step_run_id
+                run = self.runs.get(run_id)  # type: ignore[arg-type]
                 if run is not None:  # else a late or duplicate result: ignored
                     data = event.payload or {}
                     writes = data.get("ctx_writes")
                     if writes and self._ctx_writes(run, event, writes, commands):
                         pass  # racing ctx writes of parallel iterations: the step failed
                     elif name == _STEP_DONE:
-                        del self.runs[run.run_id]
+                        del self.runs[run_id]  # type: ignore[arg-type]
                         self.firings += 1  # the net's complete transition
                         handler = self._on_done.get(run.step)
                         if handler is not None:
@@ -168,7 +169,7 @@ class ControlVM(Boundary):
                         else:
                             self._boundary(run, name, data.get("result"), None, commands)
                     elif name == _STEP_FAILED:
-                        del self.runs[run.run_id]
+                        del self.runs[run_id]  # type: ignore[arg-type]
                         self.firings += 1  # the net's fail transition
                         self._boundary(run, name, None, data.get("error"), commands)
                     else:

@@ -366,12 +366,14 @@ class Command:
     @property
     def action_id(self) -> str:
         action = self.action
-        if type(action) is not str:
-            digest = action.copy()
-            iteration = self.iteration
-            digest.update(f"{self.step_run_id}/{'' if iteration is None else iteration}".encode())
-            action = self.action = digest.hexdigest()[:32]
-        return action
+        if type(action) is str:
+            return action
+        digest = action.copy()
+        iteration = self.iteration
+        digest.update(f"{self.step_run_id}/{'' if iteration is None else iteration}".encode())
+        text: str = digest.hexdigest()[:32]
+        self.action = text
+        return text
 
     def key(self) -> tuple[Any, ...]:
         return (self.kind, self.step, self.step_run_id, self.iteration, self.action_id)
