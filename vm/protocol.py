@@ -416,6 +416,10 @@ def action_seed(execution_id: str) -> Any:
 # payload of `step.scheduled` is kept as its args and that of `next.selected` as the
 # transition id: their one-key dicts are built then, not per event.
 ServerRecord = tuple[str, str | None, str | None, int | None, Any, int, tuple[str, str]]
+# A route that admits its target at once, as one record of two events: (step, step_run_id,
+# transition id, target step, target step_run_id, args, n, stamp) is `next.selected` (n) then
+# the target's `step.scheduled` (n + 1).
+RoutedRecord = tuple[str, str, str, str, str, dict[str, Any], int, tuple[str, str]]
 
 
 class Step:
@@ -454,20 +458,30 @@ class Step:
 
 
 def materialize(records: list[Any]) -> None:
-    """Turn the `ServerRecord`s of a list into `Event`s, in place (events stay as they are)."""
-    for i, record in enumerate(records):
+    """Turn the `ServerRecord`s and `RoutedRecord`s of a list into `Event`s, in place (events
+    stay as they are)."""
+    events: list[Event] = []
+    add = events.append
+    for record in records:
         if type(record) is not tuple:
-            continue
-        name, step, step_run_id, iteration, payload, n, (prefix, execution_id) = record
-        if name == _STEP_SCHEDULED:
-            payload = {"args": payload}
-        elif name == _NEXT_SELECTED:
-            payload = {"to": payload}
-        records[i] = _new(
-            Event,
-            (name, _SERVER, step, step_run_id, iteration, payload, f"{prefix}{n}", execution_id,
-             None, None, None, None, None, None, None),
-        )  # fmt: skip
+            add(record)
+        elif len(record) == 8:  # a `RoutedRecord`
+            step, run_id, transition, target, target_run, args, n, (prefix, execution_id) = record
+            add(_new(Event, (_NEXT_SELECTED, _SERVER, step, run_id, None, {"to": transition},
+                             f"{prefix}{n}", execution_id, None, None, None, None, None, None,
+                             None)))  # fmt: skip
+            add(_new(Event, (_STEP_SCHEDULED, _SERVER, target, target_run, None, {"args": args},
+                             f"{prefix}{n + 1}", execution_id, None, None, None, None, None,
+                             None, None)))  # fmt: skip
+        else:
+            name, step, run_id, iteration, payload, n, (prefix, execution_id) = record
+            if name == _STEP_SCHEDULED:
+                payload = {"args": payload}
+            elif name == _NEXT_SELECTED:
+                payload = {"to": payload}
+            add(_new(Event, (name, _SERVER, step, run_id, iteration, payload, f"{prefix}{n}",
+                             execution_id, None, None, None, None, None, None, None)))  # fmt: skip
+    records[:] = events
 
 
 _STEP_SCHEDULED = EventName.STEP_SCHEDULED.value
@@ -485,6 +499,7 @@ __all__ = [
     "CommandKind",
     "Event",
     "EventName",
+    "RoutedRecord",
     "ServerRecord",
     "Source",
     "Step",

@@ -120,9 +120,11 @@ def _handler(program: Program, table: StepTable, reads_event: Callable[[Any], bo
                 lines.append("    " + _SET_EVENT)
             lines.append("    return")
         else:
-            branch = _branch("B", otherwise, otherwise_target, event_set, constants, reads_event)
+            branch = _branch(
+                table, "B", otherwise, otherwise_target, event_set, constants, reads_event
+            )
             lines.extend("    " + line for line in branch)
-    lines.extend(_branch("A", taken, target, event_set, constants, reads_event))
+    lines.extend(_branch(table, "A", taken, target, event_set, constants, reads_event))
     source = "def handler(vm, run, result, commands):\n" + "".join(f"    {x}\n" for x in lines)
     namespace = {**_GLOBALS, **constants}
     exec(_compiled(source), namespace)  # our own source (see the module doc)
@@ -134,6 +136,7 @@ _SET_EVENT = "scope['event'] = {'name': STEP_DONE, 'step': STEP, 'data': {'resul
 
 
 def _branch(
+    table: StepTable,
     prefix: str,
     transition: Transition,
     target: StepTable | None,
@@ -155,13 +158,11 @@ def _branch(
             lines.append(_SET_EVENT)
             event_set = True
         lines.append(f"args = VALUE({prefix}_ARGS, scope)")
-    lines += [
-        "if not args and type(args) is not dict:",
-        "    args = {}",
+    selected = (
         "vm.event_count = n = vm.event_count + 1",
         f"vm._events.append((NEXT_SELECTED, STEP, run.run_id, None, {prefix}_ID, n, vm._stamp))",
-        "ready = vm.ready",
-    ]
+    )
+    lines += ["if not args and type(args) is not dict:", "    args = {}"]
     # where the token goes when it cannot enter its step at once (the general admission's
     # order: the ready queue first)
     queue = [
@@ -173,43 +174,57 @@ def _branch(
     if not event_set:
         queue.insert(0, _SET_EVENT)
     if target is None:
-        return [*lines, *queue, "return"]
+        return [*lines, *selected, "ready = vm.ready", *queue, "return"]
     constants[f"{prefix}_TABLE"] = target
-    lines += [
-        "if ready:",
-        *(f"    {x}" for x in queue),
-        "    vm.firings += 1" if together else "",
-        "    return",
-    ]
     if target.plain_rule is None:
+        lines += [*selected, "ready = vm.ready", "if ready:", *(f"    {x}" for x in queue)]
+        lines.append("    return")
         if not event_set:
             lines.append(_SET_EVENT)
         return [*lines, f"vm._enter({prefix}_TABLE, Token(args, False, STEP), commands)", "return"]
-    # `Admission._enter` of a plain step: its one rule admits the token
+    # `Admission._enter` of a plain step: its one rule admits the token. `next.selected` and
+    # `step.scheduled` are recorded as one pair (`protocol.RoutedRecord`) unless something
+    # comes between them (a queued token, the step_runs budget).
     constants[f"{prefix}_TO"] = target.name
     constants[f"{prefix}_RUN"] = f"{target.name}#"  # a run id is `step#N`
-    return [
-        *lines,
+    lines += [
+        "ready = vm.ready",
+        "if ready:",
+        *(f"    {x}" for x in selected),
+        *(f"    {x}" for x in queue),
+        "    vm.firings += 1" if together else "",
+        "    return",
         "if vm.dead_arrivals:",
         f"    vm.dead_arrivals.pop({prefix}_TO, None)",
         *([] if transition.args is None else ["scope['args'] = args"]),
         "scope.pop('event', None)" if not event_set else "del scope['event']",
         "vm.firings += 2" if together else "vm.firings += 1",
-        f"entered = vm.steps.get({prefix}_TO)",
-        "if entered is None:",
-        f"    entered = vm.steps[{prefix}_TO] = StepRecord()",
+    ]
+    if target is table:  # a cycle back into the step: its record is at hand
+        lines.append("entered = record")
+    else:
+        lines += [
+            f"entered = vm.steps.get({prefix}_TO)",
+            "if entered is None:",
+            f"    entered = vm.steps[{prefix}_TO] = StepRecord()",
+        ]
+    return [
+        *lines,
         "entered.runs = runs = entered.runs + 1",
         "entered.status = 'running'",
         "vm.step_runs = step_runs = vm.step_runs + 1",
         "if step_runs > vm._max_step_runs > 0:",
+        *(f"    {x}" for x in selected),
         "    vm._over('step_runs', step_runs, vm._max_step_runs)",
         f"run_id = {prefix}_RUN + str(runs)",
         "entering = vm.runs[run_id] = _make(StepRun)",
         f"entering.step = {prefix}_TO",
         "entering.run_id = run_id",
         "entering.args = args",
-        "vm.event_count = n = vm.event_count + 1",
-        f"vm._events.append((STEP_SCHEDULED, {prefix}_TO, run_id, None, args, n, vm._stamp))",
+        "vm.event_count = n = vm.event_count + 2",
+        "vm._events.append(",
+        f"    (STEP, run.run_id, {prefix}_ID, {prefix}_TO, run_id, args, n - 1, vm._stamp)",
+        ")",
         "command = _make(Command)",
         "command.kind = RUN",
         f"command.step = {prefix}_TO",

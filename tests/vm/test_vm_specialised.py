@@ -259,16 +259,19 @@ def test_events_are_built_when_read() -> None:
     [selected, scheduled] = vm.step(done).events
     assert selected.payload == {"to": "start->count#0"} and selected.event_id == f"{EXECUTION}:s3"
     assert scheduled.payload == {"args": {"k": 3}} and scheduled.step_run_id == "count#1"
+    stamp = ("p:", "e")
     mixed: list[Any] = [
         selected,
-        ("step.skipped", "s", None, None, {"transition": "t"}, 9, ("p:", "e")),
+        ("step.skipped", "s", None, None, {"transition": "t"}, 9, stamp),
+        ("a", "a#1", "a->b#0", "b", "b#2", {"x": 1}, 10, stamp),  # a `RoutedRecord`
     ]
     materialize(mixed)
-    assert (
-        mixed[0] is selected
-        and mixed[1].event_id == "p:9"
-        and mixed[1].payload == {"transition": "t"}
-    )
+    assert mixed[0] is selected and mixed[1].event_id == "p:9"
+    assert mixed[1].payload == {"transition": "t"}
+    assert mixed[2:] == [
+        recorded("p:10", "e", "next.selected", "a", "a#1", None, {"to": "a->b#0"}),
+        recorded("p:11", "e", "step.scheduled", "b", "b#2", None, {"args": {"x": 1}}),
+    ]
 
 
 def test_action_ids_are_computed_once_and_keep_their_value() -> None:
