@@ -36,7 +36,7 @@ from noetlc.vm.protocol import (
     Step,
     action_seed,
 )
-from noetlc.vm.specialise import DoneHandler, done_handlers
+from noetlc.vm.specialise import HOT, DoneHandler, done_handlers, heat
 from noetlc.vm.tables import StepTable, build_tables
 
 __all__ = ["ControlVM", "Resolve", "StepRecord", "StepRun", "Token", "action_id"]
@@ -53,7 +53,6 @@ _TIMER_FIRED = EventName.TIMER_FIRED.value
 _WORKFLOW_FINISHED = EventName.WORKFLOW_FINISHED.value
 _WORKFLOW_STARTED = EventName.WORKFLOW_STARTED.value
 _make = object.__new__  # a Step without its Python-level __init__ (the hot path)
-_NO_HANDLERS: dict[str, DoneHandler] = {}
 
 
 class ControlVM(Boundary):
@@ -74,14 +73,16 @@ class ControlVM(Boundary):
         *,
         keychain: dict[str, Any] | None = None,
         resolve: Resolve | None = None,
-        specialise: bool = True,
+        specialise: int | None = HOT,
     ) -> None:
         self.program = program
         self.tables: dict[str, StepTable] = build_tables(program)
-        # the generated `step.done` handlers (vm/specialise.py); `specialise=False` runs the
-        # table interpreter alone (the reference the handlers are tested against)
+        # the generated `step.done` handlers (vm/specialise.py), shared by the program's VMs:
+        # a step's is generated at its `specialise`-th completion (None: never, the table
+        # interpreter alone — the reference the handlers are tested against)
+        self._hot = specialise
         self._on_done: dict[str, DoneHandler] = (
-            done_handlers(program, self.tables) if specialise else _NO_HANDLERS
+            done_handlers(program) if specialise is not None else {}
         )
         self.workload = workload
         self.execution_id = execution_id
@@ -167,7 +168,7 @@ class ControlVM(Boundary):
                         if handler is not None:
                             handler(self, run, data.get("result"), commands)
                         else:
-                            self._boundary(run, name, data.get("result"), None, commands)
+                            self._done(run, data.get("result"), commands)
                     elif name == _STEP_FAILED:
                         del self.runs[run_id]  # type: ignore[arg-type]
                         self.firings += 1  # the net's fail transition
@@ -191,6 +192,16 @@ class ControlVM(Boundary):
         answer.records = self._events
         self._events = []
         return answer
+
+    def _done(self, run: StepRun, result: Any, commands: list[Command]) -> None:
+        """`step.done` of a step without a generated handler: the table interpreter, unless
+        the step just became hot (`specialise.heat`: its handler is generated now)."""
+        if self._hot is not None:
+            handler = heat(self.program, self.tables[run.step], self._hot)
+            if handler is not None:
+                handler(self, run, result, commands)
+                return
+        self._boundary(run, _STEP_DONE, result, None, commands)
 
     def _ctx_writes(self, run: StepRun, event: Event, writes: Any, commands: list[Command]) -> bool:
         """Apply a result's ctx writes; True when they race the writes of another iteration

@@ -31,6 +31,7 @@ class Routing:
     __slots__ = (
         "_action_seed",
         "_events",
+        "_hot",
         "_max_events",
         "_max_step_runs",
         "_on_done",

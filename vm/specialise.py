@@ -1,4 +1,4 @@
-"""Specialised Python for the control VM's hot path, generated per program at load time.
+"""Specialised Python for the control VM's hot path, generated per program for its hot steps.
 
 The tables (vm/tables.py) describe every step's transitions as data; the control VM's general
 path (`Boundary._boundary` → `Routing._route` → `Admission._enter`) interprets them. For the
@@ -51,19 +51,38 @@ _GLOBALS: dict[str, Any] = {
 }
 
 
-def done_handlers(program: Program, tables: dict[str, StepTable]) -> dict[str, DoneHandler]:
-    """step -> its specialised `step.done` handler, for every step whose `done_plan` is set
-    (built once per program and cached on it, like the tables)."""
-    cached: dict[str, DoneHandler] | None = getattr(program, "_done_handlers", None)
-    if cached is not None:
-        return cached
-    reads_event = _reads_event(program)
-    handlers: dict[str, DoneHandler] = {}
-    for name, table in tables.items():
-        if table.done_plan is not None:
-            handlers[name] = _handler(program, table, reads_event)
-    program._done_handlers = handlers  # type: ignore[attr-defined]
+# A step's handler is generated at its second completion: a step that runs once (a chain)
+# costs no generation, one that runs again (a cycle, a step of a program run many times) is
+# specialised from then on. Both paths decide the same (tests/vm/test_vm_specialised.py).
+HOT = 2
+
+
+def done_handlers(program: Program) -> dict[str, DoneHandler]:
+    """step -> its generated `step.done` handler, for the steps generated so far (one dict
+    per program, shared by its VMs; `heat` fills it)."""
+    handlers: dict[str, DoneHandler] | None = getattr(program, "_done_handlers", None)
+    if handlers is None:
+        handlers = program._done_handlers = {}  # type: ignore[attr-defined]
+        program._done_hits = {}  # type: ignore[attr-defined]
     return handlers
+
+
+def heat(program: Program, table: StepTable, hot: int) -> DoneHandler | None:
+    """Count a completion of `table`'s step without a handler; at the `hot`-th, generate its
+    handler (when its `step.done` has a plan) and return it. None: the table interpreter
+    decides this one."""
+    if table.done_plan is None:
+        return None
+    handlers = done_handlers(program)
+    hits: dict[str, int] = program._done_hits  # type: ignore[attr-defined]
+    count = hits[table.name] = hits.get(table.name, 0) + 1
+    if count < hot:
+        return None
+    reads_event = getattr(program, "_reads_event", None)
+    if reads_event is None:
+        reads_event = program._reads_event = _reads_event(program)  # type: ignore[attr-defined]
+    handler = handlers[table.name] = _handler(program, table, reads_event)
+    return handler
 
 
 def _reads_event(program: Program) -> Callable[[Any], bool]:

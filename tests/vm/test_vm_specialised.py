@@ -1,5 +1,6 @@
 """Differential tests of the control VM's specialised path (vm/specialise.py: generated
-`step.done` handlers) against the table interpreter alone (`ControlVM(specialise=False)`).
+`step.done` handlers) against the table interpreter alone (`ControlVM(specialise=None)`); the
+specialised VMs here generate a step's handler at its first completion (`specialise=1`).
 
 Both VMs are fed the same input events — results, failures, ctx writes, loop iterations,
 timers, answered in an order drawn from a script — and must give the same answers (commands
@@ -24,6 +25,7 @@ from noetlc.compiler.pipeline import compile_file, compile_source
 from noetlc.vm.control import ControlVM, action_id
 from noetlc.vm.program import Program
 from noetlc.vm.protocol import Event, Step, materialize, recorded
+from noetlc.vm.specialise import HOT, done_handlers, heat
 
 HERE = Path(__file__).resolve().parent
 _spec = importlib.util.spec_from_file_location("vm_reference_test", HERE / "test_vm_reference.py")
@@ -154,7 +156,7 @@ def _run(
     """Feed a VM the results the script draws, answering pending commands in the drawn order;
     returns the trace and the input events fed."""
     program = Program(payload)
-    vm = ControlVM(program, dict(program.workload), EXECUTION, specialise=specialise)
+    vm = ControlVM(program, dict(program.workload), EXECUTION, specialise=1 if specialise else None)
     answer = vm.start()
     trace: list[Any] = [_commands(answer), answer.events, _state(vm)]
     pending = list(answer.commands)
@@ -183,7 +185,7 @@ def _run(
 
 def _replayed(payload: dict[str, Any], specialise: bool, inputs: list[Event]) -> list[Any]:
     program = Program(payload)
-    vm = ControlVM(program, dict(program.workload), EXECUTION, specialise=specialise)
+    vm = ControlVM(program, dict(program.workload), EXECUTION, specialise=1 if specialise else None)
     answer = vm.start()
     trace: list[Any] = [_commands(answer), answer.events, _state(vm)]
     for event in inputs:
@@ -207,9 +209,28 @@ SCRIPTS = [[], [1, 2, 3, 4, 5, 6, 7, 8, 9, 10] * 8, [5, 11, 3, 23, 17, 4, 0, 9] 
 def test_shapes_agree(script: list[int]) -> None:
     _agree(_compiled(SHAPES), script)
     program = Program(_compiled(SHAPES))
-    handlers = ControlVM(program, {}, "x")._on_done
-    assert {"start", "count", "guarded", "broken", "finish", "last"} <= set(handlers)
-    assert ControlVM(program, {}, "x", specialise=False)._on_done == {}
+    tables = ControlVM(program, {}, "x").tables
+    planned = {name for name, table in tables.items() if heat(program, table, 1) is not None}
+    assert {"start", "count", "guarded", "broken", "finish", "last"} <= planned
+    assert set(done_handlers(program)) == planned
+    assert ControlVM(program, {}, "x", specialise=None)._on_done == {}
+
+
+def test_a_step_is_specialised_at_its_second_completion() -> None:
+    """By default (`HOT`) a step that completes once is decided by the table interpreter
+    and one that completes again gets its handler: in SHAPES only the `count` cycle."""
+    program = Program(_compiled(SHAPES))
+    vm = ControlVM(program, dict(program.workload), EXECUTION)
+    assert HOT == 2 and vm._on_done is done_handlers(program) and not vm._on_done
+    pending = list(vm.start().commands)
+    while pending and not vm.finished():
+        command = pending.pop(0)
+        if command.step == "count":
+            vm.ctx["i"] = vm.ctx.get("i", 0) + 1
+        event = Event("step.done", "worker", command.step, command.step_run_id, None, {})
+        pending.extend(vm.step(event).commands)
+    assert vm.steps["count"].runs == 3 and vm.steps["start"].runs == 1
+    assert set(done_handlers(program)) == {"count"}
 
 
 @pytest.mark.parametrize("path", FIXTURES, ids=[p.stem for p in FIXTURES])
