@@ -170,8 +170,7 @@ class Admission(Routing):
         self, step: str, run_id: str, args: dict[str, Any], commands: list[Command]
     ) -> None:
         """A plain (not loop) run is scheduled: its event and its run command."""
-        self.event_count = n = self.event_count + 1
-        self._events.append((_STEP_SCHEDULED, step, run_id, None, args, n, self._stamp))
+        self.record(_STEP_SCHEDULED, step, {"args": args}, run_id)
         commands.append(self._new_command(_RUN, step, run_id, args, None, None))
 
     def _new_command(
@@ -196,8 +195,16 @@ class Admission(Routing):
         return command
 
     def _command(self, kind: str, run: StepRun, iteration: int | None) -> Command:
-        item = run.items[iteration] if iteration is not None else None
-        return self._new_command(kind, run.step, run.run_id, run.args, iteration, item)
+        command: Command = _make(Command)  # `_new_command`, inlined: one per iteration
+        command.kind = kind
+        command.step = run.step
+        command.step_run_id = run.run_id
+        command.args = run.args
+        command.action = self._action_seed
+        command.iteration = iteration
+        command.item = run.items[iteration] if iteration is not None else None
+        command.delay = None
+        return command
 
     def _run_command(self, run: StepRun, iteration: int | None) -> Command:
         return self._command(_RUN, run, iteration)

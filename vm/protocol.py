@@ -424,10 +424,11 @@ RoutedRecord = tuple[str, str, str, str, str, dict[str, Any], int, tuple[str, st
 
 class Step:
     """The control VM's answer to `start()` or to one input event: `commands` and `events`
-    (the server events it recorded, in order). The VM hands over its compact records
-    (`records`: `ServerRecord`s); `events` builds the `Event`s the first time it is read, in
-    place, so an answer whose events nobody reads (a replay's, an in-memory benchmark's) builds
-    none. Unpacks as `commands, events`."""
+    (the server events it recorded, in order). The VM hands over what it recorded
+    (`records`: `Event`s, and the compact `ServerRecord`s / `RoutedRecord`s of its generated
+    hot path); `events` builds the `Event`s of those the first time it is read, in place, so
+    an answer whose events nobody reads (a replay's, an in-memory benchmark's) builds none.
+    Unpacks as `commands, events`."""
 
     __slots__ = ("commands", "records")
 
@@ -438,8 +439,10 @@ class Step:
     @property
     def events(self) -> list[Event]:
         events: list[Any] = self.records
-        if events and type(events[-1]) is tuple:
-            materialize(events)
+        for record in events:
+            if type(record) is tuple:  # not an `Event` yet
+                materialize(events)
+                break
         return events
 
     def __iter__(self) -> Iterator[Any]:

@@ -12,7 +12,7 @@ from noetlc.expr.limits import MAX_SIZE, deep_size
 from noetlc.vm.control_state import StepRecord, StepRun, Token
 from noetlc.vm.joins import JoinPlaces
 from noetlc.vm.program import Program
-from noetlc.vm.protocol import EventName
+from noetlc.vm.protocol import Event, EventName, Source
 from noetlc.vm.tables import StepTable, Transition, clear_prefix
 
 _EXECUTION_FAILED = EventName.EXECUTION_FAILED.value
@@ -20,6 +20,8 @@ _JOIN_FIRED = EventName.JOIN_FIRED.value
 _STEP_FAILED = EventName.STEP_FAILED.value
 
 _NEXT_SELECTED = EventName.NEXT_SELECTED.value
+_SERVER = Source.SERVER.value
+_new = tuple.__new__  # an Event without its Python-level __new__ (one per transition)
 _NOTHING_LIVE: set[str] = set()  # a step that feeds no join tracks no live places (never added to)
 
 
@@ -70,7 +72,7 @@ class Routing:
     scope: dict[str, Any]
     steps: dict[str, StepRecord]
     execution_id: str
-    _events: list[Any]  # `protocol.ServerRecord`s of the current answer, in order
+    _events: list[Any]  # the current answer's events (or compact records), in order
     _stamp: tuple[str, str]  # (event id prefix, execution id), shared by the records
     event_count: int
     join_places: JoinPlaces
@@ -94,9 +96,31 @@ class Routing:
         step_run_id: str | None = None,
         iteration: int | None = None,
     ) -> None:
-        """Record a server event (a compact `protocol.ServerRecord`, an `Event` once read)."""
+        """Record a server event. The generated handlers (vm/specialise.py) record compact
+        `protocol.ServerRecord`s instead, built into `Event`s when `Step.events` is read."""
         self.event_count = n = self.event_count + 1
-        self._events.append((name, step, step_run_id, iteration, payload, n, self._stamp))
+        self._events.append(
+            _new(
+                Event,
+                (
+                    name,
+                    _SERVER,
+                    step,
+                    step_run_id,
+                    iteration,
+                    payload,
+                    f"{self._stamp[0]}{n}",
+                    self.execution_id,
+                    None,
+                    None,
+                    None,
+                    None,
+                    None,
+                    None,
+                    None,
+                ),
+            )
+        )  # `protocol.recorded`, inlined
 
     def _route(
         self,
@@ -158,8 +182,27 @@ class Routing:
                         clear = 0
                     self.event_count = n = self.event_count + 1
                     self._events.append(
-                        (_NEXT_SELECTED, step, run.run_id, None, transition.id, n, self._stamp)
-                    )  # `record`, inlined; the payload is {"to": id} (`protocol.Step`)
+                        _new(
+                            Event,
+                            (
+                                _NEXT_SELECTED,
+                                _SERVER,
+                                step,
+                                run.run_id,
+                                None,
+                                {"to": transition.id},
+                                f"{self._stamp[0]}{n}",
+                                self.execution_id,
+                                None,
+                                None,
+                                None,
+                                None,
+                                None,
+                                None,
+                                None,
+                            ),
+                        )
+                    )  # `record`, inlined
                     for place, entry in transition.entries:
                         token = Token(args, False, step)
                         if entry is not None:

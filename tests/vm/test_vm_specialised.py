@@ -260,26 +260,34 @@ def test_drawn_schedules_of_fixtures_agree(index: int, script: list[int]) -> Non
 
 
 def test_events_are_built_when_read() -> None:
-    """A `Step` keeps the VM's compact records until `events` is read; the events built are
-    the envelopes `recorded` makes (ids `EXECUTION:sN`, source server)."""
+    """A `Step` keeps the compact records of the generated handlers until `events` is read;
+    the events built are the envelopes `recorded` makes (ids `EXECUTION:sN`, source server),
+    in order with the events the table interpreter recorded as such."""
     program = Program(_compiled(SHAPES))
-    vm = ControlVM(program, dict(program.workload), EXECUTION)
-    answer = vm.start()
-    assert all(type(r) is tuple for r in answer.records)
-    events = answer.events
-    assert events is answer.events and all(type(e) is Event for e in events)
-    assert events[0] == recorded(
-        f"{EXECUTION}:s1", EXECUTION, "workflow.started", None, None, None, {}
-    )
-    assert events[1] == recorded(
-        f"{EXECUTION}:s2", EXECUTION, "step.scheduled", "start", "start#1", None, {"args": {}}
-    )
+    vm = ControlVM(program, dict(program.workload), EXECUTION, specialise=1)
+    answer = vm.start()  # the table interpreter: events
+    assert all(type(r) is Event for r in answer.records)
+    assert answer.events == [
+        recorded(f"{EXECUTION}:s1", EXECUTION, "workflow.started", None, None, None, {}),
+        recorded(f"{EXECUTION}:s2", EXECUTION, "step.scheduled", "start", "start#1", None,
+                 {"args": {}}),
+    ]  # fmt: skip
     commands, unpacked = answer
-    assert commands is answer.commands and unpacked is events
+    assert commands is answer.commands and unpacked is answer.events
     done = Event("step.done", "worker", "start", "start#1", None, {"result": None})
-    [selected, scheduled] = vm.step(done).events
-    assert selected.payload == {"to": "start->count#0"} and selected.event_id == f"{EXECUTION}:s3"
-    assert scheduled.payload == {"args": {"k": 3}} and scheduled.step_run_id == "count#1"
+    answer = vm.step(done)  # a generated handler: one record of two events
+    assert [type(r) for r in answer.records] == [tuple]
+    events = answer.events
+    assert events is answer.events and answer.records == events
+    [selected, scheduled] = events
+    assert selected == recorded(
+        f"{EXECUTION}:s3", EXECUTION, "next.selected", "start", "start#1", None,
+        {"to": "start->count#0"},
+    )  # fmt: skip
+    assert scheduled == recorded(
+        f"{EXECUTION}:s4", EXECUTION, "step.scheduled", "count", "count#1", None,
+        {"args": {"k": 3}},
+    )  # fmt: skip
     stamp = ("p:", "e")
     mixed: list[Any] = [
         selected,
