@@ -1,8 +1,9 @@
 """A step's result: a loop iteration's (collected in input order; a failure under fail_fast
 cancels the rest, `stop_when` ends the loop early, racing ctx writes of parallel iterations
 fail the step), a step's or a whole loop's (`_finish`, `_boundary`: the boundary event that
-routes it), a listener's event. `_boundary` is the table interpreter's general path; the
-specialised handlers of common shapes (vm/specialise.py) do the same for `step.done`.
+routes it), a listener's event. `_boundary` is the table interpreter's general path; a plain
+step's `step.done` is decided by its plan (`_done_planned`) until the step is hot, then by the
+handler generated for it (vm/specialise.py): all three decide the same.
 """
 
 from __future__ import annotations
@@ -10,13 +11,14 @@ from __future__ import annotations
 from typing import Any
 
 from noetlc.vm.admission import Admission
-from noetlc.vm.control_state import LoopRun, StepRun, racing_write
+from noetlc.vm.control_state import LoopRun, StepRecord, StepRun, Token, racing_write
 from noetlc.vm.protocol import Command, CommandKind, Event, EventName
-from noetlc.vm.tables import first_passing
+from noetlc.vm.tables import DonePlan, first_passing
 
 _CANCEL = CommandKind.CANCEL.value
 _LOOP_DONE = EventName.LOOP_DONE.value
 _LOOP_ITERATION_DONE = EventName.LOOP_ITERATION_DONE.value
+_NEXT_SELECTED = EventName.NEXT_SELECTED.value
 _SIGNAL_RECEIVED = EventName.SIGNAL_RECEIVED.value
 _STEP_DONE = EventName.STEP_DONE.value
 _STEP_FAILED = EventName.STEP_FAILED.value
@@ -135,6 +137,64 @@ class Boundary(Admission):
         scope["args"] = run.args
         scope["event"] = {"name": name, "step": step, "data": data}
         self._route(run, table, routes, name, scope, error)
+
+    def _done_planned(
+        self, run: StepRun, plan: DonePlan, result: Any, commands: list[Command]
+    ) -> None:
+        """`_boundary` + `_route` of a plain step's `step.done` as its plan says
+        (`tables.DonePlan`), for a step not hot yet (vm/specialise.py generates the same as
+        code): the same state, events, guard evaluations and firings. The ready queue is
+        empty here (`step` drains it), so a single token enters its step at once, as the
+        queue would have it next."""
+        step = run.step
+        record = self.steps[step]
+        record.status = "done"
+        record.result = result
+        self.results[step] = result
+        scope = self.scope
+        scope[step] = result
+        self.final_result = result
+        scope["args"] = args = run.args
+        scope["event"] = {"name": _STEP_DONE, "step": step, "data": {"result": result}}
+        guard, taken, target, otherwise, otherwise_target = plan
+        if guard is not None and not guard(scope):
+            if otherwise is None:
+                return
+            taken, target = otherwise, otherwise_target
+        self.firings += 1
+        if taken.kind != "route":
+            return  # an end transition
+        if taken.args is not None:
+            args = self.program.value(taken.args, scope)
+        if not args and type(args) is not dict:
+            args = {}
+        self.record(_NEXT_SELECTED, step, {"to": taken.id}, run.run_id)
+        ready = self.ready
+        if target is None or ready:
+            for _, entry in taken.entries:
+                ready.append((entry, Token(args, False, step)))  # type: ignore[arg-type]
+            return
+        if target.plain_rule is None:
+            self._enter(target, Token(args, False, step), commands)
+            return
+        # `_enter` of a plain step (`StepTable.plain_rule`): its one rule admits the token
+        entering = target.name
+        if self.dead_arrivals:
+            self.dead_arrivals.pop(entering, None)
+        scope["args"] = args
+        del scope["event"]
+        self.firings += 1
+        entered = self.steps.get(entering)
+        if entered is None:
+            entered = self.steps[entering] = StepRecord()
+        entered.runs += 1
+        entered.status = "running"
+        self.step_runs += 1
+        if self.step_runs > self._max_step_runs > 0:
+            self._over("step_runs", self.step_runs, self._max_step_runs)
+        run_id = f"{entering}#{entered.runs}"
+        self.runs[run_id] = StepRun(entering, run_id, args)
+        self._schedule(entering, run_id, args, commands)
 
     def _listener_event(self, run: StepRun, event: Event, commands: list[Command]) -> bool:
         data = event.payload or {}

@@ -194,12 +194,18 @@ class ControlVM(Boundary):
         return answer
 
     def _done(self, run: StepRun, result: Any, commands: list[Command]) -> None:
-        """`step.done` of a step without a generated handler: the table interpreter, unless
-        the step just became hot (`specialise.heat`: its handler is generated now)."""
+        """`step.done` of a step without a generated handler. A step with a done plan gets
+        its handler when it becomes hot (`specialise.heat`); until then its plan decides
+        (`_done_planned`); any other step goes through the table interpreter."""
         if self._hot is not None:
-            handler = heat(self.program, self.tables[run.step], self._hot)
-            if handler is not None:
-                handler(self, run, result, commands)
+            table = self.tables[run.step]
+            plan = table.done_plan
+            if plan is not None:
+                handler = heat(self.program, table, self._hot)
+                if handler is not None:
+                    handler(self, run, result, commands)
+                else:
+                    self._done_planned(run, plan, result, commands)
                 return
         self._boundary(run, _STEP_DONE, result, None, commands)
 

@@ -1,6 +1,6 @@
 """Differential tests of the control VM's specialised path (vm/specialise.py: generated
-`step.done` handlers) against the table interpreter alone (`ControlVM(specialise=None)`); the
-specialised VMs here generate a step's handler at its first completion (`specialise=1`).
+`step.done` handlers) and of the done plans that decide a step until it is hot, against the
+table interpreter alone (`ControlVM(specialise=None)`).
 
 Both VMs are fed the same input events — results, failures, ctx writes, loop iterations,
 timers, answered in an order drawn from a script — and must give the same answers (commands
@@ -151,12 +151,12 @@ def _outcome(step: str, run_id: str, iteration: int | None, draw: int) -> Event:
 
 
 def _run(
-    payload: dict[str, Any], specialise: bool, script: list[int]
+    payload: dict[str, Any], specialise: int | None, script: list[int]
 ) -> tuple[list[Any], list[Event]]:
     """Feed a VM the results the script draws, answering pending commands in the drawn order;
     returns the trace and the input events fed."""
     program = Program(payload)
-    vm = ControlVM(program, dict(program.workload), EXECUTION, specialise=1 if specialise else None)
+    vm = ControlVM(program, dict(program.workload), EXECUTION, specialise=specialise)
     answer = vm.start()
     trace: list[Any] = [_commands(answer), answer.events, _state(vm)]
     pending = list(answer.commands)
@@ -183,9 +183,9 @@ def _run(
     return trace, inputs
 
 
-def _replayed(payload: dict[str, Any], specialise: bool, inputs: list[Event]) -> list[Any]:
+def _replayed(payload: dict[str, Any], specialise: int | None, inputs: list[Event]) -> list[Any]:
     program = Program(payload)
-    vm = ControlVM(program, dict(program.workload), EXECUTION, specialise=1 if specialise else None)
+    vm = ControlVM(program, dict(program.workload), EXECUTION, specialise=specialise)
     answer = vm.start()
     trace: list[Any] = [_commands(answer), answer.events, _state(vm)]
     for event in inputs:
@@ -195,11 +195,16 @@ def _replayed(payload: dict[str, Any], specialise: bool, inputs: list[Event]) ->
 
 
 def _agree(payload: dict[str, Any], script: list[int]) -> None:
-    fast, inputs = _run(payload, True, script)
-    general, general_inputs = _run(payload, False, script)
-    assert general_inputs == inputs
+    """Generated handlers from the first completion (`specialise=1`), the default (a step's
+    plan until its second completion, then its handler) and the table interpreter alone
+    (`specialise=None`) answer alike; a replay of the inputs reproduces the run."""
+    fast, inputs = _run(payload, 1, script)
+    default, default_inputs = _run(payload, HOT, script)
+    general, general_inputs = _run(payload, None, script)
+    assert general_inputs == inputs == default_inputs
     assert fast == general
-    assert _replayed(payload, True, inputs) == fast  # replay reproduces the run
+    assert default == general
+    assert _replayed(payload, 1, inputs) == fast  # replay reproduces the run
 
 
 SCRIPTS = [[], [1, 2, 3, 4, 5, 6, 7, 8, 9, 10] * 8, [5, 11, 3, 23, 17, 4, 0, 9] * 10]
