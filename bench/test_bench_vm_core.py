@@ -60,8 +60,10 @@ def drive(
     prefix: str | None = None,
 ) -> ControlVM:
     """Answer every command with its result event at once (the pipeline's part), built as
-    the runtime builds an action's events (`action_event`; ids `PREFIXN` when they are
-    logged, none in memory)."""
+    the runtime builds an action's events (`action_event`). What only a log needs is made
+    only when the events are logged (`prefix`): the event ids (`PREFIXN`) and the action id
+    the event carries (`Command.action_id`, computed when first read). In memory the VM
+    never reads either."""
     vm = ControlVM(program, dict(program.workload), str(uuid.uuid4()))
     queue = list(vm.start().commands)
     count = 0
@@ -76,7 +78,7 @@ def drive(
             command.step,
             command.step_run_id,
             None,
-            command.action_id,
+            "" if prefix is None else command.action_id,
             {"result": None},
             None,
             None,

@@ -32,10 +32,11 @@ _NO_ITERATIONS: set[int] = set()
 
 
 class StepRun:
-    """One admitted run of a step: its token and, for loops (`LoopRun`), the iteration
-    bookkeeping. A plain run sets three fields only: the VM creates one per admission."""
+    """One admitted run of a step: the args of the token that entered it and, for loops
+    (`LoopRun`), the iteration bookkeeping. A plain run sets three fields only: the VM creates
+    one per admission."""
 
-    __slots__ = ("run_id", "step", "token")
+    __slots__ = ("args", "run_id", "step")
 
     items: list[Any] = _NO_ITEMS
     results: list[Any] = _NO_ITEMS
@@ -45,10 +46,10 @@ class StepRun:
     failures = 0
     best_effort = False
 
-    def __init__(self, step: str, run_id: str, token: Token) -> None:
+    def __init__(self, step: str, run_id: str, args: dict[str, Any]) -> None:
         self.step = step
         self.run_id = run_id
-        self.token = token
+        self.args = args
 
 
 class LoopRun(StepRun):
@@ -63,8 +64,8 @@ class LoopRun(StepRun):
         "written",
     )
 
-    def __init__(self, step: str, run_id: str, token: Token) -> None:
-        super().__init__(step, run_id, token)
+    def __init__(self, step: str, run_id: str, args: dict[str, Any]) -> None:
+        super().__init__(step, run_id, args)
         self.items = []
         self.results = []
         self.next_index = 0

@@ -11,9 +11,9 @@
   forms for the hot paths. Stores serialize an `Event` to their rows at their edge and hand
   records back as dicts; `Event.from_record` turns a stored record into an `Event` again.
 * `Command` — what the control VM asks the runtime to do: run a step (or one loop iteration),
-  cancel one, or set a timer.
+  cancel one, or set a timer (a slots object whose `action_id` is computed when first read).
 * `Step` — the control VM's answer to `start()` or to one input event: the commands it issues
-  and the server events it recorded, in order.
+  and the server events it recorded, in order (kept as compact records until `events` is read).
 
 Input events (what the control VM consumes): a worker's result (`RESULT_NAMES`, source
 `worker`), `signal.received` and `execution.cancelled` (source `client`), `timer.fired`
@@ -23,7 +23,9 @@ task events.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from enum import StrEnum
+from hashlib import sha256
 from typing import Any, NamedTuple
 
 
@@ -329,34 +331,168 @@ class CommandKind(StrEnum):
     TIMER = "timer"  # deliver `timer.fired` after `delay` seconds
 
 
-class Command(NamedTuple):
+class Command:
     """What the runtime must do. `action_id` is stable per (step run, iteration): the same
-    for every attempt, so tools can use it as an idempotency key."""
+    for every attempt, so tools can use it as an idempotency key.
 
-    kind: str
-    step: str
-    step_run_id: str
-    args: dict[str, Any]
-    action_id: str = ""
-    iteration: int | None = None
-    item: Any = None
-    delay: float | None = None
+    A slots object rather than a tuple so the action id can be lazy: the control VM gives a
+    command, in `action`, the SHA-256 of its execution id (`action_seed`) and the id is
+    computed the first time it is read — `action_id(execution_id, step_run_id, iteration)`,
+    the same value — then kept in `action`. A command nobody reads the id of (a replay's, an
+    answered one) never hashes."""
+
+    __slots__ = ("action", "args", "delay", "item", "iteration", "kind", "step", "step_run_id")
+
+    def __init__(
+        self,
+        kind: str,
+        step: str,
+        step_run_id: str,
+        args: dict[str, Any],
+        action_id: str = "",
+        iteration: int | None = None,
+        item: Any = None,
+        delay: float | None = None,
+    ) -> None:
+        self.kind = kind
+        self.step = step
+        self.step_run_id = step_run_id
+        self.args = args
+        self.action: Any = action_id  # the id, or the seed it is computed from (see above)
+        self.iteration = iteration
+        self.item = item
+        self.delay = delay
+
+    @property
+    def action_id(self) -> str:
+        action = self.action
+        if type(action) is str:
+            return action
+        digest = action.copy()
+        iteration = self.iteration
+        digest.update(f"{self.step_run_id}/{'' if iteration is None else iteration}".encode())
+        text: str = digest.hexdigest()[:32]
+        self.action = text
+        return text
 
     def key(self) -> tuple[Any, ...]:
         return (self.kind, self.step, self.step_run_id, self.iteration, self.action_id)
+
+    def _fields(self) -> tuple[Any, ...]:
+        return (self.kind, self.step, self.step_run_id, self.args, self.action_id,
+                self.iteration, self.item, self.delay)  # fmt: skip
+
+    def _replace(self, **changes: Any) -> Command:
+        """A copy with some fields changed (as `NamedTuple._replace`)."""
+        fields = dict(zip(COMMAND_FIELDS, self._fields(), strict=True))
+        fields.update(changes)
+        return Command(**fields)
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not Command:
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable args: like the tuple it was
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Command, self._fields())
 
     def __repr__(self) -> str:
         return f"Command({self.kind} {self.step_run_id} it={self.iteration})"
 
 
-class Step(NamedTuple):
-    """The control VM's answer to `start()` or to one input event."""
+COMMAND_FIELDS = ("kind", "step", "step_run_id", "args", "action_id", "iteration", "item", "delay")
 
-    commands: list[Command]
-    events: list[Event]
+
+def action_seed(execution_id: str) -> Any:
+    """The hash every action id of an execution starts from (`Command`'s lazy `action_id`)."""
+    return sha256(f"{execution_id}/".encode())
+
+
+# A server event as the control VM records it on its hot path: (name, step, step_run_id,
+# iteration, payload, n, stamp) with stamp = (event id prefix, execution id), shared by the
+# VM's records; `Step.events` turns records into `Event`s (id `PREFIXn`, source `server`). The
+# payload of `step.scheduled` is kept as its args and that of `next.selected` as the
+# transition id: their one-key dicts are built then, not per event.
+ServerRecord = tuple[str, str | None, str | None, int | None, Any, int, tuple[str, str]]
+# A route that admits its target at once, as one record of two events: (step, step_run_id,
+# transition id, target step, target step_run_id, args, n, stamp) is `next.selected` (n) then
+# the target's `step.scheduled` (n + 1).
+RoutedRecord = tuple[str, str, str, str, str, dict[str, Any], int, tuple[str, str]]
+
+
+class Step:
+    """The control VM's answer to `start()` or to one input event: `commands` and `events`
+    (the server events it recorded, in order). The VM hands over what it recorded
+    (`records`: `Event`s, and the compact `ServerRecord`s / `RoutedRecord`s of its generated
+    hot path); `events` builds the `Event`s of those the first time it is read, in place, so
+    an answer whose events nobody reads (a replay's, an in-memory benchmark's) builds none.
+    Unpacks as `commands, events`."""
+
+    __slots__ = ("commands", "records")
+
+    def __init__(self, commands: list[Command], events: list[Any]) -> None:
+        self.commands = commands
+        self.records = events
+
+    @property
+    def events(self) -> list[Event]:
+        events: list[Any] = self.records
+        for record in events:
+            if type(record) is tuple:  # not an `Event` yet
+                materialize(events)
+                break
+        return events
+
+    def __iter__(self) -> Iterator[Any]:
+        yield self.commands
+        yield self.events
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not Step:
+            return NotImplemented
+        return self.commands == other.commands and self.events == other.events
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Step(commands={self.commands!r}, events={self.events!r})"
+
+
+def materialize(records: list[Any]) -> None:
+    """Turn the `ServerRecord`s and `RoutedRecord`s of a list into `Event`s, in place (events
+    stay as they are)."""
+    events: list[Event] = []
+    add = events.append
+    for record in records:
+        if type(record) is not tuple:
+            add(record)
+        elif len(record) == 8:  # a `RoutedRecord`
+            step, run_id, transition, target, target_run, args, n, (prefix, execution_id) = record
+            add(_new(Event, (_NEXT_SELECTED, _SERVER, step, run_id, None, {"to": transition},
+                             f"{prefix}{n}", execution_id, None, None, None, None, None, None,
+                             None)))  # fmt: skip
+            add(_new(Event, (_STEP_SCHEDULED, _SERVER, target, target_run, None, {"args": args},
+                             f"{prefix}{n + 1}", execution_id, None, None, None, None, None,
+                             None, None)))  # fmt: skip
+        else:
+            name, step, run_id, iteration, payload, n, (prefix, execution_id) = record
+            if name == _STEP_SCHEDULED:
+                payload = {"args": payload}
+            elif name == _NEXT_SELECTED:
+                payload = {"to": payload}
+            add(_new(Event, (name, _SERVER, step, run_id, iteration, payload, f"{prefix}{n}",
+                             execution_id, None, None, None, None, None, None, None)))  # fmt: skip
+    records[:] = events
+
+
+_STEP_SCHEDULED = EventName.STEP_SCHEDULED.value
+_NEXT_SELECTED = EventName.NEXT_SELECTED.value
 
 
 __all__ = [
+    "COMMAND_FIELDS",
     "ENVELOPE",
     "INPUT_NAMES",
     "INPUT_SOURCES",
@@ -366,12 +502,16 @@ __all__ = [
     "CommandKind",
     "Event",
     "EventName",
+    "RoutedRecord",
+    "ServerRecord",
     "Source",
     "Step",
     "action_event",
+    "action_seed",
     "envelope",
     "fold_task",
     "folded_task",
     "is_input",
+    "materialize",
     "recorded",
 ]

@@ -12,7 +12,7 @@ from noetlc.expr.limits import MAX_SIZE, deep_size
 from noetlc.vm.control_state import StepRecord, StepRun, Token
 from noetlc.vm.joins import JoinPlaces
 from noetlc.vm.program import Program
-from noetlc.vm.protocol import Event, EventName, recorded
+from noetlc.vm.protocol import Event, EventName, Source
 from noetlc.vm.tables import StepTable, Transition, clear_prefix
 
 _EXECUTION_FAILED = EventName.EXECUTION_FAILED.value
@@ -20,11 +20,51 @@ _JOIN_FIRED = EventName.JOIN_FIRED.value
 _STEP_FAILED = EventName.STEP_FAILED.value
 
 _NEXT_SELECTED = EventName.NEXT_SELECTED.value
+_SERVER = Source.SERVER.value
+_new = tuple.__new__  # an Event without its Python-level __new__ (one per transition)
 _NOTHING_LIVE: set[str] = set()  # a step that feeds no join tracks no live places (never added to)
 
 
 class Routing:
     """The state `ControlVM.__init__` sets up, and the routing over it."""
+
+    # the whole VM's slots: it holds more attributes than an instance dict shares keys for,
+    # and the hot path reads them on every event
+    __slots__ = (
+        "_action_seed",
+        "_events",
+        "_hot",
+        "_max_events",
+        "_max_step_runs",
+        "_on_done",
+        "_stamp",
+        "budgets",
+        "ctx",
+        "ctx_size",
+        "ctx_sizes",
+        "dead_arrivals",
+        "error",
+        "event_count",
+        "execution_id",
+        "final_result",
+        "firings",
+        "handled_failures",
+        "inputs",
+        "iterations",
+        "join_places",
+        "listeners",
+        "program",
+        "ready",
+        "results",
+        "runs",
+        "scope",
+        "status",
+        "step_runs",
+        "steps",
+        "tables",
+        "timers",
+        "workload",
+    )
 
     program: Program
     tables: dict[str, StepTable]
@@ -32,8 +72,8 @@ class Routing:
     scope: dict[str, Any]
     steps: dict[str, StepRecord]
     execution_id: str
-    _events: list[Event]
-    _event_prefix: str
+    _events: list[Any]  # the current answer's events (or compact records), in order
+    _stamp: tuple[str, str]  # (event id prefix, execution id), shared by the records
     event_count: int
     join_places: JoinPlaces
     ready: deque[tuple[str, Token]]
@@ -42,7 +82,7 @@ class Routing:
     firings: int
     handled_failures: int
     budgets: dict[str, int]
-    ctx_size: int = 0  # characters and items held in ctx (`expr.limits.deep_size`)
+    ctx_size: int  # characters and items held in ctx (`expr.limits.deep_size`)
     ctx_sizes: dict[str, int]
 
     def _over(self, name: str, count: int, limit: int) -> None:
@@ -56,18 +96,31 @@ class Routing:
         step_run_id: str | None = None,
         iteration: int | None = None,
     ) -> None:
+        """Record a server event. The generated handlers (vm/specialise.py) record compact
+        `protocol.ServerRecord`s instead, built into `Event`s when `Step.events` is read."""
         self.event_count = n = self.event_count + 1
         self._events.append(
-            recorded(
-                f"{self._event_prefix}{n}",
-                self.execution_id,
-                name,
-                step,
-                step_run_id,
-                iteration,
-                payload,
+            _new(
+                Event,
+                (
+                    name,
+                    _SERVER,
+                    step,
+                    step_run_id,
+                    iteration,
+                    payload,
+                    f"{self._stamp[0]}{n}",
+                    self.execution_id,
+                    None,
+                    None,
+                    None,
+                    None,
+                    None,
+                    None,
+                    None,
+                ),
             )
-        )
+        )  # `protocol.recorded`, inlined
 
     def _route(
         self,
@@ -118,7 +171,7 @@ class Routing:
                     fired_route = True
                     fired.update(e for e, negated in transition.guards if not negated)
                     if transition.args is None:
-                        args = run.token.args
+                        args = run.args
                     else:
                         args = self.program.value(transition.args, scope)
                     if not args and type(args) is not dict:
@@ -129,16 +182,27 @@ class Routing:
                         clear = 0
                     self.event_count = n = self.event_count + 1
                     self._events.append(
-                        recorded(
-                            f"{self._event_prefix}{n}",
-                            self.execution_id,
-                            _NEXT_SELECTED,
-                            step,
-                            run.run_id,
-                            None,
-                            {"to": transition.id},
+                        _new(
+                            Event,
+                            (
+                                _NEXT_SELECTED,
+                                _SERVER,
+                                step,
+                                run.run_id,
+                                None,
+                                {"to": transition.id},
+                                f"{self._stamp[0]}{n}",
+                                self.execution_id,
+                                None,
+                                None,
+                                None,
+                                None,
+                                None,
+                                None,
+                                None,
+                            ),
                         )
-                    )
+                    )  # `record`, inlined
                     for place, entry in transition.entries:
                         token = Token(args, False, step)
                         if entry is not None:

@@ -175,7 +175,8 @@ class StepTable:
         # distinct forward predecessors (back edges of cycles excluded): a merge of that many
         # alternatives is dead only when all of them are (dead-path elimination)
         self.alternatives = 0
-        # `step.done` of a common shape, specialised (None: the general path decides)
+        # `step.done` of a common shape: vm/specialise.py generates its handler (None: the
+        # general path decides)
         self.done_plan: DonePlan | None = None
         # a plain step (no loop, no listener) with one unguarded rule that admits without
         # writing ctx: a live token enters it without the general admission

@@ -1,0 +1,264 @@
+"""Specialised Python for the control VM's hot path, generated per program for its hot steps.
+
+The tables (vm/tables.py) describe every step's transitions as data; the control VM's general
+path (`Boundary._boundary` → `Routing._route` → `Admission._enter`) interprets them. For the
+common shape of a plain step's `step.done` (`tables.DonePlan`: one unguarded route or end, one
+guarded route, or an exclusive pair `g` / else; routes that write no ctx and feed step entries
+only; no loop, no listener, no join downstream), this module generates one Python function
+per step that does the same with the table's decisions taken at generation time: the
+boundary's bookkeeping, the guard, the firing, the `next.selected` record and, when the
+target is a plain step (`StepTable.plain_rule`), its admission, its `step.scheduled` record
+and its `run` command. Same state, same events, same guard evaluations, same firings, same
+commands: tests/vm/test_vm_specialised.py runs both against each other.
+
+What is generated comes only from the verified tables, never from stored code. The source is
+made of this module's own text and identifiers: every value that comes from the program (step
+names, transition ids, guard callables — themselves rebuilt from their sources and
+hash-checked by `noetlc.expr.loader`) is bound in the function's globals under a generated
+name, never written into the source. The source depends only on the shape, so one code
+object serves every step of the same shape (compiled once per process).
+
+Where the scope's `event` is set: the general path sets it before the guard and the
+admission of the next step removes it. A guard or an args template whose source never
+mentions `event` cannot read it, so the generated code sets it only where it is read or where
+it stays (an end, a token queued, a target entered by the general admission).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from noetlc.vm.control_state import StepRecord, StepRun, Token
+from noetlc.vm.program import Program
+from noetlc.vm.protocol import Command, CommandKind, EventName
+from noetlc.vm.tables import StepTable, Transition
+
+# (the VM, the finished run, its result, the commands issued so far)
+DoneHandler = Callable[[Any, StepRun, Any, list[Command]], None]
+
+_GLOBALS: dict[str, Any] = {
+    "Token": Token,
+    "StepRun": StepRun,
+    "StepRecord": StepRecord,
+    "Command": Command,
+    "_make": object.__new__,
+    "RUN": CommandKind.RUN.value,
+    "STEP_DONE": EventName.STEP_DONE.value,
+    "NEXT_SELECTED": EventName.NEXT_SELECTED.value,
+    "STEP_SCHEDULED": EventName.STEP_SCHEDULED.value,
+}
+
+
+# A step's handler is generated at its second completion: a step that runs once (a chain)
+# costs no generation, one that runs again (a cycle, a step of a program run many times) is
+# specialised from then on. Both paths decide the same (tests/vm/test_vm_specialised.py).
+HOT = 2
+
+
+def done_handlers(program: Program) -> dict[str, DoneHandler]:
+    """step -> its generated `step.done` handler, for the steps generated so far (one dict
+    per program, shared by its VMs; `heat` fills it)."""
+    handlers: dict[str, DoneHandler] | None = getattr(program, "_done_handlers", None)
+    if handlers is None:
+        handlers = program._done_handlers = {}  # type: ignore[attr-defined]
+        program._done_hits = {}  # type: ignore[attr-defined]
+    return handlers
+
+
+def heat(program: Program, table: StepTable, hot: int) -> DoneHandler | None:
+    """Count a completion of `table`'s step without a handler; at the `hot`-th, generate its
+    handler (when its `step.done` has a plan) and return it. None: the table interpreter
+    decides this one."""
+    if table.done_plan is None:
+        return None
+    handlers = done_handlers(program)
+    hits: dict[str, int] = program._done_hits  # type: ignore[attr-defined]
+    count = hits[table.name] = hits.get(table.name, 0) + 1
+    if count < hot:
+        return None
+    reads_event = getattr(program, "_reads_event", None)
+    if reads_event is None:
+        reads_event = program._reads_event = _reads_event(program)  # type: ignore[attr-defined]
+    handler = handlers[table.name] = _handler(program, table, reads_event)
+    return handler
+
+
+def _reads_event(program: Program) -> Callable[[Any], bool]:
+    """Whether a guard (an evaluator) or a value (a value-pool index) may read `event`: its
+    source names it (conservative: any mention counts)."""
+    sources = {
+        id(e): s for e, s in zip(program.expressions, program.expression_sources, strict=True)
+    }
+
+    def reads(thing: Any) -> bool:
+        if thing is None:
+            return False
+        if isinstance(thing, int):
+            return any(
+                "event" in program.expression_sources[i] for i in _value_refs(program.values[thing])
+            )
+        return "event" in sources.get(id(thing), "event")
+
+    return reads
+
+
+def _value_refs(value: Any) -> list[int]:
+    """The expression indices a value-pool entry evaluates (its `{"$e": i}` leaves)."""
+    if isinstance(value, dict):
+        if "$e" in value and len(value) == 1 and isinstance(value["$e"], int):
+            return [value["$e"]]
+        return [i for v in value.values() for i in _value_refs(v)]
+    if isinstance(value, list):
+        return [i for v in value for i in _value_refs(v)]
+    return []
+
+
+def _handler(program: Program, table: StepTable, reads_event: Callable[[Any], bool]) -> DoneHandler:
+    assert table.done_plan is not None
+    guard, taken, target, otherwise, otherwise_target = table.done_plan
+    constants: dict[str, Any] = {"STEP": table.name, "GUARD": guard, "VALUE": program.value}
+    lines = [
+        "record = vm.steps[STEP]",
+        "record.status = 'done'",
+        "record.result = result",
+        "vm.results[STEP] = result",
+        "scope = vm.scope",
+        "scope[STEP] = result",
+        "vm.final_result = result",
+        "scope['args'] = args = run.args",
+    ]
+    event_set = guard is not None and reads_event(guard)
+    if event_set:
+        lines.append(_SET_EVENT)
+    if guard is not None:
+        lines.append("if not GUARD(scope):")
+        if otherwise is None:
+            if not event_set:
+                lines.append("    " + _SET_EVENT)
+            lines.append("    return")
+        else:
+            branch = _branch(
+                table, "B", otherwise, otherwise_target, event_set, constants, reads_event
+            )
+            lines.extend("    " + line for line in branch)
+    lines.extend(_branch(table, "A", taken, target, event_set, constants, reads_event))
+    source = "def handler(vm, run, result, commands):\n" + "".join(f"    {x}\n" for x in lines)
+    namespace = {**_GLOBALS, **constants}
+    exec(_compiled(source), namespace)  # our own source (see the module doc)
+    handler: DoneHandler = namespace.pop("handler")
+    return handler
+
+
+_SET_EVENT = "scope['event'] = {'name': STEP_DONE, 'step': STEP, 'data': {'result': result}}"
+
+
+def _branch(
+    table: StepTable,
+    prefix: str,
+    transition: Transition,
+    target: StepTable | None,
+    event_set: bool,
+    constants: dict[str, Any],
+    reads_event: Callable[[Any], bool],
+) -> list[str]:
+    """The lines of one transition firing (ends with a `return`)."""
+    if transition.kind != "route":  # an end transition
+        return ["vm.firings += 1", *([] if event_set else [_SET_EVENT]), "return"]
+    constants[f"{prefix}_ID"] = transition.id
+    # the route's firing and the admission's are counted together when nothing between them
+    # can raise (an args template can: then each is counted where the general path counts it)
+    together = transition.args is None and target is not None and target.plain_rule is not None
+    lines = [] if together else ["vm.firings += 1"]
+    if transition.args is not None:
+        constants[f"{prefix}_ARGS"] = transition.args
+        if not event_set and reads_event(transition.args):
+            lines.append(_SET_EVENT)
+            event_set = True
+        lines.append(f"args = VALUE({prefix}_ARGS, scope)")
+    selected = (
+        "vm.event_count = n = vm.event_count + 1",
+        f"vm._events.append((NEXT_SELECTED, STEP, run.run_id, None, {prefix}_ID, n, vm._stamp))",
+    )
+    lines += ["if not args and type(args) is not dict:", "    args = {}"]
+    # where the token goes when it cannot enter its step at once (the general admission's
+    # order: the ready queue first)
+    queue = [
+        f"ready.append(({prefix}_E{i}, Token(args, False, STEP)))"
+        for i in range(len(transition.entries))
+    ]
+    for i, (_, entry) in enumerate(transition.entries):
+        constants[f"{prefix}_E{i}"] = entry
+    if not event_set:
+        queue.insert(0, _SET_EVENT)
+    if target is None:
+        return [*lines, *selected, "ready = vm.ready", *queue, "return"]
+    constants[f"{prefix}_TABLE"] = target
+    if target.plain_rule is None:
+        lines += [*selected, "ready = vm.ready", "if ready:", *(f"    {x}" for x in queue)]
+        lines.append("    return")
+        if not event_set:
+            lines.append(_SET_EVENT)
+        return [*lines, f"vm._enter({prefix}_TABLE, Token(args, False, STEP), commands)", "return"]
+    # `Admission._enter` of a plain step: its one rule admits the token. `next.selected` and
+    # `step.scheduled` are recorded as one pair (`protocol.RoutedRecord`) unless something
+    # comes between them (a queued token, the step_runs budget).
+    constants[f"{prefix}_TO"] = target.name
+    constants[f"{prefix}_RUN"] = f"{target.name}#"  # a run id is `step#N`
+    lines += [
+        "ready = vm.ready",
+        "if ready:",
+        *(f"    {x}" for x in selected),
+        *(f"    {x}" for x in queue),
+        "    vm.firings += 1" if together else "",
+        "    return",
+        "if vm.dead_arrivals:",
+        f"    vm.dead_arrivals.pop({prefix}_TO, None)",
+        *([] if transition.args is None else ["scope['args'] = args"]),
+        "scope.pop('event', None)" if not event_set else "del scope['event']",
+        "vm.firings += 2" if together else "vm.firings += 1",
+    ]
+    if target is table:  # a cycle back into the step: its record is at hand
+        lines.append("entered = record")
+    else:
+        lines += [
+            f"entered = vm.steps.get({prefix}_TO)",
+            "if entered is None:",
+            f"    entered = vm.steps[{prefix}_TO] = StepRecord()",
+        ]
+    return [
+        *lines,
+        "entered.runs = runs = entered.runs + 1",
+        "entered.status = 'running'",
+        "vm.step_runs = step_runs = vm.step_runs + 1",
+        "if step_runs > vm._max_step_runs > 0:",
+        *(f"    {x}" for x in selected),
+        "    vm._over('step_runs', step_runs, vm._max_step_runs)",
+        f"run_id = {prefix}_RUN + str(runs)",
+        "entering = vm.runs[run_id] = _make(StepRun)",
+        f"entering.step = {prefix}_TO",
+        "entering.run_id = run_id",
+        "entering.args = args",
+        "vm.event_count = n = vm.event_count + 2",
+        "vm._events.append(",
+        f"    (STEP, run.run_id, {prefix}_ID, {prefix}_TO, run_id, args, n - 1, vm._stamp)",
+        ")",
+        "command = _make(Command)",
+        "command.kind = RUN",
+        f"command.step = {prefix}_TO",
+        "command.step_run_id = run_id",
+        "command.args = args",
+        "command.action = vm._action_seed",
+        "command.iteration = None",
+        "command.item = None",
+        "command.delay = None",
+        "commands.append(command)",
+        "return",
+    ]
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(source: str) -> Any:
+    """One code object per shape (the source names its constants, never holds them)."""
+    return compile(source, "<noetlc.vm.specialise>", "exec")
