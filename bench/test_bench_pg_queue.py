@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 from noetlc.bench.figures import quick, record, target
+from noetlc.runtime.postgres.arrays import envelope_arrays
 from noetlc.runtime.postgres.connect import connect
 from noetlc.runtime.postgres.database import Database
 from noetlc.runtime.postgres.queries import q
@@ -204,8 +205,7 @@ async def _append(url: str, batch: int, copy: bool) -> float:
         if copy:
             await _append_copy(conn, execution, chunk)
         else:
-            columns = list(zip(*chunk))
-            await conn.fetch(q("append_events"), execution, *[list(c) for c in columns])
+            await conn.fetch(q("append_events"), execution, *envelope_arrays(chunk))
     elapsed = time.perf_counter() - started
     count = await conn.fetchval("SELECT count(*) FROM events WHERE execution_id = $1", execution)
     await conn.close()
