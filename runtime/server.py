@@ -107,7 +107,8 @@ class Server:
         self._next_claim = 0.0
         self.offered = True
         self._background: set[asyncio.Future[Any]] = set()
-        self._wake = asyncio.Event()  # set by our own appends made outside `tick` (timers)
+        # set by our own appends made outside `tick` (timers, a round's commit landing)
+        self._wake = asyncio.Event()
         # reference-first results the control VMs read (arcs, step args, the summary)
         self.results = db.result_store()
 
@@ -273,8 +274,12 @@ class Server:
             owned.execution_id, owned.after_seq, INPUT_SOURCES, INPUT_NAMES
         )
         if last_seq <= owned.after_seq:
-            # nothing new: once our own commit landed, whether others appended meanwhile
-            return owned.committing is not None and not await self._settle(owned)
+            # nothing new: a commit still in flight wakes the server when it lands
+            # (`_start_commit`), new events when they come; once it landed, whether others
+            # appended meanwhile
+            if owned.committing is None or not owned.committing.done():
+                return False
+            return not await self._settle(owned)
         owned.after_seq = last_seq
         inputs = []
         for record in events:
@@ -417,6 +422,7 @@ class Server:
             )
         task = asyncio.ensure_future(self._store(owned, owned.after_seq, events, commands, jobs))
         task.add_done_callback(_retrieved)  # a dropped execution's commit may fail unawaited
+        task.add_done_callback(lambda _: self._wake.set())  # the waiting round reads again
         return task
 
     async def _store(
