@@ -7,10 +7,12 @@ executions of servers whose lease expired, rebuilds their control VM from the ev
 outstanding — job ids are action ids, so nothing is enqueued twice. Then, for every owned
 execution, the new input events are read (woken by the workers' NOTIFY — not by our own —
 with polling as the fallback), fed to the VM, and its events and the jobs they cause are
-committed in one transaction (`append_and_enqueue`); a finished execution is closed and
-retired. Noop-only steps are not enqueued: they run inside the round, as embedded mode runs
-them, and their events join the round's commit (`_run_inline`; `inline=False` enqueues them). Every server also reaps expired job leases: a job
-out of attempts becomes a failure event for its step or iteration.
+committed in one transaction (`append_and_enqueue`), left in flight while the next round
+reads and feeds (rounds commit in order); a finished execution is closed and retired.
+Noop-only steps are not enqueued: they run inside the round, as embedded mode runs them, and
+their events join the round's commit (`_run_inline`; `inline=False` enqueues them). Every
+server also reaps expired job leases (`reaper.py`): a job out of attempts becomes a failure
+event for its step or iteration.
 """
 
 from __future__ import annotations
