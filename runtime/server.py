@@ -309,7 +309,10 @@ class Server:
         if owned.vm.finished():
             await self._settle(owned)
             await self._close_if_finished(owned)
-        return True  # read again: new inputs, or what our commit tells
+        # no read until woken: by the workers' next results (read and fed while the commit is
+        # in flight) or by the commit's landing (`_start_commit`), which tells whether
+        # others appended meanwhile
+        return False
 
     def _inline_steps(self, program: Any) -> dict[str, bool]:
         """The steps whose pipeline runs inside the server's round: noop-only ones (no I/O, no
