@@ -17,19 +17,23 @@ figures. Skips when PostgreSQL is unreachable.
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from noetlc.bench.figures import quick, record, target
+from noetlc.runtime.postgres.arrays import envelope_arrays
 from noetlc.runtime.postgres.connect import connect
 from noetlc.runtime.postgres.database import Database
 from noetlc.runtime.postgres.queries import q
 from noetlc.runtime.postgres.testing import schema_or_skip
 from noetlc.runtime.queue import JobSpec
+from noetlc.vm.protocol import Event, EventName, Source, envelope
 
 pytestmark = pytest.mark.bench
 
@@ -158,6 +162,92 @@ def test_lease_complete(
     )
 
 
+ROUND_JOBS = 4_000 if quick() else 20_000
+CLOCK_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _backend_cpu_s(pid: int) -> float:
+    """utime + stime of a PostgreSQL backend so far (the server on this machine), seconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICK
+
+
+async def _worker_rounds(url: str, n: int) -> tuple[float, float]:
+    """A worker's steady state on one connection: ~1,000 jobs queued (256 more enqueued per
+    round, as a server keeps a loop's window full), rounds of up to 4 picks of 64 and one
+    finish with a loop.iteration.done event per job. (PostgreSQL CPU, client CPU) per job."""
+    db = await Database.open(url, min_size=1, max_size=1)
+    try:
+        async with db.pool.acquire() as conn:
+            await conn.execute("TRUNCATE jobs")
+            pid = int(await conn.fetchval("SELECT pg_backend_pid()"))
+        execution = str(uuid.uuid4())
+        await db.events.create_execution(execution, "bench")
+
+        def specs(start: int, stop: int) -> list[JobSpec]:
+            return [JobSpec(f"r{i}", execution, f"r{i}", {"i": i}) for i in range(start, stop)]
+
+        await db.queue.enqueue(specs(0, 1000))
+        enqueued, done = 1000, 0
+        pg, client = _backend_cpu_s(pid), time.process_time()
+        while done < n:
+            if enqueued < n:
+                await db.queue.enqueue(specs(enqueued, min(n, enqueued + 256)))
+                enqueued = min(n, enqueued + 256)
+            async with db.queue.round("bench") as tx:
+                ran: list[Any] = []
+                for _ in range(4):
+                    picked = await tx.pick(64)
+                    ran += [
+                        (lease, [_iteration_done(lease.action_id, lease.payload["i"])])
+                        for lease in picked
+                    ]
+                    if len(picked) < 64:
+                        break
+                done += len(await tx.finish([], ran))
+        return (_backend_cpu_s(pid) - pg) / n, (time.process_time() - client) / n
+    finally:
+        await db.close()
+
+
+def _iteration_done(action_id: str, i: int) -> Event:
+    return envelope(
+        EventName.LOOP_ITERATION_DONE,
+        Source.WORKER,
+        event_id=f"{action_id}:1:0",
+        ts=time.time(),
+        step="each",
+        step_run_id="each#1",
+        iteration=i,
+        attempt=1,
+        action_id=action_id,
+        payload={"status": "ok", "result": None},
+    )
+
+
+def test_worker_round_cpu(benchmark: Any, pg_bench_url: str) -> None:
+    """PostgreSQL CPU per job of a worker's rounds of inline jobs (pick, finish with events,
+    one commit): what docs/distributed.md's 0005 measured (a finish that matched the jobs
+    with `job_id = ANY` scanned every queued job against the batch)."""
+    measured: list[tuple[float, float]] = []
+    benchmark.pedantic(
+        lambda: measured.append(asyncio.run(_worker_rounds(pg_bench_url, ROUND_JOBS))),
+        rounds=ROUNDS,
+        iterations=1,
+    )
+    pg, client = min(measured)
+    RESULTS["worker round pg"], RESULTS["worker round client"] = pg, client
+    for side, value in (("PostgreSQL backend", pg), ("client", client)):
+        record(
+            benchmark,
+            figure=f"worker round (4 picks of 64 + finish, 1,000 queued), {side} CPU per job",
+            value=value * 1e6,
+            unit="µs",
+            better="lower",
+            group="postgres",
+        )
+
+
 def test_round_trip(benchmark: Any, harness: Harness) -> None:
     """`SELECT 1` on a pooled connection: the machine's floor under every statement."""
 
@@ -204,8 +294,7 @@ async def _append(url: str, batch: int, copy: bool) -> float:
         if copy:
             await _append_copy(conn, execution, chunk)
         else:
-            columns = list(zip(*chunk))
-            await conn.fetch(q("append_events"), execution, *[list(c) for c in columns])
+            await conn.fetch(q("append_events"), execution, *envelope_arrays(chunk))
     elapsed = time.perf_counter() - started
     count = await conn.fetchval("SELECT count(*) FROM events WHERE execution_id = $1", execution)
     await conn.close()
@@ -296,6 +385,11 @@ def test_pg_floor_table() -> None:
                     ref = f"≈{REFERENCE[batch]:,}" if consumers == 4 else ""
                     label = f"{mode}, batch {batch}, {consumers} consumer(s)"
                     print(f"  {label:<34} {rate:>7,.0f}   {ref}")
+    pg, client = RESULTS.get("worker round pg"), RESULTS.get("worker round client")
+    if pg is not None and client is not None:
+        print(
+            f"worker round, per job: PostgreSQL {pg * 1e6:.1f} µs CPU, client {client * 1e6:.1f} µs"
+        )
     print("event append                       µs/event (reference: COPY ≈17–22, single ≈360)")
     for label in ("single", "batch10", "copy10", "batch100", "copy100"):
         value = RESULTS.get(f"append {label}")

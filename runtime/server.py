@@ -7,15 +7,18 @@ executions of servers whose lease expired, rebuilds their control VM from the ev
 outstanding — job ids are action ids, so nothing is enqueued twice. Then, for every owned
 execution, the new input events are read (woken by the workers' NOTIFY — not by our own —
 with polling as the fallback), fed to the VM, and its events and the jobs they cause are
-committed in one transaction (`append_and_enqueue`); a finished execution is closed and
-retired. Noop-only steps are not enqueued: they run inside the round, as embedded mode runs
-them, and their events join the round's commit (`_run_inline`; `inline=False` enqueues them). Every server also reaps expired job leases: a job
-out of attempts becomes a failure event for its step or iteration.
+committed in one transaction (`append_and_enqueue`), left in flight while the next round
+reads and feeds (rounds commit in order); a finished execution is closed and retired.
+Noop-only steps are not enqueued: they run inside the round, as embedded mode runs them, and
+their events join the round's commit (`_run_inline`; `inline=False` enqueues them). Every
+server also reaps expired job leases (`reaper.py`): a job out of attempts becomes a failure
+event for its step or iteration.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -28,6 +31,7 @@ from noetlc.runtime.cluster import RETRYABLE, new_owner, warn_retrying
 from noetlc.runtime.driver import REQUESTED, Driver, program_from_requested
 from noetlc.runtime.execute import execute, noop_only
 from noetlc.runtime.queue import JobSpec
+from noetlc.runtime.reaper import reap_expired
 from noetlc.runtime.timers import Timers, started_times
 from noetlc.vm.control import ControlVM
 from noetlc.vm.protocol import (
@@ -63,8 +67,12 @@ class Owned:
     # step -> its pipeline runs here, inside the round (noop-only); empty: nothing does
     inline: dict[str, bool]
     # ids of the action events we ran inline and appended past a gap in the log (another
-    # process appended in between): the next read returns them; they are not fed again
+    # process appended in between), or whose commit is in flight: a read may return them;
+    # they are not fed again
     appended_inline: set[str]
+    # the last round's commit, still in flight: the next round reads and feeds the VM
+    # meanwhile, and commits after it (`advance`); None when there is none
+    committing: asyncio.Future[bool] | None = None
 
     @property
     def vm(self) -> ControlVM:
@@ -101,7 +109,8 @@ class Server:
         self._next_claim = 0.0
         self.offered = True
         self._background: set[asyncio.Future[Any]] = set()
-        self._wake = asyncio.Event()  # set by our own appends made outside `tick` (timers)
+        # set by our own appends made outside `tick` (timers, a round's commit landing)
+        self._wake = asyncio.Event()
         # reference-first results the control VMs read (arcs, step args, the summary)
         self.results = db.result_store()
 
@@ -145,6 +154,8 @@ class Server:
             keeper.cancel()
             for owned in self.owned.values():
                 owned.timers.close()
+                with contextlib.suppress(Exception):
+                    await self._settle(owned)  # the last round's commit lands first
             if self.owned:
                 await self.db.owners.release(self.owner, list(self.owned))
             self.results.close()
@@ -175,6 +186,8 @@ class Server:
                 raise
             except Exception as exc:  # this execution only: the server goes on
                 self._drop(execution_id)
+                with contextlib.suppress(Exception):
+                    await self._settle(owned)  # its last round lands before the refusal
                 await self._refuse(execution_id, owned.after_seq, exc)
                 progressed = True
         if now >= self._next_reap:
@@ -250,12 +263,25 @@ class Server:
 
     async def advance(self, owned: Owned) -> bool:
         """Feed the new input events to the VM, commit what it decided. True when the log may
-        hold events we have not read (else a worker's NOTIFY wakes us for the next ones)."""
+        hold events we have not read (else a worker's NOTIFY wakes us for the next ones).
+
+        Rounds overlap: a round's commit is left in flight, and the next round reads the new
+        inputs and feeds them to the VM meanwhile — the server's Python and PostgreSQL's work
+        on its statements run side by side instead of one after the other — then waits for
+        it before committing its own (rounds commit in order: a job is never visible before
+        the events of an earlier round). The VM runs ahead of the log by one round at most,
+        as it did between feeding and committing; a crash loses that round either way and
+        the next owner decides it again from the log."""
         last_seq, events = await self.db.events.read_inputs(
             owned.execution_id, owned.after_seq, INPUT_SOURCES, INPUT_NAMES
         )
         if last_seq <= owned.after_seq:
-            return False
+            # nothing new: a commit still in flight wakes the server when it lands
+            # (`_start_commit`), new events when they come; once it landed, whether others
+            # appended meanwhile
+            if owned.committing is None or not owned.committing.done():
+                return False
+            return not await self._settle(owned)
         owned.after_seq = last_seq
         inputs = []
         for record in events:
@@ -278,9 +304,15 @@ class Server:
             return self._run_inline(owned, out, commands)
 
         out, commands, jobs = await self._within_deadline(owned.execution_id, feed)
-        caught_up = await self._commit(owned, out, commands, jobs)
-        await self._close_if_finished(owned)
-        return not caught_up
+        await self._settle(owned)  # the previous round's commit first
+        owned.committing = self._start_commit(owned, out, commands, jobs)
+        if owned.vm.finished():
+            await self._settle(owned)
+            await self._close_if_finished(owned)
+        # no read until woken: by the workers' next results (read and fed while the commit is
+        # in flight) or by the commit's landing (`_start_commit`), which tells whether
+        # others appended meanwhile
+        return False
 
     def _inline_steps(self, program: Any) -> dict[str, bool]:
         """The steps whose pipeline runs inside the server's round: noop-only ones (no I/O, no
@@ -367,28 +399,54 @@ class Server:
     async def _commit(
         self, owned: Owned, events: list[Event], commands: list[Command], jobs: list[JobSpec]
     ) -> bool:
+        """`_start_commit` and wait for it."""
+        return await self._start_commit(owned, events, commands, jobs)
+
+    async def _settle(self, owned: Owned) -> bool:
+        """Wait for the commit in flight, if any; True when nobody else appended between our
+        last read and it (its error, if it failed, is raised here)."""
+        committing, owned.committing = owned.committing, None
+        return True if committing is None else await committing
+
+    def _start_commit(
+        self, owned: Owned, events: list[Event], commands: list[Command], jobs: list[JobSpec]
+    ) -> asyncio.Future[bool]:
         """Append the VM's new events (and those of the actions run inline) and enqueue the
         jobs its commands ask for: one transaction, one round trip (the jobs become visible
-        with the events); then arm and cancel timers. True when nobody else appended since
-        our last read."""
+        with the events); then arm and cancel timers. Started now, awaited by `_settle`:
+        True when nobody else appended since our last read before it."""
         now = time.time()
         if events:
             # stamped when decided; the VM's events of this batch now
             events = [e if e.ts else e._replace(ts=now) for e in events]
             owned.server_events += sum(1 for e in events if e.source == Source.SERVER)
             owned.timers.noted(events, now)
+            # a read made while the commit is in flight may return these: not fed again
+            owned.appended_inline.update(
+                e.event_id for e in events if e.source != Source.SERVER and e.event_id
+            )
+        task = asyncio.ensure_future(self._store(owned, owned.after_seq, events, commands, jobs))
+        task.add_done_callback(_retrieved)  # a dropped execution's commit may fail unawaited
+        task.add_done_callback(lambda _: self._wake.set())  # the waiting round reads again
+        return task
+
+    async def _store(
+        self,
+        owned: Owned,
+        after: int,
+        events: list[Event],
+        commands: list[Command],
+        jobs: list[JobSpec],
+    ) -> bool:
         caught_up = True
         if events or jobs:
             stored = await self.db.events.append_and_enqueue(owned.execution_id, events, jobs)
-            caught_up = bool(stored) and stored[0][1] == owned.after_seq + 1
+            caught_up = bool(stored) and stored[0][1] == after + 1
             if caught_up:
-                # nobody appended in between: no need to read our own events back
-                owned.after_seq = stored[-1][1]
+                # nobody appended between our read and these: no need to read them back (a
+                # read made meanwhile may have passed them already)
+                owned.after_seq = max(owned.after_seq, stored[-1][1])
                 owned.appended_inline.clear()
-            else:
-                owned.appended_inline.update(
-                    e.event_id for e in events if e.source != Source.SERVER and e.event_id
-                )
         for command in commands:
             owned.timers.apply(command)  # arms timers, disarms cancelled ones
         # after the events that decided it are committed: the jobs of cancelled
@@ -512,39 +570,7 @@ class Server:
             owned.timers.close()
 
     async def reap(self) -> bool:
-        reaped = await self.db.queue.reap()
-        for job in reaped:
-            if job.status != "failed":
-                continue
-            state = await self.db.queue.get(job.job_id)
-            if state is None:
-                continue
-            p = state.payload
-            if p.get("iteration") is None:
-                name = EventName.STEP_FAILED
-            else:
-                name = EventName.LOOP_ITERATION_FAILED
-            error = {
-                "type": "LeaseExpired",
-                "message": f"no worker finished the job in {job.max_attempts} attempts"
-                f" ({job.reason})",
-            }
-            await self.db.events.append(
-                job.execution_id,
-                [
-                    envelope(
-                        name,
-                        Source.WORKER,
-                        event_id=f"{job.action_id}:reaped",
-                        step=p.get("step"),
-                        step_run_id=p.get("step_run_id"),
-                        iteration=p.get("iteration"),
-                        action_id=job.action_id,
-                        payload={"error": error},
-                    )
-                ],
-            )
-        return bool(reaped)
+        return await reap_expired(self.db)
 
 
 # inline actions per round at most (one transaction): the rest are enqueued for the workers
@@ -552,6 +578,11 @@ INLINE_ACTIONS = 1000
 
 # the action events that carry results (stored by reference when large, as a worker does)
 SHRUNK = frozenset({EventName.TASK_DONE, EventName.STEP_DONE, EventName.LOOP_ITERATION_DONE})
+
+
+def _retrieved(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled():
+        task.exception()
 
 
 async def _first(waits: list[Any], timeout: float) -> None:

@@ -20,6 +20,13 @@ from typing import Any
 
 import asyncpg
 
+from noetlc.runtime.postgres.arrays import (
+    ENVELOPE_NUMBERS,
+    column_arrays,
+    envelope_arrays,
+    number_array,
+    text_array,
+)
 from noetlc.runtime.postgres.connect import PgUrl, with_retry
 from noetlc.runtime.postgres.errors import DatabaseError
 from noetlc.runtime.postgres.notify import Notifications
@@ -72,23 +79,23 @@ def _row(item: Event | Mapping[str, Any]) -> tuple[Any, ...]:
 
 def event_columns(
     events_by_execution: Mapping[str, Sequence[Event | Mapping[str, Any]]],
-) -> list[list[Any]]:
+) -> list[str]:
     """The 14 parallel arrays (execution_id, then the envelope) of several executions' events,
-    each execution's first occurrence of an event_id only."""
+    each execution's first occurrence of an event_id only, as array literals (arrays.py)."""
     rows = [
         (execution_id, *row)
         for execution_id, events in events_by_execution.items()
         for row in _unique(events)
     ]
-    return [list(column) for column in zip(*rows)] if rows else [[] for _ in range(14)]
+    return column_arrays(rows, 14, _SHIFTED_NUMBERS)
 
 
 def completion_columns(
     completions: Sequence[tuple[str, str | None, str | None, Sequence[Event]]],
-) -> list[list[Any]]:
+) -> list[str]:
     """The 14 parallel arrays of `event_columns` plus, per event, the job id and the lease id
     of the completion that carries it, from (execution_id, job_id, lease_id, events) tuples;
-    an execution's first occurrence of an event_id only."""
+    an execution's first occurrence of an event_id only; array literals (arrays.py)."""
     seen: set[tuple[str, str]] = set()
     rows = []
     for execution_id, job_id, lease_id, events in completions:
@@ -98,7 +105,11 @@ def completion_columns(
             if key not in seen:
                 seen.add(key)
                 rows.append((execution_id, *row, job_id, lease_id))
-    return [list(column) for column in zip(*rows)] if rows else [[] for _ in range(16)]
+    return column_arrays(rows, 16, _SHIFTED_NUMBERS)
+
+
+# the number columns of (execution_id, *envelope)
+_SHIFTED_NUMBERS = frozenset(i + 1 for i in ENVELOPE_NUMBERS)
 
 
 def _unique(events: Sequence[Event | Mapping[str, Any]]) -> list[tuple[Any, ...]]:
@@ -143,7 +154,7 @@ class PostgresEventLog:
             async with self._pool.acquire() as conn:
                 if len(rows) >= COPY_THRESHOLD:
                     return await _append_copy(conn, execution_id, rows)
-                columns = [list(c) for c in zip(*rows)]
+                columns = envelope_arrays(rows)
                 stored = await conn.fetch(q("append_events"), execution_id, *columns)
                 return [(r["out_event_id"], r["out_seq"]) for r in stored]
 
@@ -265,16 +276,16 @@ def _never_created(execution_id: str) -> DatabaseError:
     )
 
 
-def job_columns(jobs: Sequence[JobSpec]) -> list[list[Any]]:
+def job_columns(jobs: Sequence[JobSpec]) -> list[str]:
     """Jobs as enqueue's parallel arrays after execution_id: id, action, pool, payload,
-    max_attempts, delay."""
+    max_attempts, delay (array literals, arrays.py)."""
     return [
-        [j.job_id for j in jobs],
-        [j.action_id for j in jobs],
-        [j.pool for j in jobs],
-        [_ENCODE(j.payload) for j in jobs],
-        [j.max_attempts for j in jobs],
-        [float(j.delay) for j in jobs],
+        text_array([j.job_id for j in jobs]),
+        text_array([j.action_id for j in jobs]),
+        text_array([j.pool for j in jobs]),
+        text_array([_ENCODE(j.payload) for j in jobs]),
+        number_array([j.max_attempts for j in jobs]),
+        number_array([float(j.delay) for j in jobs]),
     ]
 
 

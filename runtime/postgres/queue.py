@@ -20,6 +20,7 @@ from typing import Any
 import asyncpg
 
 from noetlc.runtime.backend import ANY_KEY, Completion
+from noetlc.runtime.postgres.arrays import text_array
 from noetlc.runtime.postgres.connect import PgUrl, with_retry
 from noetlc.runtime.postgres.eventlog import completion_columns, event_columns
 from noetlc.runtime.postgres.notify import Notifications
@@ -298,9 +299,9 @@ class WorkerRound:
             await self._conn.fetch(q("jobs_locked"), sorted({d.job_id for d, _ in done}))
         rows = await self._conn.fetch(
             q("finish_jobs"),
-            [d.job_id for d, _ in done],
-            [d.lease_id for d, _ in done],
-            [r.job_id for r, _ in ran],
+            text_array([d.job_id for d, _ in done]),
+            text_array([d.lease_id for d, _ in done]),
+            text_array([r.job_id for r, _ in ran]),
             self.owner,
             *completion_columns(
                 [(d.execution_id, d.job_id, d.lease_id, events) for d, events in done]

@@ -316,3 +316,89 @@ def test_inline_events_read_back_after_a_gap_are_not_fed_twice(
     assert len(fed) == len(set(fed))
     inline_done = [e["event_id"] for e in events if e["name"] == "loop.iteration.done"]
     assert len(inline_done) == 3 and set(inline_done) <= set(fed)
+
+
+WIDE = """
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: wide, path: t/wide}
+workload: {items: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]}
+workflow:
+  - step: start
+    tool: {kind: noop}
+    next: {arcs: [{step: each}]}
+  - step: each
+    loop: {in: "{{ workload.items }}", iterator: x, spec: {mode: parallel, max_in_flight: 4}}
+    tool:
+      kind: python
+      input: {x: "{{ iter.x }}"}
+      code: |
+        import time
+        time.sleep(0.003 * (x % 4))
+        result = x * 2
+    next: {arcs: [{step: last}]}
+  - step: last
+    tool: {kind: noop, result: 7}
+"""
+
+
+@pytest.mark.parametrize("inline", [True, False], ids=["inline", "queued"])
+def test_rounds_overlap_but_commit_in_order(monkeypatch: pytest.MonkeyPatch, inline: bool) -> None:
+    """A slow commit stays in flight while the server reads and feeds the next round; the
+    next commit starts only after it (never two at once), no event is fed twice, and the
+    outcome and the log are those of embedded mode."""
+    payload = _payload(WIDE)
+    fed: list[str | None] = []
+    feed = Driver.feed
+
+    def counting_feed(self: Driver, event: Any) -> Any:
+        fed.append(event.event_id)
+        return feed(self, event)
+
+    monkeypatch.setattr(Driver, "feed", counting_feed)
+    in_flight: list[int] = []
+    overlapped: list[int] = []  # events fed while a commit was in flight
+
+    async def scenario() -> tuple[Any, list[Any]]:
+        backend = MemoryBackend()
+        stop = asyncio.Event()
+        server = Server(backend, ttl=2.0, poll=0.05, inline=inline)
+        commit = backend.events.append_and_enqueue
+
+        async def slow(execution_id: str, events: Any, jobs: Any) -> Any:
+            in_flight.append(1)
+            assert len(in_flight) == 1, "two commits of one server at once"
+            before = len(fed)
+            try:
+                await asyncio.sleep(0.02)
+                return await commit(execution_id, events, jobs)
+            finally:
+                overlapped.append(len(fed) - before)
+                in_flight.pop()
+
+        backend.events.append_and_enqueue = slow  # type: ignore[method-assign]
+        workers = [Worker(backend, concurrency=4, ttl=2.0, poll=0.05) for _ in range(2)]
+        tasks = [asyncio.create_task(server.run(stop))]
+        tasks += [asyncio.create_task(w.run(stop)) for w in workers]
+        try:
+            execution_id = await _submit(backend, payload)
+            record = await _until_finished(backend, execution_id)
+            events = await backend.events.read(execution_id)
+        finally:
+            stop.set()
+            await asyncio.wait_for(asyncio.gather(*tasks), 10)
+        return record, events
+
+    record, events = asyncio.run(scenario())
+    assert _comparable(record["summary"]) == _comparable(run_embedded(payload))
+    assert record["summary"]["steps"]["each"]["result"] == [2 * x for x in range(1, 17)]
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    assert len(fed) == len(set(fed))
+    ids = [e["event_id"] for e in events]
+    assert len(ids) == len(set(ids))
+    done = sorted(e["iteration"] for e in events if e["name"] == "loop.iteration.done")
+    assert done == list(range(16))
+    report = check(Program(payload), record["execution_id"], dict(payload["workload"]), events)
+    assert report.ok, report.divergence
+    # the workers' results arrive, and are fed, while a round's commit is in flight
+    assert any(overlapped), overlapped

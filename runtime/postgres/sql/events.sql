@@ -6,8 +6,13 @@ VALUES ($1, $2, $3)
 ON CONFLICT (execution_id) DO NOTHING;
 
 -- name: append_events
+-- The arrays come as their text form (runtime/postgres/arrays.py), cast back here.
 SELECT out_event_id, out_seq
-  FROM noetl_append_events($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14);
+  FROM noetl_append_events(
+    $1, $2::text::text[], $3::text::float8[], $4::text::text[], $5::text::text[],
+    $6::text::text[], $7::text::text[], $8::text::text[], $9::text::integer[],
+    $10::text::integer[], $11::text::text[], $12::text::text[], $13::text::integer[],
+    $14::text::text[]);
 
 -- name: finish_execution
 -- notifies like an append: whoever waits for the execution's end (`submit --wait`, a parent's
@@ -47,9 +52,14 @@ SELECT execution_id, playbook, status, parent_execution_id,
 
 -- name: append_and_enqueue
 -- The server's round: the jobs its new events caused, and those events, in one transaction.
+-- The arrays come as their text form (runtime/postgres/arrays.py), cast back here.
 SELECT out_event_id, out_seq
-  FROM noetl_append_and_enqueue($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14,
-                                $15, $16, $17, $18, $19, $20);
+  FROM noetl_append_and_enqueue(
+    $1, $2::text::text[], $3::text::float8[], $4::text::text[], $5::text::text[],
+    $6::text::text[], $7::text::text[], $8::text::text[], $9::text::integer[],
+    $10::text::integer[], $11::text::text[], $12::text::text[], $13::text::integer[],
+    $14::text::text[], $15::text::text[], $16::text::text[], $17::text::text[],
+    $18::text::text[], $19::text::integer[], $20::text::float8[]);
 
 -- name: read_inputs
 -- The events after $2 a control VM consumes (sources $3, names $4) — a server does not need

@@ -178,22 +178,29 @@ SELECT job_id, execution_id, action_id, pool, payload::text AS payload, attempt,
    FOR UPDATE SKIP LOCKED;
 
 -- name: lease_picked_jobs
--- The picked jobs that run in threads: leased like lease_jobs does.
-UPDATE jobs
+-- The picked jobs that run in threads: leased like lease_jobs does. Joined by primary key
+-- (not `job_id = ANY`, which can become a scan of every queued job against the array: 0005).
+UPDATE jobs j
    SET status = 'leased', lease_owner = $2, lease_id = gen_random_uuid(),
        lease_expires_at = now() + make_interval(secs => $3), heartbeat_at = now(),
        leased_at = now()
- WHERE job_id = ANY ($1::text[]) AND status = 'queued'
-RETURNING job_id, execution_id, action_id, pool, payload::text AS payload, attempt,
-          max_attempts, lease_owner, lease_id::text AS lease_id,
-          extract(epoch FROM lease_expires_at)::float8 AS lease_expires_at, queue_seq;
+  FROM unnest($1::text[]) AS p(job_id)
+ WHERE j.job_id = p.job_id AND j.status = 'queued'
+RETURNING j.job_id, j.execution_id, j.action_id, j.pool, j.payload::text AS payload, j.attempt,
+          j.max_attempts, j.lease_owner, j.lease_id::text AS lease_id,
+          extract(epoch FROM j.lease_expires_at)::float8 AS lease_expires_at, j.queue_seq;
 
 -- name: finish_jobs
 -- The end of a worker's round transaction: complete the jobs, append the events of the
--- completions accepted (a stale lease's events are refused with it: 0003).
+-- completions accepted (a stale lease's events are refused with it: 0003). The arrays come
+-- as their text form (runtime/postgres/arrays.py), cast back here.
 SELECT out_job_id AS job_id
-  FROM noetl_finish_jobs($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,
-                         $17, $18, $19, $20);
+  FROM noetl_finish_jobs(
+    $1::text::text[], $2::text::uuid[], $3::text::text[], $4, $5::text::text[],
+    $6::text::text[], $7::text::float8[], $8::text::text[], $9::text::text[],
+    $10::text::text[], $11::text::text[], $12::text::text[], $13::text::integer[],
+    $14::text::integer[], $15::text::text[], $16::text::text[], $17::text::integer[],
+    $18::text::text[], $19::text::text[], $20::text::uuid[]);
 
 -- name: lease_is_current
 -- A worker appending a finished task's events before its job completes: only while it holds
