@@ -32,6 +32,7 @@ from noetlc.vm.control_state import (
     StepRun,
     Token,
     action_id,
+    loop_result,
     racing_write,
 )
 from noetlc.vm.joins import JoinPlaces
@@ -483,7 +484,7 @@ class ControlVM(Routing):
         if stopped is not None:
             data["stopped_after"] = stopped
         self.record(_LOOP_DONE, run.step, data, run.run_id)
-        self._finish(run, _LOOP_DONE, run.results, None, commands)
+        self._finish(run, _LOOP_DONE, loop_result(run), None, commands)
 
     def _finish(
         self,

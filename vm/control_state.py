@@ -76,6 +76,16 @@ class LoopRun(StepRun):
         self.written: dict[str, tuple[int, Any]] = {}
 
 
+def loop_result(run: StepRun) -> dict[str, Any]:
+    """A loop step's result, in NoETL's shape: `results` the iterations' results in item order
+    (a failed or cancelled iteration's is null), `stats` the finished iterations counted."""
+    total = run.done
+    return {
+        "results": run.results,
+        "stats": {"total": total, "success": total - run.failures, "failed": run.failures},
+    }
+
+
 def action_id(execution_id: str, step_run_id: str, iteration: int | None) -> str:
     """Stable per (step run, iteration): the same for every attempt (tool idempotency key)."""
     text = f"{execution_id}/{step_run_id}/{'' if iteration is None else iteration}"

@@ -386,7 +386,7 @@ def test_root_tracing_is_refused_by_check_and_removed_by_migrate() -> None:
     assert "NOE417" in codes and "tracing" not in text
     # the loop's legacy `concurrency` is its `max_in_flight`
     assert "max_in_flight: 2" in text
-    assert _run(text)["result"] == [1, 2, 3]
+    assert _run(text)["result"]["results"] == [1, 2, 3]
 
 
 TOOL_KIND = (

@@ -1,0 +1,38 @@
+"""NoETL constructs whose run-time meaning noetlc reproduces: each test runs one of our own
+playbooks (tests/fixtures/compat/) embedded and checks the outcome NoETL's engine gives it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from noetlc.compiler.pipeline import compile_source
+from noetlc.runtime.embedded import run_embedded
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "compat"
+
+
+def _run(name: str, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    path = FIXTURES / name
+    unit = compile_source(path.read_text(encoding="utf-8"), str(path))
+    errors = [d for d in unit.reporter.diagnostics if d.is_error]
+    assert not errors, errors
+    assert unit.payload is not None
+    return run_embedded(unit.payload, overrides)
+
+
+def test_a_loop_steps_result_is_noetls_mapping_of_results_and_stats() -> None:
+    summary = _run("loop_result_shape.yaml")
+    assert summary["status"] == "completed", summary
+    assert summary["steps"]["start"]["result"] == {
+        "results": [{"square": 1}, None, {"square": 9}],
+        "stats": {"total": 3, "success": 2, "failed": 1},
+    }
+    # python code reads it as NoETL's (`.get("results")`), templates as `.results`/`.stats`
+    assert summary["result"] == {
+        "from_code": 3,
+        "stats": {"total": 3, "success": 2, "failed": 1},
+        "count": 3,
+        "first": 1,
+        "failed": 1,
+    }
