@@ -11,7 +11,7 @@ For each YAML file whose root `kind` is a playbook (`Playbook`, or none):
    PostgreSQL or NATS one (those are served by the local PostgreSQL and NATS: the runner gives
    every PostgreSQL-looking credential name the local DSN and every NATS-looking one the local
    URL); a shell command whose program is not installed, or is the client of a cluster, daemon
-   or cloud account (kubectl, docker, gcloud, helm, ...); python code importing a module that
+   or cloud account (kubectl, docker, gcloud, helm, psql, ...); python code importing a module that
    is not installed; a `kind: playbook` child that is neither a file nor a catalog path of the
    same corpus (also when a child named at run time turns out to be missing), or a script file
    that is not in the corpus; a child playbook (named in the file) that needs any of these. A
@@ -20,7 +20,9 @@ For each YAML file whose root `kind` is a playbook (`Playbook`, or none):
 2. *Compiled*: `noetlc check`; legacy files that do not check are put through `noetlc
    migrate` first (in a copy of the corpus: the shared data is never written). A file that
    still has errors is reported as rejected by the compiler, with its first error.
-3. *Run*: `noetl-vm run FILE --json --db memory:` (a time limit per run), from the file's own
+3. *Run*: `noetl-vm run FILE --json --db memory:` (a time limit per run: 90 s, or the longest
+   `timeout:` the playbook or a child declares, up to 300 s, NoETL's regression default),
+   each concurrent run on a PostgreSQL database of its own, from the file's own
    folder, with the local credentials. The expected outcome is the one NoETL's regression
    configuration (`noetl_e2e_playbook_test_config.yaml`) states — `execution_status` and the
    `result_checks` of `step_validations` — else `completed`; files under `broken_playbooks/`
@@ -38,11 +40,13 @@ import concurrent.futures
 import importlib.util
 import json
 import os
+import queue
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import urllib.parse
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -70,6 +74,10 @@ CHANCE = re.compile(r"random\.(random|randint|choice)\(.*\n(?:.*\n){0,6}?\s*rais
 TEMPLATE_SPAN = re.compile(r"{{.*?}}|{%.*?%}")
 WRITTEN_TO_FAIL = re.compile(r"broken|should_fail|should_error|expect_fail", re.IGNORECASE)
 RUN_TIMEOUT = 90.0
+# the most a playbook's own timeouts may raise its limit to: NoETL's regression default
+MAX_TIMEOUT = 300.0
+DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
+DURATIONS = re.compile(r"(?:\d+(?:\.\d+)?(?:ms|s|m|h))+")
 SHELL_BUILTINS = {
     "echo", "cd", "set", "export", "exit", "true", "false", "test", "[", "if", "then", "else",
     "fi", "for", "do", "done", "while", "case", "esac", "printf", "read", "local", "return",
@@ -252,10 +260,12 @@ def outside_services(
     return list(dict.fromkeys(reasons))
 
 
-# programs that are clients of a service (a cluster, a daemon, a cloud account)
+# programs that are clients of a service (a cluster, a daemon, a cloud account; database
+# clients connect to the server the command line names, not to the runner's credentials)
 SERVICE_PROGRAMS = {
     "kubectl", "helm", "kind", "docker", "docker-compose", "podman", "gcloud", "gsutil", "bq",
     "aws", "az", "terraform", "minikube", "skaffold", "kustomize", "noetl", "gh", "ssh", "scp",
+    "psql", "pg_isready", "pg_dump", "pg_restore", "createdb", "dropdb", "mysql", "redis-cli",
 }  # fmt: skip
 HEREDOC = re.compile(r"<<-?\s*['\"]?(\w+)['\"]?")
 
@@ -374,15 +384,37 @@ def check_results(summary: dict[str, Any], checks: list[dict[str, Any]]) -> list
     return problems
 
 
-def run_one(path: Path, row: Row, env: dict[str, str]) -> None:
+def declared_timeout(doc: Any) -> float:
+    """The longest `timeout:` the playbook declares (a tool's or a step's, in seconds or a
+    duration string): a playbook that gives a call 20 minutes is not cut at the default."""
+    longest = 0.0
+    for key, value in _walk(doc):
+        if key != "timeout":
+            continue
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            longest = max(longest, float(value))
+        elif isinstance(value, str) and DURATIONS.fullmatch(value.replace(" ", "")):
+            unit = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+            total = sum(float(n) * unit[u] for n, u in DURATION.findall(value))
+            longest = max(longest, total)
+    return longest
+
+
+def time_limit(doc: Any) -> float:
+    """RUN_TIMEOUT, raised to the playbook's own longest timeout up to MAX_TIMEOUT."""
+    return max(RUN_TIMEOUT, min(declared_timeout(doc), MAX_TIMEOUT))
+
+
+def run_one(path: Path, row: Row, env: dict[str, str], limit: float | None = None) -> None:
+    limit = RUN_TIMEOUT if limit is None else limit
     try:
         done = subprocess.run(
             [_bin("noetl-vm"), "run", str(path), "--json", "--quiet", "--db", "memory:"],
-            capture_output=True, text=True, env=env, cwd=path.parent, timeout=RUN_TIMEOUT,
+            capture_output=True, text=True, env=env, cwd=path.parent, timeout=limit,
         )  # fmt: skip
     except subprocess.TimeoutExpired:
         row.status, row.outcome = "timeout", "failed"
-        row.error = f"did not finish within {RUN_TIMEOUT:g} s"
+        row.error = f"did not finish within {limit:g} s"
         return
     lines = done.stdout.strip().splitlines()
     try:
@@ -544,7 +576,9 @@ def evaluate(
         row.outcome, row.status = "failed", "accepted"
         row.error = "written to be rejected, but it checks clean"
         return row
-    run_one(path, row, env)
+    limit = max([time_limit(doc)] + [time_limit(yaml.safe_load(c.read_text(encoding="utf-8")))
+                                      for c in _static_children(doc, path, catalog)])  # fmt: skip
+    run_one(path, row, env, limit)
     return row
 
 
@@ -554,7 +588,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--only", default=None)
     parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--timeout", type=float, default=None, help="seconds per run (90)")
+    parser.add_argument("--timeout", type=float, default=None, help="seconds per run (90; a playbook's own timeouts raise it, up to 300)")
     args = parser.parse_args(argv)
     if args.timeout is not None:
         global RUN_TIMEOUT
@@ -573,6 +607,49 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def own_databases(pg_dsn: str, count: int) -> list[str]:
+    """One PostgreSQL database per concurrent run (`createdb`), so that two playbooks running
+    at the same time never see each other's tables (many create and drop the same names).
+    The shared DSN when they cannot be created."""
+    url = urllib.parse.urlsplit(pg_dsn)
+    createdb = shutil.which("createdb")
+    if url.scheme not in ("postgres", "postgresql") or createdb is None:
+        return [pg_dsn] * count
+    where = ["-h", url.hostname or "127.0.0.1", "-p", str(url.port or 5432)]
+    where += ["-U", urllib.parse.unquote(url.username or "postgres")]
+    out = []
+    for k in range(count):
+        name = f"noetl_corpus_{os.getpid()}_{k}"
+        done = subprocess.run([createdb, *where, name], capture_output=True, text=True)
+        if done.returncode != 0:
+            _drop_databases(pg_dsn, out)
+            return [pg_dsn] * count
+        out.append(url._replace(path="/" + name).geturl())
+    return out
+
+
+def _drop_databases(pg_dsn: str, dsns: list[str]) -> None:
+    url = urllib.parse.urlsplit(pg_dsn)
+    dropdb = shutil.which("dropdb")
+    if dropdb is None:
+        return
+    where = ["-h", url.hostname or "127.0.0.1", "-p", str(url.port or 5432)]
+    where += ["-U", urllib.parse.unquote(url.username or "postgres")]
+    for dsn in dsns:
+        name = urllib.parse.urlsplit(dsn).path.lstrip("/")
+        if dsn != pg_dsn:
+            subprocess.run([dropdb, *where, "--force", name], capture_output=True, text=True)
+
+
+def _with_database(dsns: queue.Queue[str], path: Path, row: Row, *rest: Any) -> Row:
+    """`evaluate` with a database of its own for the time of the run."""
+    dsn = dsns.get()
+    try:
+        return evaluate(path, row, *rest[:3], dsn, rest[3])
+    finally:
+        dsns.put(dsn)
+
+
 def run_corpus(shared: Path, *, only: str | None = None, jobs: int = 2) -> list[Row]:
     pg_dsn = os.environ.get("NOETLC_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:5432/postgres")
     nats_url = os.environ.get("NOETLC_TEST_NATS_URL", "nats://127.0.0.1:4222")
@@ -586,6 +663,10 @@ def run_corpus(shared: Path, *, only: str | None = None, jobs: int = 2) -> list[
         base_env = {k: v for k, v in os.environ.items() if not k.startswith("NOETL_KEYCHAIN_")}
         base_env["NOETL_PLAYBOOK_PATH"] = ""
         rows: list[Row] = []
+        databases = own_databases(pg_dsn, max(1, jobs))
+        dsns: queue.Queue[str] = queue.Queue()
+        for dsn in databases:
+            dsns.put(dsn)
         with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
             futures = []
             for path, row in items:
@@ -598,18 +679,21 @@ def run_corpus(shared: Path, *, only: str | None = None, jobs: int = 2) -> list[
                 env = {**base_env, "NOETL_PLAYBOOK_PATH": str(work / root)}
                 futures.append(
                     pool.submit(
-                        evaluate,
+                        _with_database,
+                        dsns,
                         path,
                         row,
                         work / root,
                         catalogs.get(root, {}),
                         env,
-                        pg_dsn,
                         nats_url,
                     )
                 )
-            for future in futures:
-                rows.append(future.result())
+            try:
+                for future in futures:
+                    rows.append(future.result())
+            finally:
+                _drop_databases(pg_dsn, databases)
     order = {row.file: i for i, (_, row) in enumerate(items)}
     return sorted(rows, key=lambda row: order[row.file])
 
