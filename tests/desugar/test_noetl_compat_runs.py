@@ -36,3 +36,22 @@ def test_a_loop_steps_result_is_noetls_mapping_of_results_and_stats() -> None:
         "first": 1,
         "failed": 1,
     }
+
+
+def test_a_bare_result_in_a_steps_tools_is_the_incoming_steps_result() -> None:
+    left = _run("incoming_result.yaml")
+    assert left["status"] == "completed", left
+    assert left["steps"]["join"]["result"] == 2
+    assert left["result"] == {"seen": 2}
+    right = _run("incoming_result.yaml", {"left": False})
+    assert right["status"] == "completed", right
+    assert right["steps"]["join"]["result"] == 3
+
+
+def test_the_incoming_result_rewrite_names_the_source_or_passes_args() -> None:
+    path = FIXTURES / "incoming_result.yaml"
+    unit = compile_source(path.read_text(encoding="utf-8"), str(path), until="desugar")
+    text = str(unit.canonical)
+    assert "NOE419" in {d.code for d in unit.reporter.diagnostics}
+    assert "{{ join }}" in text  # one source: its name
+    assert "{{ args.result }}" in text and "{{ left }}" in text and "{{ right }}" in text
