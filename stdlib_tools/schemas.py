@@ -228,7 +228,7 @@ class PostgresArgs(_SqlArgs):
     script: ScriptRef | None = Field(None, description="the SQL, read at run time")
     connect_with: dict[str, Any] | None = Field(
         None,
-        validation_alias="with",
+        validation_alias=_one_of("with"),
         description="connection fields over `auth:`'s (`db_name`, `db_host`, `db_user`, ...)",
     )
 
