@@ -55,3 +55,11 @@ def test_the_incoming_result_rewrite_names_the_source_or_passes_args() -> None:
     assert "NOE419" in {d.code for d in unit.reporter.diagnostics}
     assert "{{ join }}" in text  # one source: its name
     assert "{{ args.result }}" in text and "{{ left }}" in text and "{{ right }}" in text
+
+
+def test_a_step_level_set_writes_ctx_from_the_steps_own_result() -> None:
+    summary = _run("step_set.yaml")
+    assert summary["status"] == "completed", summary
+    assert summary["ctx"] == {"a": 7, "b": 8, "c": 1}
+    assert summary["result"] == [7, 8, 1]
+    assert "never" not in str(summary["steps"]["stop_early"])
