@@ -588,7 +588,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--only", default=None)
     parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--timeout", type=float, default=None, help="seconds per run (90; a playbook's own timeouts raise it, up to 300)")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        help="seconds per run (90; a playbook's own timeouts raise it, up to 300)",
+    )
     args = parser.parse_args(argv)
     if args.timeout is not None:
         global RUN_TIMEOUT

@@ -171,7 +171,7 @@ class ControlVM(Routing):
                         writes
                         and type(run) is LoopRun
                         and event.iteration is not None
-                        and self.tables[run.step].slots > 1
+                        and run.slots > 1
                         and self._conflicting_writes(run, event.iteration, writes, commands)
                     ):
                         pass  # racing ctx writes of parallel iterations: the step failed
@@ -341,6 +341,13 @@ class ControlVM(Routing):
             return
         run.results = [None] * len(run.items)
         run.best_effort = table.loop.get("failure_mode") == "best_effort"
+        run.slots = table.slots
+        if table.slots_from is not None:
+            slots, error = _slots(table.slots_from, scope, step)
+            if error is not None:
+                self._finish(run, _STEP_FAILED, None, error, commands)
+                return
+            run.slots = slots
         self.firings += 1  # loop_start
         self.record(_LOOP_STARTED, step, {"count": len(run.items)}, run_id)
         if not run.items:
@@ -349,7 +356,7 @@ class ControlVM(Routing):
         self._fill_slots(run, table, commands)
 
     def _fill_slots(self, run: LoopRun, table: StepTable, commands: list[Command]) -> None:
-        while len(run.in_flight) < table.slots and run.next_index < len(run.items):
+        while len(run.in_flight) < run.slots and run.next_index < len(run.items):
             index = run.next_index
             self.iterations += 1
             if self.iterations > self.budgets["loop_iterations"] > 0:
@@ -696,3 +703,19 @@ class ControlVM(Routing):
 def _expression_failure(exc: ExpressionError) -> dict[str, Any]:
     """A step's error for an expression of the control VM that failed (items, writes)."""
     return {"type": exc.error_type, "code": exc.code, "message": str(exc)}
+
+
+def _slots(evaluate: Callable[[dict[str, Any]], Any], scope: dict[str, Any], step: str) -> Any:
+    """(slots, None) from a loop's `max_in_flight` template, or (0, the step's error)."""
+    try:
+        value = evaluate(scope)
+    except ExpressionError as exc:
+        return 0, _expression_failure(exc)
+    try:
+        slots = int(value)
+    except (TypeError, ValueError):
+        slots = 0
+    if isinstance(value, bool) or slots < 1:
+        message = f"`max_in_flight` of loop {step} must be a positive integer, not {value!r}"
+        return 0, {"type": "TypeError", "code": "NOE310", "message": message}
+    return slots, None

@@ -60,6 +60,7 @@ class LoopRun(StepRun):
         "items",
         "next_index",
         "results",
+        "slots",
         "written",
     )
 
@@ -72,6 +73,7 @@ class LoopRun(StepRun):
         self.done = 0
         self.failures = 0
         self.best_effort = False
+        self.slots = 1  # iterations in flight at most (`max_in_flight`, 1 when sequential)
         # parallel runs: ctx key -> (iteration, value) of the iteration that wrote it
         self.written: dict[str, tuple[int, Any]] = {}
 

@@ -115,7 +115,11 @@ def _pass_result(source: YMap, target: str) -> YMap:
         if hit is None or hit[0] != target:
             entries.append(entry)
             continue
-        arc = entry if isinstance(entry, YMap) else YMap(((YScalar("step", entry.span), entry),), entry.span)
+        arc = (
+            entry
+            if isinstance(entry, YMap)
+            else YMap(((YScalar("step", entry.span), entry),), entry.span)
+        )
         args = arc.get("args")
         args = args if isinstance(args, YMap) else YMap((), arc.span)
         if args.get("result") is None:

@@ -63,3 +63,36 @@ def test_a_step_level_set_writes_ctx_from_the_steps_own_result() -> None:
     assert summary["ctx"] == {"a": 7, "b": 8, "c": 1}
     assert summary["result"] == [7, 8, 1]
     assert "never" not in str(summary["steps"]["stop_early"])
+
+
+def _loop_commands(overrides: dict[str, Any]) -> tuple[int, Any]:
+    from noetlc.vm.control import ControlVM
+    from noetlc.vm.program import Program
+
+    path = FIXTURES / "loop_width_template.yaml"
+    unit = compile_source(path.read_text(encoding="utf-8"), str(path))
+    assert not unit.reporter.has_errors, unit.reporter.sorted()
+    program = Program(unit.payload)
+    vm = ControlVM(program, {**program.workload, **overrides}, "x")
+    issued = [c for c in vm.start().commands if c.kind == "run"]
+    return len(issued), vm.error
+
+
+def test_max_in_flight_from_a_template_is_evaluated_when_the_loop_starts() -> None:
+    assert _loop_commands({"width": 2}) == (2, None)
+    assert _loop_commands({"width": 4}) == (4, None)
+    count, error = _loop_commands({"width": "many"})  # `| int` gives 0, `or 1`: one at a time
+    assert (count, error) == (1, None)
+    summary = _run("loop_width_template.yaml", {"width": 3})
+    assert summary["status"] == "completed", summary
+    assert summary["result"]["results"] == [10, 20, 30, 40, 50]
+
+
+def test_a_max_in_flight_template_that_is_no_positive_integer_fails_the_step() -> None:
+    path = FIXTURES / "loop_width_template.yaml"
+    text = path.read_text(encoding="utf-8").replace("(workload.width | int) or 1", "workload.width")
+    unit = compile_source(text, str(path))
+    assert unit.payload is not None
+    summary = run_embedded(unit.payload, {"width": "wide"})
+    assert summary["status"] == "failed"
+    assert "max_in_flight" in str(summary["error"]) and "'wide'" in str(summary["error"])
