@@ -422,3 +422,18 @@ def test_set_prev_replaces_a_failed_tasks_result_for_the_next_task() -> None:
     summary = _run(migrated)
     assert summary["status"] == "completed", summary
     assert summary["result"] == {"n": 6}
+
+
+def test_tool_as_a_kind_name_takes_the_steps_command_as_its_argument() -> None:
+    text, codes = _migrate(
+        HEAD
+        + """workflow:
+  - step: start
+    tool: shell
+    command: "echo hi"
+"""
+    )
+    assert "NOE418" in codes
+    summary = _run(text)
+    assert summary["status"] == "completed", summary
+    assert summary["result"]["stdout"] == "hi\n"
