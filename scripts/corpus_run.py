@@ -11,10 +11,11 @@ For each YAML file whose root `kind` is a playbook (`Playbook`, or none):
    PostgreSQL or NATS one (those are served by the local PostgreSQL and NATS: the runner gives
    every PostgreSQL-looking credential name the local DSN and every NATS-looking one the local
    URL); a shell command whose program is not installed, or is the client of a cluster, daemon
-   or cloud account (kubectl, docker, gcloud, helm, psql, ...); python code importing a module that
-   is not installed; a `kind: playbook` child that is neither a file nor a catalog path of the
-   same corpus (also when a child named at run time turns out to be missing), or a script file
-   that is not in the corpus; a child playbook (named in the file) that needs any of these. A
+   or cloud account (kubectl, docker, gcloud, helm, psql, ...); python code importing a
+   module that is not installed; a `kind: playbook` child that is neither a file nor a catalog path of the
+   same corpus (also when a child named at run time turns out to be missing), a database
+   file whose tables another playbook creates when that one needs an outside service, or a
+   script file that is not in the corpus; a child playbook (named in the file) that needs any of these. A
    playbook that another playbook of the corpus runs as its child
    is run through that parent, not alone (its tables and inputs come from the parent).
 2. *Compiled*: `noetlc check`; legacy files that do not check are put through `noetlc
@@ -522,6 +523,39 @@ def children_of_others(
     return out
 
 
+DB_FILE = re.compile(r"(?<![\w.])(/[\w./-]+\.(?:duckdb|sqlite3?|db))\b")
+CREATES = re.compile(r"\bCREATE\s+(?:OR\s+REPLACE\s+)?TABLE\b", re.IGNORECASE)
+
+
+def data_producers(
+    items: list[tuple[Path, Row]], catalogs: dict[str, dict[str, Path]], pg_dsn: str, nats: str
+) -> dict[Path, str]:
+    """Playbooks that read a database file (an absolute path) whose tables another playbook
+    of the corpus creates -> why they cannot run, when that playbook needs an outside
+    service: the data they read is made there."""
+    texts = {path: path.read_text(encoding="utf-8") for path, _ in items}
+    files = {path: set(DB_FILE.findall(text)) for path, text in texts.items()}
+    out: dict[Path, str] = {}
+    for reader, _row in items:
+        if not files[reader] or CREATES.search(texts[reader]):
+            continue
+        for writer, row in items:
+            shared = files[reader] & files[writer]
+            if writer == reader or not shared or not CREATES.search(texts[writer]):
+                continue
+            root = next(r for r in ROOTS if row.file.startswith(r + "/"))
+            doc = yaml.safe_load(texts[writer])
+            needs = outside_services(doc, texts[writer], writer, catalogs.get(root, {}))
+            needs += local_credentials(credential_names(doc), pg_dsn, nats)[1]
+            if needs:
+                out[reader.resolve()] = (
+                    f"reads {sorted(shared)[0]}, made by {Path(row.file).name}, which needs "
+                    + ", ".join(needs)
+                )
+                break
+    return out
+
+
 def _static_children(doc: Any, path: Path, catalog: dict[str, Path]) -> list[Path]:
     out = []
     for _key, node in _walk(doc):
@@ -663,6 +697,7 @@ def run_corpus(shared: Path, *, only: str | None = None, jobs: int = 2) -> list[
         items = collect(shared, work, only)
         catalogs = {root: catalog_of(work / root) for root in ROOTS if (work / root).is_dir()}
         parents = children_of_others(items, catalogs)
+        producers = data_producers(items, catalogs, pg_dsn, nats_url)
         home = work / "home"
         home.mkdir()
         base_env = {k: v for k, v in os.environ.items() if not k.startswith("NOETL_KEYCHAIN_")}
@@ -679,6 +714,10 @@ def run_corpus(shared: Path, *, only: str | None = None, jobs: int = 2) -> list[
                 parent = parents.get(path.resolve())
                 if parent is not None and row.expected == "completed":
                     row.outcome, row.reason = "skipped", f"runs as the child of {parent}"
+                    rows.append(row)
+                    continue
+                if path.resolve() in producers:
+                    row.outcome, row.reason = "skipped", producers[path.resolve()]
                     rows.append(row)
                     continue
                 env = {**base_env, "NOETL_PLAYBOOK_PATH": str(work / root)}

@@ -109,3 +109,31 @@ def test_the_noetl_sample_runs_to_noetls_outcome() -> None:
     ]
     assert unexpected == []
     assert len(by_outcome.get("passed", [])) >= 25  # measured: the 25 that can run
+
+
+def test_a_database_file_made_by_a_playbook_that_needs_a_service_is_an_outside_need(
+    tmp_path: Path,
+) -> None:
+    writer = tmp_path / "make.yaml"
+    writer.write_text(
+        "workflow:\n"
+        "  - step: s\n"
+        "    tool: {kind: http, url: 'https://storage.example.com/x'}\n"
+        "  - step: t\n"
+        "    tool: {kind: duckdb, database: /tmp/x-state.duckdb, "
+        "command: 'CREATE TABLE r (a INT)'}\n"
+    )
+    reader = tmp_path / "read.yaml"
+    reader.write_text(
+        "workflow:\n"
+        "  - step: s\n"
+        "    tool: {kind: duckdb, database: /tmp/x-state.duckdb, command: 'SELECT * FROM r'}\n"
+    )
+    items = [
+        (writer, corpus_run.Row(file="corpus/noetl/make.yaml", dialect="canonical")),
+        (reader, corpus_run.Row(file="corpus/noetl/read.yaml", dialect="canonical")),
+    ]
+    found = corpus_run.data_producers(items, {}, "postgresql://x", "nats://y")
+    assert list(found) == [reader.resolve()]
+    assert "made by make.yaml" in found[reader.resolve()]
+    assert "storage.example.com" in found[reader.resolve()]
