@@ -14,7 +14,8 @@ For each YAML file whose root `kind` is a playbook (`Playbook`, or none):
    or cloud account (kubectl, docker, gcloud, helm, psql, ...); python code importing a
    module that is not installed; a `kind: playbook` child that is neither a file nor a catalog path of the
    same corpus (also when a child named at run time turns out to be missing), a database
-   file whose tables another playbook creates when that one needs an outside service, or a
+   file whose tables another playbook creates when that one needs an outside service (a run
+   that fails on a missing table only other playbooks create is skipped too), or a
    script file that is not in the corpus; a child playbook (named in the file) that needs any of these. A
    playbook that another playbook of the corpus runs as its child
    is run through that parent, not alone (its tables and inputs come from the parent).
@@ -26,7 +27,10 @@ For each YAML file whose root `kind` is a playbook (`Playbook`, or none):
    each concurrent run on a PostgreSQL database of its own, from the file's own
    folder, with the local credentials. The expected outcome is the one NoETL's regression
    configuration (`noetl_e2e_playbook_test_config.yaml`) states — `execution_status` and the
-   `result_checks` of `step_validations` — else `completed`; files under `broken_playbooks/`
+   `result_checks` of `step_validations` — else `completed` (a playbook it gives a
+   `requires_setup` runs after that setup playbook of its folder, on the same database; one
+   whose setup is not there and that fails without it is skipped); files under
+   `broken_playbooks/`
    (to be rejected), files named broken/should_fail/should_error (to fail) and those the
    configuration expects to fail are written to fail.
 
@@ -96,6 +100,7 @@ class Row:
     dialect: str
     expected: str = "completed"
     expected_checks: list[dict[str, Any]] = field(default_factory=list)
+    setup: str | None = None  # NoETL's `requires_setup`: a playbook of its folder run first
     written_to_fail: bool = False
     outcome: str = ""  # skipped | rejected | passed | failed
     reason: str = ""
@@ -480,6 +485,9 @@ def collect(shared: Path, work: Path, only: str | None) -> list[tuple[Path, Row]
             row = Row(file=f"{root}/{rel}", dialect="legacy" if legacy else "canonical")
             entry = config_entry(rel, root, config, index)
             if entry is not None:
+                setup = entry.get("requires_setup")
+                if isinstance(setup, str) and setup:
+                    row.setup = str(Path(_config_path(config, setup) or setup).name) + ".yaml"
                 validation = entry.get("validation") or {}
                 row.expected = str(validation.get("execution_status") or "completed")
                 for step, spec in (validation.get("step_validations") or {}).items():
@@ -492,6 +500,34 @@ def collect(shared: Path, work: Path, only: str | None) -> list[tuple[Path, Row]
             row.written_to_fail = row.expected != "completed"
             items.append((path, row))
     return items
+
+
+def _config_path(config: dict[str, dict[str, Any]], name: str) -> str | None:
+    """The path NoETL's configuration gives the playbook named `name` (its `name:`)."""
+    for entry in config.values():
+        if entry.get("name") == name:
+            return str(entry.get("path"))
+    return None
+
+
+def run_setup(path: Path, row: Row, env: dict[str, str]) -> bool:
+    """Run the playbook's setup (NoETL's `requires_setup`, from its folder) first, on the
+    same database; False (the row says why) when it does not complete. A setup that is not
+    in the folder is not run (`missing_setup` judges the outcome)."""
+    if row.setup is None or not (path.parent / row.setup).is_file():
+        return True
+    setup = path.parent / row.setup
+    if _compile(setup, env) and not (_migrate(setup, env) and not _compile(setup, env)):
+        row.outcome, row.status = "failed", "setup"
+        row.error = f"its setup playbook {row.setup} does not compile"
+        return False
+    first = Row(file=str(setup), dialect=row.dialect)
+    run_one(setup, first, env, time_limit(yaml.safe_load(setup.read_text(encoding="utf-8"))))
+    if first.outcome != "passed":
+        row.outcome, row.status = "failed", "setup"
+        row.error = f"its setup playbook {row.setup}: {first.status}: {first.error}"
+        return False
+    return True
 
 
 def children_of_others(
@@ -521,6 +557,46 @@ def children_of_others(
             if child is not None and child.resolve() != path.resolve():
                 out.setdefault(child.resolve(), row.file)
     return out
+
+
+TABLE_MADE = re.compile(
+    r"\bCREATE\s+(?:OR\s+REPLACE\s+)?(?:UNLOGGED\s+)?TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?([\w.\"]+)",
+    re.IGNORECASE,
+)
+TABLE_USED = re.compile(r"\b(?:FROM|JOIN|INTO|UPDATE)\s+([\w.\"]+)", re.IGNORECASE)
+
+
+def _tables(pattern: re.Pattern[str], text: str) -> set[str]:
+    names = {m.group(1).replace('"', "").lower() for m in pattern.finditer(text)}
+    return {n.removeprefix("public.") for n in names}
+
+
+# table -> the playbooks of the corpus that create it (filled by run_corpus)
+TABLE_MAKERS: dict[str, list[str]] = {}
+MISSING_TABLE = re.compile(
+    r"relation \"([\w.]+)\" does not exist|Table with name ([\w.]+) does not exist"
+)
+
+
+def table_makers(items: list[tuple[Path, Row]]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for path, row in items:
+        for table in _tables(TABLE_MADE, path.read_text(encoding="utf-8")):
+            out.setdefault(table, []).append(row.file)
+    return out
+
+
+def data_from_elsewhere(row: Row) -> None:
+    """A run that failed on a missing table which only other playbooks of the corpus create
+    is skipped: its data comes from them (NoETL's suite runs them first)."""
+    found = MISSING_TABLE.search(row.error or "") if row.outcome == "failed" else None
+    if found is None:
+        return
+    table = (found.group(1) or found.group(2)).lower().removeprefix("public.")
+    makers = [f for f in TABLE_MAKERS.get(table, []) if f != row.file]
+    if makers:
+        row.outcome = "skipped"
+        row.reason = f"uses table {table}, made by {Path(makers[0]).name} (another playbook)"
 
 
 DB_FILE = re.compile(r"(?<![\w.])(/[\w./-]+\.(?:duckdb|sqlite3?|db))\b")
@@ -612,7 +688,13 @@ def evaluate(
         return row
     limit = max([time_limit(doc)] + [time_limit(yaml.safe_load(c.read_text(encoding="utf-8")))
                                       for c in _static_children(doc, path, catalog)])  # fmt: skip
-    run_one(path, row, env, limit)
+    if run_setup(path, row, env):
+        run_one(path, row, env, limit)
+        data_from_elsewhere(row)
+        if row.setup and row.outcome == "failed" and not (path.parent / row.setup).is_file():
+            row.outcome = "skipped"  # it ran without the setup NoETL gives it, and failed
+            row.reason = f"needs its setup playbook {row.setup} (NoETL's requires_setup), "
+            row.reason += f"not in its folder: {row.error}"
     return row
 
 
@@ -698,6 +780,8 @@ def run_corpus(shared: Path, *, only: str | None = None, jobs: int = 2) -> list[
         catalogs = {root: catalog_of(work / root) for root in ROOTS if (work / root).is_dir()}
         parents = children_of_others(items, catalogs)
         producers = data_producers(items, catalogs, pg_dsn, nats_url)
+        TABLE_MAKERS.clear()
+        TABLE_MAKERS.update(table_makers(items))
         home = work / "home"
         home.mkdir()
         base_env = {k: v for k, v in os.environ.items() if not k.startswith("NOETL_KEYCHAIN_")}

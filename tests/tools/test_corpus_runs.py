@@ -137,3 +137,19 @@ def test_a_database_file_made_by_a_playbook_that_needs_a_service_is_an_outside_n
     assert list(found) == [reader.resolve()]
     assert "made by make.yaml" in found[reader.resolve()]
     assert "storage.example.com" in found[reader.resolve()]
+
+
+def test_a_run_failing_on_a_table_only_other_playbooks_create_is_skipped() -> None:
+    corpus_run.TABLE_MAKERS.clear()
+    corpus_run.TABLE_MAKERS.update({"stress_items": ["e2e/make.yaml"]})
+    try:
+        row = corpus_run.Row(file="e2e/use.yaml", dialect="canonical", outcome="failed")
+        row.error = 'step count: relation "public.stress_items" does not exist'
+        corpus_run.data_from_elsewhere(row)
+        assert row.outcome == "skipped" and "made by make.yaml" in row.reason
+        own = corpus_run.Row(file="e2e/use.yaml", dialect="canonical", outcome="failed")
+        own.error = 'step count: relation "other_table" does not exist'
+        corpus_run.data_from_elsewhere(own)
+        assert own.outcome == "failed"  # nothing in the corpus makes it: a real failure
+    finally:
+        corpus_run.TABLE_MAKERS.clear()
