@@ -110,6 +110,9 @@ class Loop:
     # `spec.stop_when`: checked after each iteration's result (and its ctx writes); when it
     # holds, the iterations in flight are cancelled and the loop ends (`loop.done`)
     stop_when: Guard | None = None
+    # `max_in_flight` written as a template: evaluated when the loop starts (the net keeps
+    # `max_in_flight`, the default, as its static bound)
+    max_in_flight_from: YNode | None = None
 
 
 @dataclass(frozen=True, slots=True)

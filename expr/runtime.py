@@ -51,10 +51,11 @@ Scope = dict[str, Any]
 Evaluator = Callable[[Scope], Any]
 
 REF_KEY = "$ref"  # a reference-first result: {"$ref": {store, key, size, checksum}}
-# NoETL's spellings for a result stored by reference: `result._ref` is its reference, and
-# `result._store` the store holding it; both are undefined for a result kept inline. The only
-# names starting with `_` that expressions may read.
-REF_ATTRIBUTES = frozenset({"_ref", "_store"})
+# NoETL's spellings for a result stored by reference: `result._ref` is its reference,
+# `result._store` the store holding it and `result._preview` the preview kept with it (noetlc
+# keeps none: it is undefined, as NoETL's is when no preview was made); all three are
+# undefined for a result kept inline. The only names starting with `_` that expressions read.
+REF_ATTRIBUTES = frozenset({"_ref", "_store", "_preview"})
 RESOLVER_KEY = "$resolve"  # the scope entry holding the reference resolver, if any
 # String formatting reaches attributes through the format spec (`'{0.__class__}'.format(x)`).
 FORMAT_METHODS = frozenset({"format", "format_map"})
@@ -138,14 +139,15 @@ def _resolved(obj: dict[Any, Any], s: Scope | None) -> Any:
 
 
 def reference_of(obj: Any, name: str) -> Any:
-    """`obj._ref` (the reference) or `obj._store` (its store) of a result stored by
-    reference; undefined for any other value."""
+    """`obj._ref` (the reference), `obj._store` (its store) or `obj._preview` (the preview
+    the reference carries, if any) of a result stored by reference; undefined otherwise."""
     ref = obj.get(REF_KEY) if type(obj) is dict else None
     if type(ref) is dict:
         if name == "_ref":
             return ref
-        if ref.get("store") is not None:
-            return ref["store"]
+        field = "store" if name == "_store" else "preview"
+        if ref.get(field) is not None:
+            return ref[field]
     return ChainableUndefined(obj=obj, name=name)
 
 

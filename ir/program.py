@@ -55,7 +55,8 @@ class StepFacts:
 
     name: str
     tasks: tuple[str, ...]
-    loop: dict[str, Any] | None = None  # iterator, mode, max_in_flight, failure_mode, stop_when
+    # iterator, mode, max_in_flight, failure_mode, stop_when, max_in_flight_from
+    loop: dict[str, Any] | None = None
     listener: dict[str, Any] | None = None  # timeout
 
 
@@ -276,9 +277,10 @@ class Program:
             len(self.positions),
         )
         for s in self.steps:
-            stop = (s.loop or {}).get("stop_when")
-            if stop is not None and not (type(stop) is int and 0 <= stop < n_expr):
-                add(f"step {s.name!r}: loop stop_when {stop!r} is not an expression index")
+            for key in ("stop_when", "max_in_flight_from"):
+                index = (s.loop or {}).get(key)
+                if index is not None and not (type(index) is int and 0 <= index < n_expr):
+                    add(f"step {s.name!r}: loop {key} {index!r} is not an expression index")
         for i, value in enumerate(self.values):
             for ref in _expression_refs(value):
                 if not (type(ref) is int and 0 <= ref < n_expr):

@@ -11,19 +11,26 @@ For each YAML file whose root `kind` is a playbook (`Playbook`, or none):
    PostgreSQL or NATS one (those are served by the local PostgreSQL and NATS: the runner gives
    every PostgreSQL-looking credential name the local DSN and every NATS-looking one the local
    URL); a shell command whose program is not installed, or is the client of a cluster, daemon
-   or cloud account (kubectl, docker, gcloud, helm, ...); python code importing a module that
-   is not installed; a `kind: playbook` child that is neither a file nor a catalog path of the
-   same corpus (also when a child named at run time turns out to be missing), or a script file
-   that is not in the corpus; a child playbook (named in the file) that needs any of these. A
+   or cloud account (kubectl, docker, gcloud, helm, psql, ...); python code importing a
+   module that is not installed; a `kind: playbook` child that is neither a file nor a catalog path of the
+   same corpus (also when a child named at run time turns out to be missing), a database
+   file whose tables another playbook creates when that one needs an outside service (a run
+   that fails on a missing table only other playbooks create is skipped too), or a
+   script file that is not in the corpus; a child playbook (named in the file) that needs any of these. A
    playbook that another playbook of the corpus runs as its child
    is run through that parent, not alone (its tables and inputs come from the parent).
 2. *Compiled*: `noetlc check`; legacy files that do not check are put through `noetlc
    migrate` first (in a copy of the corpus: the shared data is never written). A file that
    still has errors is reported as rejected by the compiler, with its first error.
-3. *Run*: `noetl-vm run FILE --json --db memory:` (a time limit per run), from the file's own
+3. *Run*: `noetl-vm run FILE --json --db memory:` (a time limit per run: 90 s, or the longest
+   `timeout:` the playbook or a child declares, up to 300 s, NoETL's regression default),
+   each concurrent run on a PostgreSQL database of its own, from the file's own
    folder, with the local credentials. The expected outcome is the one NoETL's regression
    configuration (`noetl_e2e_playbook_test_config.yaml`) states — `execution_status` and the
-   `result_checks` of `step_validations` — else `completed`; files under `broken_playbooks/`
+   `result_checks` of `step_validations` — else `completed` (a playbook it gives a
+   `requires_setup` runs after that setup playbook of its folder, on the same database; one
+   whose setup is not there and that fails without it is skipped); files under
+   `broken_playbooks/`
    (to be rejected), files named broken/should_fail/should_error (to fail) and those the
    configuration expects to fail are written to fail.
 
@@ -38,11 +45,13 @@ import concurrent.futures
 import importlib.util
 import json
 import os
+import queue
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import urllib.parse
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -70,6 +79,10 @@ CHANCE = re.compile(r"random\.(random|randint|choice)\(.*\n(?:.*\n){0,6}?\s*rais
 TEMPLATE_SPAN = re.compile(r"{{.*?}}|{%.*?%}")
 WRITTEN_TO_FAIL = re.compile(r"broken|should_fail|should_error|expect_fail", re.IGNORECASE)
 RUN_TIMEOUT = 90.0
+# the most a playbook's own timeouts may raise its limit to: NoETL's regression default
+MAX_TIMEOUT = 300.0
+DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
+DURATIONS = re.compile(r"(?:\d+(?:\.\d+)?(?:ms|s|m|h))+")
 SHELL_BUILTINS = {
     "echo", "cd", "set", "export", "exit", "true", "false", "test", "[", "if", "then", "else",
     "fi", "for", "do", "done", "while", "case", "esac", "printf", "read", "local", "return",
@@ -87,6 +100,7 @@ class Row:
     dialect: str
     expected: str = "completed"
     expected_checks: list[dict[str, Any]] = field(default_factory=list)
+    setup: str | None = None  # NoETL's `requires_setup`: a playbook of its folder run first
     written_to_fail: bool = False
     outcome: str = ""  # skipped | rejected | passed | failed
     reason: str = ""
@@ -252,10 +266,12 @@ def outside_services(
     return list(dict.fromkeys(reasons))
 
 
-# programs that are clients of a service (a cluster, a daemon, a cloud account)
+# programs that are clients of a service (a cluster, a daemon, a cloud account; database
+# clients connect to the server the command line names, not to the runner's credentials)
 SERVICE_PROGRAMS = {
     "kubectl", "helm", "kind", "docker", "docker-compose", "podman", "gcloud", "gsutil", "bq",
     "aws", "az", "terraform", "minikube", "skaffold", "kustomize", "noetl", "gh", "ssh", "scp",
+    "psql", "pg_isready", "pg_dump", "pg_restore", "createdb", "dropdb", "mysql", "redis-cli",
 }  # fmt: skip
 HEREDOC = re.compile(r"<<-?\s*['\"]?(\w+)['\"]?")
 
@@ -374,15 +390,37 @@ def check_results(summary: dict[str, Any], checks: list[dict[str, Any]]) -> list
     return problems
 
 
-def run_one(path: Path, row: Row, env: dict[str, str]) -> None:
+def declared_timeout(doc: Any) -> float:
+    """The longest `timeout:` the playbook declares (a tool's or a step's, in seconds or a
+    duration string): a playbook that gives a call 20 minutes is not cut at the default."""
+    longest = 0.0
+    for key, value in _walk(doc):
+        if key != "timeout":
+            continue
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            longest = max(longest, float(value))
+        elif isinstance(value, str) and DURATIONS.fullmatch(value.replace(" ", "")):
+            unit = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+            total = sum(float(n) * unit[u] for n, u in DURATION.findall(value))
+            longest = max(longest, total)
+    return longest
+
+
+def time_limit(doc: Any) -> float:
+    """RUN_TIMEOUT, raised to the playbook's own longest timeout up to MAX_TIMEOUT."""
+    return max(RUN_TIMEOUT, min(declared_timeout(doc), MAX_TIMEOUT))
+
+
+def run_one(path: Path, row: Row, env: dict[str, str], limit: float | None = None) -> None:
+    limit = RUN_TIMEOUT if limit is None else limit
     try:
         done = subprocess.run(
             [_bin("noetl-vm"), "run", str(path), "--json", "--quiet", "--db", "memory:"],
-            capture_output=True, text=True, env=env, cwd=path.parent, timeout=RUN_TIMEOUT,
+            capture_output=True, text=True, env=env, cwd=path.parent, timeout=limit,
         )  # fmt: skip
     except subprocess.TimeoutExpired:
         row.status, row.outcome = "timeout", "failed"
-        row.error = f"did not finish within {RUN_TIMEOUT:g} s"
+        row.error = f"did not finish within {limit:g} s"
         return
     lines = done.stdout.strip().splitlines()
     try:
@@ -447,6 +485,9 @@ def collect(shared: Path, work: Path, only: str | None) -> list[tuple[Path, Row]
             row = Row(file=f"{root}/{rel}", dialect="legacy" if legacy else "canonical")
             entry = config_entry(rel, root, config, index)
             if entry is not None:
+                setup = entry.get("requires_setup")
+                if isinstance(setup, str) and setup:
+                    row.setup = str(Path(_config_path(config, setup) or setup).name) + ".yaml"
                 validation = entry.get("validation") or {}
                 row.expected = str(validation.get("execution_status") or "completed")
                 for step, spec in (validation.get("step_validations") or {}).items():
@@ -459,6 +500,34 @@ def collect(shared: Path, work: Path, only: str | None) -> list[tuple[Path, Row]
             row.written_to_fail = row.expected != "completed"
             items.append((path, row))
     return items
+
+
+def _config_path(config: dict[str, dict[str, Any]], name: str) -> str | None:
+    """The path NoETL's configuration gives the playbook named `name` (its `name:`)."""
+    for entry in config.values():
+        if entry.get("name") == name:
+            return str(entry.get("path"))
+    return None
+
+
+def run_setup(path: Path, row: Row, env: dict[str, str]) -> bool:
+    """Run the playbook's setup (NoETL's `requires_setup`, from its folder) first, on the
+    same database; False (the row says why) when it does not complete. A setup that is not
+    in the folder is not run (`missing_setup` judges the outcome)."""
+    if row.setup is None or not (path.parent / row.setup).is_file():
+        return True
+    setup = path.parent / row.setup
+    if _compile(setup, env) and not (_migrate(setup, env) and not _compile(setup, env)):
+        row.outcome, row.status = "failed", "setup"
+        row.error = f"its setup playbook {row.setup} does not compile"
+        return False
+    first = Row(file=str(setup), dialect=row.dialect)
+    run_one(setup, first, env, time_limit(yaml.safe_load(setup.read_text(encoding="utf-8"))))
+    if first.outcome != "passed":
+        row.outcome, row.status = "failed", "setup"
+        row.error = f"its setup playbook {row.setup}: {first.status}: {first.error}"
+        return False
+    return True
 
 
 def children_of_others(
@@ -487,6 +556,79 @@ def children_of_others(
             child = None if TEMPLATE.search(name) else _child(path.parent, name, catalog)
             if child is not None and child.resolve() != path.resolve():
                 out.setdefault(child.resolve(), row.file)
+    return out
+
+
+TABLE_MADE = re.compile(
+    r"\bCREATE\s+(?:OR\s+REPLACE\s+)?(?:UNLOGGED\s+)?TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?([\w.\"]+)",
+    re.IGNORECASE,
+)
+TABLE_USED = re.compile(r"\b(?:FROM|JOIN|INTO|UPDATE)\s+([\w.\"]+)", re.IGNORECASE)
+
+
+def _tables(pattern: re.Pattern[str], text: str) -> set[str]:
+    names = {m.group(1).replace('"', "").lower() for m in pattern.finditer(text)}
+    return {n.removeprefix("public.") for n in names}
+
+
+# table -> the playbooks of the corpus that create it (filled by run_corpus)
+TABLE_MAKERS: dict[str, list[str]] = {}
+MISSING_TABLE = re.compile(
+    r"relation \"([\w.]+)\" does not exist|Table with name ([\w.]+) does not exist"
+)
+
+
+def table_makers(items: list[tuple[Path, Row]]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for path, row in items:
+        for table in _tables(TABLE_MADE, path.read_text(encoding="utf-8")):
+            out.setdefault(table, []).append(row.file)
+    return out
+
+
+def data_from_elsewhere(row: Row) -> None:
+    """A run that failed on a missing table which only other playbooks of the corpus create
+    is skipped: its data comes from them (NoETL's suite runs them first)."""
+    found = MISSING_TABLE.search(row.error or "") if row.outcome == "failed" else None
+    if found is None:
+        return
+    table = (found.group(1) or found.group(2)).lower().removeprefix("public.")
+    makers = [f for f in TABLE_MAKERS.get(table, []) if f != row.file]
+    if makers:
+        row.outcome = "skipped"
+        row.reason = f"uses table {table}, made by {Path(makers[0]).name} (another playbook)"
+
+
+DB_FILE = re.compile(r"(?<![\w.])(/[\w./-]+\.(?:duckdb|sqlite3?|db))\b")
+CREATES = re.compile(r"\bCREATE\s+(?:OR\s+REPLACE\s+)?TABLE\b", re.IGNORECASE)
+
+
+def data_producers(
+    items: list[tuple[Path, Row]], catalogs: dict[str, dict[str, Path]], pg_dsn: str, nats: str
+) -> dict[Path, str]:
+    """Playbooks that read a database file (an absolute path) whose tables another playbook
+    of the corpus creates -> why they cannot run, when that playbook needs an outside
+    service: the data they read is made there."""
+    texts = {path: path.read_text(encoding="utf-8") for path, _ in items}
+    files = {path: set(DB_FILE.findall(text)) for path, text in texts.items()}
+    out: dict[Path, str] = {}
+    for reader, _row in items:
+        if not files[reader] or CREATES.search(texts[reader]):
+            continue
+        for writer, row in items:
+            shared = files[reader] & files[writer]
+            if writer == reader or not shared or not CREATES.search(texts[writer]):
+                continue
+            root = next(r for r in ROOTS if row.file.startswith(r + "/"))
+            doc = yaml.safe_load(texts[writer])
+            needs = outside_services(doc, texts[writer], writer, catalogs.get(root, {}))
+            needs += local_credentials(credential_names(doc), pg_dsn, nats)[1]
+            if needs:
+                out[reader.resolve()] = (
+                    f"reads {sorted(shared)[0]}, made by {Path(row.file).name}, which needs "
+                    + ", ".join(needs)
+                )
+                break
     return out
 
 
@@ -544,7 +686,15 @@ def evaluate(
         row.outcome, row.status = "failed", "accepted"
         row.error = "written to be rejected, but it checks clean"
         return row
-    run_one(path, row, env)
+    limit = max([time_limit(doc)] + [time_limit(yaml.safe_load(c.read_text(encoding="utf-8")))
+                                      for c in _static_children(doc, path, catalog)])  # fmt: skip
+    if run_setup(path, row, env):
+        run_one(path, row, env, limit)
+        data_from_elsewhere(row)
+        if row.setup and row.outcome == "failed" and not (path.parent / row.setup).is_file():
+            row.outcome = "skipped"  # it ran without the setup NoETL gives it, and failed
+            row.reason = f"needs its setup playbook {row.setup} (NoETL's requires_setup), "
+            row.reason += f"not in its folder: {row.error}"
     return row
 
 
@@ -554,7 +704,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--only", default=None)
     parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--timeout", type=float, default=None, help="seconds per run (90)")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        help="seconds per run (90; a playbook's own timeouts raise it, up to 300)",
+    )
     args = parser.parse_args(argv)
     if args.timeout is not None:
         global RUN_TIMEOUT
@@ -573,6 +728,49 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def own_databases(pg_dsn: str, count: int) -> list[str]:
+    """One PostgreSQL database per concurrent run (`createdb`), so that two playbooks running
+    at the same time never see each other's tables (many create and drop the same names).
+    The shared DSN when they cannot be created."""
+    url = urllib.parse.urlsplit(pg_dsn)
+    createdb = shutil.which("createdb")
+    if url.scheme not in ("postgres", "postgresql") or createdb is None:
+        return [pg_dsn] * count
+    where = ["-h", url.hostname or "127.0.0.1", "-p", str(url.port or 5432)]
+    where += ["-U", urllib.parse.unquote(url.username or "postgres")]
+    out = []
+    for k in range(count):
+        name = f"noetl_corpus_{os.getpid()}_{k}"
+        done = subprocess.run([createdb, *where, name], capture_output=True, text=True)
+        if done.returncode != 0:
+            _drop_databases(pg_dsn, out)
+            return [pg_dsn] * count
+        out.append(url._replace(path="/" + name).geturl())
+    return out
+
+
+def _drop_databases(pg_dsn: str, dsns: list[str]) -> None:
+    url = urllib.parse.urlsplit(pg_dsn)
+    dropdb = shutil.which("dropdb")
+    if dropdb is None:
+        return
+    where = ["-h", url.hostname or "127.0.0.1", "-p", str(url.port or 5432)]
+    where += ["-U", urllib.parse.unquote(url.username or "postgres")]
+    for dsn in dsns:
+        name = urllib.parse.urlsplit(dsn).path.lstrip("/")
+        if dsn != pg_dsn:
+            subprocess.run([dropdb, *where, "--force", name], capture_output=True, text=True)
+
+
+def _with_database(dsns: queue.Queue[str], path: Path, row: Row, *rest: Any) -> Row:
+    """`evaluate` with a database of its own for the time of the run."""
+    dsn = dsns.get()
+    try:
+        return evaluate(path, row, *rest[:3], dsn, rest[3])
+    finally:
+        dsns.put(dsn)
+
+
 def run_corpus(shared: Path, *, only: str | None = None, jobs: int = 2) -> list[Row]:
     pg_dsn = os.environ.get("NOETLC_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:5432/postgres")
     nats_url = os.environ.get("NOETLC_TEST_NATS_URL", "nats://127.0.0.1:4222")
@@ -581,11 +779,18 @@ def run_corpus(shared: Path, *, only: str | None = None, jobs: int = 2) -> list[
         items = collect(shared, work, only)
         catalogs = {root: catalog_of(work / root) for root in ROOTS if (work / root).is_dir()}
         parents = children_of_others(items, catalogs)
+        producers = data_producers(items, catalogs, pg_dsn, nats_url)
+        TABLE_MAKERS.clear()
+        TABLE_MAKERS.update(table_makers(items))
         home = work / "home"
         home.mkdir()
         base_env = {k: v for k, v in os.environ.items() if not k.startswith("NOETL_KEYCHAIN_")}
         base_env["NOETL_PLAYBOOK_PATH"] = ""
         rows: list[Row] = []
+        databases = own_databases(pg_dsn, max(1, jobs))
+        dsns: queue.Queue[str] = queue.Queue()
+        for dsn in databases:
+            dsns.put(dsn)
         with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
             futures = []
             for path, row in items:
@@ -595,21 +800,28 @@ def run_corpus(shared: Path, *, only: str | None = None, jobs: int = 2) -> list[
                     row.outcome, row.reason = "skipped", f"runs as the child of {parent}"
                     rows.append(row)
                     continue
+                if path.resolve() in producers:
+                    row.outcome, row.reason = "skipped", producers[path.resolve()]
+                    rows.append(row)
+                    continue
                 env = {**base_env, "NOETL_PLAYBOOK_PATH": str(work / root)}
                 futures.append(
                     pool.submit(
-                        evaluate,
+                        _with_database,
+                        dsns,
                         path,
                         row,
                         work / root,
                         catalogs.get(root, {}),
                         env,
-                        pg_dsn,
                         nats_url,
                     )
                 )
-            for future in futures:
-                rows.append(future.result())
+            try:
+                for future in futures:
+                    rows.append(future.result())
+            finally:
+                _drop_databases(pg_dsn, databases)
     order = {row.file: i for i, (_, row) in enumerate(items)}
     return sorted(rows, key=lambda row: order[row.file])
 

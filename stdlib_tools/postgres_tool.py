@@ -58,6 +58,7 @@ def run(
         connect = connection_of(args.auth, keychain)
     except ConnectionSpecError as exc:
         return error("ToolArgumentError", str(exc))
+    connect = {**connect, **fields_of(args.connect_with or {})}
     sql = args.query or ""
     if args.script is not None:
         try:
@@ -108,11 +109,7 @@ def connection_of(auth: str | dict[str, Any] | None, keychain: Keychain) -> dict
         dsn = value.get("dsn") or value.get("url")
         if isinstance(dsn, str):
             return {"dsn": dsn}
-        out: dict[str, Any] = {}
-        for field, spellings in _FIELDS.items():
-            found = next((value[s] for s in spellings if value.get(s) is not None), None)
-            if found is not None:
-                out[field] = int(found) if field == "port" else str(found)
+        out = fields_of(value)
         if out:
             return out
     named = f"keychain entry `{auth}`" if isinstance(auth, str) else "`auth:`"
@@ -120,6 +117,17 @@ def connection_of(auth: str | dict[str, Any] | None, keychain: Keychain) -> dict
         f"{named} is not a PostgreSQL connection: give a postgresql:// DSN or a mapping with "
         "host, port, user, password and database"
     )
+
+
+def fields_of(value: dict[str, Any]) -> dict[str, Any]:
+    """asyncpg's connect fields from a mapping in any of NoETL's spellings (`db_name`, ...);
+    beside a `dsn` they override its parts."""
+    out: dict[str, Any] = {}
+    for field, spellings in _FIELDS.items():
+        found = next((value[s] for s in spellings if value.get(s) is not None), None)
+        if found is not None:
+            out[field] = int(found) if field == "port" else str(found)
+    return out
 
 
 def _has_fields(value: dict[str, Any]) -> bool:

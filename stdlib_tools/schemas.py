@@ -226,6 +226,11 @@ class PostgresArgs(_SqlArgs):
     )
     pool: PgPool | None = Field(None, description="the connection pool's settings")
     script: ScriptRef | None = Field(None, description="the SQL, read at run time")
+    connect_with: dict[str, Any] | None = Field(
+        None,
+        validation_alias=_one_of("with"),
+        description="connection fields over `auth:`'s (`db_name`, `db_host`, `db_user`, ...)",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> PostgresArgs:

@@ -1,7 +1,7 @@
 """The `shell` tool: run a command (or several) and capture its output.
 
-`command:` is a command line run by `/bin/sh -c`, or a list run directly (no shell, no quoting
-problems); `cmds:`/`commands:` are command lines run one after another, stopping at the first
+`command:` is a command line run by `bash -c` as NoETL does (`/bin/sh -c` where bash is not
+installed), or a list run directly (no shell, no quoting problems); `cmds:`/`commands:` are command lines run one after another, stopping at the first
 that fails (one string instead of a list is one script). `env:` is added to the environment, `cwd:` is relative to the playbook's folder.
 The result is `{stdout, stderr, returncode}` (for `cmds:` the outputs are concatenated and
 `returncode` is the last one's). A non-zero exit is an error outcome (`ShellError`) that still
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 from pathlib import Path
@@ -24,6 +25,8 @@ from noetlc.stdlib_tools.keychain import Keychain
 from noetlc.stdlib_tools.schemas import ShellArgs
 
 KILL_GRACE = 2.0
+# NoETL's shell tool runs command lines with bash (`read -s`, `[[ ]]`, arrays, `pipefail`)
+SHELL = shutil.which("bash")
 
 
 def run(
@@ -78,11 +81,12 @@ def _run_one(
     command: str | list[str], cwd: Path, env: dict[str, str], timeout: float | None
 ) -> tuple[str, str, int] | None:
     """(stdout, stderr, returncode), or None on timeout (the process group is killed: with
-    `sh -c`, grandchildren would otherwise keep the pipes open and the wait would hang)."""
+    `bash -c`, grandchildren would otherwise keep the pipes open and the wait would hang)."""
     try:
         process = subprocess.Popen(
             command,
             shell=isinstance(command, str),
+            executable=SHELL if isinstance(command, str) else None,
             cwd=cwd,
             env=env,
             stdin=subprocess.DEVNULL,

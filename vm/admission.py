@@ -9,6 +9,7 @@ VM issues are built here; their action ids are lazy (`protocol.Command`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from jinja2 import Undefined
@@ -147,6 +148,13 @@ class Admission(Routing):
             return
         run.results = [None] * len(run.items)
         run.best_effort = table.loop.get("failure_mode") == "best_effort"
+        run.slots = table.slots
+        if table.slots_from is not None:
+            slots, width_error = loop_width(table.slots_from, scope, step)
+            if width_error is not None:
+                self._finish(run, _STEP_FAILED, None, width_error, commands)
+                return
+            run.slots = slots
         self.firings += 1  # loop_start
         self.record(_LOOP_STARTED, step, {"count": len(run.items)}, run_id)
         if not run.items:
@@ -155,7 +163,7 @@ class Admission(Routing):
         self._fill_slots(run, table, commands)
 
     def _fill_slots(self, run: LoopRun, table: StepTable, commands: list[Command]) -> None:
-        while len(run.in_flight) < table.slots and run.next_index < len(run.items):
+        while len(run.in_flight) < run.slots and run.next_index < len(run.items):
             index = run.next_index
             self.iterations += 1
             if self.iterations > self.budgets["loop_iterations"] > 0:
@@ -218,3 +226,21 @@ class Admission(Routing):
 def expression_failure(exc: ExpressionError) -> dict[str, Any]:
     """A step's error for an expression of the control VM that failed (items, writes)."""
     return {"type": exc.error_type, "code": exc.code, "message": str(exc)}
+
+
+def loop_width(
+    evaluate: Callable[[dict[str, Any]], Any], scope: dict[str, Any], step: str
+) -> tuple[int, dict[str, Any] | None]:
+    """(slots, None) from a loop's `max_in_flight` template, or (0, the step's error)."""
+    try:
+        value = evaluate(scope)
+    except ExpressionError as exc:
+        return 0, expression_failure(exc)
+    try:
+        slots = int(value)
+    except (TypeError, ValueError):
+        slots = 0
+    if isinstance(value, bool) or slots < 1:
+        message = f"`max_in_flight` of loop {step} must be a positive integer, not {value!r}"
+        return 0, {"type": "TypeError", "code": "NOE310", "message": message}
+    return slots, None

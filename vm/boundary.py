@@ -11,7 +11,14 @@ from __future__ import annotations
 from typing import Any
 
 from noetlc.vm.admission import Admission
-from noetlc.vm.control_state import LoopRun, StepRecord, StepRun, Token, racing_write
+from noetlc.vm.control_state import (
+    LoopRun,
+    StepRecord,
+    StepRun,
+    Token,
+    loop_result,
+    racing_write,
+)
 from noetlc.vm.protocol import Command, CommandKind, Event, EventName
 from noetlc.vm.tables import DonePlan, first_passing
 
@@ -93,7 +100,7 @@ class Boundary(Admission):
         if stopped is not None:
             data["stopped_after"] = stopped
         self.record(_LOOP_DONE, run.step, data, run.run_id)
-        self._finish(run, _LOOP_DONE, run.results, None, commands)
+        self._finish(run, _LOOP_DONE, loop_result(run), None, commands)
 
     def _finish(
         self,

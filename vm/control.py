@@ -215,7 +215,7 @@ class ControlVM(Boundary):
         if (
             type(run) is LoopRun
             and event.iteration is not None
-            and self.tables[run.step].slots > 1
+            and run.slots > 1
             and self._conflicting_writes(run, event.iteration, writes, commands)
         ):
             return True

@@ -61,6 +61,7 @@ class LoopRun(StepRun):
         "items",
         "next_index",
         "results",
+        "slots",
         "written",
     )
 
@@ -73,8 +74,19 @@ class LoopRun(StepRun):
         self.done = 0
         self.failures = 0
         self.best_effort = False
+        self.slots = 1  # iterations in flight at most (`max_in_flight`, 1 when sequential)
         # parallel runs: ctx key -> (iteration, value) of the iteration that wrote it
         self.written: dict[str, tuple[int, Any]] = {}
+
+
+def loop_result(run: StepRun) -> dict[str, Any]:
+    """A loop step's result, in NoETL's shape: `results` the iterations' results in item order
+    (a failed or cancelled iteration's is null), `stats` the finished iterations counted."""
+    total = run.done
+    return {
+        "results": run.results,
+        "stats": {"total": total, "success": total - run.failures, "failed": run.failures},
+    }
 
 
 def action_id(execution_id: str, step_run_id: str, iteration: int | None) -> str:

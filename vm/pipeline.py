@@ -181,6 +181,8 @@ def run_pipeline(
                 _apply(iter_scope, program.value(instruction[1], scope))
                 pc += 1
             elif op == OP["SET_CTX_P"]:
+                if pc >= step.end_pc:  # the step's own `set:` reads its result by its name
+                    scope[step.name] = last_result
                 for key, value in (program.value(instruction[1], scope) or {}).items():
                     apply_ctx(key, value)
                 pc += 1
@@ -210,8 +212,8 @@ def run_pipeline(
             elif op == OP["JUMP"]:
                 pc = instruction[1]
                 attempts.pop(pc, None)
-            elif op == OP["BREAK"]:
-                return finish(True, result=last_result)
+            elif op == OP["BREAK"]:  # the pipeline ends well: the step's own ctx writes run
+                pc = step.end_pc
             elif op == OP["FAIL"]:
                 return finish(
                     False,

@@ -39,9 +39,12 @@ class StepInfo:
     loop: dict[str, Any] | None
     pipeline: tuple[tuple[Any, ...], ...]
     task_pcs: dict[str, int]
-    next_task_pc: dict[int, int]  # pc of a TASK -> pc of the next TASK (or END)
+    next_task_pc: dict[int, int]  # pc of a TASK -> pc of the next TASK (or the step's end)
     line: int
     file: str = ""
+    # where a successful pipeline ends: the step-level ctx writes (`set:`, SET_CTX_P right
+    # before END; a rule's writes are always followed by its action) or END
+    end_pc: int = 0
 
 
 class Program:
@@ -102,6 +105,8 @@ class Program:
             instructions, positions = pipelines[info["name"]]
             task_pcs = [pc for pc, i in enumerate(instructions) if i[0] == OP["TASK"]]
             end_pc = next(pc for pc, i in enumerate(instructions) if i[0] == OP["END"])
+            while end_pc > 0 and instructions[end_pc - 1][0] == OP["SET_CTX_P"]:
+                end_pc -= 1
             firsts = [*task_pcs, end_pc]
             self.steps[info["name"]] = StepInfo(
                 name=info["name"],
@@ -110,6 +115,7 @@ class Program:
                 pipeline=instructions,
                 task_pcs={self.names[instructions[pc][1]]: pc for pc in task_pcs},
                 next_task_pc={pc: firsts[i + 1] for i, pc in enumerate(task_pcs)},
+                end_pc=end_pc,
                 line=self.positions[positions[0]][1] if positions else 0,
                 file=str(self.positions[positions[0]][0]) if positions else "",
             )

@@ -151,6 +151,7 @@ class StepTable:
         "name",
         "plain_rule",
         "slots",
+        "slots_from",
         "stop_when",
     )
 
@@ -170,6 +171,8 @@ class StepTable:
         self.items: Evaluator | None = None
         self.stop_when: Evaluator | None = None  # a loop's early-exit condition
         self.slots = 1
+        # a parallel loop's `max_in_flight` template, evaluated when the loop starts
+        self.slots_from: Evaluator | None = None
         self.listener_timeout: float | None = None
         self.listener = False
         # distinct forward predecessors (back edges of cycles excluded): a merge of that many
@@ -193,6 +196,9 @@ def build_tables(program: Program) -> dict[str, StepTable]:
         table.loop = info.get("loop")
         stop = (table.loop or {}).get("stop_when")
         table.stop_when = program.expressions[stop] if stop is not None else None
+        slots_from = (table.loop or {}).get("max_in_flight_from")
+        if slots_from is not None and (table.loop or {}).get("mode") == "parallel":
+            table.slots_from = program.expressions[slots_from]
         listener = info.get("listener")
         table.listener = listener is not None
         table.listener_timeout = (listener or {}).get("timeout")

@@ -33,6 +33,10 @@ def run_all(doc: YMap, reporter: Reporter) -> YMap:
     return map_step_list(doc, fix)
 
 
+# the step's own keys; `command:` beside `tool: KIND` is the tool's SQL or command line
+_STEP_ONLY = STEP_KEYS - {"command"}
+
+
 def tool_kind(doc: YMap, reporter: Reporter) -> YMap:
     """`noetlc migrate`: `tool: postgres` with the tool's arguments written on the step (an
     older form) -> `tool: {kind: postgres, <those arguments>}`."""
@@ -47,9 +51,9 @@ def tool_kind(doc: YMap, reporter: Reporter) -> YMap:
             f"`tool: {tool.value}` of step `{step_name(step)}` is a task mapping now",
             key.span,
         )
-        arguments = tuple((k, v) for k, v in step.items if str(k.value) not in STEP_KEYS)
+        arguments = tuple((k, v) for k, v in step.items if str(k.value) not in _STEP_ONLY)
         task = YMap(((YScalar("kind", key.span), tool), *arguments), step.span)
-        kept = YMap(tuple((k, v) for k, v in step.items if str(k.value) in STEP_KEYS), step.span)
+        kept = YMap(tuple((k, v) for k, v in step.items if str(k.value) in _STEP_ONLY), step.span)
         return kept.with_item("tool", task)
 
     return map_step_list(doc, fix)

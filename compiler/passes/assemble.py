@@ -49,6 +49,9 @@ def run(unit: CompilationUnit) -> None:
             stop = pool.by_path.get(("workflow", step.name, "loop", "stop_when"))
             if stop is not None:
                 loop["stop_when"] = stop
+            slots = pool.by_path.get(("workflow", step.name, "loop", "max_in_flight"))
+            if slots is not None:
+                loop["max_in_flight_from"] = slots
         listener = None if step.listener is None else {"timeout": step.listener.timeout}
         steps.append(StepFacts(step.name, tuple(t.name for t in step.tasks), loop, listener))
     program = Program(

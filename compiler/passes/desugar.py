@@ -12,6 +12,7 @@ from noetlc.compiler.desugar import (
     arc_events,
     case,
     eval_rules,
+    incoming_result,
     labelled_tasks,
     loop_keys,
     next_then,
@@ -45,6 +46,8 @@ DESUGAR_PASSES: list[tuple[str, Pass]] = [
     # a task a `case` rule runs may carry its own `retry:` (it is a task of the pipeline now)
     ("retry_case_tasks", retry.run),
     ("arc_events", arc_events.run),
+    # after `case` and `vars` (which bind `result` to the step's own call), before the sugar
+    ("incoming_result", incoming_result.run),
     ("sugar", sugar.run),
 ]
 

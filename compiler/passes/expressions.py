@@ -48,6 +48,8 @@ def run(unit: CompilationUnit) -> None:
         if step.loop is not None:
             compiler.loop_items(step.loop.items, (*base, "loop"))
             compiler.guard(step.loop.stop_when, (*base, "loop", "stop_when"))
+            if step.loop.max_in_flight_from is not None:
+                compiler.value(step.loop.max_in_flight_from, (*base, "loop", "max_in_flight"))
         for task in step.tasks:
             compiler.task(task, (*base, "tasks", task.name))
         if step.set_ctx is not None:

@@ -294,6 +294,7 @@ class Normalizer:
         if not ok or items is None or not iterator:
             return None
         max_in_flight = 10
+        max_in_flight_from: YNode | None = None
         raw = spec.get("max_in_flight") if spec else None
         if (
             isinstance(raw, YScalar)
@@ -303,9 +304,13 @@ class Normalizer:
             if raw.value < 1:
                 self.reporter.report("NOE212", "`max_in_flight` must be at least 1", raw.span)
             max_in_flight = max(1, raw.value)
+        elif isinstance(raw, YScalar) and isinstance(raw.value, str) and "{{" in raw.value:
+            max_in_flight_from = raw  # evaluated when the loop starts
         elif raw is not None:
             self.reporter.report(
-                "NOE212", "`max_in_flight` must be a literal positive integer", raw.span
+                "NOE212",
+                "`max_in_flight` must be a positive integer or a template that gives one",
+                raw.span,
             )
         # `policy.failure.mode`: the loop's own spec, else the step's, else the executor's.
         failure_mode = None
@@ -326,6 +331,7 @@ class Normalizer:
             failure_mode="best_effort" if failure_mode == "best_effort" else "fail_fast",
             span=node.span,
             stop_when=self.guard(spec.get("stop_when")) if spec else None,
+            max_in_flight_from=max_in_flight_from,
         )
 
     # ------------------------------------------------------------------ tasks

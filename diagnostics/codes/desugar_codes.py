@@ -154,6 +154,12 @@ Example (a loop's `step.exit` runs after all iterations: no task can set the res
         "root-level `tracing:` (removed by `migrate`)",
         "    tracing:\n      enabled: true\n      otlp_endpoint: http://collector:4318",
     ),
+    _legacy(
+        "NOE419",
+        "incoming-result",
+        "a bare `result` in a step's tools (the incoming step's result)",
+        '    - step: end\n      tool:\n        kind: python\n        input: {data: "{{ result }}"}',
+    ),
     _migrate_only(
         "NOE418",
         "tool-as-kind",

@@ -39,7 +39,7 @@ def test_the_design_workflows_run(name: str) -> None:
     if name == "chain":
         assert len(steps) == 7 and all(s["runs"] == 1 for s in steps.values())
     elif name == "loop":
-        assert steps["start"]["result"] == [None] * 7 and steps["end"]["runs"] == 1
+        assert steps["start"]["result"]["results"] == [None] * 7 and steps["end"]["runs"] == 1
     else:
         assert steps["decide"]["runs"] == 7 and summary["ctx"]["i"] == 7
     assert summary["events"] >= tool_calls(name, 7)

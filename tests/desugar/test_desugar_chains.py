@@ -87,7 +87,7 @@ def test_case_named_task_runs_after_the_calls_it_matches_and_keeps_their_results
     out = _run(SAVE)
     assert out["status"] == "completed", out["error"]
     # the iterations' results are the calls' results, not the saving task's
-    assert out["steps"]["start"]["result"] == [{"v": 10}, {"v": 20}]
+    assert out["steps"]["start"]["result"]["results"] == [{"v": 10}, {"v": 20}]
     assert out["steps"]["end"]["status"] == "done"
     failed = _run(SAVE, items=[1, 2, 3])  # the saving task runs for 30 and fails the loop
     assert failed["status"] == "failed"

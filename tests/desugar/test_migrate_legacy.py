@@ -386,7 +386,7 @@ def test_root_tracing_is_refused_by_check_and_removed_by_migrate() -> None:
     assert "NOE417" in codes and "tracing" not in text
     # the loop's legacy `concurrency` is its `max_in_flight`
     assert "max_in_flight: 2" in text
-    assert _run(text)["result"] == [1, 2, 3]
+    assert _run(text)["result"]["results"] == [1, 2, 3]
 
 
 TOOL_KIND = (
@@ -422,3 +422,18 @@ def test_set_prev_replaces_a_failed_tasks_result_for_the_next_task() -> None:
     summary = _run(migrated)
     assert summary["status"] == "completed", summary
     assert summary["result"] == {"n": 6}
+
+
+def test_tool_as_a_kind_name_takes_the_steps_command_as_its_argument() -> None:
+    text, codes = _migrate(
+        HEAD
+        + """workflow:
+  - step: start
+    tool: shell
+    command: "echo hi"
+"""
+    )
+    assert "NOE418" in codes
+    summary = _run(text)
+    assert summary["status"] == "completed", summary
+    assert summary["result"]["stdout"] == "hi\n"

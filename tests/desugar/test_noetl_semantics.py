@@ -190,14 +190,14 @@ LOOP_EXIT = """  - step: start
   - step: found
     tool: {kind: python, input: {r: "{{ start }}"}, code: "result = r"}
   - step: none
-    tool: {kind: python, input: {r: "{{ start }}"}, code: "result = len(r)"}
+    tool: {kind: python, input: {r: "{{ start.results }}"}, code: "result = len(r)"}
 """
 
 
 def test_a_next_from_call_done_ends_the_loop_early() -> None:
     summary = _run(LOOP_EXIT, {"stop_at": 2})
     assert summary["status"] == "completed", summary
-    assert summary["result"] == [{"v": 1}, {"v": 2}]  # iterations 3..5 never ran
+    assert summary["result"]["results"] == [{"v": 1}, {"v": 2}]  # iterations 3..5 never ran
     assert "none" not in summary["steps"]
     full = _run(LOOP_EXIT, {"stop_at": 9})
     assert full["result"] == 5 and "found" not in full["steps"]

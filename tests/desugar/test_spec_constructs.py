@@ -179,7 +179,10 @@ def test_loop_batch_size_and_on_error_continue() -> None:
     assert unit.playbook is not None
     loop = unit.playbook.workflow[0].loop
     assert loop is not None and (loop.max_in_flight, loop.failure_mode) == (2, "best_effort")
-    assert _run(body)["result"] == [10, None, 30]
+    assert _run(body)["result"] == {
+        "results": [10, None, 30],
+        "stats": {"total": 3, "success": 2, "failed": 1},
+    }
 
 
 def test_a_literal_loop_list_runs_its_items() -> None:
@@ -190,7 +193,7 @@ def test_a_literal_loop_list_runs_its_items() -> None:
 """,
         {"two": 2},
     )
-    assert summary["result"] == [2, 4, 6]
+    assert summary["result"]["results"] == [2, 4, 6]
 
 
 def test_step_args_are_the_tools_input() -> None:

@@ -134,15 +134,19 @@ REFERENCED = {"$ref": {"store": "results", "key": "e1/start", "size": 2_000_000}
         ("{{ start._store | default('none') }}", {"start": {"a": 1}}, "none"),
         ("{% if start._ref %}stored{% else %}inline{% endif %}", {"start": REFERENCED}, "stored"),
         ("{% if start._ref %}stored{% else %}inline{% endif %}", {"start": {"a": 1}}, "inline"),
+        # NoETL's preview of a stored result: noetlc keeps none, so it is undefined
+        ("{{ start._preview is defined }}", {"start": REFERENCED}, False),
+        ("{{ start._preview is defined }}", {"start": {"a": 1}}, False),
+        ("{{ start._preview | default('none') }}", {"start": REFERENCED}, "none"),
     ],
 )
 def test_ref_reads_the_reference_of_a_stored_result(
     source: str, variables: dict[str, object], expected: object
 ) -> None:
-    """`x._ref` and `x._store` (NoETL's spellings) are the only `_` names expressions read:
-    the reference of a result stored by reference and its store, undefined for a result kept
-    inline; other `_` names stay refused."""
+    """`x._ref`, `x._store` and `x._preview` (NoETL's spellings) are the only `_` names
+    expressions read: the reference of a result stored by reference, its store and its preview,
+    undefined for a result kept inline; other `_` names stay refused."""
     fn = compile_entry(compile_expression(source).to_entry())
     assert fn(dict(variables)) == expected
     with pytest.raises(ExpressionUnsafe):
-        compile_expression("{{ start._preview }}")
+        compile_expression("{{ start._payload }}")

@@ -242,7 +242,7 @@ def test_a_literal_loop_list_iterates() -> None:
     assert not unit.reporter.has_errors, unit.reporter.sorted()
     summary = run_embedded(unit.payload, {}, MemoryStore())
     assert summary["status"] == "completed"
-    assert summary["steps"]["start"]["result"] == [10, 12]
+    assert summary["steps"]["start"]["result"]["results"] == [10, 12]
 
 
 def test_a_literal_loop_list_with_templates_is_a_located_error() -> None:

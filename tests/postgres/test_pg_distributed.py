@@ -176,7 +176,7 @@ def test_concurrent_workers_never_run_a_job_twice(cluster: Cluster, tmp_path: Pa
     )
     summary = cluster.submit(playbook)
     assert summary["status"] == "completed"
-    assert summary["steps"]["start"]["result"] == list(range(60))
+    assert summary["steps"]["start"]["result"]["results"] == list(range(60))
     calls = Counter((tmp_path / "calls.log").read_text().split())
     assert calls == Counter(str(n) for n in range(60))  # every item exactly once
 

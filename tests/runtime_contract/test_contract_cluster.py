@@ -163,7 +163,7 @@ def test_server_and_worker_over_memory_match_embedded_mode(source: str) -> None:
 
 def test_the_loop_runs_every_iteration_once() -> None:
     record, events = asyncio.run(_run_cluster(_payload(LOOP), workers=2))
-    assert record["summary"]["steps"]["each"]["result"] == [10, 20, 30, 40, 50]
+    assert record["summary"]["steps"]["each"]["result"]["results"] == [10, 20, 30, 40, 50]
     done = [e["iteration"] for e in events if e["name"] == "loop.iteration.done"]
     assert sorted(done) == [0, 1, 2, 3, 4]
 
@@ -256,7 +256,7 @@ def test_noop_steps_run_inside_the_server_round(inline: bool) -> None:
 
     record, events, jobs = asyncio.run(scenario())
     assert _comparable(record["summary"]) == _comparable(run_embedded(payload))
-    assert record["summary"]["steps"]["each"]["result"] == [2, 4, 6]
+    assert record["summary"]["steps"]["each"]["result"]["results"] == [2, 4, 6]
     report = check(Program(payload), record["execution_id"], dict(payload["workload"]), events)
     assert report.ok, report.divergence
     queued = sorted(job.payload["step"] for job in jobs.values() if job is not None)
@@ -391,7 +391,7 @@ def test_rounds_overlap_but_commit_in_order(monkeypatch: pytest.MonkeyPatch, inl
 
     record, events = asyncio.run(scenario())
     assert _comparable(record["summary"]) == _comparable(run_embedded(payload))
-    assert record["summary"]["steps"]["each"]["result"] == [2 * x for x in range(1, 17)]
+    assert record["summary"]["steps"]["each"]["result"]["results"] == [2 * x for x in range(1, 17)]
     assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
     assert len(fed) == len(set(fed))
     ids = [e["event_id"] for e in events]

@@ -30,11 +30,7 @@ def _runner() -> ModuleType:
 corpus_run = _runner()
 
 # corpus/noetl files that do not reach NoETL's outcome yet, and why (each one a known gap)
-KNOWN = {
-    "corpus/noetl/v10__test_loop_instance_isolation__playbook.yaml": (
-        "reads a loop step's result as NoETL's `{results: [...]}`; here it is the list"
-    ),
-}
+KNOWN: dict[str, str] = {}
 
 
 def test_the_outside_service_rule(tmp_path: Path) -> None:
@@ -53,6 +49,9 @@ def test_the_outside_service_rule(tmp_path: Path) -> None:
     found = reasons("workflow: [{step: s, tool: {kind: shell, cmds: ['kubectl get pods']}}]")
     assert found == ["program kubectl (a service client)"]
     assert reasons("workflow: [{step: s, tool: {kind: shell, cmds: ['echo hi | wc -l']}}]") == []
+    # a database client connects to the server its command line names
+    found = reasons("workflow: [{step: s, tool: {kind: shell, cmds: ['pg_isready -p 54321']}}]")
+    assert found == ["program pg_isready (a service client)"]
     found = reasons("workflow: [{step: s, tool: {kind: python, code: 'import no_such_mod_x'}}]")
     assert found == ["python module no_such_mod_x (not installed)"]
     env, outside = corpus_run.local_credentials(
@@ -61,6 +60,18 @@ def test_the_outside_service_rule(tmp_path: Path) -> None:
     assert outside == ["sf_test"]
     assert env["NOETL_KEYCHAIN_PG_LOCAL"] == "postgresql://x"
     assert "nats://y" in env["NOETL_KEYCHAIN_NATS_CREDENTIAL"]
+
+
+def test_a_playbooks_own_timeouts_raise_its_time_limit_up_to_noetls_default() -> None:
+    import yaml
+
+    def limit(text: str) -> float:
+        return float(corpus_run.time_limit(yaml.safe_load(text)))
+
+    assert limit("workflow: [{step: s, tool: {kind: noop}}]") == corpus_run.RUN_TIMEOUT
+    assert limit("workflow: [{step: s, tool: {kind: playbook, timeout: 150}}]") == 150
+    assert limit("workflow: [{step: s, spec: {timeout: 2m30s}, tool: {kind: noop}}]") == 150
+    assert limit("workflow: [{step: s, tool: {kind: playbook, timeout: 1200}}]") == 300
 
 
 def test_noetl_result_checks_read_as_intent() -> None:
@@ -97,4 +108,48 @@ def test_the_noetl_sample_runs_to_noetls_outcome() -> None:
         if row.outcome in ("failed", "rejected") and row.file not in KNOWN
     ]
     assert unexpected == []
-    assert len(by_outcome.get("passed", [])) >= 24  # measured: 24 of the 25 that can run
+    assert len(by_outcome.get("passed", [])) >= 25  # measured: the 25 that can run
+
+
+def test_a_database_file_made_by_a_playbook_that_needs_a_service_is_an_outside_need(
+    tmp_path: Path,
+) -> None:
+    writer = tmp_path / "make.yaml"
+    writer.write_text(
+        "workflow:\n"
+        "  - step: s\n"
+        "    tool: {kind: http, url: 'https://storage.example.com/x'}\n"
+        "  - step: t\n"
+        "    tool: {kind: duckdb, database: /tmp/x-state.duckdb, "
+        "command: 'CREATE TABLE r (a INT)'}\n"
+    )
+    reader = tmp_path / "read.yaml"
+    reader.write_text(
+        "workflow:\n"
+        "  - step: s\n"
+        "    tool: {kind: duckdb, database: /tmp/x-state.duckdb, command: 'SELECT * FROM r'}\n"
+    )
+    items = [
+        (writer, corpus_run.Row(file="corpus/noetl/make.yaml", dialect="canonical")),
+        (reader, corpus_run.Row(file="corpus/noetl/read.yaml", dialect="canonical")),
+    ]
+    found = corpus_run.data_producers(items, {}, "postgresql://x", "nats://y")
+    assert list(found) == [reader.resolve()]
+    assert "made by make.yaml" in found[reader.resolve()]
+    assert "storage.example.com" in found[reader.resolve()]
+
+
+def test_a_run_failing_on_a_table_only_other_playbooks_create_is_skipped() -> None:
+    corpus_run.TABLE_MAKERS.clear()
+    corpus_run.TABLE_MAKERS.update({"stress_items": ["e2e/make.yaml"]})
+    try:
+        row = corpus_run.Row(file="e2e/use.yaml", dialect="canonical", outcome="failed")
+        row.error = 'step count: relation "public.stress_items" does not exist'
+        corpus_run.data_from_elsewhere(row)
+        assert row.outcome == "skipped" and "made by make.yaml" in row.reason
+        own = corpus_run.Row(file="e2e/use.yaml", dialect="canonical", outcome="failed")
+        own.error = 'step count: relation "other_table" does not exist'
+        corpus_run.data_from_elsewhere(own)
+        assert own.outcome == "failed"  # nothing in the corpus makes it: a real failure
+    finally:
+        corpus_run.TABLE_MAKERS.clear()

@@ -164,3 +164,13 @@ def test_pools_are_cached_per_connection_and_closed_at_shutdown(dsn: str) -> Non
     aioloop.shutdown()  # what atexit runs
     assert postgres_tool._pools == {} and pool.is_closing()
     assert pg(dsn, "SELECT 3 AS a")["result"]["rows"] == [{"a": 3}]  # type: ignore[index]
+
+
+def test_with_overrides_the_connection_fields_of_auth(dsn: str) -> None:
+    # NoETL's `with:` (`db_name`, `db_host`, ...) connects to another database of the server
+    out = call_tool(
+        "postgres",
+        {"auth": dsn, "with": {"db_name": "template1"}, "query": "SELECT current_database() AS d"},
+    )
+    assert out["status"] == "ok", out
+    assert out["result"]["command_0"]["rows"] == [{"d": "template1"}]

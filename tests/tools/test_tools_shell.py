@@ -55,3 +55,11 @@ def test_env_and_cwd_relative_to_the_playbook(tmp_path: Path) -> None:
     assert out["result"]["stdout"] == f"{(tmp_path / 'sub').resolve()}\nhi\n"
     missing = call_tool("shell", {"command": "true", "cwd": "nope"}, None, ctx)
     assert missing["error"]["type"] == "ToolArgumentError"
+
+
+def test_a_command_line_runs_in_bash_as_in_noetl() -> None:
+    # bash-only syntax: `[[ ]]`, arrays, `read -s` (a POSIX sh rejects all three)
+    script = 'a=(x y); [[ ${#a[@]} == 2 ]] && echo "two"; read -s line < /dev/null || true'
+    out = call_tool("shell", {"command": script})
+    assert out["status"] == "ok", out
+    assert out["result"]["stdout"] == "two\n"

@@ -187,7 +187,9 @@ class Reference:
                         ok = False
                         break
                 collected.append(it_result if it_ok else None)
-            result = collected if ok else None
+            total = len(collected)
+            stats = {"total": total, "success": total - failed, "failed": failed}
+            result = {"results": collected, "stats": stats} if ok else None
             event = "loop.done" if ok else "step.failed"
         if ok:
             rec["status"], rec["result"] = "done", result

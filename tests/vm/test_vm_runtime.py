@@ -96,7 +96,7 @@ def test_parallel_iterations_overlap_and_keep_input_order() -> None:
     summary = run_embedded(
         _payload(PLAYBOOKS / "slow_parallel.yaml"), on_events=lambda b: events.extend(b)
     )
-    assert summary["steps"]["start"]["result"] == [1, 2, 3, 4, 5, 6, 7, 8]
+    assert summary["steps"]["start"]["result"]["results"] == [1, 2, 3, 4, 5, 6, 7, 8]
     names = [e.name for e in events if e.name.startswith("loop.iteration.")]
     first_done = names.index("loop.iteration.done")
     # max_in_flight 4: four iterations were running before the first one finished, never more
