@@ -11,7 +11,8 @@ that exclude each other) raise `PydanticCustomError` with the types `missing_arg
 `argument_conflict`, which the compiler maps to NOE602 and NOE605.
 
 This module imports only pydantic: the compiler reads it without loading httpx or asyncpg. The
-kinds and their schemas are put together in `kinds.py`.
+kinds table (`kinds.py`) names these classes and imports this module the first time a schema
+is read, so a runtime that validates no arguments never loads pydantic.
 """
 
 from __future__ import annotations
@@ -29,11 +30,19 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from noetlc.stdlib_tools.spellings import SQL_SPELLINGS
+
 Scalar = str | int | float | bool | None
 
 
 class ToolArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+class PluginNeededArgs(ToolArgs):
+    """A kind known by name only: its arguments are the plugin's to check."""
+
+    model_config = ConfigDict(extra="allow")
 
 
 def _one_of(spelling: str) -> AliasChoices:
@@ -191,8 +200,6 @@ class HttpArgs(ToolArgs):
 
 
 # --------------------------------------------------------------------------- SQL tools
-
-SQL_SPELLINGS = "query command sql"
 
 
 class _SqlArgs(ToolArgs):

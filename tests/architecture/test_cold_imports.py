@@ -167,6 +167,26 @@ def test_running_bytecode_without_expressions_loads_no_expression_compiler(
     assert "noetlc.vm.control" in modules
     forbidden = ["noetlc.expr.compile", "noetlc.expr.parser", "noetlc.expr.jinja_expr_parser"]
     assert offending(modules, forbidden) == []
+    # noop tasks validate no arguments: the kinds table names the schemas, never imports them
+    assert offending(modules, ["pydantic", "pydantic_core", "noetlc.stdlib_tools.schemas"]) == []
+
+
+def test_the_kinds_table_imports_no_schema() -> None:
+    # every fact but the argument schema (inline, executor, credentials, sql) costs no pydantic
+    code = (
+        "import sys\n"
+        "from noetlc.stdlib_tools import kinds, registry\n"
+        "assert kinds.inline_kinds() and kinds.lookup('postgres').sql\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('pydantic', 'noetlc.stdlib_tools.s'))))\n"
+        "kinds.lookup('python').schema\n"
+        "print('pydantic' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    before, after = done.stdout.splitlines()
+    assert before == "['noetlc.stdlib_tools.spellings']"
+    assert after == "True"  # reading a schema imports it
 
 
 @pytest.mark.parametrize("prog", ["noetlc", "noetl-vm"])
