@@ -54,6 +54,7 @@ class ToolKind:
 
     __slots__ = (
         "_schema",
+        "_schema_name",
         "credentials",
         "inline",
         "module",
@@ -64,6 +65,8 @@ class ToolKind:
         "summary",
     )
 
+    _schema: type[ToolArgs] | None
+    _schema_name: str | None
     name: str
     module: str | None
     """Dotted module with `run(args, spec, context, keychain) -> outcome`; None for the kinds
@@ -94,7 +97,8 @@ class ToolKind:
     ) -> None:
         values = {
             "name": name,
-            "_schema": schema,
+            "_schema": None if isinstance(schema, str) else schema,
+            "_schema_name": schema if isinstance(schema, str) else None,
             "module": module,
             "summary": summary,
             "credentials": tuple(credentials),
@@ -119,12 +123,23 @@ class ToolKind:
     def schema(self) -> type[ToolArgs]:
         """The argument model; a built-in record's is imported here, the first time."""
         schema = self._schema
-        if isinstance(schema, str):
+        if schema is None:
             from importlib import import_module
 
-            schema = getattr(import_module(_SCHEMAS), schema)
+            schema = getattr(import_module(_SCHEMAS), str(self._schema_name))
             object.__setattr__(self, "_schema", schema)
-        return schema  # type: ignore[return-value]
+        return schema
+
+    def args_fit(self, args: Any) -> bool:
+        """True when `args` (plain data) certainly validate against the schema, decided
+        without pydantic from the generated table (`shape_check`); False: ask the schema."""
+        name = self._schema_name
+        if name is None:
+            return False  # a plugin's model: only pydantic knows it
+        from noetlc.stdlib_tools.args_table import MODELS
+        from noetlc.stdlib_tools.shape_check import fits
+
+        return fits(MODELS, name, args)
 
     @property
     def available(self) -> bool:

@@ -101,6 +101,35 @@ def test_check_loads_the_front_end_only() -> None:
     assert offending(modules, [*forbidden, "asyncio", "sqlite3", "msgpack", *ALWAYS_HEAVY]) == []
 
 
+def test_checking_a_valid_playbook_builds_no_surface_model() -> None:
+    # the generated shape table accepts it: the pydantic surface models are for diagnostics
+    modules = loaded("noetlc", "check", str(HELLO))
+    assert "noetlc.compiler.surface.shape_table" in modules
+    assert offending(modules, ["noetlc.compiler.surface.models"]) == []
+
+
+def test_checking_noop_tasks_loads_no_pydantic(tmp_path: Path) -> None:
+    playbook = tmp_path / "noop.yaml"
+    playbook.write_text(
+        "apiVersion: noetl.io/v2\nkind: Playbook\nmetadata: {name: noop}\n"
+        "workload: {items: [1, 2]}\nworkflow:\n"
+        "  - step: start\n    loop: {in: '{{ workload.items }}', iterator: item}\n"
+        "    tool: {kind: noop, result: '{{ item }}'}\n    next: end\n"
+        "  - step: end\n    tool: {kind: noop}\n",
+        encoding="utf-8",
+    )
+    modules = loaded("noetlc", "check", str(playbook))
+    assert "noetlc.compiler.passes.tools" in modules  # it did check the tool arguments
+    assert offending(modules, ["pydantic", "pydantic_core", "noetlc.stdlib_tools.schemas"]) == []
+
+
+def test_an_invalid_playbook_still_gets_pydantic_diagnostics(tmp_path: Path) -> None:
+    playbook = tmp_path / "bad.yaml"
+    playbook.write_text("workflow:\n  - step: start\n    nxt: end\n", encoding="utf-8")
+    modules = loaded("noetlc", "check", str(playbook))
+    assert "noetlc.compiler.surface.models" in modules
+
+
 def test_running_bytecode_loads_no_compiler(hello_nbc: str) -> None:
     modules = loaded("noetl-vm", "run", hello_nbc, "--db", "memory:", "--quiet")
     assert "noetlc.vm.control" in modules  # it did run
