@@ -8,9 +8,10 @@ differ). After editing `compiler/surface/models.py` or `stdlib_tools/schemas.py`
     python scripts/gen_shape_tables.py          # rewrite both tables
     python scripts/gen_shape_tables.py --check  # exit 1 when a committed table is stale
 
-A model with validators (custom code), a strict or non-default configuration, or a field
-type this script does not translate is written as None: the fast path never accepts it and
-pydantic decides, so a table is always safe to use.
+A model with validators (custom code) that does not declare `shape_rules` (what they refuse:
+see `noetlc.stdlib_tools.shape_check`), a strict or non-default configuration, or a field type
+this script does not translate is written as None: the fast path never accepts it and pydantic
+decides.
 """
 
 from __future__ import annotations
@@ -64,10 +65,12 @@ class Tables:
 
     def _model(self, model: type[BaseModel]) -> Any:
         decorators = model.__pydantic_decorators__
-        if any(
+        validated = any(
             getattr(decorators, kind)
             for kind in ("validators", "field_validators", "root_validators", "model_validators")
-        ):
+        )
+        declared = model.__dict__.get("shape_rules")  # its own, not a parent's
+        if validated and declared is None:
             raise Unsupported("validators")
         config = model.model_config
         unknown = set(config) - {
@@ -86,10 +89,16 @@ class Tables:
                 keys[key] = index
             code = self._code(info.annotation)
             code = self._constraints(code, info.metadata)
-            if info.validate_default:
+            if info.validate_default and not validated:
                 raise Unsupported("validate_default")
             fields.append((code, info.is_required()))
-        return (extra == "forbid", keys, tuple(fields))
+        names = list(model.model_fields)
+        rules = []
+        for rule, fields_named in declared or ():
+            if rule not in ("given", "exclusive") or not set(fields_named) <= set(names):
+                raise SystemExit(f"{model.__name__}.shape_rules: bad rule {rule} {fields_named}")
+            rules.append((rule, tuple(names.index(f) for f in fields_named)))
+        return (extra == "forbid", keys, tuple(fields), tuple(rules))
 
     @staticmethod
     def _spellings(name: str, info: FieldInfo, by_name: bool) -> list[str]:

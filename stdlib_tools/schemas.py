@@ -17,7 +17,7 @@ is read, so a runtime that validates no arguments never loads pydantic.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import (
     AliasChoices,
@@ -33,6 +33,13 @@ from pydantic_core import PydanticCustomError
 from noetlc.stdlib_tools.spellings import SQL_SPELLINGS
 
 Scalar = str | int | float | bool | None
+
+
+# What a model's validators refuse, for the pydantic-free fast path of the compiler
+# (`noetlc.stdlib_tools.shape_check`): ("given", fields) at least one is given and not null,
+# ("exclusive", fields) at most one is. Declared next to the validators it describes; a model
+# with validators and no `shape_rules` always goes to pydantic.
+ShapeRules = tuple[tuple[str, tuple[str, ...]], ...]
 
 
 class ToolArgs(BaseModel):
@@ -121,6 +128,11 @@ class PythonArgs(ToolArgs):
         None, alias="assert", description="contract: `expects` inputs, `returns` result keys"
     )
 
+    shape_rules: ClassVar[ShapeRules] = (
+        ("given", ("code", "script")),
+        ("exclusive", ("code", "script")),
+    )
+
     @field_validator("code")
     @classmethod
     def _code_or_script(cls, value: str | None, info: ValidationInfo) -> str | None:
@@ -172,6 +184,11 @@ class HttpArgs(ToolArgs):
         True,
         validation_alias=_one_of("verify verify_ssl"),
         description="verify TLS certificates",
+    )
+
+    shape_rules: ClassVar[ShapeRules] = (
+        ("given", ("url",)),
+        ("exclusive", ("json_body", "data", "payload", "body", "form")),
     )
 
     @field_validator("method", mode="before")
@@ -234,6 +251,12 @@ class PostgresArgs(_SqlArgs):
     pool: PgPool | None = Field(None, description="the connection pool's settings")
     script: ScriptRef | None = Field(None, description="the SQL, read at run time")
 
+    shape_rules: ClassVar[ShapeRules] = (
+        ("exclusive", ("query", "script")),
+        ("given", ("query", "script")),
+        ("given", ("auth",)),
+    )
+
     @model_validator(mode="after")
     def _check(self) -> PostgresArgs:
         if self.script is not None and self.query is not None:
@@ -252,6 +275,8 @@ class SqliteArgs(_SqlArgs):
         description="the database file, relative to the playbook's folder",
     )
     params: list[Any] | dict[str, Any] | None = Field(None, description="? or :name values")
+
+    shape_rules: ClassVar[ShapeRules] = (("given", ("query",)),)
 
     @model_validator(mode="after")
     def _check(self) -> SqliteArgs:
@@ -278,6 +303,8 @@ class DuckdbArgs(_SqlArgs):
     )
     params: list[Any] | dict[str, Any] | None = Field(None, description="? or $name values")
 
+    shape_rules: ClassVar[ShapeRules] = (("given", ("query",)),)
+
     @model_validator(mode="after")
     def _check(self) -> DuckdbArgs:
         self._need_query("duckdb")
@@ -302,6 +329,11 @@ class ShellArgs(ToolArgs):
     env: dict[str, Scalar] | None = Field(None, description="added to the environment")
     cwd: str | None = Field(None, description="working directory, relative to the playbook")
     timeout: float | None = Field(None, description="seconds (the process group is killed)")
+
+    shape_rules: ClassVar[ShapeRules] = (
+        ("given", ("command", "commands")),
+        ("exclusive", ("command", "commands")),
+    )
 
     @model_validator(mode="after")
     def _check(self) -> ShellArgs:
@@ -342,6 +374,8 @@ class PlaybookArgs(ToolArgs):
     )
     return_step: str | None = Field(None, description="return this step's result instead")
     task: str | None = Field(None, description="a label (NoETL corpus); not used")
+
+    shape_rules: ClassVar[ShapeRules] = (("given", ("path",)),)
 
     @model_validator(mode="after")
     def _check(self) -> PlaybookArgs:

@@ -13,14 +13,21 @@ spelled by its field name...). So it checks a subset of pydantic's lax rules: ex
 (`int` is not `bool`; a `float` field takes an `int`), literals by type and value, lists and
 string-keyed dicts, unions as "any member fits", closed models refuse unknown keys, required
 fields must be present, a field given under two spellings is refused. A model that has
-validators (custom code) or a construct the generator does not translate is `None` in the
-table: it never fits, pydantic always decides.
+validators (custom code) is `None` in the table — it never fits, pydantic always decides —
+unless it declares what they require as `shape_rules` (below); so is a model with a construct
+the generator does not translate.
+
+`shape_rules` (a class attribute of a model, read by the generator) states what the model's
+validators refuse in data whose fields fit their types: `("given", names)`, at least one of
+the fields is given and not null; `("exclusive", names)`, at most one is. The validators may
+refuse less (a before-validator that only normalizes), never more: the differential tests
+(`tests/compiler/test_shape_tables.py`) hold them to it.
 
 Type codes (nested tuples, so a table is a literal the interpreter loads from the `.pyc`):
 `("any",)`, `("str",)`, `("int",)`, `("float",)`, `("bool",)`, `("none",)`,
 `("lit", values)`, `("list", item)`, `("dict", value)`, `("union", members)`,
 `("model", name)`, `("ge", bound, code)`. A model is `(closed, {key: field index},
-((code, required), ...))` or None.
+((code, required), ...), ((rule, field indices), ...))` or None.
 """
 
 from __future__ import annotations
@@ -28,7 +35,12 @@ from __future__ import annotations
 from typing import Any
 
 Code = tuple[Any, ...]
-Model = tuple[bool, dict[str, int], tuple[tuple[Code, bool], ...]] | None
+Model = (
+    tuple[
+        bool, dict[str, int], tuple[tuple[Code, bool], ...], tuple[tuple[str, tuple[int, ...]], ...]
+    ]
+    | None
+)
 Models = dict[str, Model]
 
 
@@ -45,8 +57,9 @@ def _model(models: Models, name: str, value: Any) -> bool:
     spec = models.get(name)
     if spec is None or type(value) is not dict:
         return False
-    closed, keys, fields = spec
+    closed, keys, fields, rules = spec
     seen: set[int] = set()
+    given: set[int] = set()  # fields given with a value that is not null
     for key, item in value.items():
         if type(key) is not str:
             return False
@@ -58,9 +71,20 @@ def _model(models: Models, name: str, value: Any) -> bool:
         if index in seen:
             return False  # two spellings of one field
         seen.add(index)
+        if item is not None:
+            given.add(index)
         if not _fits(models, fields[index][0], item):
             return False
-    return all(i in seen for i, (_, required) in enumerate(fields) if required)
+    if not all(i in seen for i, (_, required) in enumerate(fields) if required):
+        return False
+    for rule, indices in rules:
+        count = sum(i in given for i in indices)
+        if rule == "given":
+            if count == 0:
+                return False
+        elif rule != "exclusive" or count > 1:
+            return False  # broken, or a rule this version does not know: pydantic decides
+    return True
 
 
 def _fits(models: Models, code: Code, value: Any) -> bool:

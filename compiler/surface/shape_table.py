@@ -16,8 +16,9 @@ MODELS: Models = {
             (("union", (("lit", ("exclusive", "inclusive")), ("none",))), False),
             (("list", ("model", "AdmitRule")), True),
         ),
+        (),
     ),
-    "AdmitElse": (True, {"then": 0}, ((("model", "AdmitThen"), True),)),
+    "AdmitElse": (True, {"then": 0}, ((("model", "AdmitThen"), True),), ()),
     "AdmitRule": (
         True,
         {"else": 2, "else_": 2, "then": 1, "when": 0},
@@ -26,11 +27,13 @@ MODELS: Models = {
             (("union", (("model", "AdmitThen"), ("none",))), False),
             (("union", (("model", "AdmitElse"), ("none",))), False),
         ),
+        (),
     ),
     "AdmitThen": (
         True,
         {"allow": 0, "set_ctx": 1},
         ((("bool",), True), (("union", (("dict", ("any",)), ("none",))), False)),
+        (),
     ),
     "Arc": (
         True,
@@ -42,8 +45,9 @@ MODELS: Models = {
             (("union", (("dict", ("any",)), ("none",))), False),
             (("union", (("model", "ArcSpec"), ("none",))), False),
         ),
+        (),
     ),
-    "ArcSpec": (False, {"stop": 0}, ((("union", (("bool",), ("none",))), False),)),
+    "ArcSpec": (False, {"stop": 0}, ((("union", (("bool",), ("none",))), False),), ()),
     "Budgets": (
         True,
         {"ctx_size": 3, "events": 0, "loop_iterations": 2, "step_runs": 1},
@@ -53,6 +57,7 @@ MODELS: Models = {
             (("union", (("ge", 0, ("int",)), ("none",))), False),
             (("union", (("ge", 0, ("int",)), ("none",))), False),
         ),
+        (),
     ),
     "CaseRule": (
         False,
@@ -62,9 +67,15 @@ MODELS: Models = {
             (("any",), False),
             (("any",), False),
         ),
+        (),
     ),
-    "ElseBranch": (True, {"then": 0}, ((("model", "Then"), True),)),
-    "Executor": (False, {"spec": 0}, ((("union", (("model", "ExecutorSpec"), ("none",))), False),)),
+    "ElseBranch": (True, {"then": 0}, ((("model", "Then"), True),), ()),
+    "Executor": (
+        False,
+        {"spec": 0},
+        ((("union", (("model", "ExecutorSpec"), ("none",))), False),),
+        (),
+    ),
     "ExecutorSpec": (
         False,
         {"budgets": 3, "entry_step": 0, "final_step": 1, "policy": 2},
@@ -74,16 +85,19 @@ MODELS: Models = {
             (("union", (("dict", ("any",)), ("none",))), False),
             (("union", (("model", "Budgets"), ("none",))), False),
         ),
+        (),
     ),
     "FailurePolicy": (
         False,
         {"mode": 0},
         ((("union", (("lit", ("fail_fast", "best_effort")), ("none",))), False),),
+        (),
     ),
     "KeychainEntry": (
         False,
         {"kind": 1, "name": 0},
         ((("str",), True), (("union", (("str",), ("none",))), False)),
+        (),
     ),
     "Loop": (
         True,
@@ -108,6 +122,7 @@ MODELS: Models = {
             (("union", (("int",), ("str",), ("none",))), False),
             (("union", (("dict", ("any",)), ("none",))), False),
         ),
+        (),
     ),
     "LoopSpec": (
         False,
@@ -117,6 +132,7 @@ MODELS: Models = {
             (("union", (("int",), ("str",), ("none",))), False),
             (("union", (("dict", ("any",)), ("none",))), False),
         ),
+        (),
     ),
     "Metadata": (
         False,
@@ -128,6 +144,7 @@ MODELS: Models = {
             (("union", (("str",), ("none",))), False),
             (("union", (("dict", ("any",)), ("none",))), False),
         ),
+        (),
     ),
     "Playbook": (
         True,
@@ -157,6 +174,7 @@ MODELS: Models = {
             (("union", (("str",), ("none",))), False),
             (("union", (("dict", ("any",)), ("none",))), False),
         ),
+        (),
     ),
     "PolicyRule": (
         True,
@@ -166,6 +184,7 @@ MODELS: Models = {
             (("union", (("model", "Then"), ("none",))), False),
             (("union", (("model", "ElseBranch"), ("model", "Then"), ("none",))), False),
         ),
+        (),
     ),
     "Router": (
         True,
@@ -174,6 +193,7 @@ MODELS: Models = {
             (("union", (("model", "RouterSpec"), ("none",))), False),
             (("list", ("model", "Arc")), True),
         ),
+        (),
     ),
     "RouterSpec": (
         False,
@@ -182,6 +202,7 @@ MODELS: Models = {
             (("union", (("lit", ("exclusive", "inclusive")), ("none",))), False),
             (("union", (("dict", ("any",)), ("none",))), False),
         ),
+        (),
     ),
     "Step": (
         True,
@@ -251,6 +272,7 @@ MODELS: Models = {
             (("union", (("dict", ("any",)), ("none",))), False),
             (("any",), False),
         ),
+        (),
     ),
     "StepOutput": (
         True,
@@ -260,6 +282,7 @@ MODELS: Models = {
             (("union", (("dict", ("any",)), ("none",))), False),
             (("union", (("int",), ("none",))), False),
         ),
+        (),
     ),
     "StepPolicy": (
         False,
@@ -268,6 +291,7 @@ MODELS: Models = {
             (("union", (("model", "Admit"), ("none",))), False),
             (("union", (("model", "FailurePolicy"), ("none",))), False),
         ),
+        (),
     ),
     "StepSpec": (
         False,
@@ -277,6 +301,7 @@ MODELS: Models = {
             (("union", (("lit", ("all", "any", "each")), ("none",))), False),
             (("union", (("float",), ("dict", ("any",)), ("str",), ("none",))), False),
         ),
+        (),
     ),
     "Task": (
         False,
@@ -288,6 +313,7 @@ MODELS: Models = {
             (("union", (("dict", ("any",)), ("none",))), False),
             (("any",), False),
         ),
+        (),
     ),
     "TaskPolicy": (
         False,
@@ -297,6 +323,7 @@ MODELS: Models = {
             (("union", (("lit", ("continue", "fail", "default")), ("none",))), False),
             (("union", (("str",), ("none",))), False),
         ),
+        (),
     ),
     "TaskSpec": (
         False,
@@ -306,6 +333,7 @@ MODELS: Models = {
             (("union", (("float",), ("dict", ("any",)), ("str",), ("none",))), False),
             (("union", (("lit", ("inprocess", "subprocess")), ("none",))), False),
         ),
+        (),
     ),
     "Then": (
         True,
@@ -333,6 +361,7 @@ MODELS: Models = {
             (("union", (("dict", ("any",)), ("none",))), False),
             (("union", (("dict", ("any",)), ("none",))), False),
         ),
+        (),
     ),
 }
 

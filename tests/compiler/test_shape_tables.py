@@ -180,6 +180,55 @@ def test_fits_accepts_open_models_and_numbers_for_floats() -> None:
 
 
 def test_a_model_the_table_cannot_decide_never_fits() -> None:
-    assert args_table.MODELS["PythonArgs"] is None  # it has validators
-    assert not fits(args_table.MODELS, "PythonArgs", {"code": "x = 1"})
+    assert args_table.MODELS["NatsArgs"] is None  # validators without `shape_rules`
+    assert not fits(args_table.MODELS, "NatsArgs", {"subject": "a"})
     assert not fits(MODELS, "NoSuchModel", {})
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        ({"code": "x = 1", "input": {"a": "{{ b }}"}}, True),
+        ({"script": {"uri": "a.py", "source": {"type": "file"}}}, True),
+        ({}, False),  # `code` or `script` is required (a validator)
+        ({"code": None}, False),
+        ({"code": "x", "script": {"source": {"type": "file"}}}, False),  # not both
+    ],
+)
+def test_declared_rules_stand_for_the_validators(args: dict[str, Any], expected: bool) -> None:
+    record = lookup("python")
+    assert record is not None
+    assert record.args_fit(args) is expected
+    if expected:
+        record.schema.model_validate(args)
+    else:
+        with pytest.raises(ValidationError):
+            record.schema.model_validate(args)
+
+
+def test_tool_arguments_fit_agrees_with_the_schemas_on_random_arguments() -> None:
+    # every built-in kind, arguments drawn from its own spellings and a pool of values: the
+    # declared `shape_rules` must refuse whatever the validators refuse
+    from noetlc.stdlib_tools.kinds import BUILTIN
+
+    values: list[Any] = [
+        None, "x", "GET", "get", "postgres", "append", "publish", "kv_get", 0, 3, -2, 2.5,
+        True, {}, {"a": 1}, {"a": "b"}, ["a"], [1], {"source": {"type": "inline"}},
+        {"type": "sqlite", "query": "select 1"}, {"expects": ["a"]},
+    ]  # fmt: skip
+    rng = random.Random(7)
+    accepted: dict[str, int] = {}
+    for name, record in sorted(BUILTIN.items()):
+        spec = args_table.MODELS.get(record.schema.__name__)
+        keys = [*spec[1], "bogus"] if spec is not None else ["bogus"]
+        for _ in range(400):
+            args = {rng.choice(keys): rng.choice(values) for _ in range(rng.randint(0, 4))}
+            if not record.args_fit(args):
+                continue
+            accepted[name] = accepted.get(name, 0) + 1
+            try:
+                record.schema.model_validate(args)
+            except ValidationError as exc:
+                raise AssertionError(f"{name}: {args} fits, but {exc}") from None
+    # the fast path did accept arguments of most kinds (so the check above was exercised)
+    assert len(accepted) >= 8, accepted
