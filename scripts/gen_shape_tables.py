@@ -79,6 +79,8 @@ class Tables:
         if unknown:
             raise Unsupported(f"configuration {sorted(unknown)}")
         extra = config.get("extra") or "ignore"
+        if extra not in ("forbid", "allow", "ignore"):
+            raise Unsupported(f"extra={extra}")
         by_name = bool(config.get("populate_by_name"))
         keys: dict[str, int] = {}
         fields: list[tuple[Any, bool]] = []
@@ -91,14 +93,16 @@ class Tables:
             code = self._constraints(code, info.metadata)
             if info.validate_default and not validated:
                 raise Unsupported("validate_default")
-            fields.append((code, info.is_required()))
+            required = info.is_required()
+            default = None if required else _default(info)
+            fields.append((code, required, name, info.alias or name, default))
         names = list(model.model_fields)
         rules = []
         for rule, fields_named in declared or ():
             if rule not in ("given", "exclusive") or not set(fields_named) <= set(names):
                 raise SystemExit(f"{model.__name__}.shape_rules: bad rule {rule} {fields_named}")
             rules.append((rule, tuple(names.index(f) for f in fields_named)))
-        return (extra == "forbid", keys, tuple(fields), tuple(rules))
+        return (extra, keys, tuple(fields), tuple(rules))
 
     @staticmethod
     def _spellings(name: str, info: FieldInfo, by_name: bool) -> list[str]:
@@ -154,6 +158,19 @@ class Tables:
         if isinstance(tp, type) and issubclass(tp, BaseModel):
             return ("model", self.add(tp))
         raise Unsupported(f"type {tp!r}")
+
+
+def _default(info: FieldInfo) -> Any:
+    """A field's default as a table entry: ("=", literal), ("list",) or ("dict",)."""
+    factory = info.default_factory
+    if factory is not None:
+        if factory in (list, dict):
+            return (factory.__name__,)
+        raise Unsupported(f"default factory {factory!r}")
+    value = info.default
+    if value is None or type(value) in (str, int, float, bool):
+        return ("=", value)
+    raise Unsupported(f"default {value!r}")
 
 
 def _description_only(item: Any) -> bool:

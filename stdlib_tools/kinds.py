@@ -60,6 +60,7 @@ class ToolKind:
         "module",
         "name",
         "origin",
+        "plain_args",
         "plugin",
         "sql",
         "summary",
@@ -82,6 +83,10 @@ class ToolKind:
     """Set on a kind that is known by name only: the plugin it needs and the service it uses."""
     origin: str
     """`noetlc` for built-in kinds, else the distribution that registered the kind."""
+    plain_args: bool
+    """The executor reads its arguments only through attributes, `model_dump` and `model_extra`:
+    arguments the generated table accepts reach it as `shape_check.Args` objects, without
+    pydantic (see `build_args`)."""
 
     def __init__(
         self,
@@ -94,6 +99,7 @@ class ToolKind:
         inline: bool = False,
         plugin: str | None = None,
         origin: str = "noetlc",
+        plain_args: bool = False,
     ) -> None:
         values = {
             "name": name,
@@ -106,6 +112,7 @@ class ToolKind:
             "inline": inline,
             "plugin": plugin,
             "origin": origin,
+            "plain_args": plain_args,
         }
         for key, value in values.items():
             object.__setattr__(self, key, value)
@@ -140,6 +147,18 @@ class ToolKind:
         from noetlc.stdlib_tools.shape_check import fits
 
         return fits(MODELS, name, args)
+
+    def build_args(self, args: Any) -> Any:
+        """The validated arguments without pydantic (a `shape_check.Args`), for a kind whose
+        executor takes them (`plain_args`) and arguments the table accepts as they are; None
+        otherwise (validate with `schema`)."""
+        name = self._schema_name
+        if name is None or not self.plain_args:
+            return None
+        from noetlc.stdlib_tools.args_table import MODELS
+        from noetlc.stdlib_tools.shape_check import build
+
+        return build(MODELS, name, args)
 
     @property
     def available(self) -> bool:
@@ -178,6 +197,7 @@ BUILTIN: dict[str, ToolKind] = _builtin(
         _STD + "python_tool",
         "runs Python code, in process or in a child process",
         credentials=("auth",),
+        plain_args=True,
     ),
     ToolKind("http", "HttpArgs", _STD + "http_tool", "one HTTP request", ("auth",)),
     ToolKind(

@@ -87,7 +87,9 @@ def _dispatch(
     run = runner(record)
     if run is None:
         return error("ToolUnavailable", f"`{kind}` tasks are run by the pipeline VM, not as a tool")
-    parsed = record.schema.model_validate(args)
+    parsed = record.build_args(args)  # valid as they are: no pydantic (`ToolKind.plain_args`)
+    if parsed is None:
+        parsed = record.schema.model_validate(args)
     return run(parsed, spec, ctx, keychain)
 
 

@@ -26,8 +26,17 @@ refuse less (a before-validator that only normalizes), never more: the different
 Type codes (nested tuples, so a table is a literal the interpreter loads from the `.pyc`):
 `("any",)`, `("str",)`, `("int",)`, `("float",)`, `("bool",)`, `("none",)`,
 `("lit", values)`, `("list", item)`, `("dict", value)`, `("union", members)`,
-`("model", name)`, `("ge", bound, code)`. A model is `(closed, {key: field index},
-((code, required), ...), ((rule, field indices), ...))` or None.
+`("model", name)`, `("ge", bound, code)`. A model is `(extra, {key: field index}, fields,
+((rule, field indices), ...))` or None, where `extra` is pydantic's setting (`forbid`: closed)
+and each field is `(code, required, name, dump alias, default)`, the default being
+`("=", literal)`, `("list",)` or `("dict",)` (None when required).
+
+`build` goes one step further for the runtime: the validated value itself, as pydantic would
+make it, for data that needs no conversion (`Args` objects for models, new lists and dicts,
+every other value as given). It refuses (None) where pydantic would convert (an integer for a
+`float`) or where a union would have to choose between two models; the caller then asks
+pydantic. Tool executors that read their arguments only through attributes, `model_dump` and
+`model_extra` can take `Args` objects (`ToolKind.plain_args`), so a run need not import pydantic.
 """
 
 from __future__ import annotations
@@ -35,11 +44,9 @@ from __future__ import annotations
 from typing import Any
 
 Code = tuple[Any, ...]
+Field = tuple[Code, bool, str, str, Any]
 Model = (
-    tuple[
-        bool, dict[str, int], tuple[tuple[Code, bool], ...], tuple[tuple[str, tuple[int, ...]], ...]
-    ]
-    | None
+    tuple[str, dict[str, int], tuple[Field, ...], tuple[tuple[str, tuple[int, ...]], ...]] | None
 )
 Models = dict[str, Model]
 
@@ -57,7 +64,8 @@ def _model(models: Models, name: str, value: Any) -> bool:
     spec = models.get(name)
     if spec is None or type(value) is not dict:
         return False
-    closed, keys, fields, rules = spec
+    extra, keys, fields, rules = spec
+    closed = extra == "forbid"
     seen: set[int] = set()
     given: set[int] = set()  # fields given with a value that is not null
     for key, item in value.items():
@@ -75,7 +83,7 @@ def _model(models: Models, name: str, value: Any) -> bool:
             given.add(index)
         if not _fits(models, fields[index][0], item):
             return False
-    if not all(i in seen for i, (_, required) in enumerate(fields) if required):
+    if not all(i in seen for i, field in enumerate(fields) if field[1]):
         return False
     for rule, indices in rules:
         count = sum(i in given for i in indices)
@@ -116,3 +124,126 @@ def _fits(models: Models, code: Code, value: Any) -> bool:
     if tag == "ge":
         return _fits(models, code[2], value) and value >= code[1]
     return False  # a code this version does not know: pydantic decides
+
+
+# --------------------------------------------------------------------------- building values
+
+
+class _Refused(Exception):
+    """`build` cannot make what pydantic would: pydantic decides."""
+
+
+class Args:
+    """A validated model as plain attributes (what `build` makes), with the part of pydantic's
+    model interface the tool executors use: `model_dump(by_alias=, exclude_none=)` and
+    `model_extra`."""
+
+    __slots__ = ("__dict__", "_aliases", "_extra", "_model")
+    _aliases: dict[str, str]
+    _extra: dict[str, Any] | None
+    _model: str
+
+    def __init__(
+        self, model: str, values: dict[str, Any], aliases: dict[str, str], extra: Any
+    ) -> None:
+        object.__setattr__(self, "_model", model)
+        object.__setattr__(self, "_aliases", aliases)
+        object.__setattr__(self, "_extra", extra)
+        self.__dict__.update(values)
+
+    @property
+    def model_extra(self) -> dict[str, Any] | None:
+        return self._extra
+
+    def model_dump(self, *, by_alias: bool = False, exclude_none: bool = False) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for name, value in self.__dict__.items():
+            if exclude_none and value is None:
+                continue
+            out[self._aliases[name] if by_alias else name] = _dump(value, by_alias, exclude_none)
+        for name, value in (self._extra or {}).items():
+            if not (exclude_none and value is None):
+                out[name] = _dump(value, by_alias, exclude_none)
+        return out
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, Args)
+            and self._model == other._model
+            and self.__dict__ == other.__dict__
+            and self._extra == other._extra
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{k}={v!r}" for k, v in self.__dict__.items())
+        return f"{self._model}({shown})"
+
+
+def _dump(value: Any, by_alias: bool, exclude_none: bool) -> Any:
+    if isinstance(value, Args):
+        return value.model_dump(by_alias=by_alias, exclude_none=exclude_none)
+    if type(value) is list:
+        return [_dump(v, by_alias, exclude_none) for v in value]
+    if type(value) is dict:
+        return {k: _dump(v, by_alias, exclude_none) for k, v in value.items()}
+    return value
+
+
+def build(models: Models, name: str, value: Any) -> Args | None:
+    """The validated value of model `name` as an `Args` object, or None (it does not fit, or
+    pydantic would convert something: ask pydantic)."""
+    if not fits(models, name, value):
+        return None
+    try:
+        return _build_model(models, name, value)
+    except (_Refused, RecursionError):
+        return None
+
+
+def _build_model(models: Models, name: str, value: dict[str, Any]) -> Args:
+    spec = models[name]
+    assert spec is not None  # `fits` said yes
+    extra_mode, keys, fields, _ = spec
+    values: dict[str, Any] = {}
+    extra: dict[str, Any] = {}
+    for key, item in value.items():
+        index = keys.get(key)
+        if index is None:
+            if extra_mode == "allow":
+                extra[key] = item
+            continue
+        values[fields[index][2]] = _build(models, fields[index][0], item)
+    out: dict[str, Any] = {}
+    for _code, _required, field, _alias, default in fields:
+        if field in values:
+            out[field] = values[field]
+        elif default[0] == "=":
+            out[field] = default[1]
+        else:
+            out[field] = [] if default[0] == "list" else {}
+    aliases = {field[2]: field[3] for field in fields}
+    return Args(name, out, aliases, extra if extra_mode == "allow" else None)
+
+
+def _build(models: Models, code: Code, value: Any) -> Any:
+    tag = code[0]
+    if tag == "float":
+        if type(value) is not float:
+            raise _Refused  # pydantic makes a float of it
+        return value
+    if tag == "list":
+        return [_build(models, code[1], item) for item in value]
+    if tag == "dict":
+        return {k: _build(models, code[1], v) for k, v in value.items()}
+    if tag == "model":
+        return _build_model(models, code[1], value)
+    if tag == "ge":
+        return _build(models, code[2], value)
+    if tag == "union":
+        matching = [m for m in code[1] if _fits(models, m, value)]
+        if sum(m[0] in ("model", "union") for m in matching) > 1:
+            raise _Refused  # pydantic's choice between two shapes: not guessed here
+        return _build(models, matching[0], value)
+    return value  # any, str, int, bool, none, lit: the value itself

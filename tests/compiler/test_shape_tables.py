@@ -232,3 +232,44 @@ def test_tool_arguments_fit_agrees_with_the_schemas_on_random_arguments() -> Non
                 raise AssertionError(f"{name}: {args} fits, but {exc}") from None
     # the fast path did accept arguments of most kinds (so the check above was exercised)
     assert len(accepted) >= 8, accepted
+
+
+PYTHON_ARGS: list[dict[str, Any]] = [
+    {"code": "x = 1"},
+    {"code": "def main(a): return a", "input": {"a": [1, {"b": None}]}, "auth": "token"},
+    {"code": "x", "args": {"n": 2.5}, "libs": ["json"], "assert": {"expects": ["n"]}},
+    {"code": "x", "libs": {"np": "numpy", "j": {"from": "json", "import": "dumps"}}},
+    {"script": {"uri": "a.py", "source": {"type": "file", "path": "b.py"}}},
+    {"script": {"source": {"type": "inline", "code": "x = 1"}}, "auth": {"db": "pg"}},
+]
+
+
+@pytest.mark.parametrize("args", PYTHON_ARGS)
+def test_built_arguments_are_what_pydantic_makes(args: dict[str, Any]) -> None:
+    record = lookup("python")
+    assert record is not None and record.plain_args
+    built = record.build_args(args)
+    assert built is not None
+    model = record.schema.model_validate(args)
+    for options in ({}, {"by_alias": True}, {"exclude_none": True}):
+        assert built.model_dump(**options) == model.model_dump(**options)
+    for name in type(model).model_fields:
+        mine, theirs = getattr(built, name), getattr(model, name)
+        if hasattr(theirs, "model_dump"):
+            assert mine.model_dump() == theirs.model_dump()
+            assert mine.model_extra == theirs.model_extra
+        elif not isinstance(theirs, dict | list):  # containers: compared by model_dump
+            assert mine == theirs
+    # new containers, as pydantic makes them: the executor may change them freely
+    if "input" in args:
+        assert built.input is not args["input"]
+
+
+def test_build_refuses_what_pydantic_would_convert() -> None:
+    from noetlc.stdlib_tools.shape_check import build
+
+    # an integer for a float: pydantic makes 3.0, `build` leaves it to pydantic
+    assert build(args_table.MODELS, "HttpTimeout", {"connect": 3}) is None
+    assert build(args_table.MODELS, "HttpTimeout", {"connect": 3.0}) is not None
+    http = lookup("http")
+    assert http is not None and http.build_args({"url": "x"}) is None  # not `plain_args`
