@@ -17,8 +17,8 @@ from typing import Any
 from noetlc.expr.codegen import unquote
 from noetlc.expr.compile import CompiledExpression
 from noetlc.expr.facts import is_event_name, unwrap
-from noetlc.expr.jinja_expr_parser import Token, Tree
 from noetlc.expr.parser import ExprPiece, parse_expression, split_template
+from noetlc.expr.tree import Token, Tree
 from noetlc.ir.net import Guard
 
 ALIASES: dict[str, frozenset[str]] = {
@@ -94,7 +94,7 @@ def earlier_truths(
 
 
 @functools.lru_cache(maxsize=4096)
-def _parse(text: str) -> Tree[Any] | None:
+def _parse(text: str) -> Tree | None:
     try:
         return parse_expression(text)
     except Exception:  # the expressions pass already reported it; unknown here

@@ -1,4 +1,4 @@
-"""Jinja expression parse tree (lark) -> Python source of `def _e(s): return <expr>`.
+"""Jinja expression parse tree (`noetlc.expr.tree`) -> Python source of `def _e(s): return <expr>`.
 
 The generated code calls only the helpers of `noetlc.expr.runtime.RUNTIME` (`_name`,
 `_attr`, `_item`, `_F[...]` filters, `_T[...]` tests, `_G[...]` globals) and Python operators
@@ -12,11 +12,11 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from noetlc.expr.jinja_expr_parser import Token, Tree
 from noetlc.expr.library import FILTERS, GLOBALS, TESTS
 from noetlc.expr.limits import MAX_INT_BITS
 from noetlc.expr.namespaces import ROOT_NAMESPACES
 from noetlc.expr.runtime import FORMAT_METHODS, REF_ATTRIBUTES
+from noetlc.expr.tree import Token, Tree
 
 MAX_INT_DIGITS = MAX_INT_BITS * 3 // 10  # decimal digits of the largest allowed integer
 
@@ -68,7 +68,7 @@ class CodeGen:
         self.names: set[str] = set()  # free root names (facts for the analyzer)
         self.temps = 0  # walrus temporaries of inlined attribute access
 
-    def expr(self, node: Tree[Any] | Token) -> ast.expr:
+    def expr(self, node: Tree | Token) -> ast.expr:
         if isinstance(node, Token):
             raise Unsupported(f"unexpected token {node!r}")
         method = getattr(self, f"n_{node.data}", None)
@@ -155,7 +155,7 @@ class CodeGen:
 
     # ---- filters, tests, calls --------------------------------------------------------
 
-    def _args(self, call_args: Tree[Any] | None) -> tuple[list[ast.expr], list[ast.keyword]]:
+    def _args(self, call_args: Tree | None) -> tuple[list[ast.expr], list[ast.keyword]]:
         args: list[ast.expr] = []
         keywords: list[ast.keyword] = []
         if call_args is None:

@@ -1,7 +1,7 @@
 """Precompiled guards and templates (docs/expressions.md).
 
-`compile_expression(text, mode=...)` parses a playbook expression with the lark grammar of the
-Jinja subset (`jinja_expr.lark`), generates the source of a Python function over the scope
+`compile_expression(text, mode=...)` parses a playbook expression by the grammar of the Jinja
+subset (`jinja_expr.lark`, `grammar_parser.py`), generates the source of a Python function over the scope
 (`codegen.py`) and computes static facts (`facts.py`). Modes:
 
 * `guard` — a `when:` condition: the expression with or without `{{ }}`, or a YAML boolean.
@@ -118,7 +118,7 @@ def compile_expression(
     if isinstance(text, str):
         try:
             compiled = _compile_cached(text, mode)
-        except RecursionError:  # a shape `check_nesting` does not count (long chains)
+        except RecursionError:  # a backstop: the parser bounds brackets and tree height
             raise ExpressionSyntaxError("the expression is nested too deeply") from None
         return compiled if span == NO_SPAN else _with_span(compiled, span)
     return _compile_uncached(text, mode, span)

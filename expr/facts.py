@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from noetlc.expr.codegen import unquote
-from noetlc.expr.jinja_expr_parser import Tree
+from noetlc.expr.tree import Tree
 
 NOT_CONSTANT: Any = type("NotConstant", (), {"__repr__": lambda self: "NOT_CONSTANT"})()
 
@@ -24,7 +24,7 @@ _DEFINED_TESTS = frozenset({"defined", "undefined"})
 _ACCESS = frozenset({"getattr", "getattr_int", "getitem", "getslice"})
 
 
-def analyze(tree: Tree[Any], names: set[str]) -> Facts:
+def analyze(tree: Tree, names: set[str]) -> Facts:
     found: set[str] = set()
     optional: set[str] = set()
     for node in tree.iter_subtrees():
@@ -39,13 +39,13 @@ def analyze(tree: Tree[Any], names: set[str]) -> Facts:
     return Facts(tuple(sorted(found)), tuple(sorted(optional)))
 
 
-def _tolerates_undefined(node: Tree[Any]) -> bool:
+def _tolerates_undefined(node: Tree) -> bool:
     if node.data == "filter":
         return str(node.children[1]) in _DEFAULT_FILTERS
     return node.data in ("test", "test_not") and _test_name(node) in _DEFINED_TESTS
 
 
-def _test_name(node: Tree[Any]) -> str:
+def _test_name(node: Tree) -> str:
     name = node.children[1]
     return "".join(str(t) for t in name.children) if isinstance(name, Tree) else str(name)
 

@@ -14,7 +14,10 @@ guard or task that evaluated it fails, the process goes on):
   Python line events per evaluation; the compiled subset has no loops, and its filters are
   linear in their (bounded) input;
 * nesting: at most `MAX_NESTING` levels of brackets in one expression (checked by the
-  compiler, before any parser recurses).
+  compiler, before any parser recurses), and a parse tree at most `MAX_DEPTH` levels high
+  (operators, filters, tests, item accesses, calls, signs and `if`/`else` links count one,
+  an attribute access `.x` and a bracket four: the code generator, `ast.unparse` and
+  Python's compiler recurse on them).
 
 The limits are counts, never clock time, so an evaluation fails or succeeds the same way on
 replay.
@@ -31,6 +34,7 @@ MAX_INT_BITS = 14_000  # about 4,214 decimal digits (Python prints at most 4,300
 MAX_SIZE = 1_000_000  # characters of a string, items of a sequence
 MAX_STEPS = 2_000_000  # traced line events of one slow-path evaluation
 MAX_NESTING = 32  # bracket levels in one expression
+MAX_DEPTH = 128  # levels of the parse tree (see the module doc)
 MAX_RANGE = 100_000  # elements of one `range(...)` (the same bound as jinja2's sandbox)
 
 

@@ -1,4 +1,7 @@
-"""Parsing: the lark grammar of the Jinja expression subset, and template splitting.
+"""Parsing: the grammar of the Jinja expression subset, and template splitting.
+
+`jinja_expr.lark` is the grammar; `grammar_parser.py` is its hand-written parser (proved
+against Lark by the tests), so no process builds parser tables or imports `lark`.
 
 jinja2 stays the judge of what is valid Jinja: an expression our grammar rejects is checked
 with jinja2's parser, and if Jinja accepts it the expression goes to the slow path instead of
@@ -8,19 +11,16 @@ literal, whitespace control (`{{- x -}}`) and escapes behave exactly as in Jinja
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import jinja2
 
+from noetlc.expr import grammar_parser
 from noetlc.expr.codegen import Unsupported
-from noetlc.expr.jinja_expr_parser import Lark, Lark_StandAlone, LarkError, Tree
+from noetlc.expr.tree import Tree
 
-# The grammar; `jinja_expr_parser.py` is its parser, generated from it once by
-# `scripts/gen_expr_parser.py` (a test fails when the committed parser is stale).
+# The grammar, the language's reference (`grammar_parser.parse` implements it).
 GRAMMAR = Path(__file__).with_name("jinja_expr.lark")
 
 
@@ -34,14 +34,6 @@ class ExprPiece:
     text: str
 
 
-@functools.lru_cache(maxsize=1)
-def _parser() -> Lark:
-    """The LALR parser of the grammar, from the tables generated at build time (building them
-    from the grammar took about 0.3 s per process)."""
-    build: Callable[[], Lark] = Lark_StandAlone  # generated code is untyped
-    return build()
-
-
 _JINJA = jinja2.Environment()
 
 
@@ -53,13 +45,17 @@ def check_jinja_syntax(template: str) -> None:
         raise ExpressionSyntaxError(exc.message or "invalid template") from None
 
 
-def parse_expression(text: str) -> Tree[Any]:
+def parse_expression(text: str) -> Tree:
+    """The tree of one expression. Text outside the grammar is reported with jinja2's message
+    when jinja2 rejects it too (ExpressionSyntaxError), else it is valid Jinja outside the
+    compiled subset (Unsupported: the slow path); too deep is a syntax error."""
     try:
-        tree: Tree[Any] = _parser().parse(text)
-    except LarkError:
+        return grammar_parser.parse(text)
+    except grammar_parser.TooDeep as exc:
+        raise ExpressionSyntaxError(str(exc)) from None
+    except grammar_parser.ParseError:
         check_jinja_syntax("{{ " + text + " }}")
         raise Unsupported("syntax outside the compiled subset") from None
-    return tree
 
 
 def split_template(source: str) -> list[str | ExprPiece] | None:

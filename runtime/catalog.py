@@ -23,11 +23,13 @@ import os
 import sqlite3
 import threading
 import time
+from collections.abc import Callable, Sequence
 from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any, Protocol
 
+from noetlc.runtime.sql_files import parse_queries
 from noetlc.runtime.store import StoreError
 
 _EPOCH_MS = 1_288_834_974_657  # the usual snowflake epoch (2010-11-04)
@@ -102,29 +104,13 @@ class CatalogStore(Protocol):
     def close(self) -> None: ...
 
 
-def parse_queries(text: str) -> dict[str, str]:
-    """`-- name: NAME` sections of a .sql file -> {NAME: statement}."""
-    out: dict[str, str] = {}
-    name: str | None = None
-    lines: list[str] = []
-    for line in [*text.splitlines(), "-- name: _end"]:
-        stripped = line.strip()
-        if stripped.startswith("-- name:"):
-            if name is not None:
-                out[name] = "\n".join(lines).strip()
-            name, lines = stripped[len("-- name:") :].strip(), []
-        elif name is not None:
-            lines.append(line)
-    return out
-
-
 @cache
 def _sqlite_queries() -> dict[str, str]:
     text = resources.files("noetlc.runtime").joinpath("sql", "catalog_sqlite.sql").read_text()
-    return parse_queries(text)
+    return parse_queries(text, "catalog_sqlite.sql")
 
 
-def entry_record(row: tuple[Any, ...] | list[Any]) -> dict[str, Any]:
+def entry_record(row: Sequence[Any]) -> dict[str, Any]:
     """A catalog row (catalog_id, path, version, kind, content, payload, findings, created_at
     [, program]) as the API gives it."""
     record: dict[str, Any] = {
@@ -142,7 +128,7 @@ def entry_record(row: tuple[Any, ...] | list[Any]) -> dict[str, Any]:
     return record
 
 
-def credential_record(row: tuple[Any, ...] | list[Any]) -> dict[str, Any]:
+def credential_record(row: Sequence[Any]) -> dict[str, Any]:
     return {
         "id": str(row[0]),
         "name": row[1],
@@ -156,7 +142,7 @@ def credential_record(row: tuple[Any, ...] | list[Any]) -> dict[str, Any]:
     }
 
 
-def var_record(row: tuple[Any, ...] | list[Any]) -> dict[str, Any]:
+def var_record(row: Sequence[Any]) -> dict[str, Any]:
     return {
         "value": json.loads(row[1]),
         "type": row[2],
@@ -167,7 +153,189 @@ def var_record(row: tuple[Any, ...] | list[Any]) -> dict[str, Any]:
     }
 
 
-class SQLiteCatalog:
+class CatalogTables:
+    """What every catalog store does, over two primitives a backend gives: `_fetch(name,
+    *args)` (rows of a named query) and `_execute(name, *args)` (rows affected), plus
+    `_insert_version` for the one step that needs a transaction. Both backends name their
+    statements alike and take arguments in the same order (runtime/sql/catalog_sqlite.sql,
+    runtime/postgres/sql/catalog.sql)."""
+
+    def _fetch(self, name: str, *args: Any) -> list[Sequence[Any]]:
+        raise NotImplementedError
+
+    def _execute(self, name: str, *args: Any) -> int:
+        raise NotImplementedError
+
+    def _insert_version(
+        self, path: str, key: str, row: Callable[[str, int], tuple[Any, ...]]
+    ) -> tuple[str, bool]:
+        """Under the path's lock: the id of the entry holding content `key` already, or a new
+        entry `row(catalog_id, version)` at the next version; and whether it is new."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ catalog
+
+    def register(
+        self,
+        path: str,
+        kind: str,
+        content: str,
+        payload: Any,
+        program: bytes | None,
+        findings: list[dict[str, Any]],
+    ) -> tuple[dict[str, Any], bool]:
+        key = digest(content)
+        payload_text = json.dumps(payload, default=str)
+        findings_text = json.dumps(findings, default=str)
+
+        def row(catalog_id: str, version: int) -> tuple[Any, ...]:
+            return (
+                catalog_id,
+                path,
+                version,
+                kind,
+                key,
+                content,
+                payload_text,
+                program,
+                findings_text,
+                time.time(),
+            )
+
+        catalog_id, created = self._insert_version(path, key, row)
+        found = self.entry(catalog_id=catalog_id)
+        assert found is not None
+        return found, created
+
+    def entries(self, kind: str | None = None, path: str | None = None) -> list[dict[str, Any]]:
+        return [entry_record(r) for r in self._fetch("catalog_entries", kind, path)]
+
+    def entry(
+        self, path: str | None = None, version: int | None = None, catalog_id: str | None = None
+    ) -> dict[str, Any] | None:
+        if catalog_id is not None:
+            rows = self._fetch("catalog_entry_by_id", str(catalog_id))
+        else:
+            rows = self._fetch("catalog_entry_by_path", path, version)
+        return entry_record(rows[0]) if rows else None
+
+    # ------------------------------------------------------------------ credentials
+
+    def put_credential(
+        self,
+        name: str,
+        type_: str,
+        data: bytes,
+        meta: Any,
+        tags: list[str],
+        description: str | None,
+    ) -> dict[str, Any]:
+        now = time.time()
+        self._execute(
+            "credential_upsert",
+            snowflake(),
+            name,
+            type_,
+            data,
+            None if meta is None else json.dumps(meta, default=str),
+            json.dumps(tags),
+            description,
+            now,
+            now,
+        )
+        found = self.credential(name)
+        assert found is not None
+        return found
+
+    def credentials(self, type_: str | None = None, q: str | None = None) -> list[dict[str, Any]]:
+        like = None if not q else f"%{q.lower()}%"
+        return [credential_record(r) for r in self._fetch("credential_list", type_, like)]
+
+    def credential(self, key: str) -> dict[str, Any] | None:
+        rows = self._fetch("credential_by_id" if key.isdigit() else "credential_by_name", key)
+        if not rows and key.isdigit():  # a name made of digits
+            rows = self._fetch("credential_by_name", key)
+        return credential_record(rows[0]) if rows else None
+
+    def delete_credential(self, key: str) -> dict[str, Any] | None:
+        found = self.credential(key)
+        if found is not None:
+            self._execute("credential_delete", found["id"])
+        return found
+
+    def record_read(self, credential: dict[str, Any], who: str, execution_id: str | None) -> None:
+        self._execute(
+            "credential_record_read",
+            credential["id"],
+            credential["name"],
+            who,
+            execution_id,
+            time.time(),
+        )
+
+    def reads(self, name: str) -> list[dict[str, Any]]:
+        return [
+            {"credential_id": r[0], "name": r[1], "who": r[2], "execution_id": r[3], "ts": r[4]}
+            for r in self._fetch("credential_reads", name)
+        ]
+
+    # ------------------------------------------------------------------ variables
+
+    def set_vars(
+        self, execution_id: str, values: dict[str, Any], var_type: str, source_step: str | None
+    ) -> list[str]:
+        now = time.time()
+        for name, value in values.items():
+            self._execute(
+                "var_set",
+                execution_id,
+                name,
+                json.dumps(value, default=str),
+                var_type,
+                source_step,
+                now,
+            )
+        return list(values)
+
+    def vars(self, execution_id: str) -> dict[str, dict[str, Any]]:
+        return {r[0]: var_record(r) for r in self._fetch("var_list", execution_id)}
+
+    def var(self, execution_id: str, name: str) -> dict[str, Any] | None:
+        """A variable's record, counting the read."""
+        rows = self._fetch("var_touch", execution_id, name, time.time())
+        return var_record(rows[0]) if rows else None
+
+    def delete_var(self, execution_id: str, name: str) -> bool:
+        return self._execute("var_delete", execution_id, name) > 0
+
+    def delete_vars(self, execution_id: str) -> int:
+        return self._execute("var_delete_all", execution_id)
+
+    # ------------------------------------------------------------------ origins
+
+    def record_origin(
+        self, execution_id: str, catalog_id: str | None, path: str | None, version: int | None
+    ) -> None:
+        self._execute("origin_record", execution_id, catalog_id, path, version)
+
+    def origins(self) -> dict[str, dict[str, Any]]:
+        return {
+            r[0]: {"catalog_id": r[1], "path": r[2], "version": r[3]}
+            for r in self._fetch("origin_list")
+        }
+
+    def origin(self, execution_id: str) -> dict[str, Any] | None:
+        """The catalog entry an execution started through the API ran, or None."""
+        rows = self._fetch("origin_one", execution_id)
+        if not rows:
+            return None
+        return {"catalog_id": rows[0][1], "path": rows[0][2], "version": rows[0][3]}
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+
+class SQLiteCatalog(CatalogTables):
     """The catalog tables in a SQLite file (`:memory:`: the in-memory double). One connection
     behind a lock: the service calls it from its worker threads."""
 
@@ -190,178 +358,33 @@ class SQLiteCatalog:
             ) from None
         self._q = _sqlite_queries()
 
-    def _all(self, name: str, *args: Any) -> list[tuple[Any, ...]]:
+    def _fetch(self, name: str, *args: Any) -> list[Sequence[Any]]:
         with self._lock:
             return list(self._db.execute(self._q[name], args))
 
-    def _run(self, name: str, *args: Any) -> int:
+    def _execute(self, name: str, *args: Any) -> int:
         with self._lock:
             return self._db.execute(self._q[name], args).rowcount
 
-    # ------------------------------------------------------------------ catalog
-
-    def register(
-        self,
-        path: str,
-        kind: str,
-        content: str,
-        payload: Any,
-        program: bytes | None,
-        findings: list[dict[str, Any]],
-    ) -> tuple[dict[str, Any], bool]:
-        key = digest(content)
+    def _insert_version(
+        self, path: str, key: str, row: Callable[[str, int], tuple[Any, ...]]
+    ) -> tuple[str, bool]:
         with self._lock:
             db = self._db
             db.execute("BEGIN IMMEDIATE")  # versions of one path are assigned under the lock
             try:
-                same = db.execute(self._q["same_content"], (path, key)).fetchone()
+                same = db.execute(self._q["catalog_same_content"], (path, key)).fetchone()
                 if same is None:
-                    (version,) = db.execute(self._q["next_version"], (path,)).fetchone()
+                    (version,) = db.execute(self._q["catalog_next_version"], (path,)).fetchone()
                     catalog_id = snowflake()
-                    db.execute(
-                        self._q["insert_entry"],
-                        (
-                            catalog_id,
-                            path,
-                            version,
-                            kind,
-                            key,
-                            content,
-                            json.dumps(payload, default=str),
-                            program,
-                            json.dumps(findings, default=str),
-                            time.time(),
-                        ),
-                    )
+                    db.execute(self._q["catalog_insert"], row(catalog_id, version))
                 else:
                     catalog_id = same[0]
                 db.execute("COMMIT")
             except sqlite3.Error:
                 db.execute("ROLLBACK")
                 raise
-        found = self.entry(catalog_id=catalog_id)
-        assert found is not None
-        return found, same is None
-
-    def entries(self, kind: str | None = None, path: str | None = None) -> list[dict[str, Any]]:
-        return [entry_record(r) for r in self._all("entries", kind, kind, path, path)]
-
-    def entry(
-        self, path: str | None = None, version: int | None = None, catalog_id: str | None = None
-    ) -> dict[str, Any] | None:
-        if catalog_id is not None:
-            rows = self._all("entry_by_id", str(catalog_id))
-        else:
-            rows = self._all("entry_by_path", path, version, version)
-        return entry_record(rows[0]) if rows else None
-
-    # ------------------------------------------------------------------ credentials
-
-    def put_credential(
-        self,
-        name: str,
-        type_: str,
-        data: bytes,
-        meta: Any,
-        tags: list[str],
-        description: str | None,
-    ) -> dict[str, Any]:
-        now = time.time()
-        self._run(
-            "upsert_credential",
-            snowflake(),
-            name,
-            type_,
-            data,
-            None if meta is None else json.dumps(meta, default=str),
-            json.dumps(tags),
-            description,
-            now,
-            now,
-        )
-        found = self.credential(name)
-        assert found is not None
-        return found
-
-    def credentials(self, type_: str | None = None, q: str | None = None) -> list[dict[str, Any]]:
-        like = None if not q else f"%{q.lower()}%"
-        rows = self._all("credentials", type_, type_, like, like, like)
-        return [credential_record(r) for r in rows]
-
-    def credential(self, key: str) -> dict[str, Any] | None:
-        rows = self._all("credential_by_id" if key.isdigit() else "credential_by_name", key)
-        if not rows and key.isdigit():  # a name made of digits
-            rows = self._all("credential_by_name", key)
-        return credential_record(rows[0]) if rows else None
-
-    def delete_credential(self, key: str) -> dict[str, Any] | None:
-        found = self.credential(key)
-        if found is not None:
-            self._run("delete_credential", found["id"])
-        return found
-
-    def record_read(self, credential: dict[str, Any], who: str, execution_id: str | None) -> None:
-        self._run(
-            "record_read", credential["id"], credential["name"], who, execution_id, time.time()
-        )
-
-    def reads(self, name: str) -> list[dict[str, Any]]:
-        return [
-            {"credential_id": r[0], "name": r[1], "who": r[2], "execution_id": r[3], "ts": r[4]}
-            for r in self._all("reads", name)
-        ]
-
-    # ------------------------------------------------------------------ variables
-
-    def set_vars(
-        self, execution_id: str, values: dict[str, Any], var_type: str, source_step: str | None
-    ) -> list[str]:
-        now = time.time()
-        for name, value in values.items():
-            self._run(
-                "set_var",
-                execution_id,
-                name,
-                json.dumps(value, default=str),
-                var_type,
-                source_step,
-                now,
-            )
-        return list(values)
-
-    def vars(self, execution_id: str) -> dict[str, dict[str, Any]]:
-        return {r[0]: var_record(r) for r in self._all("vars", execution_id)}
-
-    def var(self, execution_id: str, name: str) -> dict[str, Any] | None:
-        if not self._run("touch_var", time.time(), execution_id, name):
-            return None
-        rows = self._all("var", execution_id, name)
-        return var_record(rows[0]) if rows else None
-
-    def delete_var(self, execution_id: str, name: str) -> bool:
-        return self._run("delete_var", execution_id, name) > 0
-
-    def delete_vars(self, execution_id: str) -> int:
-        return self._run("delete_vars", execution_id)
-
-    # ------------------------------------------------------------------ origins
-
-    def record_origin(
-        self, execution_id: str, catalog_id: str | None, path: str | None, version: int | None
-    ) -> None:
-        self._run("record_origin", execution_id, catalog_id, path, version)
-
-    def origins(self) -> dict[str, dict[str, Any]]:
-        return {
-            r[0]: {"catalog_id": r[1], "path": r[2], "version": r[3]} for r in self._all("origins")
-        }
-
-    def origin(self, execution_id: str) -> dict[str, Any] | None:
-        """The catalog entry an execution started through the API ran, or None."""
-        rows = self._all("origin", execution_id)
-        if not rows:
-            return None
-        return {"catalog_id": rows[0][1], "path": rows[0][2], "version": rows[0][3]}
+        return catalog_id, same is None
 
     def close(self) -> None:
         self._db.close()

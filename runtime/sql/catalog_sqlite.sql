@@ -1,7 +1,8 @@
 -- The service tables of an embedded (SQLite) store: the playbook catalog, the credential
 -- store, its read log, and per-execution variables. They live in the same file as the event
 -- log, so a `kind: playbook` task of an embedded run finds catalog entries where the run's
--- events are. Each `-- name:` section is one statement.
+-- events are. Each `-- name:` section is one statement; names and argument order (`?N`) are
+-- those of the PostgreSQL queries (runtime/postgres/sql/catalog.sql), so one class drives both.
 
 -- name: schema
 CREATE TABLE IF NOT EXISTS catalog (
@@ -55,93 +56,92 @@ CREATE TABLE IF NOT EXISTS api_executions (
     version      INTEGER
 );
 
--- name: same_content
-SELECT catalog_id FROM catalog WHERE path = ? AND digest = ? ORDER BY version DESC LIMIT 1
+-- name: catalog_same_content
+SELECT catalog_id FROM catalog WHERE path = ?1 AND digest = ?2 ORDER BY version DESC LIMIT 1
 
--- name: next_version
-SELECT COALESCE(MAX(version), 0) + 1 FROM catalog WHERE path = ?
+-- name: catalog_next_version
+SELECT COALESCE(MAX(version), 0) + 1 FROM catalog WHERE path = ?1
 
--- name: insert_entry
+-- name: catalog_insert
 INSERT INTO catalog (catalog_id, path, version, kind, digest, content, payload, program,
                      findings, created_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
 
--- name: entries
+-- name: catalog_entries
 SELECT catalog_id, path, version, kind, content, payload, findings, created_at
 FROM catalog
-WHERE (? IS NULL OR kind = ?) AND (? IS NULL OR path = ?)
+WHERE (?1 IS NULL OR kind = ?1) AND (?2 IS NULL OR path = ?2)
 ORDER BY created_at DESC, version DESC
 
--- name: entry_by_id
+-- name: catalog_entry_by_id
 SELECT catalog_id, path, version, kind, content, payload, findings, created_at, program
-FROM catalog WHERE catalog_id = ?
+FROM catalog WHERE catalog_id = ?1
 
--- name: entry_by_path
+-- name: catalog_entry_by_path
 SELECT catalog_id, path, version, kind, content, payload, findings, created_at, program
-FROM catalog WHERE path = ? AND (? IS NULL OR version = ?)
+FROM catalog WHERE path = ?1 AND (?2 IS NULL OR version = ?2)
 ORDER BY version DESC LIMIT 1
 
--- name: upsert_credential
+-- name: credential_upsert
 INSERT INTO credentials (id, name, type, data, meta, tags, description, created_at, updated_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
 ON CONFLICT (name) DO UPDATE SET
     type = excluded.type, data = excluded.data, meta = excluded.meta, tags = excluded.tags,
     description = excluded.description, updated_at = excluded.updated_at
 
--- name: credentials
+-- name: credential_list
 SELECT id, name, type, data, meta, tags, description, created_at, updated_at
 FROM credentials
-WHERE (? IS NULL OR type = ?)
-  AND (? IS NULL OR lower(name) LIKE ? OR lower(COALESCE(description, '')) LIKE ?)
+WHERE (?1 IS NULL OR type = ?1)
+  AND (?2 IS NULL OR lower(name) LIKE ?2 OR lower(COALESCE(description, '')) LIKE ?2)
 ORDER BY name
 
 -- name: credential_by_id
 SELECT id, name, type, data, meta, tags, description, created_at, updated_at
-FROM credentials WHERE id = ?
+FROM credentials WHERE id = ?1
 
 -- name: credential_by_name
 SELECT id, name, type, data, meta, tags, description, created_at, updated_at
-FROM credentials WHERE name = ?
+FROM credentials WHERE name = ?1
 
--- name: delete_credential
-DELETE FROM credentials WHERE id = ?
+-- name: credential_delete
+DELETE FROM credentials WHERE id = ?1
 
--- name: record_read
-INSERT INTO credential_reads (credential_id, name, who, execution_id, ts) VALUES (?, ?, ?, ?, ?)
+-- name: credential_record_read
+INSERT INTO credential_reads (credential_id, name, who, execution_id, ts)
+VALUES (?1, ?2, ?3, ?4, ?5)
 
--- name: reads
+-- name: credential_reads
 SELECT credential_id, name, who, execution_id, ts FROM credential_reads
-WHERE name = ? ORDER BY read_id
+WHERE name = ?1 ORDER BY read_id
 
--- name: set_var
+-- name: var_set
 INSERT INTO execution_vars (execution_id, name, value, type, source_step, created_at)
-VALUES (?, ?, ?, ?, ?, ?)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6)
 ON CONFLICT (execution_id, name) DO UPDATE SET
     value = excluded.value, type = excluded.type, source_step = excluded.source_step
 
--- name: vars
+-- name: var_list
 SELECT name, value, type, source_step, created_at, accessed_at, access_count
-FROM execution_vars WHERE execution_id = ? ORDER BY name
+FROM execution_vars WHERE execution_id = ?1 ORDER BY name
 
--- name: touch_var
-UPDATE execution_vars SET access_count = access_count + 1, accessed_at = ?
-WHERE execution_id = ? AND name = ?
+-- name: var_touch
+UPDATE execution_vars SET access_count = access_count + 1, accessed_at = ?3
+WHERE execution_id = ?1 AND name = ?2
+RETURNING name, value, type, source_step, created_at, accessed_at, access_count
 
--- name: var
-SELECT name, value, type, source_step, created_at, accessed_at, access_count
-FROM execution_vars WHERE execution_id = ? AND name = ?
+-- name: var_delete
+DELETE FROM execution_vars WHERE execution_id = ?1 AND name = ?2
 
--- name: delete_var
-DELETE FROM execution_vars WHERE execution_id = ? AND name = ?
+-- name: var_delete_all
+DELETE FROM execution_vars WHERE execution_id = ?1
 
--- name: delete_vars
-DELETE FROM execution_vars WHERE execution_id = ?
+-- name: origin_record
+INSERT OR IGNORE INTO api_executions (execution_id, catalog_id, path, version)
+VALUES (?1, ?2, ?3, ?4)
 
--- name: record_origin
-INSERT OR IGNORE INTO api_executions (execution_id, catalog_id, path, version) VALUES (?, ?, ?, ?)
-
--- name: origins
+-- name: origin_list
 SELECT execution_id, catalog_id, path, version FROM api_executions
 
--- name: origin
-SELECT execution_id, catalog_id, path, version FROM api_executions WHERE execution_id = ?
+-- name: origin_one
+SELECT execution_id, catalog_id, path, version FROM api_executions WHERE execution_id = ?1

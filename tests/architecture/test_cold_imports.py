@@ -3,7 +3,7 @@
 Each case runs one command's `main` in a fresh interpreter and lists `sys.modules` afterwards;
 a module a command must not need (another layer, a heavy library) fails the case. This is how
 start-up time is kept without timing anything: `noetlc --version` loads no compiler, `check`
-no runtime and no Lark (the expression parser is generated once, `expr/jinja_expr_parser.py`),
+no runtime and no Lark (the expression parser is hand-written, `expr/grammar_parser.py`),
 running a `.nbc` file no compiler.
 """
 
@@ -197,7 +197,7 @@ def test_running_bytecode_without_expressions_loads_no_expression_compiler(
     nbc.write_bytes(unit.nbc)
     modules = loaded("noetl-vm", "run", str(nbc), "--db", "memory:", "--quiet")
     assert "noetlc.vm.control" in modules
-    forbidden = ["noetlc.expr.compile", "noetlc.expr.parser", "noetlc.expr.jinja_expr_parser"]
+    forbidden = ["noetlc.expr.compile", "noetlc.expr.parser", "noetlc.expr.grammar_parser"]
     assert offending(modules, forbidden) == []
     # noop tasks validate no arguments: the kinds table names the schemas, never imports them
     assert offending(modules, ["pydantic", "pydantic_core", "noetlc.stdlib_tools.schemas"]) == []
