@@ -14,7 +14,6 @@ from noetlc.diagnostics.report import Reporter
 
 if TYPE_CHECKING:  # each pass imports what it builds; the unit itself stays cheap to import
     from noetlc.compiler.programs import Programs
-    from noetlc.compiler.surface.models import Playbook as SurfacePlaybook
     from noetlc.compiler.tree import Playbook
     from noetlc.compiler.values import ValuePool
     from noetlc.compiler.ynodes import YMap
@@ -31,8 +30,6 @@ class CompilationUnit:
     options: dict[str, Any] = field(default_factory=dict)
     # load: the located YAML document as written
     document: YMap | None = None
-    # schema: the document validated against the surface models (None when it does not fit)
-    surface: SurfacePlaybook | None = None
     # desugar: the same document in canonical form (`noetlc migrate` prints it)
     canonical: YMap | None = None
     # normalize: the canonical tree

@@ -20,56 +20,159 @@ Three sources, looked up in this order:
    stays an error (NOE205, with "did you mean").
 
 A plugin cannot replace a built-in kind (the built-in wins, and `plugin_problems()` says so).
-This module imports only pydantic (through the schemas): the compiler reads it.
+
+This module imports neither pydantic nor the schemas: a built-in record names its schema
+(`schema="PythonArgs"`, a class of `noetlc.stdlib_tools.schemas`) and `ToolKind.schema`
+imports it the first time it is read, when arguments are validated (the compiler's `tools`
+pass, `registry.call_tool` before a tool runs). So a runtime whose tasks are all `noop` (or
+VM-answered) never loads pydantic, and the inline/executor/credential facts cost nothing.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pydantic import AliasChoices, ConfigDict
-
-from noetlc.stdlib_tools import schemas
-from noetlc.stdlib_tools.schemas import ToolArgs
+from noetlc.stdlib_tools.spellings import SQL_SPELLINGS
 
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
 
+    from noetlc.stdlib_tools.schemas import ToolArgs
+
 ENTRY_POINT_GROUP = "noetlc.tools"
 _STD = "noetlc.stdlib_tools."
+_SCHEMAS = "noetlc.stdlib_tools.schemas"
 
 
-@dataclass(frozen=True)
 class ToolKind:
-    """What the compiler and the runtimes know about one tool kind."""
+    """What the compiler and the runtimes know about one tool kind (immutable).
 
+    `schema` is the argument model (a `ToolArgs` subclass), or the name of a class in
+    `noetlc.stdlib_tools.schemas` (built-in records: imported on first use)."""
+
+    __slots__ = (
+        "_schema",
+        "_schema_name",
+        "credentials",
+        "inline",
+        "module",
+        "name",
+        "origin",
+        "plain_args",
+        "plugin",
+        "sql",
+        "summary",
+    )
+
+    _schema: type[ToolArgs] | None
+    _schema_name: str | None
     name: str
-    schema: type[ToolArgs]
     module: str | None
     """Dotted module with `run(args, spec, context, keychain) -> outcome`; None for the kinds
     the pipeline VM answers itself (`noop`, `workbook`) and for kinds that need a plugin."""
-    summary: str = ""
-    credentials: tuple[str, ...] = ()
+    summary: str
+    credentials: tuple[str, ...]
     """Arguments whose literal value names a keychain entry (a mapping value: its values)."""
-    sql: tuple[str, ...] = ()
+    sql: tuple[str, ...]
     """Arguments that hold SQL text (templates spliced into them are NOE604)."""
-    inline: bool = False
+    inline: bool
     """No I/O: a pipeline made only of inline kinds runs in the runtime's event loop."""
-    plugin: str | None = None
+    plugin: str | None
     """Set on a kind that is known by name only: the plugin it needs and the service it uses."""
-    origin: str = "noetlc"
+    origin: str
     """`noetlc` for built-in kinds, else the distribution that registered the kind."""
+    plain_args: bool
+    """The executor reads its arguments only through attributes, `model_dump` and `model_extra`:
+    arguments the generated table accepts reach it as `shape_check.Args` objects, without
+    pydantic (see `build_args`)."""
+
+    def __init__(
+        self,
+        name: str,
+        schema: type[ToolArgs] | str,
+        module: str | None,
+        summary: str = "",
+        credentials: tuple[str, ...] = (),
+        sql: tuple[str, ...] = (),
+        inline: bool = False,
+        plugin: str | None = None,
+        origin: str = "noetlc",
+        plain_args: bool = False,
+    ) -> None:
+        values = {
+            "name": name,
+            "_schema": None if isinstance(schema, str) else schema,
+            "_schema_name": schema if isinstance(schema, str) else None,
+            "module": module,
+            "summary": summary,
+            "credentials": tuple(credentials),
+            "sql": tuple(sql),
+            "inline": inline,
+            "plugin": plugin,
+            "origin": origin,
+            "plain_args": plain_args,
+        }
+        for key, value in values.items():
+            object.__setattr__(self, key, value)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"ToolKind is immutable: cannot set {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"ToolKind is immutable: cannot delete {name!r}")
+
+    def __repr__(self) -> str:
+        return f"ToolKind(name={self.name!r}, module={self.module!r}, origin={self.origin!r})"
+
+    @property
+    def schema(self) -> type[ToolArgs]:
+        """The argument model; a built-in record's is imported here, the first time."""
+        schema = self._schema
+        if schema is None:
+            from importlib import import_module
+
+            schema = getattr(import_module(_SCHEMAS), str(self._schema_name))
+            object.__setattr__(self, "_schema", schema)
+        return schema
+
+    def args_fit(self, args: Any) -> bool:
+        """True when `args` (plain data) certainly validate against the schema, decided
+        without pydantic from the generated table (`shape_check`); False: ask the schema."""
+        name = self._schema_name
+        if name is None:
+            return False  # a plugin's model: only pydantic knows it
+        from noetlc.stdlib_tools.args_table import MODELS
+        from noetlc.stdlib_tools.shape_check import fits
+
+        return fits(MODELS, name, args)
+
+    def build_args(self, args: Any) -> Any:
+        """The validated arguments without pydantic (a `shape_check.Args`), for a kind whose
+        executor takes them (`plain_args`) and arguments the table accepts as they are; None
+        otherwise (validate with `schema`)."""
+        name = self._schema_name
+        if name is None or not self.plain_args:
+            return None
+        from noetlc.stdlib_tools.args_table import MODELS
+        from noetlc.stdlib_tools.shape_check import build
+
+        return build(MODELS, name, args)
 
     @property
     def available(self) -> bool:
         return self.plugin is None
 
+    def with_origin(self, origin: str) -> None:
+        """Name the distribution that registered a plugin's record (set once, on discovery)."""
+        object.__setattr__(self, "origin", origin)
+
 
 def argument_names(schema: type[ToolArgs]) -> list[str]:
     """Every spelling a schema accepts (for "did you mean" hints and the docs)."""
+    from pydantic import AliasChoices
+
     names: list[str] = []
     for name, info in schema.model_fields.items():
         alias = info.validation_alias
@@ -84,21 +187,22 @@ def _builtin(*kinds: ToolKind) -> dict[str, ToolKind]:
     return {k.name: k for k in kinds}
 
 
-_SQL = tuple(schemas.SQL_SPELLINGS.split())
+_SQL = tuple(SQL_SPELLINGS.split())
 
 BUILTIN: dict[str, ToolKind] = _builtin(
-    ToolKind("noop", schemas.NoopArgs, None, "returns `result` (else `input`)", inline=True),
+    ToolKind("noop", "NoopArgs", None, "returns `result` (else `input`)", inline=True),
     ToolKind(
         "python",
-        schemas.PythonArgs,
+        "PythonArgs",
         _STD + "python_tool",
         "runs Python code, in process or in a child process",
         credentials=("auth",),
+        plain_args=True,
     ),
-    ToolKind("http", schemas.HttpArgs, _STD + "http_tool", "one HTTP request", ("auth",)),
+    ToolKind("http", "HttpArgs", _STD + "http_tool", "one HTTP request", ("auth",)),
     ToolKind(
         "postgres",
-        schemas.PostgresArgs,
+        "PostgresArgs",
         _STD + "postgres_tool",
         "SQL with parameters (asyncpg)",
         credentials=("auth", "connection", "dsn", "credential"),
@@ -106,63 +210,57 @@ BUILTIN: dict[str, ToolKind] = _builtin(
     ),
     ToolKind(
         "sqlite",
-        schemas.SqliteArgs,
+        "SqliteArgs",
         _STD + "sqlite_tool",
         "SQL with parameters on a file (sqlite3)",
         sql=_SQL,
     ),
     ToolKind(
         "duckdb",
-        schemas.DuckdbArgs,
+        "DuckdbArgs",
         _STD + "duckdb_tool",
         "SQL with parameters (optional `duckdb` package)",
         sql=_SQL,
     ),
     ToolKind(
         "shell",
-        schemas.ShellArgs,
+        "ShellArgs",
         _STD + "shell_tool",
         "a command line, an argument vector, or several command lines",
     ),
     ToolKind(
         "secrets",
-        schemas.SecretsArgs,
+        "SecretsArgs",
         _STD + "secrets_tool",
         "reads a keychain entry",
         credentials=("key", "secret", "entry"),
     ),
     ToolKind(
         "playbook",
-        schemas.PlaybookArgs,
+        "PlaybookArgs",
         _STD + "playbook_tool",
         "runs another playbook as a child execution",
     ),
     ToolKind(
         "workbook",
-        schemas.WorkbookArgs,
+        "WorkbookArgs",
         None,
         "runs a task of the root `workbook:` (done by the pipeline VM)",
     ),
     ToolKind(
         "transfer",
-        schemas.TransferArgs,
+        "TransferArgs",
         _STD + "transfer_tool",
         "batched copy between postgres, duckdb, sqlite and http",
     ),
     ToolKind(
         "nats",
-        schemas.NatsArgs,
+        "NatsArgs",
         _STD + "nats_tool",
         "NATS publish, request and JetStream key/value (nats-py)",
         credentials=("auth",),
     ),
 )
-
-
-class PluginNeededArgs(ToolArgs):
-    """A kind known by name only: its arguments are the plugin's to check."""
-
-    model_config = ConfigDict(extra="allow")
 
 
 # kind -> the service it needs (the kinds NoETL has that reach a cloud service)
@@ -181,7 +279,7 @@ NEEDS_PLUGIN: dict[str, str] = {
 def _needs_plugin(name: str) -> ToolKind:
     return ToolKind(
         name,
-        PluginNeededArgs,
+        "PluginNeededArgs",
         None,
         f"needs {NEEDS_PLUGIN[name]}",
         plugin=f"a package that registers the `{name}` kind in the `{ENTRY_POINT_GROUP}` "
@@ -237,7 +335,7 @@ def _as_record(value: Any, ep: EntryPoint) -> ToolKind | None:
     dist = getattr(ep, "dist", None)
     origin = getattr(dist, "name", None) or ep.value.split(":", 1)[0]
     if value.origin == "noetlc":
-        object.__setattr__(value, "origin", str(origin))
+        value.with_origin(str(origin))
     return value
 
 

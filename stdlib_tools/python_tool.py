@@ -27,15 +27,17 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from noetlc.expr.runtime import REF_KEY, RESOLVER_KEY
 from noetlc.stdlib_tools.context import ToolContext
 from noetlc.stdlib_tools.envelope import error
 from noetlc.stdlib_tools.keychain import Keychain
 from noetlc.stdlib_tools.python_exec import execute
-from noetlc.stdlib_tools.schemas import PythonArgs
 from noetlc.stdlib_tools.script_source import ScriptError, load
+
+if TYPE_CHECKING:  # the executor takes pydantic models or `shape_check.Args`
+    from noetlc.stdlib_tools.schemas import PythonArgs
 
 STDERR_TAIL = 4000
 _CHILD = (

@@ -4,7 +4,8 @@ outcome envelope (status, result, error, meta); it never raises.
 The kind's record (`kinds.lookup`: built in, or from a `noetlc.tools` plugin) gives its
 argument schema — the same the compiler's `tools` pass checks statically — and its executor
 module. The arguments are validated before the tool runs; a mismatch is a `ToolArgumentError`
-outcome. A kind known by name only (it needs a plugin that is not installed) is a
+outcome (the schema, and pydantic with it, is imported on the first validation: `noop` calls
+never load it). A kind known by name only (it needs a plugin that is not installed) is a
 `ToolUnavailable` outcome naming the plugin. Executor modules are imported on first use, so a
 playbook that only runs python never loads httpx or asyncpg. Every outcome gets `meta.duration_ms` and `meta.kind`; the error and
 meta parts are redacted with the keychain (they are meant for people and logs), the result is
@@ -13,11 +14,10 @@ not (later tasks need the values; the runtime redacts events with `Keychain.reda
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from typing import Any
-
-from pydantic import ValidationError
 
 from noetlc.stdlib_tools.context import RunPlaybook, ToolContext
 from noetlc.stdlib_tools.envelope import error, ok
@@ -53,13 +53,14 @@ def call_tool(
         if keychain is None:
             keychain = default_keychain()
         outcome = _dispatch(kind, args or {}, spec or {}, ctx, keychain)
-    except ValidationError as exc:
-        outcome = error("ToolArgumentError", _describe(kind, exc))
     except KeychainError as exc:
         outcome = error("KeychainError", str(exc), code=exc.code, hint=exc.hint)
     except Exception as exc:  # a tool bug or an unexpected library error: still an outcome
-        outcome = error(type(exc).__name__, str(exc))
-        outcome["py"] = {"exception_type": type(exc).__name__}
+        if _is_validation_error(exc):
+            outcome = error("ToolArgumentError", _describe(kind, exc))
+        else:
+            outcome = error(type(exc).__name__, str(exc))
+            outcome["py"] = {"exception_type": type(exc).__name__}
     meta = outcome.setdefault("meta", {})
     meta["kind"] = kind
     meta["duration_ms"] = round((time.perf_counter() - started) * 1000, 3)
@@ -86,11 +87,21 @@ def _dispatch(
     run = runner(record)
     if run is None:
         return error("ToolUnavailable", f"`{kind}` tasks are run by the pipeline VM, not as a tool")
-    parsed = record.schema.model_validate(args)
+    parsed = record.build_args(args)  # valid as they are: no pydantic (`ToolKind.plain_args`)
+    if parsed is None:
+        parsed = record.schema.model_validate(args)
     return run(parsed, spec, ctx, keychain)
 
 
-def _describe(kind: str, exc: ValidationError) -> str:
+def _is_validation_error(exc: Exception) -> bool:
+    """A pydantic `ValidationError` (arguments that do not fit a schema). pydantic is imported
+    only by the schemas, when a kind's arguments are validated: when it is not loaded, nothing
+    raised one, and a run of `noop` tasks never loads it."""
+    core = sys.modules.get("pydantic_core")
+    return core is not None and isinstance(exc, core.ValidationError)
+
+
+def _describe(kind: str, exc: Any) -> str:
     parts = []
     for err in exc.errors():
         where = ".".join(str(step) for step in err["loc"])

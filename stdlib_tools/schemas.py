@@ -11,12 +11,13 @@ that exclude each other) raise `PydanticCustomError` with the types `missing_arg
 `argument_conflict`, which the compiler maps to NOE602 and NOE605.
 
 This module imports only pydantic: the compiler reads it without loading httpx or asyncpg. The
-kinds and their schemas are put together in `kinds.py`.
+kinds table (`kinds.py`) names these classes and imports this module the first time a schema
+is read, so a runtime that validates no arguments never loads pydantic.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import (
     AliasChoices,
@@ -29,11 +30,26 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from noetlc.stdlib_tools.spellings import SQL_SPELLINGS
+
 Scalar = str | int | float | bool | None
+
+
+# What a model's validators refuse, for the pydantic-free fast path of the compiler
+# (`noetlc.stdlib_tools.shape_check`): ("given", fields) at least one is given and not null,
+# ("exclusive", fields) at most one is. Declared next to the validators it describes; a model
+# with validators and no `shape_rules` always goes to pydantic.
+ShapeRules = tuple[tuple[str, tuple[str, ...]], ...]
 
 
 class ToolArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+class PluginNeededArgs(ToolArgs):
+    """A kind known by name only: its arguments are the plugin's to check."""
+
+    model_config = ConfigDict(extra="allow")
 
 
 def _one_of(spelling: str) -> AliasChoices:
@@ -112,6 +128,11 @@ class PythonArgs(ToolArgs):
         None, alias="assert", description="contract: `expects` inputs, `returns` result keys"
     )
 
+    shape_rules: ClassVar[ShapeRules] = (
+        ("given", ("code", "script")),
+        ("exclusive", ("code", "script")),
+    )
+
     @field_validator("code")
     @classmethod
     def _code_or_script(cls, value: str | None, info: ValidationInfo) -> str | None:
@@ -165,6 +186,11 @@ class HttpArgs(ToolArgs):
         description="verify TLS certificates",
     )
 
+    shape_rules: ClassVar[ShapeRules] = (
+        ("given", ("url",)),
+        ("exclusive", ("json_body", "data", "payload", "body", "form")),
+    )
+
     @field_validator("method", mode="before")
     @classmethod
     def _upper(cls, value: Any) -> Any:
@@ -191,8 +217,6 @@ class HttpArgs(ToolArgs):
 
 
 # --------------------------------------------------------------------------- SQL tools
-
-SQL_SPELLINGS = "query command sql"
 
 
 class _SqlArgs(ToolArgs):
@@ -232,6 +256,12 @@ class PostgresArgs(_SqlArgs):
         description="connection fields over `auth:`'s (`db_name`, `db_host`, `db_user`, ...)",
     )
 
+    shape_rules: ClassVar[ShapeRules] = (
+        ("exclusive", ("query", "script")),
+        ("given", ("query", "script")),
+        ("given", ("auth",)),
+    )
+
     @model_validator(mode="after")
     def _check(self) -> PostgresArgs:
         if self.script is not None and self.query is not None:
@@ -250,6 +280,8 @@ class SqliteArgs(_SqlArgs):
         description="the database file, relative to the playbook's folder",
     )
     params: list[Any] | dict[str, Any] | None = Field(None, description="? or :name values")
+
+    shape_rules: ClassVar[ShapeRules] = (("given", ("query",)),)
 
     @model_validator(mode="after")
     def _check(self) -> SqliteArgs:
@@ -276,6 +308,8 @@ class DuckdbArgs(_SqlArgs):
     )
     params: list[Any] | dict[str, Any] | None = Field(None, description="? or $name values")
 
+    shape_rules: ClassVar[ShapeRules] = (("given", ("query",)),)
+
     @model_validator(mode="after")
     def _check(self) -> DuckdbArgs:
         self._need_query("duckdb")
@@ -300,6 +334,11 @@ class ShellArgs(ToolArgs):
     env: dict[str, Scalar] | None = Field(None, description="added to the environment")
     cwd: str | None = Field(None, description="working directory, relative to the playbook")
     timeout: float | None = Field(None, description="seconds (the process group is killed)")
+
+    shape_rules: ClassVar[ShapeRules] = (
+        ("given", ("command", "commands")),
+        ("exclusive", ("command", "commands")),
+    )
 
     @model_validator(mode="after")
     def _check(self) -> ShellArgs:
@@ -340,6 +379,8 @@ class PlaybookArgs(ToolArgs):
     )
     return_step: str | None = Field(None, description="return this step's result instead")
     task: str | None = Field(None, description="a label (NoETL corpus); not used")
+
+    shape_rules: ClassVar[ShapeRules] = (("given", ("path",)),)
 
     @model_validator(mode="after")
     def _check(self) -> PlaybookArgs:

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from noetlc.stdlib_tools.context import ToolContext
-from noetlc.stdlib_tools.schemas import ScriptRef
+
+if TYPE_CHECKING:  # the executor takes pydantic models or `shape_check.Args`
+    from noetlc.stdlib_tools.schemas import ScriptRef
 
 HTTP_TIMEOUT = 30.0
 NEEDS_PLUGIN = {"gcs": "Google Cloud Storage", "s3": "Amazon S3"}

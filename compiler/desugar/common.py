@@ -6,16 +6,26 @@ author wrote (spacing, quoting, the parts not rewritten) is kept byte for byte.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
-
-import jinja2
+from typing import TYPE_CHECKING
 
 from noetlc.compiler.ynodes import YMap, YNode, YScalar, YSeq, from_python
 from noetlc.diagnostics.report import Reporter, Span
 
+if TYPE_CHECKING:
+    import jinja2
+
 Pass = Callable[[YMap, Reporter], YMap]
 
-_LEXER_ENV = jinja2.Environment(keep_trailing_newline=True)  # the text is kept byte for byte
+
+@functools.lru_cache(maxsize=1)
+def _lexer_env() -> jinja2.Environment:
+    """jinja2's lexer, made the first time a `{{ }}` expression is rewritten (importing this
+    module does not import jinja2)."""
+    import jinja2
+
+    return jinja2.Environment(keep_trailing_newline=True)  # the text is kept byte for byte
 
 
 def steps(doc: YMap) -> Iterator[tuple[int, YMap]]:
@@ -78,9 +88,11 @@ def rewrite_expression(text: str, names: dict[str, str], strings: dict[str, str]
     """
     if "{{" not in text:
         return text
+    from jinja2 import TemplateSyntaxError
+
     try:
-        tokens = list(_LEXER_ENV.lex(text))
-    except jinja2.TemplateSyntaxError:
+        tokens = list(_lexer_env().lex(text))
+    except TemplateSyntaxError:
         return text
     out: list[str] = []
     previous = ""

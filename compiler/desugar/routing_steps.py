@@ -8,7 +8,7 @@ error (NOE206) whose hint is to run `noetlc migrate`, which rewrites every such 
 from __future__ import annotations
 
 from noetlc.compiler.desugar.common import map_step_list, node, step_name, steps
-from noetlc.compiler.surface.models import STEP_KEYS
+from noetlc.compiler.surface.shape_table import STEP_KEYS
 from noetlc.compiler.ynodes import YMap, YScalar
 from noetlc.diagnostics.report import Reporter
 

@@ -5,6 +5,12 @@ reported again as unknown keys. pydantic's errors are mapped back to the YAML no
 offending key or value; for a value that matches none of a union's shapes, only the errors of
 the shape that matched deepest are shown (the others are noise), and a value whose type fits
 none of the shapes gets one error naming all of them.
+
+Valid documents are the common case: the generated shape table of the surface models
+(`compiler/surface/shape_table.py`, `noetlc.stdlib_tools.shape_check.fits`) accepts them
+without pydantic. pydantic and the models are imported only when the table cannot accept the
+document, to produce the diagnostics (the pass reports nothing else: its output is the
+diagnostics).
 """
 
 from __future__ import annotations
@@ -14,15 +20,17 @@ import types
 import typing
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
-
-from pydantic import BaseModel, ValidationError
+from typing import TYPE_CHECKING, Any
 
 from noetlc.compiler.shapes import routes
-from noetlc.compiler.surface.models import STEP_KEYS, Playbook
+from noetlc.compiler.surface.shape_table import MODELS, STEP_KEYS
 from noetlc.compiler.unit import CompilationUnit
 from noetlc.compiler.ynodes import YMap, YNode, YScalar, YSeq, node_at
 from noetlc.diagnostics.report import Reporter, Span
+from noetlc.stdlib_tools.shape_check import fits
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel, ValidationError
 
 Path = tuple[str | int, ...]
 
@@ -59,12 +67,16 @@ def run(unit: CompilationUnit) -> None:
         return
     rejected = _report_rejected(doc, unit.reporter, migrate=bool(unit.options.get("migrate")))
     data = _strip(doc, rejected).to_python()
+    if fits(MODELS, "Playbook", data):
+        return  # valid for certain (the generated shape table): no pydantic to import
+    from pydantic import ValidationError
+
+    from noetlc.compiler.surface.models import Playbook
+
     try:
-        surface = Playbook.model_validate(data)
+        Playbook.model_validate(data)
     except ValidationError as exc:
         _report_validation(exc, doc, unit.reporter)
-    else:
-        unit.surface = surface
 
 
 # --------------------------------------------------------------------------- rejected keys
@@ -404,6 +416,8 @@ def _describe(path: Path) -> str:
 
 def _allowed_keys(loc: tuple[Any, ...]) -> list[str]:
     """The keys the model at `loc` accepts (walking field annotations and union tags)."""
+    from noetlc.compiler.surface.models import Playbook
+
     current: Any = Playbook
     for step in loc:
         current = _descend(current, step)
@@ -428,6 +442,8 @@ def _members(tp: Any) -> list[Any]:
 
 
 def _as_model(tp: Any) -> type[BaseModel] | None:
+    from pydantic import BaseModel
+
     for m in _members(tp):
         if isinstance(m, type) and issubclass(m, BaseModel):
             return m
@@ -442,6 +458,8 @@ def _descend(tp: Any, step: Any) -> Any:
             if typing.get_origin(m) is list:
                 return typing.get_args(m)[0]
         return None
+    from pydantic import BaseModel
+
     tag = str(step)
     for m in members:  # a union tag: `Router`, `str`, `list[Task]`, `dict[str,any]`
         origin = typing.get_origin(m)

@@ -17,9 +17,7 @@ notes it).
 from __future__ import annotations
 
 import difflib
-from typing import Any
-
-from pydantic import ValidationError
+from typing import TYPE_CHECKING, Any
 
 from noetlc.compiler import tree
 from noetlc.compiler.passes.schema import EXPECTED_NOUN
@@ -27,6 +25,9 @@ from noetlc.compiler.unit import CompilationUnit
 from noetlc.compiler.ynodes import YMap, YScalar, YSeq, node_at
 from noetlc.diagnostics.report import Reporter, Span
 from noetlc.stdlib_tools.kinds import ToolKind, argument_names, lookup
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 Path = tuple[str | int, ...]
 
@@ -135,6 +136,10 @@ def check_task(task: tree.Task, reporter: Reporter) -> None:
     if task.kind == "python":
         _warn_templated_code(task, reporter)
         _check_python_syntax(task, reporter)
+    if record.args_fit(data):
+        return  # valid for certain: neither pydantic nor the schema is imported
+    from pydantic import ValidationError
+
     try:
         record.schema.model_validate(data)
     except ValidationError as exc:

@@ -101,6 +101,38 @@ def test_check_loads_the_front_end_only() -> None:
     assert offending(modules, [*forbidden, "asyncio", "sqlite3", "msgpack", *ALWAYS_HEAVY]) == []
 
 
+def test_checking_a_valid_playbook_loads_no_pydantic() -> None:
+    # the generated shape tables accept it (the document and the python tasks' arguments):
+    # pydantic and its models are for diagnostics
+    modules = loaded("noetlc", "check", str(HELLO))
+    assert "noetlc.compiler.surface.shape_table" in modules
+    assert "noetlc.compiler.passes.tools" in modules
+    forbidden = ["noetlc.compiler.surface.models", "noetlc.stdlib_tools.schemas", "pydantic"]
+    assert offending(modules, forbidden) == []
+
+
+def test_checking_noop_tasks_loads_no_pydantic(tmp_path: Path) -> None:
+    playbook = tmp_path / "noop.yaml"
+    playbook.write_text(
+        "apiVersion: noetl.io/v2\nkind: Playbook\nmetadata: {name: noop}\n"
+        "workload: {items: [1, 2]}\nworkflow:\n"
+        "  - step: start\n    loop: {in: '{{ workload.items }}', iterator: item}\n"
+        "    tool: {kind: noop, result: '{{ item }}'}\n    next: end\n"
+        "  - step: end\n    tool: {kind: noop}\n",
+        encoding="utf-8",
+    )
+    modules = loaded("noetlc", "check", str(playbook))
+    assert "noetlc.compiler.passes.tools" in modules  # it did check the tool arguments
+    assert offending(modules, ["pydantic", "pydantic_core", "noetlc.stdlib_tools.schemas"]) == []
+
+
+def test_an_invalid_playbook_still_gets_pydantic_diagnostics(tmp_path: Path) -> None:
+    playbook = tmp_path / "bad.yaml"
+    playbook.write_text("workflow:\n  - step: start\n    nxt: end\n", encoding="utf-8")
+    modules = loaded("noetlc", "check", str(playbook))
+    assert "noetlc.compiler.surface.models" in modules
+
+
 def test_running_bytecode_loads_no_compiler(hello_nbc: str) -> None:
     modules = loaded("noetl-vm", "run", hello_nbc, "--db", "memory:", "--quiet")
     assert "noetlc.vm.control" in modules  # it did run
@@ -129,8 +161,8 @@ def test_a_compile_cache_hit_of_run_loads_no_compiler(tmp_path: Path) -> None:
     assert "noetlc.compiler.pipeline" in loaded("noetl-vm", *argv, cache=tmp_path)
     modules = loaded("noetl-vm", *argv, cache=tmp_path)
     assert "noetlc.vm.control" in modules  # it did run
-    # pydantic is the runtime's (the tool records validate arguments), as for a `.nbc` file
-    forbidden = [m for m in COMPILER_AND_LIBRARIES if m != "pydantic"]
+    # the python tasks' arguments fit the generated table: built without pydantic
+    forbidden = [*COMPILER_AND_LIBRARIES, "noetlc.stdlib_tools.schemas", "pydantic_core"]
     assert offending(modules, [*forbidden, *ALWAYS_HEAVY]) == []
 
 
@@ -167,6 +199,26 @@ def test_running_bytecode_without_expressions_loads_no_expression_compiler(
     assert "noetlc.vm.control" in modules
     forbidden = ["noetlc.expr.compile", "noetlc.expr.parser", "noetlc.expr.grammar_parser"]
     assert offending(modules, forbidden) == []
+    # noop tasks validate no arguments: the kinds table names the schemas, never imports them
+    assert offending(modules, ["pydantic", "pydantic_core", "noetlc.stdlib_tools.schemas"]) == []
+
+
+def test_the_kinds_table_imports_no_schema() -> None:
+    # every fact but the argument schema (inline, executor, credentials, sql) costs no pydantic
+    code = (
+        "import sys\n"
+        "from noetlc.stdlib_tools import kinds, registry\n"
+        "assert kinds.inline_kinds() and kinds.lookup('postgres').sql\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('pydantic', 'noetlc.stdlib_tools.s'))))\n"
+        "kinds.lookup('python').schema\n"
+        "print('pydantic' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    before, after = done.stdout.splitlines()
+    assert before == "['noetlc.stdlib_tools.spellings']"
+    assert after == "True"  # reading a schema imports it
 
 
 @pytest.mark.parametrize("prog", ["noetlc", "noetl-vm"])
