@@ -211,6 +211,7 @@ MODELS: Models = {
             "script": 5,
             "sql": 0,
             "timeout": 1,
+            "with": 6,
         },
         (
             (("union", (("str",), ("none",))), False, "query", "query", ("=", None)),
@@ -229,6 +230,13 @@ MODELS: Models = {
                 False,
                 "script",
                 "script",
+                ("=", None),
+            ),
+            (
+                ("union", (("dict", ("any",)), ("none",))),
+                False,
+                "connect_with",
+                "connect_with",
                 ("=", None),
             ),
         ),
