@@ -43,8 +43,11 @@ def test_server_and_worker_print_a_line_per_execution_and_at_shutdown(
         cluster.stop()
     assert summary["status"] == "completed", summary
     execution = summary["execution_id"]
-    _, server_err = server.communicate(timeout=30)
-    _, worker_err = worker.communicate(timeout=30)
+    # output goes to files, not pipes: a pipe nobody reads until the end fills after ~64 KiB of
+    # log lines and blocks the server (a long benchmark run stalled that way)
+    assert server.stderr is None and worker.stderr is None
+    _, server_err = cluster.output(server)
+    _, worker_err = cluster.output(worker)
     assert f"execution {execution} (lines) owned" in server_err, server_err
     assert f"execution {execution} completed" in server_err, server_err
     assert "stopped after" in server_err and "execution(s) ended" in server_err

@@ -93,7 +93,7 @@ def test_a_worker_stopped_past_its_lease_has_its_completion_refused(
     # the paused worker comes back with its result: it must be refused, then it stops
     time.sleep(1.5)
     paused.send_signal(signal.SIGTERM)
-    _, err = paused.communicate(timeout=30)
+    _, err = cluster.output(paused)
     said = re.search(r"(\d+) completion\(s\) refused, (\d+) lease\(s\) found lost", err)
     assert said and int(said[1]) + int(said[2]) >= 1, err
     events = cluster.events(execution_id)
@@ -172,7 +172,7 @@ def test_chaos_sigkill_and_sigstop_workers(cluster: Cluster, tmp_path: Path) -> 
                 proc.send_signal(signal.SIGCONT)
                 proc.send_signal(signal.SIGTERM)
         for proc in workers:
-            stderr.append(proc.communicate(timeout=30)[1])
+            stderr.append(cluster.output(proc)[1])
     kills, stops = figures["kills"], figures["stops"]
     refused = lost = 0
     for err in stderr:
