@@ -248,6 +248,83 @@ def test_worker_round_cpu(benchmark: Any, pg_bench_url: str) -> None:
         )
 
 
+SERVER_ROUND = 490  # iterations a server's round handles in the distributed loop bench
+
+
+async def _server_rounds(url: str, n: int) -> tuple[float, float]:
+    """A server's steady state on one connection: rounds of `append_and_enqueue` of
+    SERVER_ROUND loop iterations (a `loop.iteration.started` event and a job each, shaped as
+    runtime/server.py builds them); the previous round's jobs are finished meanwhile from
+    another connection, as the workers do. (PostgreSQL CPU, client CPU) per iteration."""
+    db = await Database.open(url, min_size=2, max_size=2)
+    try:
+        async with db.pool.acquire() as conn:
+            await conn.execute("TRUNCATE jobs")
+        execution = str(uuid.uuid4())
+        await db.events.create_execution(execution, "bench")
+        run_id = f"start#{uuid.uuid4().hex[:12]}"
+
+        def iteration(i: int) -> tuple[Event, JobSpec]:
+            action_id = uuid.uuid5(uuid.NAMESPACE_OID, f"{execution}:{i}").hex
+            event = envelope(
+                EventName.LOOP_ITERATION_STARTED,
+                Source.SERVER,
+                event_id=f"{execution}:s:{i}",
+                ts=time.time(),
+                step="start",
+                step_run_id=run_id,
+                iteration=i,
+                pc=3,
+                payload={"index": i},
+            )
+            # runtime/server.py leaves out the empty args, ctx and results
+            payload = {"step": "start", "step_run_id": run_id, "iteration": i, "item": i}
+            return event, JobSpec(action_id, execution, action_id, payload)
+
+        async with db.pool.acquire() as worker:
+            async with db.pool.acquire() as conn:
+                pid = int(await conn.fetchval("SELECT pg_backend_pid()"))
+            pg, client = _backend_cpu_s(pid), time.process_time()
+            previous: list[str] = []
+            for start in range(0, n, SERVER_ROUND):
+                made = [iteration(i) for i in range(start, min(n, start + SERVER_ROUND))]
+                await db.events.append_and_enqueue(
+                    execution, [e for e, _ in made], [j for _, j in made]
+                )
+                if previous:
+                    await worker.execute(
+                        "UPDATE jobs j SET status = 'done' FROM unnest($1::text[]) AS p(job_id)"
+                        " WHERE j.job_id = p.job_id",
+                        previous,
+                    )
+                previous = [j.job_id for _, j in made]
+            return (_backend_cpu_s(pid) - pg) / n, (time.process_time() - client) / n
+    finally:
+        await db.close()
+
+
+def test_server_round_cpu(benchmark: Any, pg_bench_url: str) -> None:
+    """PostgreSQL and client CPU per iteration of a server's rounds (`append_and_enqueue`
+    of ~490 events and jobs): the serial part of the distributed loop bench."""
+    measured: list[tuple[float, float]] = []
+    benchmark.pedantic(
+        lambda: measured.append(asyncio.run(_server_rounds(pg_bench_url, ROUND_JOBS))),
+        rounds=ROUNDS,
+        iterations=1,
+    )
+    pg, client = min(measured)
+    RESULTS["server round pg"], RESULTS["server round client"] = pg, client
+    for side, value in (("PostgreSQL backend", pg), ("client", client)):
+        record(
+            benchmark,
+            figure=f"server round (append_and_enqueue of {SERVER_ROUND}), {side} CPU per task",
+            value=value * 1e6,
+            unit="µs",
+            better="lower",
+            group="postgres",
+        )
+
+
 def test_round_trip(benchmark: Any, harness: Harness) -> None:
     """`SELECT 1` on a pooled connection: the machine's floor under every statement."""
 
@@ -389,6 +466,12 @@ def test_pg_floor_table() -> None:
     if pg is not None and client is not None:
         print(
             f"worker round, per job: PostgreSQL {pg * 1e6:.1f} µs CPU, client {client * 1e6:.1f} µs"
+        )
+    pg, client = RESULTS.get("server round pg"), RESULTS.get("server round client")
+    if pg is not None and client is not None:
+        print(
+            f"server round, per task: PostgreSQL {pg * 1e6:.1f} µs CPU,"
+            f" client {client * 1e6:.1f} µs"
         )
     print("event append                       µs/event (reference: COPY ≈17–22, single ≈360)")
     for label in ("single", "batch10", "copy10", "batch100", "copy100"):

@@ -468,15 +468,19 @@ class Server:
             ctx, results = dict(ctx), dict(results)
         for command in commands:
             if command.kind == CommandKind.RUN:
-                payload = {
-                    "step": command.step,
-                    "step_run_id": command.step_run_id,
-                    "args": command.args,
-                    "iteration": command.iteration,
-                    "item": command.item,
-                    "ctx": ctx,
-                    "results": results,
-                }
+                # empty and None fields left out (a worker reads each with its default):
+                # one row per task, written and rewritten, and encoded in the serial round
+                payload: dict[str, Any] = {"step": command.step, "step_run_id": command.step_run_id}
+                if command.args:
+                    payload["args"] = command.args
+                if command.iteration is not None:
+                    payload["iteration"] = command.iteration
+                if command.item is not None:
+                    payload["item"] = command.item
+                if ctx:
+                    payload["ctx"] = ctx
+                if results:
+                    payload["results"] = results
                 jobs.append(
                     JobSpec(
                         command.action_id,

@@ -22,14 +22,42 @@ def _quoted(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+# A batch is escaped and quoted as one string: the values joined by a separator holding a NUL
+# character, which no value can hold (PostgreSQL's text cannot), None as a NUL marker of its
+# own; three passes in C instead of a Python call per value (the server's round sends about
+# ten text columns of ~500 values each).
+_SEPARATOR = "\x00,"
+_NULL_MARK = "\x00N"
+
+
 def text_array(values: Iterable[str | None]) -> str:
     """A text[] (or uuid[]) literal."""
-    return "{" + ",".join(["NULL" if v is None else _quoted(v) for v in values]) + "}"
+    items = original = list(values)
+    if not items:
+        return "{}"
+    nulls = items.count(None)
+    if nulls == len(items):
+        return "{" + ",".join(["NULL"] * nulls) + "}"
+    if nulls:
+        items = [_NULL_MARK if v is None else v for v in items]
+    joined = _SEPARATOR.join(items)  # type: ignore[arg-type]
+    if joined.count("\x00") != len(items) - 1 + nulls:
+        # a value holds a NUL itself (PostgreSQL refuses it): quoted one by one
+        return "{" + ",".join(["NULL" if v is None else _quoted(v) for v in original]) + "}"
+    if "\\" in joined:
+        joined = joined.replace("\\", "\\\\")
+    if '"' in joined:
+        joined = joined.replace('"', '\\"')
+    literal = '{"' + joined.replace(_SEPARATOR, '","') + '"}'
+    return literal.replace('"' + _NULL_MARK + '"', "NULL") if nulls else literal
 
 
 def number_array(values: Iterable[int | float | None]) -> str:
     """An integer[] or float8[] literal."""
-    return "{" + ",".join(["NULL" if v is None else repr(v) for v in values]) + "}"
+    items = list(values)
+    if None in items:
+        return "{" + ",".join(["NULL" if v is None else repr(v) for v in items]) + "}"
+    return "{" + ",".join(map(repr, items)) + "}"
 
 
 # the envelope columns (vm/protocol.py ENVELOPE, the order of eventlog._row) that are numbers:

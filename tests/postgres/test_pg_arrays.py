@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import math
+import random
 
 import pytest
 
 from noetlc.runtime.postgres.arrays import number_array, text_array
 from noetlc.runtime.postgres.connect import connect
 from noetlc.runtime.postgres.database import Database
+from noetlc.runtime.postgres.eventlog import encode_payload
 from noetlc.runtime.postgres.testing import truncate_all
 from noetlc.runtime.queue import JobSpec
 
@@ -42,6 +45,42 @@ async def test_text_array_round_trips_every_character(pg_url):
         await conn.close()
     assert back == AWKWARD
     assert empty == []
+
+
+def _one_by_one(values: list[str | None]) -> str:
+    """The literal built value by value (what text_array did before it joined first)."""
+    quoted = [
+        '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"' for v in values if v is not None
+    ]
+    it = iter(quoted)
+    return "{" + ",".join("NULL" if v is None else next(it) for v in values) + "}"
+
+
+def test_text_array_is_the_value_by_value_literal():
+    # joined first, escaped in one pass: separators and the None marker hold a NUL, which
+    # no value can hold; a value that does hold one is quoted value by value
+    pieces = ["a", ",", '"', "\\", "N", "\x00", "\x00N", "\x00,", "{", "}", " ", "é", "\n"]
+    rng = random.Random(7)
+    for _ in range(20_000):
+        values = [
+            None if rng.random() < 0.2 else "".join(rng.choices(pieces, k=rng.randint(0, 4)))
+            for _ in range(rng.randint(0, 6))
+        ]
+        assert text_array(values) == _one_by_one(values), values
+        assert text_array(iter(values)) == _one_by_one(values), values
+
+
+def test_payloads_encode_as_compact_json():
+    for payload in (
+        {"a": [1, 2.5, None, True, 'é\u2028"q"'], "b": {"c": float("nan"), 1: 2}},
+        None,
+        {"when": object},
+        [],
+    ):
+        expected = json.dumps(
+            {} if payload is None else payload, separators=(",", ":"), default=str
+        )
+        assert encode_payload(payload) == expected
 
 
 async def test_number_arrays_round_trip_exactly(pg_url):

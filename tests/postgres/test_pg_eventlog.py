@@ -168,6 +168,31 @@ async def test_append_and_enqueue_is_one_idempotent_transaction(db):
     assert await db.queue.get("jn") is None
 
 
+async def test_append_and_enqueue_skips_only_the_jobs_already_stored(db):
+    # the plain insert of the usual round fails on a stored job (a takeover re-enqueues what
+    # the dead owner enqueued): the batch is inserted again without the stored ones (0006)
+    log, notes = db.events, db.notifications
+    await log.create_execution("x", "p")
+    await log.append_and_enqueue("x", evs("s", 1), [JobSpec("j0", "x", "a0", {"first": True})])
+    assert await notes.ensure_listening()
+    woken = notes.register("noetl_jobs", "default")
+    again = [
+        JobSpec("j0", "x", "a0", {"first": False}),
+        JobSpec("j1", "x", "a1", {}),
+        JobSpec("j2", "x", "a2", {"i": 2}),
+        JobSpec("j2", "x", "a2", {"i": 2}),  # twice in one batch
+    ]
+    assert await log.append_and_enqueue("x", evs("s", 2), again) == [("s1", 2)]
+    assert await notes.sleep_on(woken, 15)  # the inserted jobs were announced
+    leased = await db.queue.lease("w", limit=10)
+    assert [(lease.job_id, lease.payload) for lease in leased] == [
+        ("j0", {"first": True}),
+        ("j1", {}),
+        ("j2", {"i": 2}),
+    ]
+    notes.unregister("noetl_jobs", "default", woken)
+
+
 async def test_read_inputs_skips_what_the_vm_does_not_consume(db):
     log = db.events
     await log.create_execution("x", "p")
