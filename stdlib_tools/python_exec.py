@@ -49,6 +49,13 @@ def execute(request: dict[str, Any]) -> dict[str, Any]:
         outcome = error(type(exc).__name__, str(exc), line=line, code_line=text)
         outcome["py"] = {"exception_type": type(exc).__name__}
         return outcome
+    try:  # results are stored as JSON; the stores' encoders do no cycle bookkeeping
+        json.dumps(result, default=str)
+    except (ValueError, RecursionError):
+        return error(
+            "TypeError",
+            "the task's result is not JSON data: it contains itself (a reference cycle)",
+        )
     absent = [k for k in request["returns"] if not isinstance(result, dict) or k not in result]
     if absent:
         return error(

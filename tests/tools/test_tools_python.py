@@ -25,6 +25,15 @@ def test_exceptions_are_error_outcomes() -> None:
     assert out["status"] == "error" and out["py"]["exception_type"] == "KeyError"
 
 
+def test_a_result_that_contains_itself_is_an_error_outcome() -> None:
+    # a cycle reached the stores' encoders (no cycle bookkeeping) and crashed the run (NOE900)
+    for spec in (None, ISOLATED):
+        out = call_tool("python", {"code": "a = {}\na['self'] = a\nresult = a"}, spec)
+        assert out["status"] == "error", out
+        if spec is None:
+            assert "reference cycle" in out["error"]["message"]
+
+
 def test_the_assert_contract() -> None:
     code = "def main(t):\n  return {'hot': t > 25}"
     ok = call_tool(
