@@ -239,3 +239,30 @@ def test_every_subcommand_still_loads_its_arguments_and_help(
         first_words = " ".join(doc.split()[:4])
         assert f"usage: {prog} {name}" in shown
         assert first_words in shown, (name, first_words)
+
+
+def test_compiling_a_valid_playbook_loads_no_hint_or_migrate_only_code() -> None:
+    # difflib is for "did you mean" hints; the legacy rewrites only `migrate` runs load then
+    modules = loaded("noetl-vm", "run", str(HELLO), "--db", "memory:", "--quiet")
+    assert "noetlc.compiler.passes.desugar" in modules  # it did compile
+    migrate_only = [
+        f"noetlc.compiler.desugar.{m}" for m in ("eval_rules", "root_vars", "pipes", "next_then")
+    ]
+    assert offending(modules, ["difflib", *migrate_only]) == []
+
+
+def test_a_misspelt_key_still_gets_its_hint(tmp_path: Path) -> None:
+    from noetlc.compiler.passes.desugar import migrate_passes
+
+    assert [name for name, _ in migrate_passes()][:2] == ["eval_rules", "root_vars"]
+    playbook = tmp_path / "typo.yaml"
+    playbook.write_text(HELLO.read_text(encoding="utf-8").replace("workload:", "workloda:", 1))
+    done = subprocess.run(
+        [sys.executable, "-m", "noetlc", "check", str(playbook), "--no-cache"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=False,
+        timeout=120,
+    )
+    assert "workload" in done.stdout + done.stderr and "did you mean" in done.stdout + done.stderr
