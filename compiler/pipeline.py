@@ -31,6 +31,8 @@ from noetlc.diagnostics.report import Reporter
 
 @dataclass(frozen=True, slots=True)
 class Pass:
+    """One pass of the pipeline: its name, module and summary."""
+
     name: str
     module: str  # noetlc.compiler.passes.<module>
     summary: str

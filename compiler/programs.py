@@ -16,6 +16,8 @@ Instruction = list[Any]
 
 @dataclass
 class Block:
+    """One block of generated instructions, with a debug position per instruction."""
+
     name: str
     code: list[Instruction] = field(default_factory=list)
     positions: list[int] = field(default_factory=list)  # index into the position table
@@ -23,6 +25,8 @@ class Block:
 
 @dataclass
 class Programs:
+    """The output of `lower`: name pool, positions, control and pipeline blocks."""
+
     names: list[str]
     positions: list[Position]
     control: list[Block]

@@ -54,6 +54,8 @@ class Action:
 
 @dataclass(frozen=True, slots=True)
 class Rule:
+    """One rule of a task policy: a guard (None: `else`) and its action."""
+
     when: Guard | None  # None: the `else` rule
     action: Action
     span: Span = _span()
@@ -61,6 +63,8 @@ class Rule:
 
 @dataclass(frozen=True, slots=True)
 class Policy:
+    """A task's policy: its rules in order, and what an unmatched outcome does."""
+
     rules: tuple[Rule, ...]
     # What happens when no rule matches and there is no else: "default" (ok continues, error
     # fails: an unmatched error is never swallowed) or "continue" (opt-in, `on_unmatched`).
@@ -70,6 +74,8 @@ class Policy:
 
 @dataclass(frozen=True, slots=True)
 class Task:
+    """One task of a step's pipeline: its name, tool kind, arguments and policy."""
+
     name: str
     kind: str
     args: YMap  # the tool's arguments (everything but name/kind/spec knobs)
@@ -87,6 +93,8 @@ class Task:
 
 @dataclass(frozen=True, slots=True)
 class AdmitRule:
+    """One rule of a step's `admit:` (None guard: else)."""
+
     when: Guard | None  # None: else
     allow: bool
     span: Span = _span()
@@ -95,12 +103,16 @@ class AdmitRule:
 
 @dataclass(frozen=True, slots=True)
 class Admit:
+    """A step's admission rules, in order."""
+
     rules: tuple[AdmitRule, ...]
     span: Span = _span()
 
 
 @dataclass(frozen=True, slots=True)
 class Loop:
+    """A step's loop: the items, the iterator name and how iterations run."""
+
     items: YNode  # the `in:` template or literal list, evaluated once at step entry
     iterator: str
     mode: LoopMode = "sequential"
@@ -117,6 +129,8 @@ class Loop:
 
 @dataclass(frozen=True, slots=True)
 class Arc:
+    """One arc of a step's router: the target step, its guard and arguments."""
+
     step: str
     when: Guard | None = None  # None: "the step succeeded"
     args: YMap | None = None
@@ -130,6 +144,8 @@ class Arc:
 
 @dataclass(frozen=True, slots=True)
 class Router:
+    """A step's `next:`: how its arcs are chosen, and the arcs."""
+
     mode: RouterMode
     arcs: tuple[Arc, ...]
     span: Span = _span()
@@ -145,6 +161,8 @@ class Listener:
 
 @dataclass(frozen=True, slots=True)
 class Step:
+    """One step of the canonical tree."""
+
     name: str
     tasks: tuple[Task, ...]
     next: Router | None = None  # None: a final step
@@ -161,6 +179,8 @@ class Step:
 
 @dataclass(frozen=True, slots=True)
 class KeychainEntry:
+    """One keychain declaration: name, kind and its other fields."""
+
     name: str
     kind: str
     fields: YMap
@@ -169,6 +189,8 @@ class KeychainEntry:
 
 @dataclass(frozen=True, slots=True)
 class Metadata:
+    """The playbook's name, path and version."""
+
     name: str
     path: str | None = None
     version: str | None = None
@@ -179,6 +201,8 @@ class Metadata:
 
 @dataclass(frozen=True, slots=True)
 class Playbook:
+    """The canonical tree of a playbook: what the later passes read."""
+
     metadata: Metadata
     workflow: tuple[Step, ...]
     entry: str  # the entry step's name

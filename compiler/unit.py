@@ -24,6 +24,8 @@ if TYPE_CHECKING:  # each pass imports what it builds; the unit itself stays che
 
 @dataclass
 class CompilationUnit:
+    """One compilation: the source, the outputs of each pass, the diagnostics."""
+
     file: str
     source: str
     reporter: Reporter = field(default_factory=Reporter)

@@ -19,6 +19,8 @@ Scalar = str | int | float | bool | None
 
 @dataclass(frozen=True, slots=True)
 class YScalar:
+    """A located scalar."""
+
     value: Scalar
     span: Span = field(default=NO_SPAN, compare=False, repr=False)
     # True when the scalar was written quoted or as a block; unquoted scalars are "plain".
@@ -30,6 +32,8 @@ class YScalar:
 
 @dataclass(frozen=True, slots=True)
 class YSeq:
+    """A located sequence."""
+
     items: tuple[YNode, ...]
     span: Span = field(default=NO_SPAN, compare=False, repr=False)
 
@@ -45,6 +49,8 @@ class YSeq:
 
 @dataclass(frozen=True, slots=True)
 class YMap:
+    """A located mapping (keys in the order written)."""
+
     items: tuple[tuple[YScalar, YNode], ...]
     span: Span = field(default=NO_SPAN, compare=False, repr=False)
 

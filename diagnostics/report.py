@@ -52,6 +52,8 @@ class TraceStep:
 
 @dataclass(frozen=True, slots=True)
 class Diagnostic:
+    """One located diagnostic: code, severity, message, hint and trace."""
+
     code: str
     severity: Severity
     message: str

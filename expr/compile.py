@@ -39,6 +39,8 @@ class ExpressionUnsafe(Exception):
 
 @dataclass(frozen=True, slots=True)
 class CompiledExpression:
+    """One compiled guard or template, with its static facts."""
+
     source: str  # as written
     mode: Mode
     kind: Literal["code", "const", "jinja_expression", "jinja_template"]

@@ -13,6 +13,8 @@ NOT_CONSTANT: Any = type("NotConstant", (), {"__repr__": lambda self: "NOT_CONST
 
 @dataclass(frozen=True, slots=True)
 class Facts:
+    """Static facts about one expression."""
+
     event_names: tuple[str, ...]
     # Root names the expression itself expects may be missing: the subject of `| default`
     # or of `is defined` / `is undefined` (`spec.x | default(1)` makes `spec` optional).

@@ -31,6 +31,8 @@ class ExpressionSyntaxError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class ExprPiece:
+    """One piece of a template: literal text or an expression."""
+
     text: str
 
 

@@ -54,6 +54,8 @@ JoinKind = Literal["all", "any", "each"]
 
 @dataclass(frozen=True, slots=True)
 class Position:
+    """A source position (file, line, column)."""
+
     file: str
     line: int
     column: int
@@ -65,6 +67,8 @@ NO_POSITION = Position("<generated>", 0, 0, "")
 
 @dataclass(frozen=True, slots=True)
 class Place:
+    """One place of the net."""
+
     id: str
     kind: PlaceKind
     step: str | None = None
@@ -97,6 +101,8 @@ class Decision:
 
 @dataclass(frozen=True, slots=True)
 class Transition:
+    """One transition of the net."""
+
     id: str
     kind: TransitionKind
     step: str | None
@@ -112,6 +118,8 @@ class Transition:
 
 @dataclass(frozen=True, slots=True)
 class JoinInfo:
+    """One join: the step, its kind, and the fork whose branches it joins."""
+
     step: str
     kind: JoinKind
     fork: str | None  # the inclusive fork step whose branches it joins (None: explicit)
@@ -120,6 +128,8 @@ class JoinInfo:
 
 @dataclass(frozen=True, slots=True)
 class Net:
+    """The colored Petri net of a playbook."""
+
     name: str
     entry_step: str
     places: tuple[Place, ...]

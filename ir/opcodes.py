@@ -22,6 +22,8 @@ OperandKind = Literal["expr", "value", "place", "name", "label", "int", "float"]
 
 @dataclass(frozen=True, slots=True)
 class Opcode:
+    """One opcode: its number, mnemonic and operands."""
+
     code: int
     mnemonic: str
     program: ProgramKind

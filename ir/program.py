@@ -44,6 +44,8 @@ Instruction = tuple[Any, ...]
 
 @dataclass(frozen=True, slots=True)
 class Metadata:
+    """The playbook's name, path and version."""
+
     name: str
     path: str | None = None
     version: Any = None
@@ -75,6 +77,8 @@ class Expression:
 
 @dataclass(frozen=True, slots=True)
 class PlaceInfo:
+    """One place of the net: id, kind, step and capacity."""
+
     id: str
     kind: str
     step: str | None
@@ -83,6 +87,8 @@ class PlaceInfo:
 
 @dataclass(frozen=True, slots=True)
 class JoinInfo:
+    """One join: the step, its kind, the fork and its branches."""
+
     step: str
     kind: str
     fork: str | None
@@ -91,12 +97,16 @@ class JoinInfo:
 
 @dataclass(frozen=True, slots=True)
 class DecisionInfo:
+    """One decision place and its guard list."""
+
     place: str
     guards: tuple[int, ...]  # expression indices, in rank order
 
 
 @dataclass(frozen=True, slots=True)
 class ControlBlock:
+    """The control program of one transition."""
+
     id: str
     kind: str
     step: str | None
@@ -107,6 +117,8 @@ class ControlBlock:
 
 @dataclass(frozen=True, slots=True)
 class PipelineBlock:
+    """The pipeline program of one step."""
+
     step: str
     code: tuple[Instruction, ...]
     positions: tuple[int, ...]
@@ -114,6 +126,8 @@ class PipelineBlock:
 
 @dataclass(frozen=True, slots=True)
 class DebugPosition:
+    """A source position of the debug map."""
+
     file: str
     line: int
     column: int
@@ -122,6 +136,8 @@ class DebugPosition:
 
 @dataclass(frozen=True, slots=True)
 class WorkbookTask:
+    """One workbook task: name, kind and its arguments' value index."""
+
     name: str
     kind: str
     args: int
@@ -130,6 +146,8 @@ class WorkbookTask:
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Program:
+    """A verified program: everything a VM needs to run a playbook."""
+
     metadata: Metadata
     entry: str
     workload: dict[str, Any]

@@ -42,6 +42,8 @@ class OwnedError(UserError):
 
 @dataclass(frozen=True)
 class Owner:
+    """The process that owns an execution."""
+
     pid: int
     host: str
     renewed_at: float

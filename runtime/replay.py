@@ -29,6 +29,8 @@ COMPARED = ("name", "step", "step_run_id", "iteration", "payload")
 
 @dataclass
 class ReplayReport:
+    """The outcome of a replay."""
+
     vm: ControlVM
     inputs: int
     compared: int

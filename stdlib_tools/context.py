@@ -17,6 +17,8 @@ RunPlaybook = Callable[[str, dict[str, Any]], dict[str, Any]]
 
 @dataclass(frozen=True)
 class ToolContext:
+    """What a tool call knows about where it runs."""
+
     execution_id: str | None = None
     # Stable per step run / task / iteration, the same for every attempt: tools may use it as
     # an idempotency key for their side effects: the same for every attempt of an action, so a

@@ -81,7 +81,8 @@ def _keep(entry_key: str, source: str, unit: CompilationUnit) -> None:
 
     if plugins_loaded() or unit.source != source or unit.program is None:
         return
-    compile_cache.store(entry_key, unit.reporter.sorted(), unit.program.encode())
+    body = unit.nbc if unit.nbc is not None else unit.program.encode()  # assemble's bytes
+    compile_cache.store(entry_key, unit.reporter.sorted(), body)
 
 
 def render_payload(path: str, render: Callable[[dict[str, Any]], str]) -> int:

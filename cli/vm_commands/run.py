@@ -258,38 +258,40 @@ def _step_location(payload: dict[str, Any], step: str | None, task: Any = None) 
 def run(args: argparse.Namespace) -> int:
     import uuid
 
-    from noetlc.cli.common import EXIT_INTERRUPTED
-    from noetlc.cli.noetlc_commands.artifacts import load_program
-    from noetlc.runtime.embedded import run_embedded
-    from noetlc.runtime.ownership import Lease
-    from noetlc.runtime.stores import open_store
+    from noetlc.cli.common import EXIT_INTERRUPTED, loading
 
-    overrides = workload_overrides(args)
-    check_keychain_file(args.keychain)
-    if args.db.startswith(("postgresql://", "postgres://")):
-        raise UsageError(
-            "NOE803",
-            "`run` is embedded; a PostgreSQL database runs distributed mode",
-            "`noetl-vm submit FILE --db URL --wait` with `noetl-vm server` and"
-            " `noetl-vm worker` running, or `run --db sqlite:///.noetl/noetl.db`",
-        )
-    budgets = budget_options(args)
-    from noetlc.cli import compile_cache
+    with loading():  # imports, compile or decode, the store: no collection meanwhile
+        from noetlc.cli.noetlc_commands.artifacts import load_program
+        from noetlc.runtime.embedded import run_embedded
+        from noetlc.runtime.ownership import Lease
+        from noetlc.runtime.stores import open_store
 
-    program = load_program(args.file, compile_cache.enabled(args.no_cache))
-    if program is None:
-        return EXIT_ERRORS
-    if budgets:
-        from noetlc.ir.program import Program as ProgramImage
-        from noetlc.vm.budgets import with_budgets
+        overrides = workload_overrides(args)
+        check_keychain_file(args.keychain)
+        if args.db.startswith(("postgresql://", "postgres://")):
+            raise UsageError(
+                "NOE803",
+                "`run` is embedded; a PostgreSQL database runs distributed mode",
+                "`noetl-vm submit FILE --db URL --wait` with `noetl-vm server` and"
+                " `noetl-vm worker` running, or `run --db sqlite:///.noetl/noetl.db`",
+            )
+        budgets = budget_options(args)
+        from noetlc.cli import compile_cache
 
-        program = ProgramImage.from_payload(
-            with_budgets(program.to_payload(), budgets),
-            source_sha256=program.source_sha256,
-            compiler=program.compiler,
-        )
-    warn_undeclared(overrides, program.workload)
-    store = open_store(args.db)
+        program = load_program(args.file, compile_cache.enabled(args.no_cache))
+        if program is None:
+            return EXIT_ERRORS
+        if budgets:
+            from noetlc.ir.program import Program as ProgramImage
+            from noetlc.vm.budgets import with_budgets
+
+            program = ProgramImage.from_payload(
+                with_budgets(program.to_payload(), budgets),
+                source_sha256=program.source_sha256,
+                compiler=program.compiler,
+            )
+        warn_undeclared(overrides, program.workload)
+        store = open_store(args.db)
     execution_id = str(uuid.uuid4())
     lease = Lease.for_url(args.db, execution_id)
     try:

@@ -8,18 +8,16 @@ reported as a NOE4xx warning. `noetlc migrate` prints the result as YAML.
 
 from __future__ import annotations
 
+from importlib import import_module
+
 from noetlc.compiler.desugar import (
     arc_events,
     case,
-    eval_rules,
     incoming_result,
     labelled_tasks,
     loop_keys,
-    next_then,
-    pipes,
     retry,
     root_identity,
-    root_vars,
     routing_steps,
     sink,
     spellings,
@@ -54,16 +52,26 @@ DESUGAR_PASSES: list[tuple[str, Pass]] = [
 
 # Legacy forms that only `noetlc migrate` rewrites (the `migrate` option): `check` rejects
 # them in a file with the hint to run `migrate` (NOE105, NOE206). They run right after the
-# named-key tasks are flattened, before every other rewrite.
-MIGRATE_PASSES: list[tuple[str, Pass]] = [
-    ("eval_rules", eval_rules.run),
-    ("root_vars", root_vars.run),
-    ("pipe", pipes.run),
-    ("next_then", next_then.run),
-    ("tool_kind", routing_steps.tool_kind),
-    ("routing_only", routing_steps.run_all),
-    ("tracing", unsupported.drop_tracing),
+# named-key tasks are flattened, before every other rewrite. Named as (module, function) in
+# `noetlc.compiler.desugar`: a compile without the option does not import them.
+MIGRATE_PASSES: list[tuple[str, str, str]] = [
+    ("eval_rules", "eval_rules", "run"),
+    ("root_vars", "root_vars", "run"),
+    ("pipe", "pipes", "run"),
+    ("next_then", "next_then", "run"),
+    ("tool_kind", "routing_steps", "tool_kind"),
+    ("routing_only", "routing_steps", "run_all"),
+    ("tracing", "unsupported", "drop_tracing"),
 ]
+
+
+def migrate_passes() -> list[tuple[str, Pass]]:
+    """The `migrate`-only rewrites, their modules imported."""
+    out: list[tuple[str, Pass]] = []
+    for name, module, function in MIGRATE_PASSES:
+        fn: Pass = getattr(import_module(f"noetlc.compiler.desugar.{module}"), function)
+        out.append((name, fn))
+    return out
 
 
 def run(unit: CompilationUnit) -> None:
@@ -72,7 +80,7 @@ def run(unit: CompilationUnit) -> None:
         return
     passes = DESUGAR_PASSES
     if unit.options.get("migrate"):
-        passes = [*DESUGAR_PASSES[:2], *MIGRATE_PASSES, *DESUGAR_PASSES[2:]]
+        passes = [*DESUGAR_PASSES[:2], *migrate_passes(), *DESUGAR_PASSES[2:]]
     for _, desugar in passes:
         doc = desugar(doc, unit.reporter)
     unit.canonical = doc

@@ -10,7 +10,6 @@ NOE305 names nothing in the playbook defines.
 
 from __future__ import annotations
 
-import difflib
 import json
 
 from noetlc.compiler import tree
@@ -209,6 +208,8 @@ class _PoolBuilder:
                 "`{{ fetch }}`, `{{ fetch.data }}`",
             )
             return
+        import difflib  # only for a hint: not imported by valid input
+
         close = difflib.get_close_matches(name, sorted(self.defined), n=1, cutoff=0.75)
         hint = f"did you mean `{close[0]}`?" if close else None
         self.unit.reporter.report(

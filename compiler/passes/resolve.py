@@ -8,8 +8,6 @@ Unknown names get a "did you mean" hint.
 
 from __future__ import annotations
 
-import difflib
-
 from noetlc.compiler import tree
 from noetlc.compiler.unit import CompilationUnit
 from noetlc.compiler.ynodes import YScalar
@@ -159,5 +157,7 @@ def _check_reserved(name: str, what: str, span: Span, reporter: Reporter) -> Non
 
 def _did_you_mean(name: str, options: object) -> str | None:
     candidates = [str(o) for o in options]  # type: ignore[attr-defined]
+    import difflib  # only for a hint: not imported by valid input
+
     close = difflib.get_close_matches(name, candidates, n=1, cutoff=0.6)
     return f"did you mean `{close[0]}`?" if close else None

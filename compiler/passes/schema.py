@@ -15,7 +15,6 @@ diagnostics).
 
 from __future__ import annotations
 
-import difflib
 import types
 import typing
 from collections.abc import Iterator
@@ -234,6 +233,8 @@ def _strip(node: YNode, paths: set[Path], here: Path = ()) -> YNode:
 
 @dataclass(frozen=True, slots=True)
 class _Error:
+    """One validation problem, as the models describe it."""
+
     kind: str  # pydantic's error type, or "union_type" for a value no union member takes
     loc: tuple[Any, ...]  # pydantic's location (data keys interleaved with union tags)
     path: Path  # the location in the data
@@ -342,6 +343,8 @@ def _report_one(err: _Error, doc: YMap, reporter: Reporter) -> None:
         node, key_node = node_at(doc, path)
         span = key_node.span if key_node is not None else _span_of(node)
         allowed = _allowed_keys(err.loc[:-1])
+        import difflib  # only for a hint: not imported by valid input
+
         close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
         hint = (
             f"did you mean `{close[0]}`?"

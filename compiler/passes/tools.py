@@ -16,7 +16,6 @@ notes it).
 
 from __future__ import annotations
 
-import difflib
 from typing import TYPE_CHECKING, Any
 
 from noetlc.compiler import tree
@@ -99,6 +98,8 @@ def _check_keychain_names(task: tree.Task, declared: list[str], reporter: Report
         name = ref.value
         if not isinstance(name, str) or _is_template(name) or "://" in name or name in declared:
             continue
+        import difflib  # only for a hint: not imported by valid input
+
         close = difflib.get_close_matches(name, declared, n=1, cutoff=0.6)
         reporter.report(
             "NOE606",
@@ -271,6 +272,8 @@ def _report_unknown(path: Path, task: tree.Task, data: dict[str, Any], rep: Repo
             return
         record = lookup(task.kind)
         allowed = argument_names(record.schema) if record is not None else []
+        import difflib  # only for a hint: not imported by valid input
+
         close = difflib.get_close_matches(name, allowed, n=1, cutoff=0.6)
         hint = (
             f"did you mean `{close[0]}`?"

@@ -19,6 +19,8 @@ from noetlc.diagnostics.severity import Severity
 
 @dataclass(frozen=True, slots=True)
 class CodeInfo:
+    """One registered diagnostic code."""
+
     code: str
     name: str  # kebab-case rule name, used by SARIF
     severity: Severity

@@ -239,3 +239,47 @@ def test_every_subcommand_still_loads_its_arguments_and_help(
         first_words = " ".join(doc.split()[:4])
         assert f"usage: {prog} {name}" in shown
         assert first_words in shown, (name, first_words)
+
+
+def test_compiling_a_valid_playbook_loads_no_hint_or_migrate_only_code() -> None:
+    # difflib is for "did you mean" hints; the legacy rewrites only `migrate` runs load then
+    modules = loaded("noetl-vm", "run", str(HELLO), "--db", "memory:", "--quiet")
+    assert "noetlc.compiler.passes.desugar" in modules  # it did compile
+    migrate_only = [
+        f"noetlc.compiler.desugar.{m}" for m in ("eval_rules", "root_vars", "pipes", "next_then")
+    ]
+    assert offending(modules, ["difflib", *migrate_only]) == []
+
+
+def test_a_misspelt_key_still_gets_its_hint(tmp_path: Path) -> None:
+    from noetlc.compiler.passes.desugar import migrate_passes
+
+    assert [name for name, _ in migrate_passes()][:2] == ["eval_rules", "root_vars"]
+    playbook = tmp_path / "typo.yaml"
+    playbook.write_text(HELLO.read_text(encoding="utf-8").replace("workload:", "workloda:", 1))
+    done = subprocess.run(
+        [sys.executable, "-m", "noetlc", "check", str(playbook), "--no-cache"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=False,
+        timeout=120,
+    )
+    assert "workload" in done.stdout + done.stderr and "did you mean" in done.stdout + done.stderr
+
+
+def test_the_compilers_dataclasses_have_docstrings() -> None:
+    # `@dataclass` builds a missing docstring from `inspect.signature` at import time
+    import ast
+
+    missing = []
+    for package in ("compiler", "expr", "ir", "diagnostics", "stdlib_tools", "cli"):
+        for path in sorted((REPO / package).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if not isinstance(node, ast.ClassDef) or ast.get_docstring(node) is not None:
+                    continue
+                for d in node.decorator_list:
+                    target = d.func if isinstance(d, ast.Call) else d
+                    if isinstance(target, ast.Name) and target.id == "dataclass":
+                        missing.append(f"{path.relative_to(REPO)}: {node.name}")
+    assert missing == []

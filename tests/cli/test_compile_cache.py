@@ -191,3 +191,50 @@ def test_eviction_removes_the_least_recently_used(tmp_path: Path) -> None:
     assert compile_cache.evict(tmp_path / "v1", max_entries=10, max_bytes=250) == 2
     assert sorted(p.name for p in folder.iterdir()) == ["4.nce", "5.nce"]
     assert compile_cache.evict(tmp_path / "v1") == 0
+
+
+def test_loading_pauses_the_collector_and_restores_it() -> None:
+    import gc
+
+    from noetlc.cli.common import loading
+
+    assert gc.isenabled()
+    with loading():
+        assert not gc.isenabled()
+        garbage: list[object] = []
+        garbage.append(garbage)  # a cycle made while loading
+    assert gc.isenabled()
+    assert gc.get_freeze_count() == 0  # nothing stays exempt from collection
+    with pytest.raises(ValueError), loading():
+        raise ValueError("a failed load")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with loading():
+            pass
+        assert not gc.isenabled()  # a collector paused by the caller stays paused
+    finally:
+        gc.enable()
+
+
+def test_run_of_a_playbook_compiles_with_the_collector_paused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the pass modules are imported and the program compiled inside `loading()`
+    import gc
+
+    from noetlc.cli.noetlc_commands import artifacts
+
+    seen: list[bool] = []
+    real = artifacts.load_program
+
+    def spy(path: str, use_cache: bool = False) -> object:
+        seen.append(gc.isenabled())
+        return real(path, use_cache)
+
+    monkeypatch.setattr(artifacts, "load_program", spy)
+    monkeypatch.setenv("NOETLC_CACHE_DIR", str(tmp_path / "cache"))
+    from noetlc.cli.vm_main import main
+
+    assert main(["run", str(HELLO), "--db", "memory:", "--quiet"]) == 0
+    assert seen == [False] and gc.isenabled()
