@@ -151,24 +151,40 @@ class ControlVM(Boundary):
             return Step(commands, [])
         self.inputs += 1
         try:
-            name = event.name
-            if name == _STEP_DONE or name in RESULT_NAMES:
+            # an `Event` is a tuple: its fields by position on the hot path (0 `name`,
+            # 3 `step_run_id`, 5 `payload`: a tuple index costs less than a field's name)
+            name = event[0]
+            if name == _STEP_DONE:
                 # a worker's result for an active step run (inline: the hot path)
-                run_id = event.step_run_id
+                run_id = event[3]
                 run = self.runs.get(run_id)  # type: ignore[arg-type]
                 if run is not None:  # else a late or duplicate result: ignored
-                    data = event.payload or {}
-                    writes = data.get("ctx_writes")
-                    if writes and self._ctx_writes(run, event, writes, commands):
-                        pass  # racing ctx writes of parallel iterations: the step failed
-                    elif name == _STEP_DONE:
+                    data = event[5] or {}
+                    # racing ctx writes of parallel iterations: the step failed
+                    if "ctx_writes" not in data or not self._ctx_writes(
+                        run, event, data["ctx_writes"], commands
+                    ):
                         del self.runs[run_id]  # type: ignore[arg-type]
                         self.firings += 1  # the net's complete transition
                         handler = self._on_done.get(run.step)
-                        if handler is not None:
-                            handler(self, run, data.get("result"), commands)
-                        else:
+                        if handler is None:
                             self._done(run, data.get("result"), commands)
+                        elif handler(self, run, data.get("result"), commands):
+                            # the handler admitted the next run, nothing is ready and the
+                            # events budget holds: what follows below has nothing to do
+                            answer: Step = _make(Step)
+                            answer.commands = commands
+                            answer.records = self._events
+                            self._events = []
+                            return answer
+            elif name in RESULT_NAMES:
+                run_id = event[3]
+                run = self.runs.get(run_id)  # type: ignore[arg-type]
+                if run is not None:  # else a late or duplicate result: ignored
+                    data = event[5] or {}
+                    writes = data.get("ctx_writes")
+                    if writes and self._ctx_writes(run, event, writes, commands):
+                        pass  # racing ctx writes of parallel iterations: the step failed
                     elif name == _STEP_FAILED:
                         del self.runs[run_id]  # type: ignore[arg-type]
                         self.firings += 1  # the net's fail transition
@@ -187,7 +203,7 @@ class ControlVM(Boundary):
                 self._over("events", count, self._max_events)
         except Exception as exc:
             self._internal(exc, getattr(event, "step", None))
-        answer: Step = _make(Step)  # `_answer`, inlined
+        answer = _make(Step)  # `_answer`, inlined
         answer.commands = commands
         answer.records = self._events
         self._events = []
@@ -211,7 +227,10 @@ class ControlVM(Boundary):
 
     def _ctx_writes(self, run: StepRun, event: Event, writes: Any, commands: list[Command]) -> bool:
         """Apply a result's ctx writes; True when they race the writes of another iteration
-        of a parallel loop (`_conflicting_writes`: the step failed, the result is not used)."""
+        of a parallel loop (`_conflicting_writes`: the step failed, the result is not used).
+        None or empty: nothing to apply."""
+        if not writes:
+            return False
         if (
             type(run) is LoopRun
             and event.iteration is not None
