@@ -151,20 +151,14 @@ class ControlVM(Boundary):
             return Step(commands, [])
         self.inputs += 1
         try:
-            # an `Event` is a tuple: its fields by position on the hot path (0 `name`,
-            # 3 `step_run_id`, 5 `payload`: a tuple index costs less than a field's name)
-            name = event[0]
+            name = event.name
             if name == _STEP_DONE:
-                # a worker's result for an active step run (inline: the hot path)
-                run_id = event[3]
-                run = self.runs.get(run_id)  # type: ignore[arg-type]
-                if run is not None:  # else a late or duplicate result: ignored
-                    data = event[5] or {}
-                    # racing ctx writes of parallel iterations: the step failed
-                    if "ctx_writes" not in data or not self._ctx_writes(
-                        run, event, data["ctx_writes"], commands
-                    ):
-                        del self.runs[run_id]  # type: ignore[arg-type]
+                data = event.payload or {}
+                if "ctx_writes" in data:
+                    self._result(event, data, commands)
+                else:  # a step's result (the hot path)
+                    run = self.runs.pop(event.step_run_id, None)  # type: ignore[arg-type]
+                    if run is not None:  # else a late or duplicate result: ignored
                         self.firings += 1  # the net's complete transition
                         handler = self._on_done.get(run.step)
                         if handler is None:
@@ -178,19 +172,7 @@ class ControlVM(Boundary):
                             self._events = []
                             return answer
             elif name in RESULT_NAMES:
-                run_id = event[3]
-                run = self.runs.get(run_id)  # type: ignore[arg-type]
-                if run is not None:  # else a late or duplicate result: ignored
-                    data = event[5] or {}
-                    writes = data.get("ctx_writes")
-                    if writes and self._ctx_writes(run, event, writes, commands):
-                        pass  # racing ctx writes of parallel iterations: the step failed
-                    elif name == _STEP_FAILED:
-                        del self.runs[run_id]  # type: ignore[arg-type]
-                        self.firings += 1  # the net's fail transition
-                        self._boundary(run, name, None, data.get("error"), commands)
-                    else:
-                        self._iteration_result(run, event, data, commands)
+                self._result(event, event.payload or {}, commands)
             else:
                 self._on_event(event, commands)
             ready = self.ready
@@ -208,6 +190,31 @@ class ControlVM(Boundary):
         answer.records = self._events
         self._events = []
         return answer
+
+    def _result(self, event: Event, data: dict[str, Any], commands: list[Command]) -> None:
+        """A worker's result for an active step run (a step's or an iteration's) with its ctx
+        writes, if any (`step.done` without any: `step`'s hot path)."""
+        run_id = event.step_run_id
+        run = self.runs.get(run_id)  # type: ignore[arg-type]
+        if run is None:
+            return  # a late or duplicate result: ignored
+        name = event.name
+        if self._ctx_writes(run, event, data.get("ctx_writes"), commands):
+            return  # racing ctx writes of parallel iterations: the step failed
+        if name == _STEP_DONE:
+            del self.runs[run_id]  # type: ignore[arg-type]
+            self.firings += 1  # the net's complete transition
+            handler = self._on_done.get(run.step)
+            if handler is None:
+                self._done(run, data.get("result"), commands)
+            else:
+                handler(self, run, data.get("result"), commands)
+        elif name == _STEP_FAILED:
+            del self.runs[run_id]  # type: ignore[arg-type]
+            self.firings += 1  # the net's fail transition
+            self._boundary(run, name, None, data.get("error"), commands)
+        else:
+            self._iteration_result(run, event, data, commands)
 
     def _done(self, run: StepRun, result: Any, commands: list[Command]) -> None:
         """`step.done` of a step without a generated handler. A step with a done plan gets
