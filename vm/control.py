@@ -163,14 +163,16 @@ class ControlVM(Boundary):
                         handler = self._on_done.get(run.step)
                         if handler is None:
                             self._done(run, data.get("result"), commands)
-                        elif handler(self, run, data.get("result"), commands):
-                            # the handler admitted the next run, nothing is ready and the
-                            # events budget holds: what follows below has nothing to do
-                            answer: Step = _make(Step)
-                            answer.commands = commands
-                            answer.records = self._events
-                            self._events = []
-                            return answer
+                        else:
+                            records = handler(self, run, data.get("result"), commands)
+                            if records is not None:
+                                # the handler admitted the next run, nothing is ready and the
+                                # events budget holds: what follows below has nothing to do;
+                                # its events are `records` (`_events` is still empty)
+                                answer: Step = _make(Step)
+                                answer.commands = commands
+                                answer.records = records
+                                return answer
             elif name in RESULT_NAMES:
                 self._result(event, event.payload or {}, commands)
             else:
@@ -208,7 +210,9 @@ class ControlVM(Boundary):
             if handler is None:
                 self._done(run, data.get("result"), commands)
             else:
-                handler(self, run, data.get("result"), commands)
+                records = handler(self, run, data.get("result"), commands)
+                if records is not None:
+                    self._events.extend(records)
         elif name == _STEP_FAILED:
             del self.runs[run_id]  # type: ignore[arg-type]
             self.firings += 1  # the net's fail transition
@@ -226,7 +230,9 @@ class ControlVM(Boundary):
             if plan is not None:
                 handler = heat(self.program, table, self._hot)
                 if handler is not None:
-                    handler(self, run, result, commands)
+                    records = handler(self, run, result, commands)
+                    if records is not None:
+                        self._events.extend(records)
                 else:
                     self._done_planned(run, plan, result, commands)
                 return

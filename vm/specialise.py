@@ -35,10 +35,11 @@ from noetlc.vm.program import Program
 from noetlc.vm.protocol import Command, CommandKind, EventName
 from noetlc.vm.tables import StepTable, Transition
 
-# (the VM, the finished run, its result, the commands issued so far) -> True when it admitted
-# the next run of a plain step with nothing left for `ControlVM.step` to do after it (no token
-# ready, a run in flight, the events budget checked); None otherwise
-DoneHandler = Callable[[Any, StepRun, Any, list[Command]], bool | None]
+# (the VM, the finished run, its result, the commands issued so far) -> None: it recorded its
+# events (`ControlVM._events`); or a list of the records of its events, not recorded: it
+# admitted the next run of a plain step and nothing is left for `ControlVM.step` to do after
+# it (no token ready, a run in flight, the events budget checked), so the list is the answer's
+DoneHandler = Callable[[Any, StepRun, Any, list[Command]], list[Any] | None]
 
 _GLOBALS: dict[str, Any] = {
     "Token": Token,
@@ -247,11 +248,9 @@ def _branch(
         "vm.runs[run_id] = run",
         *([] if target is table else [f"run.step = {prefix}_TO"]),
         "run.run_id = run_id",
-        "run.args = args",
+        *([] if transition.args is None else ["run.args = args"]),  # (else: the same args)
         "vm.event_count = n = vm.event_count + 2",
-        "vm._events.append(",
-        f"    (STEP, finished, {prefix}_ID, {prefix}_TO, run_id, args, n - 1, vm._stamp)",
-        ")",
+        f"routed = (STEP, finished, {prefix}_ID, {prefix}_TO, run_id, args, n - 1, vm._stamp)",
         "command = _make(Command)",
         "command.kind = RUN",
         f"command.step = {prefix}_TO",
@@ -262,8 +261,13 @@ def _branch(
         "command.item = None",
         "command.delay = None",
         "commands.append(command)",
-        # `ControlVM.step`'s events budget (its count: the events recorded and fed)
-        "return n + vm.inputs <= vm._max_events or vm._max_events <= 0",
+        # the answer's records are these alone (none recorded before them in this step), and
+        # `ControlVM.step`'s events budget holds (its count: the events recorded and fed)
+        "events = vm._events",
+        "if not events and (n + vm.inputs <= vm._max_events or vm._max_events <= 0):",
+        "    return [routed]",
+        "events.append(routed)",
+        "return None",
     ]
 
 
