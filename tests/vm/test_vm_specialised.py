@@ -375,3 +375,24 @@ def test_action_ids_are_computed_once_and_keep_their_value() -> None:
     copy = command._replace(delay=2.5)
     assert copy.delay == 2.5 and copy.action_id == command.action_id and copy != command
     assert copy._replace(delay=None) == command
+
+
+def test_a_result_with_ctx_writes_is_decided_by_the_generated_handler() -> None:
+    """A `step.done` carrying ctx writes goes through `ControlVM._result` (the writes first),
+    then to the step's handler once it has one, as a result without writes does: the handler
+    is generated once, never again for each such result."""
+    program = Program(_compiled(CYCLE.replace("EVENTS", "0").replace("RUNS", "0")))
+    vm = ControlVM(program, dict(program.workload), EXECUTION)
+    pending = list(vm.start().commands)
+    handlers = done_handlers(program)
+    seen = []
+    while pending and not vm.finished():
+        command = pending.pop()
+        i = vm.ctx.get("i", 0) + 1
+        payload: dict[str, Any] = {"result": i, "ctx_writes": [["i", i]]}
+        event = Event("step.done", "worker", command.step, command.step_run_id, None, payload)
+        pending.extend(vm.step(event).commands)
+        seen.append(handlers.get("count"))
+    assert vm.status == "completed" and vm.ctx["i"] == 51 and vm.steps["count"].runs == 49
+    generated = [h for h in seen if h is not None]
+    assert len(generated) > 40 and all(h is generated[0] for h in generated)
