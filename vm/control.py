@@ -152,29 +152,29 @@ class ControlVM(Boundary):
         self.inputs += 1
         try:
             name = event.name
-            if name == _STEP_DONE or name in RESULT_NAMES:
-                # a worker's result for an active step run (inline: the hot path)
-                run_id = event.step_run_id
-                run = self.runs.get(run_id)  # type: ignore[arg-type]
-                if run is not None:  # else a late or duplicate result: ignored
-                    data = event.payload or {}
-                    writes = data.get("ctx_writes")
-                    if writes and self._ctx_writes(run, event, writes, commands):
-                        pass  # racing ctx writes of parallel iterations: the step failed
-                    elif name == _STEP_DONE:
-                        del self.runs[run_id]  # type: ignore[arg-type]
+            if name == _STEP_DONE:
+                data = event.payload or {}
+                if "ctx_writes" in data:
+                    self._result(event, data, commands)
+                else:  # a step's result (the hot path)
+                    run = self.runs.pop(event.step_run_id, None)  # type: ignore[arg-type]
+                    if run is not None:  # else a late or duplicate result: ignored
                         self.firings += 1  # the net's complete transition
                         handler = self._on_done.get(run.step)
-                        if handler is not None:
-                            handler(self, run, data.get("result"), commands)
-                        else:
+                        if handler is None:
                             self._done(run, data.get("result"), commands)
-                    elif name == _STEP_FAILED:
-                        del self.runs[run_id]  # type: ignore[arg-type]
-                        self.firings += 1  # the net's fail transition
-                        self._boundary(run, name, None, data.get("error"), commands)
-                    else:
-                        self._iteration_result(run, event, data, commands)
+                        else:
+                            records = handler(self, run, data.get("result"), commands)
+                            if records is not None:
+                                # the handler admitted the next run, nothing is ready and the
+                                # events budget holds: what follows below has nothing to do;
+                                # its events are `records` (`_events` is still empty)
+                                answer: Step = _make(Step)
+                                answer.commands = commands
+                                answer.records = records
+                                return answer
+            elif name in RESULT_NAMES:
+                self._result(event, event.payload or {}, commands)
             else:
                 self._on_event(event, commands)
             ready = self.ready
@@ -187,11 +187,38 @@ class ControlVM(Boundary):
                 self._over("events", count, self._max_events)
         except Exception as exc:
             self._internal(exc, getattr(event, "step", None))
-        answer: Step = _make(Step)  # `_answer`, inlined
+        answer = _make(Step)  # `_answer`, inlined
         answer.commands = commands
         answer.records = self._events
         self._events = []
         return answer
+
+    def _result(self, event: Event, data: dict[str, Any], commands: list[Command]) -> None:
+        """A worker's result for an active step run (a step's or an iteration's) with its ctx
+        writes, if any (`step.done` without any: `step`'s hot path)."""
+        run_id = event.step_run_id
+        run = self.runs.get(run_id)  # type: ignore[arg-type]
+        if run is None:
+            return  # a late or duplicate result: ignored
+        name = event.name
+        if self._ctx_writes(run, event, data.get("ctx_writes"), commands):
+            return  # racing ctx writes of parallel iterations: the step failed
+        if name == _STEP_DONE:
+            del self.runs[run_id]  # type: ignore[arg-type]
+            self.firings += 1  # the net's complete transition
+            handler = self._on_done.get(run.step)
+            if handler is None:
+                self._done(run, data.get("result"), commands)
+            else:
+                records = handler(self, run, data.get("result"), commands)
+                if records is not None:
+                    self._events.extend(records)
+        elif name == _STEP_FAILED:
+            del self.runs[run_id]  # type: ignore[arg-type]
+            self.firings += 1  # the net's fail transition
+            self._boundary(run, name, None, data.get("error"), commands)
+        else:
+            self._iteration_result(run, event, data, commands)
 
     def _done(self, run: StepRun, result: Any, commands: list[Command]) -> None:
         """`step.done` of a step without a generated handler. A step with a done plan gets
@@ -203,7 +230,9 @@ class ControlVM(Boundary):
             if plan is not None:
                 handler = heat(self.program, table, self._hot)
                 if handler is not None:
-                    handler(self, run, result, commands)
+                    records = handler(self, run, result, commands)
+                    if records is not None:
+                        self._events.extend(records)
                 else:
                     self._done_planned(run, plan, result, commands)
                 return
@@ -211,7 +240,10 @@ class ControlVM(Boundary):
 
     def _ctx_writes(self, run: StepRun, event: Event, writes: Any, commands: list[Command]) -> bool:
         """Apply a result's ctx writes; True when they race the writes of another iteration
-        of a parallel loop (`_conflicting_writes`: the step failed, the result is not used)."""
+        of a parallel loop (`_conflicting_writes`: the step failed, the result is not used).
+        None or empty: nothing to apply."""
+        if not writes:
+            return False
         if (
             type(run) is LoopRun
             and event.iteration is not None

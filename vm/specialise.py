@@ -35,8 +35,11 @@ from noetlc.vm.program import Program
 from noetlc.vm.protocol import Command, CommandKind, EventName
 from noetlc.vm.tables import StepTable, Transition
 
-# (the VM, the finished run, its result, the commands issued so far)
-DoneHandler = Callable[[Any, StepRun, Any, list[Command]], None]
+# (the VM, the finished run, its result, the commands issued so far) -> None: it recorded its
+# events (`ControlVM._events`); or a list of the records of its events, not recorded: it
+# admitted the next run of a plain step and nothing is left for `ControlVM.step` to do after
+# it (no token ready, a run in flight, the events budget checked), so the list is the answer's
+DoneHandler = Callable[[Any, StepRun, Any, list[Command]], list[Any] | None]
 
 _GLOBALS: dict[str, Any] = {
     "Token": Token,
@@ -151,6 +154,7 @@ def _handler(program: Program, table: StepTable, reads_event: Callable[[Any], bo
     return handler
 
 
+_DEL_EVENT = "    del scope['event']"
 _SET_EVENT = "scope['event'] = {'name': STEP_DONE, 'step': STEP, 'data': {'result': result}}"
 
 
@@ -181,7 +185,10 @@ def _branch(
         "vm.event_count = n = vm.event_count + 1",
         f"vm._events.append((NEXT_SELECTED, STEP, run.run_id, None, {prefix}_ID, n, vm._stamp))",
     )
-    lines += ["if not args and type(args) is not dict:", "    args = {}"]
+    if transition.args is not None:
+        # (without an args template `args` is the run's: a token's args, already passed
+        # through this when the token was made, so the line would change nothing)
+        lines += ["if not args and type(args) is not dict:", "    args = {}"]
     # where the token goes when it cannot enter its step at once (the general admission's
     # order: the ready queue first)
     queue = [
@@ -216,7 +223,7 @@ def _branch(
         "if vm.dead_arrivals:",
         f"    vm.dead_arrivals.pop({prefix}_TO, None)",
         *([] if transition.args is None else ["scope['args'] = args"]),
-        "scope.pop('event', None)" if not event_set else "del scope['event']",
+        *(["del scope['event']"] if event_set else ["if 'event' in scope:", _DEL_EVENT]),
         "vm.firings += 2" if together else "vm.firings += 1",
     ]
     if target is table:  # a cycle back into the step: its record is at hand
@@ -236,14 +243,14 @@ def _branch(
         *(f"    {x}" for x in selected),
         "    vm._over('step_runs', step_runs, vm._max_step_runs)",
         f"run_id = {prefix}_RUN + str(runs)",
-        "entering = vm.runs[run_id] = _make(StepRun)",
-        f"entering.step = {prefix}_TO",
-        "entering.run_id = run_id",
-        "entering.args = args",
+        # the finished run (a plain `StepRun` the VM no longer holds) becomes the new one
+        "finished = run.run_id",
+        "vm.runs[run_id] = run",
+        *([] if target is table else [f"run.step = {prefix}_TO"]),
+        "run.run_id = run_id",
+        *([] if transition.args is None else ["run.args = args"]),  # (else: the same args)
         "vm.event_count = n = vm.event_count + 2",
-        "vm._events.append(",
-        f"    (STEP, run.run_id, {prefix}_ID, {prefix}_TO, run_id, args, n - 1, vm._stamp)",
-        ")",
+        f"routed = (STEP, finished, {prefix}_ID, {prefix}_TO, run_id, args, n - 1, vm._stamp)",
         "command = _make(Command)",
         "command.kind = RUN",
         f"command.step = {prefix}_TO",
@@ -254,7 +261,13 @@ def _branch(
         "command.item = None",
         "command.delay = None",
         "commands.append(command)",
-        "return",
+        # the answer's records are these alone (none recorded before them in this step), and
+        # `ControlVM.step`'s events budget holds (its count: the events recorded and fed)
+        "events = vm._events",
+        "if not events and (n + vm.inputs <= vm._max_events or vm._max_events <= 0):",
+        "    return [routed]",
+        "events.append(routed)",
+        "return None",
     ]
 
 

@@ -114,7 +114,10 @@ def _state(vm: ControlVM) -> list[Any]:
         vm.step_runs,
         vm.iterations,
         vm.handled_failures,
-        {k: (type(r).__name__, r.args, r.items, sorted(r.in_flight)) for k, r in vm.runs.items()},
+        {
+            k: (type(r).__name__, r.step, r.run_id, r.args, r.items, sorted(r.in_flight))
+            for k, r in vm.runs.items()
+        },
         sorted(vm.listeners),
         sorted(vm.timers),
         [(s, t.dead, t.source, t.args) for s, t in vm.ready],
@@ -264,6 +267,60 @@ def test_drawn_schedules_of_fixtures_agree(index: int, script: list[int]) -> Non
     _agree(_fixture(FIXTURES[index]), script)
 
 
+CYCLE = """
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: cycle, path: t/cycle}
+executor: {spec: {budgets: {events: EVENTS, step_runs: RUNS}}}
+workload: {n: 50}
+workflow:
+  - step: start
+    tool: {kind: noop}
+    next: {arcs: [{step: count}]}
+  - step: count
+    tool: {kind: noop}
+    next:
+      spec: {mode: exclusive}
+      arcs:
+        - step: count
+          when: "{{ (ctx.i | default(0)) < workload.n }}"
+        - step: end
+  - step: end
+    tool: {kind: noop}
+"""
+
+
+@pytest.mark.parametrize(
+    ("events", "runs", "budget"),
+    [(0, 0, None), (23, 0, "events"), (24, 0, "events"), (0, 9, "step_runs"), (0, 60, None)],
+)
+def test_budgets_end_a_hot_cycle_where_the_interpreter_ends_it(
+    events: int, runs: int, budget: str | None
+) -> None:
+    """A cycle decided by its generated handler goes over the events or the step_runs budget
+    at the same event as the table interpreter (the handler checks both itself: `step` does
+    nothing after a handler that admitted its next run)."""
+    payload = _compiled(CYCLE.replace("EVENTS", str(events)).replace("RUNS", str(runs)))
+    ends = []
+    for specialise in (1, HOT, None):
+        program = Program(payload)
+        vm = ControlVM(program, dict(program.workload), EXECUTION, specialise=specialise)
+        pending = list(vm.start().commands)
+        trace: list[Any] = []
+        while pending and not vm.finished():
+            command = pending.pop()
+            if command.step == "count":
+                vm.ctx["i"] = vm.ctx.get("i", 0) + 1
+            event = Event("step.done", "worker", command.step, command.step_run_id, None, {})
+            answer = vm.step(event)
+            trace += [_commands(answer), answer.events, _state(vm)]
+            pending.extend(answer.commands)
+        assert (vm.error or {}).get("budget") == budget
+        assert vm.status == ("completed" if budget is None else "failed")
+        ends.append(trace)
+    assert ends[0] == ends[1] == ends[2]
+
+
 def test_events_are_built_when_read() -> None:
     """A `Step` keeps the compact records of the generated handlers until `events` is read;
     the events built are the envelopes `recorded` makes (ids `EXECUTION:sN`, source server),
@@ -318,3 +375,24 @@ def test_action_ids_are_computed_once_and_keep_their_value() -> None:
     copy = command._replace(delay=2.5)
     assert copy.delay == 2.5 and copy.action_id == command.action_id and copy != command
     assert copy._replace(delay=None) == command
+
+
+def test_a_result_with_ctx_writes_is_decided_by_the_generated_handler() -> None:
+    """A `step.done` carrying ctx writes goes through `ControlVM._result` (the writes first),
+    then to the step's handler once it has one, as a result without writes does: the handler
+    is generated once, never again for each such result."""
+    program = Program(_compiled(CYCLE.replace("EVENTS", "0").replace("RUNS", "0")))
+    vm = ControlVM(program, dict(program.workload), EXECUTION)
+    pending = list(vm.start().commands)
+    handlers = done_handlers(program)
+    seen = []
+    while pending and not vm.finished():
+        command = pending.pop()
+        i = vm.ctx.get("i", 0) + 1
+        payload: dict[str, Any] = {"result": i, "ctx_writes": [["i", i]]}
+        event = Event("step.done", "worker", command.step, command.step_run_id, None, payload)
+        pending.extend(vm.step(event).commands)
+        seen.append(handlers.get("count"))
+    assert vm.status == "completed" and vm.ctx["i"] == 51 and vm.steps["count"].runs == 49
+    generated = [h for h in seen if h is not None]
+    assert len(generated) > 40 and all(h is generated[0] for h in generated)
