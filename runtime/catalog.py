@@ -23,6 +23,7 @@ import os
 import sqlite3
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from functools import cache
 from importlib import resources
@@ -153,25 +154,27 @@ def var_record(row: Sequence[Any]) -> dict[str, Any]:
     }
 
 
-class CatalogTables:
+class CatalogTables(ABC):
     """What every catalog store does, over two primitives a backend gives: `_fetch(name,
     *args)` (rows of a named query) and `_execute(name, *args)` (rows affected), plus
     `_insert_version` for the one step that needs a transaction. Both backends name their
     statements alike and take arguments in the same order (runtime/sql/catalog_sqlite.sql,
     runtime/postgres/sql/catalog.sql)."""
 
+    @abstractmethod
     def _fetch(self, name: str, *args: Any) -> list[Sequence[Any]]:
-        raise NotImplementedError
+        """The rows of the named statement."""
 
+    @abstractmethod
     def _execute(self, name: str, *args: Any) -> int:
-        raise NotImplementedError
+        """Run the named statement; the rows it affected."""
 
+    @abstractmethod
     def _insert_version(
         self, path: str, key: str, row: Callable[[str, int], tuple[Any, ...]]
     ) -> tuple[str, bool]:
         """Under the path's lock: the id of the entry holding content `key` already, or a new
         entry `row(catalog_id, version)` at the next version; and whether it is new."""
-        raise NotImplementedError
 
     # ------------------------------------------------------------------ catalog
 
@@ -331,8 +334,9 @@ class CatalogTables:
             return None
         return {"catalog_id": rows[0][1], "path": rows[0][2], "version": rows[0][3]}
 
+    @abstractmethod
     def close(self) -> None:
-        raise NotImplementedError
+        """Release the connection(s)."""
 
 
 class SQLiteCatalog(CatalogTables):

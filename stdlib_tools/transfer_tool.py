@@ -21,6 +21,7 @@ need a plugin (a `ToolUnavailable` error).
 from __future__ import annotations
 
 import json
+from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from typing import Any
 
@@ -264,14 +265,15 @@ def _columns(rows: list[Row]) -> list[str]:
     return list(seen)
 
 
-class _Writer:
+class _Writer(ABC):
+    @abstractmethod
     def write(self, rows: list[Row]) -> None:
-        raise NotImplementedError
+        """Send one batch of rows to the target."""
 
-    def commit(self) -> None:
+    def commit(self) -> None:  # noqa: B027 (an optional hook: nothing to do by default)
         """Make the written rows visible (database targets: the one transaction)."""
 
-    def abort(self) -> None:
+    def abort(self) -> None:  # noqa: B027 (an optional hook: nothing to do by default)
         """Undo what was written, where the target can."""
 
 

@@ -9,6 +9,7 @@ VM issues are built here; their action ids are lazy (`protocol.Command`).
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Callable
 from typing import Any
 
@@ -45,6 +46,7 @@ class Admission(Routing):
     _max_step_runs: int
     _action_seed: Any  # `protocol.action_seed(execution_id)`
 
+    @abstractmethod
     def _finish(
         self,
         run: StepRun,
@@ -53,10 +55,11 @@ class Admission(Routing):
         error: dict[str, Any] | None,
         commands: list[Command],
     ) -> None:
-        raise NotImplementedError
+        """A run ends with its terminal event (Boundary)."""
 
+    @abstractmethod
     def _loop_done(self, run: LoopRun, commands: list[Command], stopped: int | None = None) -> None:
-        raise NotImplementedError
+        """A loop's last iteration is in (Boundary)."""
 
     def _drain(self, commands: list[Command]) -> None:
         ready = self.ready

@@ -5,6 +5,7 @@ and the interface."""
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections import deque
 from typing import Any
 
@@ -25,7 +26,7 @@ _new = tuple.__new__  # an Event without its Python-level __new__ (one per trans
 _NOTHING_LIVE: set[str] = set()  # a step that feeds no join tracks no live places (never added to)
 
 
-class Routing:
+class Routing(ABC):
     """The state `ControlVM.__init__` sets up, and the routing over it."""
 
     # the whole VM's slots: it holds more attributes than an instance dict shares keys for,
@@ -85,8 +86,9 @@ class Routing:
     ctx_size: int  # characters and items held in ctx (`expr.limits.deep_size`)
     ctx_sizes: dict[str, int]
 
+    @abstractmethod
     def _over(self, name: str, count: int, limit: int) -> None:
-        raise NotImplementedError
+        """A budget is exceeded: the execution fails (ControlVM)."""
 
     def record(
         self,
