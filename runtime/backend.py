@@ -84,6 +84,10 @@ class WorkerRound(Protocol):
         """Lease picked jobs (those that will run outside this round)."""
         ...
 
+    async def unpick(self, picked: Sequence[Lease]) -> None:
+        """Give picked jobs back unrun and unleased (no attempt spent): queued as before."""
+        ...
+
     async def finish(self, done: Sequence[Completion], ran: Sequence[Completion]) -> set[str]:
         """Complete `done` (leased jobs) and `ran` (picked and run in this round) and append
         the events of the completions accepted; returns the accepted job ids. Fencing: a

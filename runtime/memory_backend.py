@@ -162,6 +162,9 @@ class MemoryWorkerRound:
     async def lease_picked(self, picked: Sequence[Lease]) -> list[Lease]:
         return list(picked)  # picking leased them already
 
+    async def unpick(self, picked: Sequence[Lease]) -> None:
+        await self._queue.release(picked)  # picking leased them: released, no attempt spent
+
     async def finish(self, done: Sequence[Completion], ran: Sequence[Completion]) -> set[str]:
         queue = self._queue
         log = queue.log

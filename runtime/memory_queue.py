@@ -212,25 +212,30 @@ class MemoryJobQueue:
 
     async def get(self, job_id: str) -> JobState | None:
         job = self._jobs.get(job_id)
-        if job is None:
-            return None
-        spec = job.spec
-        return JobState(
-            spec.job_id,
-            spec.execution_id,
-            spec.action_id,
-            spec.pool,
-            spec.payload,
-            job.status,
-            job.attempt,
-            spec.max_attempts,
-            job.owner,
-            job.lease_id,
-            job.error,
-        )
+        return None if job is None else _state(job)
+
+    async def get_many(self, job_ids: Sequence[str]) -> list[JobState]:
+        return [_state(self._jobs[j]) for j in dict.fromkeys(job_ids) if j in self._jobs]
 
     async def close(self) -> None:
         self._wakeups.clear()
+
+
+def _state(job: _Job) -> JobState:
+    spec = job.spec
+    return JobState(
+        spec.job_id,
+        spec.execution_id,
+        spec.action_id,
+        spec.pool,
+        spec.payload,
+        job.status,
+        job.attempt,
+        spec.max_attempts,
+        job.owner,
+        job.lease_id,
+        job.error,
+    )
 
 
 def _lease(job: _Job) -> Lease:

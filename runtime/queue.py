@@ -161,6 +161,10 @@ class JobQueue(Protocol):
 
     async def get(self, job_id: str) -> JobState | None: ...
 
+    async def get_many(self, job_ids: Sequence[str]) -> list[JobState]:
+        """The stored jobs among these ids (any order; unknown ids are left out)."""
+        ...
+
     async def close(self) -> None: ...
 
 

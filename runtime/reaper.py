@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from noetlc.runtime.backend import Backend
+from noetlc.runtime.bundles import members
 from noetlc.vm.protocol import EventName, Source, envelope
 
 
 async def reap_expired(db: Backend) -> bool:
     """Re-queue the jobs whose lease expired; a job out of attempts becomes a failure event
     of its step or loop iteration (a worker source: it stands for the worker that never
-    finished it). True when any lease was reaped."""
+    finished it; a bundle's, one per member). True when any lease was reaped."""
     reaped = await db.queue.reap()
     for job in reaped:
         if job.status != "failed":
@@ -18,27 +19,28 @@ async def reap_expired(db: Backend) -> bool:
         if state is None:
             continue
         p = state.payload
-        if p.get("iteration") is None:
-            name = EventName.STEP_FAILED
-        else:
-            name = EventName.LOOP_ITERATION_FAILED
         error = {
             "type": "LeaseExpired",
             "message": f"no worker finished the job in {job.max_attempts} attempts ({job.reason})",
         }
-        await db.events.append(
-            job.execution_id,
-            [
-                envelope(
-                    name,
-                    Source.WORKER,
-                    event_id=f"{job.action_id}:reaped",
-                    step=p.get("step"),
-                    step_run_id=p.get("step_run_id"),
-                    iteration=p.get("iteration"),
-                    action_id=job.action_id,
-                    payload={"error": error},
-                )
-            ],
-        )
+        # one failure per action the job ran: a bundle's members are iterations of one loop
+        bundled = members(p)
+        if bundled is None:
+            runs = [(job.action_id, p.get("iteration"))]
+        else:
+            runs = [(action_id, iteration) for action_id, iteration, _ in bundled]
+        failures = [
+            envelope(
+                EventName.STEP_FAILED if iteration is None else EventName.LOOP_ITERATION_FAILED,
+                Source.WORKER,
+                event_id=f"{action_id}:reaped",
+                step=p.get("step"),
+                step_run_id=p.get("step_run_id"),
+                iteration=iteration,
+                action_id=action_id,
+                payload={"error": error},
+            )
+            for action_id, iteration in runs
+        ]
+        await db.events.append(job.execution_id, failures)
     return bool(reaped)

@@ -22,11 +22,12 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from noetlc.diagnostics.errors import UserError
 from noetlc.runtime.backend import ANY_KEY, EVENTS, EXECUTIONS, Backend
+from noetlc.runtime.bundles import PER_JOB, SPREAD, BundleIndex, build_jobs, covering_jobs
 from noetlc.runtime.cluster import RETRYABLE, new_owner, warn_retrying
 from noetlc.runtime.driver import REQUESTED, Driver, program_from_requested
 from noetlc.runtime.execute import execute, noop_only
@@ -73,6 +74,8 @@ class Owned:
     # the last round's commit, still in flight: the next round reads and feeds the VM
     # meanwhile, and commits after it (`advance`); None when there is none
     committing: asyncio.Future[bool] | None = None
+    # the job of each action of a bundle in flight (a cancel names actions; runtime/bundles.py)
+    bundles: BundleIndex = field(default_factory=BundleIndex)
 
     @property
     def vm(self) -> ControlVM:
@@ -91,8 +94,13 @@ class Server:
         pool: str = "default",
         step_deadline: float | None = STEP_DEADLINE,
         inline: bool = True,
+        per_job: int = PER_JOB,
+        spread: int = SPREAD,
     ) -> None:
         self.db = db
+        # loop iterations per job at most, and jobs per loop and round at least (bundles.py)
+        self.per_job = per_job
+        self.spread = spread
         self.step_deadline = step_deadline
         # run noop-only steps inside the round instead of enqueueing them (see `_inline`)
         self.inline = inline
@@ -245,12 +253,19 @@ class Server:
         self.owned[execution_id] = owned
         log.info("%s: execution %s (%s) owned at event %s", self.owner, execution_id,
                  program.name, events[-1]["seq"])  # fmt: skip
-        # server events a dead owner decided but never appended, and the outstanding jobs; the
-        # noop steps they start run here, so under the same deadline as any other VM step
+        # server events a dead owner decided but never appended, and the outstanding jobs
+        # (except the iterations a stored bundle holds: its job runs them); the noop steps
+        # they start run here, so under the same deadline as any other VM step
+        outstanding = rebuilt.commands
+        # no server event logged: no job either (a round commits its jobs with its events)
+        held = await covering_jobs(self.db.queue, execution_id, outstanding) if recorded else {}
+        if held:
+            outstanding = [c for c in outstanding if c.action_id not in held]
+            owned.bundles.hold(held)
         try:
             out, commands, jobs = await self._within_deadline(
                 execution_id,
-                lambda: self._run_inline(owned, rebuilt.events[recorded:], rebuilt.commands),
+                lambda: self._run_inline(owned, rebuilt.events[recorded:], outstanding),
             )
         except RETRYABLE:
             raise
@@ -284,11 +299,14 @@ class Server:
             return not await self._settle(owned)
         owned.after_seq = last_seq
         inputs = []
+        bundles = owned.bundles
         for record in events:
             event = Event.from_record(record)
             if owned.appended_inline and event.event_id in owned.appended_inline:
                 owned.appended_inline.discard(event.event_id)  # ours: the VM has it already
                 continue
+            if bundles:
+                bundles.done(event.action_id)
             if is_input(event):
                 if event.name == EventName.TIMER_FIRED:
                     owned.timers.fired(event)
@@ -335,11 +353,11 @@ class Server:
         same event ids (the action id and attempt 1, as a worker's first attempt). Returns
         the events, the commands left (jobs, timers, cancels) and their jobs, each job's
         payload a snapshot of the VM when the command was issued."""
-        jobs = self._jobs(owned, commands, snapshot=bool(owned.inline))
         if not owned.inline or not any(
             c.kind == CommandKind.RUN and owned.inline.get(c.step) for c in commands
         ):
-            return events, commands, jobs
+            vm = owned.vm
+            return events, commands, self._jobs(owned, commands, vm.ctx, vm.results)
         started = time.time()  # the events decided so far precede the inline ones
         events = [e if e.ts else e._replace(ts=started) for e in events]
         driver = owned.driver
@@ -348,53 +366,52 @@ class Server:
         kept: list[Command] = []
         kept_jobs: list[JobSpec] = []
         budget = INLINE_ACTIONS
-        pending = list(zip(commands, self._job_index(commands, jobs), strict=True))
+        # each batch of commands with the VM's ctx and results when it was issued
+        pending = [(commands, *_snapshot(owned.vm, commands))]
         while pending:
-            batch, pending = pending, []
-            for command, job in batch:
-                if not (
-                    command.kind == CommandKind.RUN and owned.inline.get(command.step) and budget
-                ):
-                    kept.append(command)
-                    if job is not None:
-                        kept_jobs.append(job)
-                    continue
-                budget -= 1
-                emitted: list[Event] = []
-                vm = owned.vm
-                execute(
-                    driver.program,
-                    command.step,
-                    command.step_run_id,
-                    command.action_id,
-                    command.args,
-                    command.iteration,
-                    command.item,
-                    vm.scope,  # runs before the VM changes: no copy needed
-                    emitted.append,
-                    resolve=resolve,
-                )
-                now = time.time()
-                for index, event in enumerate(emitted):
-                    event = event._replace(event_id=f"{command.action_id}:1:{index}", ts=now)
-                    if refs is not None and refs.limit is not None and event.name in SHRUNK:
-                        refs.shrink_event(event)  # stored before its reference is logged
-                    events.append(event)
-                    if is_input(event):
-                        step = driver.feed(event)
-                        stamp = time.time()
-                        events.extend(e._replace(ts=stamp) for e in step.events)
-                        more = self._jobs(owned, step.commands, snapshot=True)
-                        pending.extend(
-                            zip(step.commands, self._job_index(step.commands, more), strict=True)
-                        )
+            batches, pending = pending, []
+            for batch, ctx, results in batches:
+                run_now, queued = [], []
+                for command in batch:
+                    if (
+                        command.kind == CommandKind.RUN
+                        and owned.inline.get(command.step)
+                        and budget
+                    ):
+                        budget -= 1
+                        run_now.append(command)
+                    else:
+                        queued.append(command)
+                kept.extend(queued)
+                kept_jobs.extend(self._jobs(owned, queued, ctx, results))
+                for command in run_now:
+                    emitted: list[Event] = []
+                    vm = owned.vm
+                    execute(
+                        driver.program,
+                        command.step,
+                        command.step_run_id,
+                        command.action_id,
+                        command.args,
+                        command.iteration,
+                        command.item,
+                        vm.scope,  # runs before the VM changes: no copy needed
+                        emitted.append,
+                        resolve=resolve,
+                    )
+                    now = time.time()
+                    for index, event in enumerate(emitted):
+                        event = event._replace(event_id=f"{command.action_id}:1:{index}", ts=now)
+                        if refs is not None and refs.limit is not None and event.name in SHRUNK:
+                            refs.shrink_event(event)  # stored before its reference is logged
+                        events.append(event)
+                        if is_input(event):
+                            step = driver.feed(event)
+                            stamp = time.time()
+                            events.extend(e._replace(ts=stamp) for e in step.events)
+                            if step.commands:
+                                pending.append((step.commands, *_snapshot(vm, step.commands)))
         return events, kept, kept_jobs
-
-    @staticmethod
-    def _job_index(commands: list[Command], jobs: list[JobSpec]) -> list[JobSpec | None]:
-        """Each command's job (None for commands that are not RUN)."""
-        found = iter(jobs)
-        return [next(found) if c.kind == CommandKind.RUN else None for c in commands]
 
     async def _commit(
         self, owned: Owned, events: list[Event], commands: list[Command], jobs: list[JobSpec]
@@ -425,6 +442,7 @@ class Server:
             owned.appended_inline.update(
                 e.event_id for e in events if e.source != Source.SERVER and e.event_id
             )
+        owned.bundles.add(jobs)  # before any later round can cancel their actions
         task = asyncio.ensure_future(self._store(owned, owned.after_seq, events, commands, jobs))
         task.add_done_callback(_retrieved)  # a dropped execution's commit may fail unawaited
         task.add_done_callback(lambda _: self._wake.set())  # the waiting round reads again
@@ -453,44 +471,26 @@ class Server:
         # actions (a fail_fast loop's other iterations) never start, running ones stop
         cancelled = [c.action_id for c in commands if c.kind == CommandKind.CANCEL]
         if cancelled:
-            await self.db.queue.cancel_jobs(cancelled)
+            await self.db.queue.cancel_jobs(owned.bundles.jobs(cancelled))
         return caught_up
 
     def _jobs(
-        self, owned: Owned, commands: list[Command], *, snapshot: bool = False
+        self,
+        owned: Owned,
+        commands: list[Command],
+        ctx: dict[str, Any],
+        results: dict[str, Any],
     ) -> list[JobSpec]:
-        """The jobs of the RUN commands. `snapshot`: copy the VM's ctx and results, which
-        change before the jobs are enqueued when actions run inline in between."""
-        jobs = []
-        vm = owned.vm
-        ctx, results = vm.ctx, vm.results
-        if snapshot and any(c.kind == CommandKind.RUN for c in commands):
-            ctx, results = dict(ctx), dict(results)
-        for command in commands:
-            if command.kind == CommandKind.RUN:
-                # empty and None fields left out (a worker reads each with its default):
-                # one row per task, written and rewritten, and encoded in the serial round
-                payload: dict[str, Any] = {"step": command.step, "step_run_id": command.step_run_id}
-                if command.args:
-                    payload["args"] = command.args
-                if command.iteration is not None:
-                    payload["iteration"] = command.iteration
-                if command.item is not None:
-                    payload["item"] = command.item
-                if ctx:
-                    payload["ctx"] = ctx
-                if results:
-                    payload["results"] = results
-                jobs.append(
-                    JobSpec(
-                        command.action_id,
-                        owned.execution_id,
-                        command.action_id,
-                        payload,
-                        pool=self.pool,
-                    )
-                )
-        return jobs
+        """The jobs of the RUN commands, with this ctx and these results (bundles.py)."""
+        return build_jobs(
+            commands,
+            owned.execution_id,
+            self.pool,
+            ctx,
+            results,
+            per_job=self.per_job,
+            spread=self.spread,
+        )
 
     def _timer_delivery(self, execution_id: str) -> Any:
         """A due `timer.fired` is appended to the log (and wakes us: we read it as input)."""
@@ -582,6 +582,14 @@ INLINE_ACTIONS = 1000
 
 # the action events that carry results (stored by reference when large, as a worker does)
 SHRUNK = frozenset({EventName.TASK_DONE, EventName.STEP_DONE, EventName.LOOP_ITERATION_DONE})
+
+
+def _snapshot(vm: ControlVM, commands: list[Command]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Copies of the VM's ctx and results for the jobs of `commands` (they change before the
+    jobs are enqueued when actions run inline in between); none when nothing is to run."""
+    if not any(c.kind == CommandKind.RUN for c in commands):
+        return {}, {}
+    return dict(vm.ctx), dict(vm.results)
 
 
 def _retrieved(task: asyncio.Future[Any]) -> None:

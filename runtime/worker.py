@@ -32,6 +32,7 @@ import asyncpg
 
 from noetlc.expr.runtime import RESOLVER_KEY
 from noetlc.runtime.backend import JOBS, Backend, Completion
+from noetlc.runtime.bundles import Member, actions, members, size
 from noetlc.runtime.children import ChildRunner, cluster_catalog
 from noetlc.runtime.cluster import RETRYABLE, new_owner, warn_retrying
 from noetlc.runtime.driver import REQUESTED, program_from_requested
@@ -116,7 +117,7 @@ class Worker:
 
     async def _round_registered(self, woken: asyncio.Event) -> None:
         self._slot_freed.clear()  # before `free` is counted: a later lent slot wakes the wait
-        free = self._slots() - len(self.running)
+        free = self._slots() - self._busy()
         idle = not self.running
         self._more = False
         if free > 0 or self._finished:
@@ -138,7 +139,7 @@ class Worker:
                 if job_id not in held and not flag.is_set():
                     flag.set()  # lost: someone else runs it now
                     self.lost += 1
-        if self._finished or (self._more and len(self.running) < self._slots()):
+        if self._finished or (self._more and self._busy() < self._slots()):
             return  # commit them, or lease more, right away
         if self.running:
             tasks = [task for _, task, _ in self.running.values()]
@@ -167,20 +168,30 @@ class Worker:
         done = list(self._finished)
         ran: list[Completion] = []
         threaded: list[Lease] = []
+        budget = limit  # free slots: a job in a thread takes one per action (a bundle's members)
         async with self.db.queue.round(self.owner, pool=self.pool, ttl=self.ttl) as tx:
             for _ in range(INLINE_ROUNDS):
                 picked = await tx.pick(limit)
-                waiting = []
+                waiting, left = [], []
                 for lease in picked:
                     known = await self._known(lease.execution_id)
                     produced = self._run_inline(lease, known)
-                    if produced is None:
-                        waiting.append(lease)
+                    if produced is not None:
+                        ran.append((lease, produced))
                         continue
-                    ran.append((lease, produced))
+                    need = size(lease.payload)
+                    # a bundle larger than the free slots waits for them, unless this worker
+                    # would otherwise be idle
+                    if need <= budget or not (self.running or waiting or threaded):
+                        waiting.append(lease)
+                        budget -= need
+                    else:
+                        left.append(lease)
                 threaded.extend(await tx.lease_picked(waiting))
-                self._more = len(picked) == limit > 0  # the queue may hold more
-                if threaded or not self._more:
+                if left:
+                    await tx.unpick(left)  # back to the queue, no attempt spent
+                self._more = len(picked) == limit > 0 or bool(left)  # the queue may hold more
+                if threaded or left or not self._more:
                     break  # the queue is drained, or slots are taken now
             accepted = await tx.finish(done, ran)
         self.completed += len(accepted)
@@ -212,15 +223,16 @@ class Worker:
         commit; None for any other job (it runs in a thread)."""
         if lease.attempt > 1 or not known.inline.get(lease.payload["step"]):
             return None
-        emitted: list[Event] = []
-        execute(*_execute_args(lease, known, emitted.append))
-        now = time.time()
         events = []
-        for index, event in enumerate(emitted):
-            # ids from the action and the lease attempt: a retried append adds nothing
-            event = event._replace(event_id=f"{lease.action_id}:{lease.attempt}:{index}", ts=now)
-            known.shrink(event)
-            events.append(event)
+        for member in _actions(lease):
+            emitted: list[Event] = []
+            execute(*_execute_args(lease, known, emitted.append, member))
+            now = time.time()
+            for index, event in enumerate(emitted):
+                # ids from the action and the lease attempt: a retried append adds nothing
+                event = event._replace(event_id=f"{member[0]}:{lease.attempt}:{index}", ts=now)
+                known.shrink(event)
+                events.append(event)
         return _redact(known, events)
 
     def _collect(self) -> None:
@@ -317,20 +329,46 @@ class Worker:
         """The job this worker runs for `action_id`, and its cancel flag (a waiting
         `kind: playbook` call asks, on this loop)."""
         for lease, _, flag in self.running.values():
-            if lease.action_id == action_id:
+            if action_id in actions(lease.job_id, lease.action_id, lease.payload):
                 return lease.job_id, flag
         return None
 
+    def _busy(self) -> int:
+        """The slots the running jobs take: one per action (a bundle's members)."""
+        return sum(size(lease.payload) for lease, _, _ in self.running.values())
+
     async def _run_job(self, lease: Lease, flag: threading.Event) -> Finished | None:
-        """Run one job; its events, not committed yet, or None when its lease was lost."""
+        """Run one job — a bundle's members side by side — and return its events, not
+        committed yet, or None when its lease was lost."""
         known = await self._known(lease.execution_id)
+        memos = None
+        if lease.attempt > 1:
+            memos = memo_from_events(await self.db.events.read(lease.execution_id))
+        runs = _actions(lease)
+        if len(runs) == 1:
+            outs = [await self._run_action(lease, flag, known, runs[0], memos)]
+        else:
+            outs = await asyncio.gather(
+                *(self._run_action(lease, flag, known, member, memos) for member in runs)
+            )
+        if flag.is_set():
+            return None
+        return known, [event for out in outs for event in out]
+
+    async def _run_action(
+        self,
+        lease: Lease,
+        flag: threading.Event,
+        known: Known,
+        member: Member,
+        memos: dict[str, Any] | None,
+    ) -> list[Event]:
+        """One action of a job: its events not committed yet (the finished tasks of a
+        pipeline of several are committed at once, fenced by the lease)."""
         program, inline = known.program, known.inline
         p = lease.payload
-        memo = None
-        if lease.attempt > 1:
-            memo = memo_from_events(await self.db.events.read(lease.execution_id)).get(
-                lease.action_id
-            )
+        action_id = member[0]
+        memo = None if memos is None else memos.get(action_id)
         events: list[Event] = []
         flushed = 0
         loop = asyncio.get_running_loop()
@@ -342,7 +380,7 @@ class Worker:
         def emit(event: Event) -> None:
             nonlocal flushed
             event = event._replace(
-                event_id=f"{lease.action_id}:{lease.attempt}:{len(events)}", ts=time.time()
+                event_id=f"{action_id}:{lease.attempt}:{len(events)}", ts=time.time()
             )
             known.shrink(event)  # stored before its reference is logged
             events.append(event)
@@ -360,7 +398,7 @@ class Worker:
                 flushed = len(events)
 
         env = known.env
-        args = _execute_args(lease, known, emit)
+        args = _execute_args(lease, known, emit, member)
         if inline.get(p["step"]) and memo is None:
             execute(*args)
         else:
@@ -371,9 +409,7 @@ class Worker:
             await loop.run_in_executor(
                 self.threads, lambda: execute(*args, memo=memo, wait=wait, env=env)
             )
-        if flag.is_set():
-            return None
-        return known, events[flushed:]
+        return events[flushed:]
 
 
 ROUND_RETRYABLE = (*RETRYABLE, asyncpg.DeadlockDetectedError)
@@ -433,11 +469,19 @@ def _redact(known: Known, events: list[Event]) -> list[Event]:
     return events
 
 
+def _actions(lease: Lease) -> list[Member]:
+    """What a job runs: a bundle's members, or its one action."""
+    p = lease.payload
+    found = members(p)
+    return [(lease.action_id, p.get("iteration"), p.get("item"))] if found is None else found
+
+
 def _execute_args(
-    lease: Lease, known: Known, emit: EmitEvent
+    lease: Lease, known: Known, emit: EmitEvent, member: Member
 ) -> tuple[Program, str, str, str, dict[str, Any], int | None, Any, dict[str, Any], EmitEvent]:
-    """`execute`'s positional arguments for a job: the command and the scope it carries, plus
-    the `keychain` namespace from this worker's own keychain (never in the job's payload)."""
+    """`execute`'s positional arguments for one action of a job (`member`: its action id,
+    iteration and item): the command and the scope the job carries, plus the `keychain`
+    namespace from this worker's own keychain (never in the job's payload)."""
     p = lease.payload
     scope: dict[str, Any] = dict(p.get("results") or {})
     scope.update(workload=known.workload, ctx=p.get("ctx") or {}, execution_id=lease.execution_id)
@@ -447,10 +491,10 @@ def _execute_args(
         known.program,
         p["step"],
         p["step_run_id"],
-        lease.action_id,
+        member[0],
         p.get("args") or {},
-        p.get("iteration"),
-        p.get("item"),
+        member[1],
+        member[2],
         scope,
         emit,
     )

@@ -38,7 +38,26 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="enqueue noop-only steps for the workers instead of running them in the server",
     )
+    p.add_argument(
+        "--iterations-per-job",
+        type=_per_job,
+        default=None,
+        metavar="N",
+        help="loop iterations one job may run, 1 to 64 (16; 1: one job per iteration)",
+    )
     add_log_level(p)
+
+
+def _per_job(text: str) -> int:
+    from noetlc.runtime.bundles import LIMIT
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 1 <= value <= LIMIT:
+        raise argparse.ArgumentTypeError(f"must be from 1 to {LIMIT}")
+    return value
 
 
 def add_log_level(p: argparse.ArgumentParser) -> None:
@@ -122,7 +141,12 @@ def run(args: argparse.Namespace) -> int:
     return asyncio.run(
         serve(
             lambda db: Server(
-                db, ttl=args.ttl, poll=args.poll, pool=args.pool, inline=not args.no_inline
+                db,
+                ttl=args.ttl,
+                poll=args.poll,
+                pool=args.pool,
+                inline=not args.no_inline,
+                **({} if args.iterations_per_job is None else {"per_job": args.iterations_per_job}),
             ),
             args.db,
             args.log_level,

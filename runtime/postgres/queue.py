@@ -231,25 +231,31 @@ class PostgresJobQueue:
 
     async def get(self, job_id: str) -> JobState | None:
         rows = await self._fetch(q("get_job"), job_id)
-        if not rows:
-            return None
-        r = rows[0]
-        return JobState(
-            r["job_id"],
-            r["execution_id"],
-            r["action_id"],
-            r["pool"],
-            json.loads(r["payload"]),
-            r["status"],
-            r["attempt"],
-            r["max_attempts"],
-            r["lease_owner"],
-            r["lease_id"],
-            r["last_error"],
-        )
+        return _state(rows[0]) if rows else None
+
+    async def get_many(self, job_ids: Sequence[str]) -> list[JobState]:
+        if not job_ids:
+            return []
+        return [_state(r) for r in await self._fetch(q("get_jobs"), list(job_ids))]
 
     async def close(self) -> None:
         """The pool and the listener belong to the `Database` that made this queue."""
+
+
+def _state(r: asyncpg.Record) -> JobState:
+    return JobState(
+        r["job_id"],
+        r["execution_id"],
+        r["action_id"],
+        r["pool"],
+        json.loads(r["payload"]),
+        r["status"],
+        r["attempt"],
+        r["max_attempts"],
+        r["lease_owner"],
+        r["lease_id"],
+        r["last_error"],
+    )
 
 
 class WorkerRound:
@@ -284,6 +290,10 @@ class WorkerRound:
             q("lease_picked_jobs"), [p.job_id for p in picked], self.owner, float(self.ttl)
         )
         return _leases(list(rows))
+
+    async def unpick(self, picked: Sequence[Lease]) -> None:
+        """Nothing to write: a picked job is only row-locked, and the lock ends with the
+        transaction (this round passes it by: its picks start after the last one)."""
 
     async def finish(self, done: Sequence[Completion], ran: Sequence[Completion]) -> set[str]:
         """Complete `done` (leased jobs; current lease holders only) and `ran` (jobs picked

@@ -5,21 +5,19 @@ Each summary is the embedded runtime's, and replay reproduces the distributed lo
 from __future__ import annotations
 
 import asyncio
-import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from noetlc.compiler.pipeline import compile_source
 from noetlc.runtime.driver import Driver
 from noetlc.runtime.embedded import run_embedded
 from noetlc.runtime.memory_backend import MemoryBackend
-from noetlc.runtime.programs import encode_program, requested_event
 from noetlc.runtime.replay import check
 from noetlc.runtime.server import Server
 from noetlc.runtime.worker import Worker
 from noetlc.vm.program import Program
+from tests.runtime_contract.cluster_helpers import comparable, compiled, submit, until_finished
 
 PLAYBOOKS = Path(__file__).resolve().parents[1] / "vm" / "playbooks"
 
@@ -89,37 +87,6 @@ workflow:
 """
 
 
-def _payload(source: str) -> dict[str, Any]:
-    unit = compile_source(source, "t.yaml")
-    assert not unit.reporter.has_errors, unit.reporter.sorted()
-    payload: dict[str, Any] = unit.payload
-    return payload
-
-
-async def _submit(backend: MemoryBackend, payload: dict[str, Any]) -> str:
-    """What `noetl-vm submit` does: the execution, its first event, the offer."""
-    execution_id = str(uuid.uuid4())
-    name = payload["metadata"]["name"]
-    await backend.events.create_execution(execution_id, name)
-    first = requested_event(
-        execution_id, name, encode_program(payload), dict(payload["workload"] or {}), None
-    )
-    await backend.events.append(execution_id, [first])
-    await backend.owners.offer([execution_id])
-    return execution_id
-
-
-async def _until_finished(backend: MemoryBackend, execution_id: str, timeout: float = 20) -> Any:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        record = await backend.events.execution(execution_id)
-        assert record is not None
-        if record["status"] != "running":
-            return record
-        assert asyncio.get_running_loop().time() < deadline, "timed out"
-        await backend.events.wait_for_events(execution_id, record["last_seq"], 0.2)
-
-
 async def _run_cluster(payload: dict[str, Any], workers: int = 1) -> tuple[Any, list[Any]]:
     backend = MemoryBackend()
     stop = asyncio.Event()
@@ -129,8 +96,8 @@ async def _run_cluster(payload: dict[str, Any], workers: int = 1) -> tuple[Any, 
         worker = Worker(backend, concurrency=2, ttl=2.0, poll=0.05)
         tasks.append(asyncio.create_task(worker.run(stop)))
     try:
-        execution_id = await _submit(backend, payload)
-        record = await _until_finished(backend, execution_id)
+        execution_id = await submit(backend, payload)
+        record = await until_finished(backend, execution_id)
         events = await backend.events.read(execution_id)
     finally:
         stop.set()
@@ -138,21 +105,12 @@ async def _run_cluster(payload: dict[str, Any], workers: int = 1) -> tuple[Any, 
     return record, events
 
 
-def _comparable(summary: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "status": summary["status"],
-        "steps": summary["steps"],
-        "ctx": summary["ctx"],
-        "error": (summary["error"] or {}).get("code"),
-    }
-
-
 @pytest.mark.parametrize("source", [CHAIN, LOOP, FAILURE, LISTENER], ids=["chain", "loop", "failure", "listener"])  # fmt: skip
 def test_server_and_worker_over_memory_match_embedded_mode(source: str) -> None:
-    payload = _payload(source)
+    payload = compiled(source)
     record, events = asyncio.run(_run_cluster(payload, workers=2))
     embedded = run_embedded(payload)
-    assert _comparable(record["summary"]) == _comparable(embedded)
+    assert comparable(record["summary"]) == comparable(embedded)
     # a gap-free log that replay reproduces
     assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
     report = check(
@@ -162,7 +120,7 @@ def test_server_and_worker_over_memory_match_embedded_mode(source: str) -> None:
 
 
 def test_the_loop_runs_every_iteration_once() -> None:
-    record, events = asyncio.run(_run_cluster(_payload(LOOP), workers=2))
+    record, events = asyncio.run(_run_cluster(compiled(LOOP), workers=2))
     assert record["summary"]["steps"]["each"]["result"]["results"] == [10, 20, 30, 40, 50]
     done = [e["iteration"] for e in events if e["name"] == "loop.iteration.done"]
     assert sorted(done) == [0, 1, 2, 3, 4]
@@ -171,12 +129,12 @@ def test_the_loop_runs_every_iteration_once() -> None:
 def test_a_server_that_dies_mid_execution_is_taken_over() -> None:
     """Server A owns the execution and dies (its lease is never renewed, nothing released);
     server B claims it when the lease expires, rebuilds the VM by replay, and finishes."""
-    payload = _payload(CHAIN)
+    payload = compiled(CHAIN)
 
     async def scenario() -> tuple[Any, list[Any], str]:
         backend = MemoryBackend()
         stop = asyncio.Event()
-        execution_id = await _submit(backend, payload)
+        execution_id = await submit(backend, payload)
         dead = Server(backend, ttl=0.3, poll=0.05, owner="server-a")
         await dead.tick()  # adopts the execution, enqueues `start`; then never runs again
         assert execution_id in dead.owned
@@ -186,7 +144,7 @@ def test_a_server_that_dies_mid_execution_is_taken_over() -> None:
         heir = Server(backend, ttl=2.0, poll=0.05, owner="server-b")
         heir_task = asyncio.create_task(heir.run(stop))
         try:
-            record = await _until_finished(backend, execution_id)
+            record = await until_finished(backend, execution_id)
             events = await backend.events.read(execution_id)
         finally:
             stop.set()
@@ -196,7 +154,7 @@ def test_a_server_that_dies_mid_execution_is_taken_over() -> None:
         return record, events, execution_id
 
     record, events, execution_id = asyncio.run(scenario())
-    assert _comparable(record["summary"]) == _comparable(run_embedded(payload))
+    assert comparable(record["summary"]) == comparable(run_embedded(payload))
     report = check(Program(payload), execution_id, dict(payload["workload"] or {}), events)
     assert report.ok, report.divergence
     # every server event appears once: the heir appended only what the dead one had not
@@ -206,7 +164,7 @@ def test_a_server_that_dies_mid_execution_is_taken_over() -> None:
 
 def test_large_results_go_through_the_memory_result_store() -> None:
     source = (PLAYBOOKS / "big_result_guard.yaml").read_text()
-    record, events = asyncio.run(_run_cluster(_payload(source)))
+    record, events = asyncio.run(_run_cluster(compiled(source)))
     assert record["summary"]["steps"]["count"]["result"] == {"first": "row-0"}
     done = next(e for e in events if e["name"] == "step.done" and e["step"] == "start")
     assert "$ref" in done["payload"]["result"]
@@ -235,7 +193,7 @@ def test_noop_steps_run_inside_the_server_round(inline: bool) -> None:
     """A noop-only step has no effect: the server runs it in its round (no job, no worker,
     its events committed with the round), unless told to enqueue it; the outcome is the
     same, and a step with a real tool still goes to a worker."""
-    payload = _payload(NOOPS)
+    payload = compiled(NOOPS)
 
     async def scenario() -> tuple[Any, list[Any], dict[str, Any]]:
         backend = MemoryBackend()
@@ -244,8 +202,8 @@ def test_noop_steps_run_inside_the_server_round(inline: bool) -> None:
         worker = Worker(backend, concurrency=2, ttl=2.0, poll=0.05)
         tasks = [asyncio.create_task(server.run(stop)), asyncio.create_task(worker.run(stop))]
         try:
-            execution_id = await _submit(backend, payload)
-            record = await _until_finished(backend, execution_id)
+            execution_id = await submit(backend, payload)
+            record = await until_finished(backend, execution_id)
             events = await backend.events.read(execution_id)
             actions = {e["action_id"] for e in events if e["name"] in ("step.done", "loop.iteration.done")}  # fmt: skip
             jobs = {a: await backend.queue.get(a) for a in actions}
@@ -255,7 +213,7 @@ def test_noop_steps_run_inside_the_server_round(inline: bool) -> None:
         return record, events, jobs
 
     record, events, jobs = asyncio.run(scenario())
-    assert _comparable(record["summary"]) == _comparable(run_embedded(payload))
+    assert comparable(record["summary"]) == comparable(run_embedded(payload))
     assert record["summary"]["steps"]["each"]["result"]["results"] == [2, 4, 6]
     report = check(Program(payload), record["execution_id"], dict(payload["workload"]), events)
     assert report.ok, report.divergence
@@ -269,7 +227,7 @@ def test_inline_events_read_back_after_a_gap_are_not_fed_twice(
     """When another process appended between the server's read and its commit, the server
     reads its own round back: the results of the steps it ran inline are in it, and the VM
     is not fed them a second time (it would ignore them, at the cost of the work)."""
-    payload = _payload(NOOPS)
+    payload = compiled(NOOPS)
     fed: list[str | None] = []
     feed = Driver.feed
 
@@ -298,8 +256,8 @@ def test_inline_events_read_back_after_a_gap_are_not_fed_twice(
         worker = Worker(backend, concurrency=2, ttl=2.0, poll=0.05)
         tasks = [asyncio.create_task(server.run(stop)), asyncio.create_task(worker.run(stop))]
         try:
-            execution_id = await _submit(backend, payload)
-            record = await _until_finished(backend, execution_id)
+            execution_id = await submit(backend, payload)
+            record = await until_finished(backend, execution_id)
             events = await backend.events.read(execution_id)
         finally:
             stop.set()
@@ -308,7 +266,7 @@ def test_inline_events_read_back_after_a_gap_are_not_fed_twice(
         return record, events
 
     record, events = asyncio.run(scenario())
-    assert _comparable(record["summary"]) == _comparable(run_embedded(payload))
+    assert comparable(record["summary"]) == comparable(run_embedded(payload))
     assert record["summary"]["steps"]["each"]["runs"] == 1
     server_ids = [e["event_id"] for e in events if e["source"] == "server"]
     assert len(server_ids) == len(set(server_ids))
@@ -347,7 +305,7 @@ def test_rounds_overlap_but_commit_in_order(monkeypatch: pytest.MonkeyPatch, inl
     """A slow commit stays in flight while the server reads and feeds the next round; the
     next commit starts only after it (never two at once), no event is fed twice, and the
     outcome and the log are those of embedded mode."""
-    payload = _payload(WIDE)
+    payload = compiled(WIDE)
     fed: list[str | None] = []
     feed = Driver.feed
 
@@ -381,8 +339,8 @@ def test_rounds_overlap_but_commit_in_order(monkeypatch: pytest.MonkeyPatch, inl
         tasks = [asyncio.create_task(server.run(stop))]
         tasks += [asyncio.create_task(w.run(stop)) for w in workers]
         try:
-            execution_id = await _submit(backend, payload)
-            record = await _until_finished(backend, execution_id)
+            execution_id = await submit(backend, payload)
+            record = await until_finished(backend, execution_id)
             events = await backend.events.read(execution_id)
         finally:
             stop.set()
@@ -390,7 +348,7 @@ def test_rounds_overlap_but_commit_in_order(monkeypatch: pytest.MonkeyPatch, inl
         return record, events
 
     record, events = asyncio.run(scenario())
-    assert _comparable(record["summary"]) == _comparable(run_embedded(payload))
+    assert comparable(record["summary"]) == comparable(run_embedded(payload))
     assert record["summary"]["steps"]["each"]["result"]["results"] == [2 * x for x in range(1, 17)]
     assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
     assert len(fed) == len(set(fed))

@@ -161,6 +161,14 @@ SELECT job_id, execution_id, action_id, pool, payload::text AS payload, status, 
   FROM jobs
  WHERE job_id = $1;
 
+-- name: get_jobs
+-- by primary key: a takeover looks up the bundles that may hold its outstanding iterations
+SELECT job_id, execution_id, action_id, pool, payload::text AS payload, status, attempt,
+       max_attempts, lease_owner, lease_id::text AS lease_id,
+       extract(epoch FROM lease_expires_at)::float8 AS lease_expires_at, last_error
+  FROM jobs
+ WHERE job_id = ANY ($1::text[]);
+
 -- name: count_jobs
 SELECT status, count(*) AS n FROM jobs WHERE pool = $1 GROUP BY status;
 
