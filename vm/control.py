@@ -168,7 +168,8 @@ class ControlVM(Boundary):
                             if records is not None:
                                 # the handler admitted the next run, nothing is ready and the
                                 # events budget holds: what follows below has nothing to do;
-                                # its events are `records` (`_events` is still empty)
+                                # its events are those of `records`, one `RoutedRecord`
+                                # (`_events` is still empty)
                                 answer: Step = _make(Step)
                                 answer.commands = commands
                                 answer.records = records
@@ -212,7 +213,7 @@ class ControlVM(Boundary):
             else:
                 records = handler(self, run, data.get("result"), commands)
                 if records is not None:
-                    self._events.extend(records)
+                    self._events.append(records)
         elif name == _STEP_FAILED:
             del self.runs[run_id]  # type: ignore[arg-type]
             self.firings += 1  # the net's fail transition
@@ -232,7 +233,7 @@ class ControlVM(Boundary):
                 if handler is not None:
                     records = handler(self, run, result, commands)
                     if records is not None:
-                        self._events.extend(records)
+                        self._events.append(records)
                 else:
                     self._done_planned(run, plan, result, commands)
                 return

@@ -425,20 +425,27 @@ RoutedRecord = tuple[str, str, str, str, str, dict[str, Any], int, tuple[str, st
 class Step:
     """The control VM's answer to `start()` or to one input event: `commands` and `events`
     (the server events it recorded, in order). The VM hands over what it recorded
-    (`records`: `Event`s, and the compact `ServerRecord`s / `RoutedRecord`s of its generated
-    hot path); `events` builds the `Event`s of those the first time it is read, in place, so
-    an answer whose events nobody reads (a replay's, an in-memory benchmark's) builds none.
-    Unpacks as `commands, events`."""
+    (`records`: a list of `Event`s and of the compact `ServerRecord`s / `RoutedRecord`s of
+    its generated hot path, or one `RoutedRecord` alone — the answer of a generated handler
+    that did everything, not wrapped in a list); `events` builds the `Event`s of those the
+    first time it is read, in place, so an answer whose events nobody reads (a replay's, an
+    in-memory benchmark's) builds none. Unpacks as `commands, events`."""
 
     __slots__ = ("commands", "records")
 
     def __init__(self, commands: list[Command], events: list[Any]) -> None:
         self.commands = commands
-        self.records = events
+        self.records: list[Any] | RoutedRecord = events
 
     @property
     def events(self) -> list[Event]:
-        events: list[Any] = self.records
+        records = self.records
+        if type(records) is tuple:  # one `RoutedRecord`
+            events: list[Any] = [records]
+            materialize(events)
+            self.records = events
+            return events
+        events = records  # type: ignore[assignment]  # a list: a tuple returned above
         for record in events:
             if type(record) is tuple:  # not an `Event` yet
                 materialize(events)

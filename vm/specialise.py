@@ -36,10 +36,15 @@ from noetlc.vm.protocol import Command, CommandKind, EventName
 from noetlc.vm.tables import StepTable, Transition
 
 # (the VM, the finished run, its result, the commands issued so far) -> None: it recorded its
-# events (`ControlVM._events`); or a list of the records of its events, not recorded: it
-# admitted the next run of a plain step and nothing is left for `ControlVM.step` to do after
-# it (no token ready, a run in flight, the events budget checked), so the list is the answer's
-DoneHandler = Callable[[Any, StepRun, Any, list[Command]], list[Any] | None]
+# events (`ControlVM._events`); or the one record of its events, not recorded (a
+# `protocol.RoutedRecord`): it admitted the next run of a plain step and nothing is left for
+# `ControlVM.step` to do after it (no token ready, a run in flight, the events budget
+# checked), so the record is the answer's (`Step.records`)
+DoneHandler = Callable[[Any, StepRun, Any, list[Command]], tuple[Any, ...] | None]
+
+# The decimal text of a run number below 10,000 (a run id is `step#N`): one list index per
+# admission instead of formatting the int (built once per process, ~0.5 MB)
+RUN_NUMBERS = 10_000
 
 _GLOBALS: dict[str, Any] = {
     "Token": Token,
@@ -47,6 +52,7 @@ _GLOBALS: dict[str, Any] = {
     "StepRecord": StepRecord,
     "Command": Command,
     "_make": object.__new__,
+    "_digits": None,  # `RUN_NUMBERS` strings, set when the first handler is generated
     "RUN": CommandKind.RUN.value,
     "STEP_DONE": EventName.STEP_DONE.value,
     "NEXT_SELECTED": EventName.NEXT_SELECTED.value,
@@ -148,6 +154,8 @@ def _handler(program: Program, table: StepTable, reads_event: Callable[[Any], bo
             lines.extend("    " + line for line in branch)
     lines.extend(_branch(table, "A", taken, target, event_set, constants, reads_event))
     source = "def handler(vm, run, result, commands):\n" + "".join(f"    {x}\n" for x in lines)
+    if _GLOBALS["_digits"] is None:
+        _GLOBALS["_digits"] = [str(i) for i in range(RUN_NUMBERS)]
     namespace = {**_GLOBALS, **constants}
     exec(_compiled(source), namespace)  # our own source (see the module doc)
     handler: DoneHandler = namespace.pop("handler")
@@ -242,7 +250,7 @@ def _branch(
         "if step_runs > vm._max_step_runs > 0:",
         *(f"    {x}" for x in selected),
         "    vm._over('step_runs', step_runs, vm._max_step_runs)",
-        f"run_id = {prefix}_RUN + str(runs)",
+        f"run_id = {prefix}_RUN + (_digits[runs] if runs < {RUN_NUMBERS} else str(runs))",
         # the finished run (a plain `StepRun` the VM no longer holds) becomes the new one
         "finished = run.run_id",
         "vm.runs[run_id] = run",
@@ -265,7 +273,7 @@ def _branch(
         # `ControlVM.step`'s events budget holds (its count: the events recorded and fed)
         "events = vm._events",
         "if not events and (n + vm.inputs <= vm._max_events or vm._max_events <= 0):",
-        "    return [routed]",
+        "    return routed",
         "events.append(routed)",
         "return None",
     ]

@@ -365,6 +365,28 @@ def test_events_are_built_when_read() -> None:
     ]
 
 
+def test_a_handler_that_did_everything_answers_its_one_record_bare() -> None:
+    """`ControlVM.step` hands the one `RoutedRecord` of a generated handler that admitted the
+    next run over as the answer's `records` (no list); `events` builds its two events."""
+    program = Program(_compiled(CYCLE.replace("EVENTS", "0").replace("RUNS", "0")))
+    vm = ControlVM(program, dict(program.workload), EXECUTION, specialise=1)
+    [command] = vm.start().commands
+    bare = []
+    for _ in range(3):
+        answer = vm.step(Event("step.done", "worker", command.step, command.step_run_id))
+        [command] = answer.commands
+        bare.append(type(answer.records) is tuple)
+        events = answer.events
+        assert answer.records is events and [e.name for e in events] == [
+            "next.selected",
+            "step.scheduled",
+        ]
+    assert bare == [False, False, True]  # start, the first count (generated then), count
+    assert events[1] == recorded(
+        f"{EXECUTION}:s8", EXECUTION, "step.scheduled", "count", "count#3", None, {"args": {}}
+    )
+
+
 def test_action_ids_are_computed_once_and_keep_their_value() -> None:
     program = Program(_compiled(SHAPES))
     [command] = ControlVM(program, {}, EXECUTION).start().commands
