@@ -417,8 +417,8 @@ def action_seed(execution_id: str) -> Any:
 # transition id: their one-key dicts are built then, not per event.
 ServerRecord = tuple[str, str | None, str | None, int | None, Any, int, tuple[str, str]]
 # A route that admits its target at once, as one record of two events: (step, step_run_id,
-# transition id, target step, target step_run_id, args, n, stamp) is `next.selected` (n) then
-# the target's `step.scheduled` (n + 1).
+# transition id, target step, target step_run_id, args, n, stamp) is `next.selected` (n - 1)
+# then the target's `step.scheduled` (n: the VM's event count after the pair).
 RoutedRecord = tuple[str, str, str, str, str, dict[str, Any], int, tuple[str, str]]
 
 
@@ -478,10 +478,10 @@ def materialize(records: list[Any]) -> None:
         elif len(record) == 8:  # a `RoutedRecord`
             step, run_id, transition, target, target_run, args, n, (prefix, execution_id) = record
             add(_new(Event, (_NEXT_SELECTED, _SERVER, step, run_id, None, {"to": transition},
-                             f"{prefix}{n}", execution_id, None, None, None, None, None, None,
-                             None)))  # fmt: skip
+                             f"{prefix}{n - 1}", execution_id, None, None, None, None, None,
+                             None, None)))  # fmt: skip
             add(_new(Event, (_STEP_SCHEDULED, _SERVER, target, target_run, None, {"args": args},
-                             f"{prefix}{n + 1}", execution_id, None, None, None, None, None,
+                             f"{prefix}{n}", execution_id, None, None, None, None, None,
                              None, None)))  # fmt: skip
         else:
             name, step, run_id, iteration, payload, n, (prefix, execution_id) = record

@@ -30,6 +30,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+from noetlc.vm.budgets import budgets_of
 from noetlc.vm.control_state import StepRecord, StepRun, Token
 from noetlc.vm.program import Program
 from noetlc.vm.protocol import Command, CommandKind, EventName
@@ -127,7 +128,14 @@ def _value_refs(value: Any) -> list[int]:
 def _handler(program: Program, table: StepTable, reads_event: Callable[[Any], bool]) -> DoneHandler:
     assert table.done_plan is not None
     guard, taken, target, otherwise, otherwise_target = table.done_plan
-    constants: dict[str, Any] = {"STEP": table.name, "GUARD": guard, "VALUE": program.value}
+    budgets = budgets_of(program.payload)  # as `ControlVM` reads them
+    constants: dict[str, Any] = {
+        "STEP": table.name,
+        "GUARD": guard,
+        "VALUE": program.value,
+        "MAX_EVENTS": budgets["events"],
+        "MAX_STEP_RUNS": budgets["step_runs"],
+    }
     lines = [
         "record = vm.steps[STEP]",
         "record.status = 'done'",
@@ -246,10 +254,17 @@ def _branch(
         *lines,
         "entered.runs = runs = entered.runs + 1",
         "entered.status = 'running'",
-        "vm.step_runs = step_runs = vm.step_runs + 1",
-        "if step_runs > vm._max_step_runs > 0:",
-        *(f"    {x}" for x in selected),
-        "    vm._over('step_runs', step_runs, vm._max_step_runs)",
+        # the program's budgets are the generated code's constants (0: none)
+        *(
+            [
+                "vm.step_runs = step_runs = vm.step_runs + 1",
+                "if step_runs > MAX_STEP_RUNS:",
+                *(f"    {x}" for x in selected),
+                "    vm._over('step_runs', step_runs, MAX_STEP_RUNS)",
+            ]
+            if constants["MAX_STEP_RUNS"] > 0
+            else ["vm.step_runs += 1"]
+        ),
         f"run_id = {prefix}_RUN + (_digits[runs] if runs < {RUN_NUMBERS} else str(runs))",
         # the finished run (a plain `StepRun` the VM no longer holds) becomes the new one
         "finished = run.run_id",
@@ -258,7 +273,7 @@ def _branch(
         "run.run_id = run_id",
         *([] if transition.args is None else ["run.args = args"]),  # (else: the same args)
         "vm.event_count = n = vm.event_count + 2",
-        f"routed = (STEP, finished, {prefix}_ID, {prefix}_TO, run_id, args, n - 1, vm._stamp)",
+        f"routed = (STEP, finished, {prefix}_ID, {prefix}_TO, run_id, args, n, vm._stamp)",
         "command = _make(Command)",
         "command.kind = RUN",
         f"command.step = {prefix}_TO",
@@ -272,7 +287,9 @@ def _branch(
         # the answer's records are these alone (none recorded before them in this step), and
         # `ControlVM.step`'s events budget holds (its count: the events recorded and fed)
         "events = vm._events",
-        "if not events and (n + vm.inputs <= vm._max_events or vm._max_events <= 0):",
+        "if not events and n + vm.inputs <= MAX_EVENTS:"
+        if constants["MAX_EVENTS"] > 0
+        else "if not events:",
         "    return routed",
         "events.append(routed)",
         "return None",

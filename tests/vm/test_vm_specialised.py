@@ -354,7 +354,7 @@ def test_events_are_built_when_read() -> None:
     mixed: list[Any] = [
         selected,
         ("step.skipped", "s", None, None, {"transition": "t"}, 9, stamp),
-        ("a", "a#1", "a->b#0", "b", "b#2", {"x": 1}, 10, stamp),  # a `RoutedRecord`
+        ("a", "a#1", "a->b#0", "b", "b#2", {"x": 1}, 11, stamp),  # a `RoutedRecord`
     ]
     materialize(mixed)
     assert mixed[0] is selected and mixed[1].event_id == "p:9"
