@@ -159,7 +159,7 @@ class ControlVM(Boundary):
                 else:  # a step's result (the hot path)
                     run = self.runs.pop(event.step_run_id, None)  # type: ignore[arg-type]
                     if run is not None:  # else a late or duplicate result: ignored
-                        self.firings += 1  # the net's complete transition
+                        # both count the net's complete transition
                         handler = self._on_done.get(run.step)
                         if handler is None:
                             self._done(run, data.get("result"), commands)
@@ -206,8 +206,7 @@ class ControlVM(Boundary):
             return  # racing ctx writes of parallel iterations: the step failed
         if name == _STEP_DONE:
             del self.runs[run_id]  # type: ignore[arg-type]
-            self.firings += 1  # the net's complete transition
-            handler = self._on_done.get(run.step)
+            handler = self._on_done.get(run.step)  # both count the net's complete transition
             if handler is None:
                 self._done(run, data.get("result"), commands)
             else:
@@ -222,9 +221,11 @@ class ControlVM(Boundary):
             self._iteration_result(run, event, data, commands)
 
     def _done(self, run: StepRun, result: Any, commands: list[Command]) -> None:
-        """`step.done` of a step without a generated handler. A step with a done plan gets
-        its handler when it becomes hot (`specialise.heat`); until then its plan decides
-        (`_done_planned`); any other step goes through the table interpreter."""
+        """`step.done` of a step without a generated handler: the net's complete transition,
+        then the route. A step with a done plan gets its handler when it becomes hot
+        (`specialise.heat`; the handler counts the complete transition itself); until then
+        its plan decides (`_done_planned`); any other step goes through the table
+        interpreter."""
         if self._hot is not None:
             table = self.tables[run.step]
             plan = table.done_plan
@@ -235,8 +236,10 @@ class ControlVM(Boundary):
                     if records is not None:
                         self._events.append(records)
                 else:
+                    self.firings += 1
                     self._done_planned(run, plan, result, commands)
                 return
+        self.firings += 1
         self._boundary(run, _STEP_DONE, result, None, commands)
 
     def _ctx_writes(self, run: StepRun, event: Event, writes: Any, commands: list[Command]) -> bool:

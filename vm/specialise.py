@@ -36,8 +36,9 @@ from noetlc.vm.program import Program
 from noetlc.vm.protocol import Command, CommandKind, EventName
 from noetlc.vm.tables import StepTable, Transition
 
-# (the VM, the finished run, its result, the commands issued so far) -> None: it recorded its
-# events (`ControlVM._events`); or the one record of its events, not recorded (a
+# (the VM, the finished run, its result, the commands issued so far) -> None: it counted its
+# firings (the step's complete transition included) and recorded its events
+# (`ControlVM._events`); or the one record of its events, not recorded (a
 # `protocol.RoutedRecord`): it admitted the next run of a plain step and nothing is left for
 # `ControlVM.step` to do after it (no token ready, a run in flight, the events budget
 # checked), so the record is the answer's (`Step.records`)
@@ -150,11 +151,20 @@ def _handler(program: Program, table: StepTable, reads_event: Callable[[Any], bo
     if event_set:
         lines.append(_SET_EVENT)
     if guard is not None:
-        lines.append("if not GUARD(scope):")
+        # the step's complete transition is counted with the first firing after it (see
+        # `_branch`), or here when the guard raises or ends the handler
+        lines += [
+            "try:",
+            "    passed = GUARD(scope)",
+            "except BaseException:",
+            "    vm.firings += 1",
+            "    raise",
+            "if not passed:",
+        ]
         if otherwise is None:
             if not event_set:
                 lines.append("    " + _SET_EVENT)
-            lines.append("    return")
+            lines += ["    vm.firings += 1", "    return"]
         else:
             branch = _branch(
                 table, "B", otherwise, otherwise_target, event_set, constants, reads_event
@@ -183,14 +193,15 @@ def _branch(
     constants: dict[str, Any],
     reads_event: Callable[[Any], bool],
 ) -> list[str]:
-    """The lines of one transition firing (ends with a `return`)."""
+    """The lines of one transition firing (ends with a `return`). Its first count of firings
+    includes the step's complete transition (the handler counts it: one addition)."""
     if transition.kind != "route":  # an end transition
-        return ["vm.firings += 1", *([] if event_set else [_SET_EVENT]), "return"]
+        return ["vm.firings += 2", *([] if event_set else [_SET_EVENT]), "return"]
     constants[f"{prefix}_ID"] = transition.id
     # the route's firing and the admission's are counted together when nothing between them
     # can raise (an args template can: then each is counted where the general path counts it)
     together = transition.args is None and target is not None and target.plain_rule is not None
-    lines = [] if together else ["vm.firings += 1"]
+    lines = [] if together else ["vm.firings += 2"]
     if transition.args is not None:
         constants[f"{prefix}_ARGS"] = transition.args
         if not event_set and reads_event(transition.args):
@@ -234,13 +245,13 @@ def _branch(
         "if ready:",
         *(f"    {x}" for x in selected),
         *(f"    {x}" for x in queue),
-        "    vm.firings += 1" if together else "",
+        "    vm.firings += 2" if together else "",
         "    return",
         "if vm.dead_arrivals:",
         f"    vm.dead_arrivals.pop({prefix}_TO, None)",
         *([] if transition.args is None else ["scope['args'] = args"]),
         *(["del scope['event']"] if event_set else ["if 'event' in scope:", _DEL_EVENT]),
-        "vm.firings += 2" if together else "vm.firings += 1",
+        "vm.firings += 3" if together else "vm.firings += 1",
     ]
     if target is table:  # a cycle back into the step: its record is at hand
         lines.append("entered = record")
