@@ -52,7 +52,6 @@ _STEP_FAILED = EventName.STEP_FAILED.value
 _TIMER_FIRED = EventName.TIMER_FIRED.value
 _WORKFLOW_FINISHED = EventName.WORKFLOW_FINISHED.value
 _WORKFLOW_STARTED = EventName.WORKFLOW_STARTED.value
-_make = object.__new__  # a Step without its Python-level __init__ (the hot path)
 
 
 class ControlVM(Boundary):
@@ -138,7 +137,7 @@ class ControlVM(Boundary):
         return self._answer(commands)
 
     def _answer(self, commands: list[Command]) -> Step:
-        answer: Step = _make(Step)
+        answer = Step()
         answer.commands = commands
         answer.records = self._events
         self._events = []
@@ -148,7 +147,7 @@ class ControlVM(Boundary):
         """Feed one input event; return the commands it causes and the events recorded."""
         commands: list[Command] = []
         if self.status != "running":
-            return Step(commands, [])
+            return Step.of(commands, [])
         self.inputs += 1
         try:
             name = event.name
@@ -170,7 +169,7 @@ class ControlVM(Boundary):
                                 # events budget holds: what follows below has nothing to do;
                                 # its events are those of `records`, one `RoutedRecord`
                                 # (`_events` is still empty)
-                                answer: Step = _make(Step)
+                                answer = Step()
                                 answer.commands = commands
                                 answer.records = records
                                 return answer
@@ -188,7 +187,7 @@ class ControlVM(Boundary):
                 self._over("events", count, self._max_events)
         except Exception as exc:
             self._internal(exc, getattr(event, "step", None))
-        answer = _make(Step)  # `_answer`, inlined
+        answer = Step()  # `_answer`, inlined
         answer.commands = commands
         answer.records = self._events
         self._events = []

@@ -343,8 +343,20 @@ class Command:
 
     __slots__ = ("action", "args", "delay", "item", "iteration", "kind", "step", "step_run_id")
 
-    def __init__(
-        self,
+    # No Python-level `__init__`: the VM makes one per admission as `Command()` and sets the
+    # eight fields (a call without a Python frame); `of` builds one from its fields.
+    kind: str
+    step: str
+    step_run_id: str
+    args: dict[str, Any]
+    action: Any  # the id, or the seed it is computed from (see above)
+    iteration: int | None
+    item: Any
+    delay: float | None
+
+    @classmethod
+    def of(
+        cls,
         kind: str,
         step: str,
         step_run_id: str,
@@ -353,15 +365,17 @@ class Command:
         iteration: int | None = None,
         item: Any = None,
         delay: float | None = None,
-    ) -> None:
-        self.kind = kind
-        self.step = step
-        self.step_run_id = step_run_id
-        self.args = args
-        self.action: Any = action_id  # the id, or the seed it is computed from (see above)
-        self.iteration = iteration
-        self.item = item
-        self.delay = delay
+    ) -> Command:
+        command = cls()
+        command.kind = kind
+        command.step = step
+        command.step_run_id = step_run_id
+        command.args = args
+        command.action = action_id
+        command.iteration = iteration
+        command.item = item
+        command.delay = delay
+        return command
 
     @property
     def action_id(self) -> str:
@@ -386,7 +400,7 @@ class Command:
         """A copy with some fields changed (as `NamedTuple._replace`)."""
         fields = dict(zip(COMMAND_FIELDS, self._fields(), strict=True))
         fields.update(changes)
-        return Command(**fields)
+        return Command.of(**fields)
 
     def __eq__(self, other: object) -> bool:
         if type(other) is not Command:
@@ -396,7 +410,7 @@ class Command:
     __hash__ = None  # type: ignore[assignment]  # mutable args: like the tuple it was
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (Command, self._fields())
+        return (Command.of, self._fields())
 
     def __repr__(self) -> str:
         return f"Command({self.kind} {self.step_run_id} it={self.iteration})"
@@ -433,9 +447,17 @@ class Step:
 
     __slots__ = ("commands", "records")
 
-    def __init__(self, commands: list[Command], events: list[Any]) -> None:
-        self.commands = commands
-        self.records: list[Any] | RoutedRecord = events
+    # no Python-level `__init__` (the VM makes one per input event as `Step()`); `of` builds
+    # one from its commands and events
+    commands: list[Command]
+    records: list[Any] | RoutedRecord
+
+    @classmethod
+    def of(cls, commands: list[Command], events: list[Any]) -> Step:
+        answer = cls()
+        answer.commands = commands
+        answer.records = events
+        return answer
 
     @property
     def events(self) -> list[Event]:

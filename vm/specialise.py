@@ -53,7 +53,6 @@ _GLOBALS: dict[str, Any] = {
     "StepRun": StepRun,
     "StepRecord": StepRecord,
     "Command": Command,
-    "_make": object.__new__,
     "_digits": None,  # `RUN_NUMBERS` strings, set when the first handler is generated
     "RUN": CommandKind.RUN.value,
     "STEP_DONE": EventName.STEP_DONE.value,
@@ -285,7 +284,7 @@ def _branch(
         *([] if transition.args is None else ["run.args = args"]),  # (else: the same args)
         "vm.event_count = n = vm.event_count + 2",
         f"routed = (STEP, finished, {prefix}_ID, {prefix}_TO, run_id, args, n, vm._stamp)",
-        "command = _make(Command)",
+        "command = Command()",
         "command.kind = RUN",
         f"command.step = {prefix}_TO",
         "command.step_run_id = run_id",
