@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import pickle
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ from hypothesis import strategies as st
 from noetlc.compiler.pipeline import compile_file, compile_source
 from noetlc.vm.control import ControlVM, action_id
 from noetlc.vm.program import Program
-from noetlc.vm.protocol import Event, Step, materialize, recorded
+from noetlc.vm.protocol import Command, Event, Step, materialize, recorded
 from noetlc.vm.specialise import HOT, done_handlers, heat
 
 HERE = Path(__file__).resolve().parent
@@ -397,6 +398,9 @@ def test_action_ids_are_computed_once_and_keep_their_value() -> None:
     copy = command._replace(delay=2.5)
     assert copy.delay == 2.5 and copy.action_id == command.action_id and copy != command
     assert copy._replace(delay=None) == command
+    # no Python-level __init__: `of` builds one, pickling goes through it
+    assert pickle.loads(pickle.dumps(copy)) == copy == Command.of(*copy._fields())
+    assert Step.of([copy], []) == Step.of([command._replace(delay=2.5)], [])
 
 
 def test_a_result_with_ctx_writes_is_decided_by_the_generated_handler() -> None:
