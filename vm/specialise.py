@@ -128,6 +128,8 @@ def _value_refs(value: Any) -> list[int]:
 def _handler(program: Program, table: StepTable, reads_event: Callable[[Any], bool]) -> DoneHandler:
     assert table.done_plan is not None
     guard, taken, target, otherwise, otherwise_target = table.done_plan
+    if _GLOBALS["_digits"] is None:
+        _GLOBALS["_digits"] = list(map(str, range(RUN_NUMBERS)))
     budgets = budgets_of(program.payload)  # as `ControlVM` reads them
     constants: dict[str, Any] = {
         "STEP": table.name,
@@ -171,8 +173,6 @@ def _handler(program: Program, table: StepTable, reads_event: Callable[[Any], bo
             lines.extend("    " + line for line in branch)
     lines.extend(_branch(table, "A", taken, target, event_set, constants, reads_event))
     source = "def handler(vm, run, result, commands):\n" + "".join(f"    {x}\n" for x in lines)
-    if _GLOBALS["_digits"] is None:
-        _GLOBALS["_digits"] = [str(i) for i in range(RUN_NUMBERS)]
     namespace = {**_GLOBALS, **constants}
     exec(_compiled(source), namespace)  # our own source (see the module doc)
     handler: DoneHandler = namespace.pop("handler")
@@ -275,7 +275,7 @@ def _branch(
             if constants["MAX_STEP_RUNS"] > 0
             else ["vm.step_runs += 1"]
         ),
-        f"run_id = {prefix}_RUN + (_digits[runs] if runs < {RUN_NUMBERS} else str(runs))",
+        f"run_id = {prefix}_RUN + (_digits[runs] if runs < {len(_GLOBALS['_digits'])} else str(runs))",
         # the finished run (a plain `StepRun` the VM no longer holds) becomes the new one
         "finished = run.run_id",
         "vm.runs[run_id] = run",

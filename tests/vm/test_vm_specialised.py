@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from noetlc.compiler.pipeline import compile_file, compile_source
+from noetlc.vm import specialise as specialise_module
 from noetlc.vm.control import ControlVM, action_id
 from noetlc.vm.program import Program
 from noetlc.vm.protocol import Command, Event, Step, materialize, recorded
@@ -320,6 +321,33 @@ def test_budgets_end_a_hot_cycle_where_the_interpreter_ends_it(
         assert vm.status == ("completed" if budget is None else "failed")
         ends.append(trace)
     assert ends[0] == ends[1] == ends[2]
+
+
+def test_run_numbers_past_the_table_are_formatted(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The handlers look the decimal text of a run number up in their table and format it
+    past the table's end: the same run ids either way (a table of 5 here, so the cycle goes
+    past it)."""
+    monkeypatch.setitem(specialise_module._GLOBALS, "_digits", ["0", "1", "2", "3", "4"])
+    payload = _compiled(CYCLE.replace("EVENTS", "0").replace("RUNS", "0"))
+    traces = []
+    for hot in (1, None):
+        program = Program(payload)
+        vm = ControlVM(program, dict(program.workload), EXECUTION, specialise=hot)
+        pending = list(vm.start().commands)
+        trace: list[Any] = []
+        while pending and not vm.finished():
+            command = pending.pop()
+            if command.step == "count":
+                vm.ctx["i"] = vm.ctx.get("i", 0) + 1
+            event = Event("step.done", "worker", command.step, command.step_run_id, None, {})
+            answer = vm.step(event)
+            trace += [_commands(answer), answer.events, _state(vm)]
+            pending.extend(answer.commands)
+        assert vm.status == "completed" and vm.steps["count"].runs == 50
+        traces.append(trace)
+        if hot is not None:  # the cycle's handler decided its runs past the table's 5
+            assert 5 in done_handlers(program)["count"].__code__.co_consts
+    assert traces[0] == traces[1]
 
 
 def test_events_are_built_when_read() -> None:
