@@ -29,7 +29,6 @@ _STEP_SKIPPED = EventName.STEP_SKIPPED.value
 _STEP_STARTED = EventName.STEP_STARTED.value
 _RUN = CommandKind.RUN.value
 _TIMER = CommandKind.TIMER.value
-_make = object.__new__  # a Command without its Python-level __init__ (the hot path)
 
 
 class Admission(Routing):
@@ -194,7 +193,7 @@ class Admission(Routing):
         item: Any,
     ) -> Command:
         """A command whose action id is computed when first read (`Command.action_id`)."""
-        command: Command = _make(Command)
+        command = Command()
         command.kind = kind
         command.step = step
         command.step_run_id = run_id
@@ -206,7 +205,7 @@ class Admission(Routing):
         return command
 
     def _command(self, kind: str, run: StepRun, iteration: int | None) -> Command:
-        command: Command = _make(Command)  # `_new_command`, inlined: one per iteration
+        command = Command()  # `_new_command`, inlined: one per iteration
         command.kind = kind
         command.step = run.step
         command.step_run_id = run.run_id

@@ -52,7 +52,6 @@ _STEP_FAILED = EventName.STEP_FAILED.value
 _TIMER_FIRED = EventName.TIMER_FIRED.value
 _WORKFLOW_FINISHED = EventName.WORKFLOW_FINISHED.value
 _WORKFLOW_STARTED = EventName.WORKFLOW_STARTED.value
-_make = object.__new__  # a Step without its Python-level __init__ (the hot path)
 
 
 class ControlVM(Boundary):
@@ -138,7 +137,7 @@ class ControlVM(Boundary):
         return self._answer(commands)
 
     def _answer(self, commands: list[Command]) -> Step:
-        answer: Step = _make(Step)
+        answer = Step()
         answer.commands = commands
         answer.records = self._events
         self._events = []
@@ -148,7 +147,7 @@ class ControlVM(Boundary):
         """Feed one input event; return the commands it causes and the events recorded."""
         commands: list[Command] = []
         if self.status != "running":
-            return Step(commands, [])
+            return Step.of(commands, [])
         self.inputs += 1
         try:
             name = event.name
@@ -159,7 +158,7 @@ class ControlVM(Boundary):
                 else:  # a step's result (the hot path)
                     run = self.runs.pop(event.step_run_id, None)  # type: ignore[arg-type]
                     if run is not None:  # else a late or duplicate result: ignored
-                        self.firings += 1  # the net's complete transition
+                        # both count the net's complete transition
                         handler = self._on_done.get(run.step)
                         if handler is None:
                             self._done(run, data.get("result"), commands)
@@ -168,8 +167,9 @@ class ControlVM(Boundary):
                             if records is not None:
                                 # the handler admitted the next run, nothing is ready and the
                                 # events budget holds: what follows below has nothing to do;
-                                # its events are `records` (`_events` is still empty)
-                                answer: Step = _make(Step)
+                                # its events are those of `records`, one `RoutedRecord`
+                                # (`_events` is still empty)
+                                answer = Step()
                                 answer.commands = commands
                                 answer.records = records
                                 return answer
@@ -187,7 +187,7 @@ class ControlVM(Boundary):
                 self._over("events", count, self._max_events)
         except Exception as exc:
             self._internal(exc, getattr(event, "step", None))
-        answer = _make(Step)  # `_answer`, inlined
+        answer = Step()  # `_answer`, inlined
         answer.commands = commands
         answer.records = self._events
         self._events = []
@@ -205,14 +205,13 @@ class ControlVM(Boundary):
             return  # racing ctx writes of parallel iterations: the step failed
         if name == _STEP_DONE:
             del self.runs[run_id]  # type: ignore[arg-type]
-            self.firings += 1  # the net's complete transition
-            handler = self._on_done.get(run.step)
+            handler = self._on_done.get(run.step)  # both count the net's complete transition
             if handler is None:
                 self._done(run, data.get("result"), commands)
             else:
                 records = handler(self, run, data.get("result"), commands)
                 if records is not None:
-                    self._events.extend(records)
+                    self._events.append(records)
         elif name == _STEP_FAILED:
             del self.runs[run_id]  # type: ignore[arg-type]
             self.firings += 1  # the net's fail transition
@@ -221,9 +220,11 @@ class ControlVM(Boundary):
             self._iteration_result(run, event, data, commands)
 
     def _done(self, run: StepRun, result: Any, commands: list[Command]) -> None:
-        """`step.done` of a step without a generated handler. A step with a done plan gets
-        its handler when it becomes hot (`specialise.heat`); until then its plan decides
-        (`_done_planned`); any other step goes through the table interpreter."""
+        """`step.done` of a step without a generated handler: the net's complete transition,
+        then the route. A step with a done plan gets its handler when it becomes hot
+        (`specialise.heat`; the handler counts the complete transition itself); until then
+        its plan decides (`_done_planned`); any other step goes through the table
+        interpreter."""
         if self._hot is not None:
             table = self.tables[run.step]
             plan = table.done_plan
@@ -232,10 +233,12 @@ class ControlVM(Boundary):
                 if handler is not None:
                     records = handler(self, run, result, commands)
                     if records is not None:
-                        self._events.extend(records)
+                        self._events.append(records)
                 else:
+                    self.firings += 1
                     self._done_planned(run, plan, result, commands)
                 return
+        self.firings += 1
         self._boundary(run, _STEP_DONE, result, None, commands)
 
     def _ctx_writes(self, run: StepRun, event: Event, writes: Any, commands: list[Command]) -> bool:

@@ -343,8 +343,20 @@ class Command:
 
     __slots__ = ("action", "args", "delay", "item", "iteration", "kind", "step", "step_run_id")
 
-    def __init__(
-        self,
+    # No Python-level `__init__`: the VM makes one per admission as `Command()` and sets the
+    # eight fields (a call without a Python frame); `of` builds one from its fields.
+    kind: str
+    step: str
+    step_run_id: str
+    args: dict[str, Any]
+    action: Any  # the id, or the seed it is computed from (see above)
+    iteration: int | None
+    item: Any
+    delay: float | None
+
+    @classmethod
+    def of(
+        cls,
         kind: str,
         step: str,
         step_run_id: str,
@@ -353,15 +365,17 @@ class Command:
         iteration: int | None = None,
         item: Any = None,
         delay: float | None = None,
-    ) -> None:
-        self.kind = kind
-        self.step = step
-        self.step_run_id = step_run_id
-        self.args = args
-        self.action: Any = action_id  # the id, or the seed it is computed from (see above)
-        self.iteration = iteration
-        self.item = item
-        self.delay = delay
+    ) -> Command:
+        command = cls()
+        command.kind = kind
+        command.step = step
+        command.step_run_id = step_run_id
+        command.args = args
+        command.action = action_id
+        command.iteration = iteration
+        command.item = item
+        command.delay = delay
+        return command
 
     @property
     def action_id(self) -> str:
@@ -386,7 +400,7 @@ class Command:
         """A copy with some fields changed (as `NamedTuple._replace`)."""
         fields = dict(zip(COMMAND_FIELDS, self._fields(), strict=True))
         fields.update(changes)
-        return Command(**fields)
+        return Command.of(**fields)
 
     def __eq__(self, other: object) -> bool:
         if type(other) is not Command:
@@ -396,7 +410,7 @@ class Command:
     __hash__ = None  # type: ignore[assignment]  # mutable args: like the tuple it was
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (Command, self._fields())
+        return (Command.of, self._fields())
 
     def __repr__(self) -> str:
         return f"Command({self.kind} {self.step_run_id} it={self.iteration})"
@@ -417,28 +431,43 @@ def action_seed(execution_id: str) -> Any:
 # transition id: their one-key dicts are built then, not per event.
 ServerRecord = tuple[str, str | None, str | None, int | None, Any, int, tuple[str, str]]
 # A route that admits its target at once, as one record of two events: (step, step_run_id,
-# transition id, target step, target step_run_id, args, n, stamp) is `next.selected` (n) then
-# the target's `step.scheduled` (n + 1).
+# transition id, target step, target step_run_id, args, n, stamp) is `next.selected` (n - 1)
+# then the target's `step.scheduled` (n: the VM's event count after the pair).
 RoutedRecord = tuple[str, str, str, str, str, dict[str, Any], int, tuple[str, str]]
 
 
 class Step:
     """The control VM's answer to `start()` or to one input event: `commands` and `events`
     (the server events it recorded, in order). The VM hands over what it recorded
-    (`records`: `Event`s, and the compact `ServerRecord`s / `RoutedRecord`s of its generated
-    hot path); `events` builds the `Event`s of those the first time it is read, in place, so
-    an answer whose events nobody reads (a replay's, an in-memory benchmark's) builds none.
-    Unpacks as `commands, events`."""
+    (`records`: a list of `Event`s and of the compact `ServerRecord`s / `RoutedRecord`s of
+    its generated hot path, or one `RoutedRecord` alone — the answer of a generated handler
+    that did everything, not wrapped in a list); `events` builds the `Event`s of those the
+    first time it is read, in place, so an answer whose events nobody reads (a replay's, an
+    in-memory benchmark's) builds none. Unpacks as `commands, events`."""
 
     __slots__ = ("commands", "records")
 
-    def __init__(self, commands: list[Command], events: list[Any]) -> None:
-        self.commands = commands
-        self.records = events
+    # no Python-level `__init__` (the VM makes one per input event as `Step()`); `of` builds
+    # one from its commands and events
+    commands: list[Command]
+    records: list[Any] | RoutedRecord
+
+    @classmethod
+    def of(cls, commands: list[Command], events: list[Any]) -> Step:
+        answer = cls()
+        answer.commands = commands
+        answer.records = events
+        return answer
 
     @property
     def events(self) -> list[Event]:
-        events: list[Any] = self.records
+        records = self.records
+        if type(records) is tuple:  # one `RoutedRecord`
+            events: list[Any] = [records]
+            materialize(events)
+            self.records = events
+            return events
+        events = records  # type: ignore[assignment]  # a list: a tuple returned above
         for record in events:
             if type(record) is tuple:  # not an `Event` yet
                 materialize(events)
@@ -471,10 +500,10 @@ def materialize(records: list[Any]) -> None:
         elif len(record) == 8:  # a `RoutedRecord`
             step, run_id, transition, target, target_run, args, n, (prefix, execution_id) = record
             add(_new(Event, (_NEXT_SELECTED, _SERVER, step, run_id, None, {"to": transition},
-                             f"{prefix}{n}", execution_id, None, None, None, None, None, None,
-                             None)))  # fmt: skip
+                             f"{prefix}{n - 1}", execution_id, None, None, None, None, None,
+                             None, None)))  # fmt: skip
             add(_new(Event, (_STEP_SCHEDULED, _SERVER, target, target_run, None, {"args": args},
-                             f"{prefix}{n + 1}", execution_id, None, None, None, None, None,
+                             f"{prefix}{n}", execution_id, None, None, None, None, None,
                              None, None)))  # fmt: skip
         else:
             name, step, run_id, iteration, payload, n, (prefix, execution_id) = record

@@ -30,23 +30,30 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+from noetlc.vm.budgets import budgets_of
 from noetlc.vm.control_state import StepRecord, StepRun, Token
 from noetlc.vm.program import Program
 from noetlc.vm.protocol import Command, CommandKind, EventName
 from noetlc.vm.tables import StepTable, Transition
 
-# (the VM, the finished run, its result, the commands issued so far) -> None: it recorded its
-# events (`ControlVM._events`); or a list of the records of its events, not recorded: it
-# admitted the next run of a plain step and nothing is left for `ControlVM.step` to do after
-# it (no token ready, a run in flight, the events budget checked), so the list is the answer's
-DoneHandler = Callable[[Any, StepRun, Any, list[Command]], list[Any] | None]
+# (the VM, the finished run, its result, the commands issued so far) -> None: it counted its
+# firings (the step's complete transition included) and recorded its events
+# (`ControlVM._events`); or the one record of its events, not recorded (a
+# `protocol.RoutedRecord`): it admitted the next run of a plain step and nothing is left for
+# `ControlVM.step` to do after it (no token ready, a run in flight, the events budget
+# checked), so the record is the answer's (`Step.records`)
+DoneHandler = Callable[[Any, StepRun, Any, list[Command]], tuple[Any, ...] | None]
+
+# The decimal text of a run number below 10,000 (a run id is `step#N`): one list index per
+# admission instead of formatting the int (built once per process, ~0.5 MB)
+RUN_NUMBERS = 10_000
 
 _GLOBALS: dict[str, Any] = {
     "Token": Token,
     "StepRun": StepRun,
     "StepRecord": StepRecord,
     "Command": Command,
-    "_make": object.__new__,
+    "_digits": None,  # `RUN_NUMBERS` strings, set when the first handler is generated
     "RUN": CommandKind.RUN.value,
     "STEP_DONE": EventName.STEP_DONE.value,
     "NEXT_SELECTED": EventName.NEXT_SELECTED.value,
@@ -121,7 +128,16 @@ def _value_refs(value: Any) -> list[int]:
 def _handler(program: Program, table: StepTable, reads_event: Callable[[Any], bool]) -> DoneHandler:
     assert table.done_plan is not None
     guard, taken, target, otherwise, otherwise_target = table.done_plan
-    constants: dict[str, Any] = {"STEP": table.name, "GUARD": guard, "VALUE": program.value}
+    if _GLOBALS["_digits"] is None:
+        _GLOBALS["_digits"] = list(map(str, range(RUN_NUMBERS)))
+    budgets = budgets_of(program.payload)  # as `ControlVM` reads them
+    constants: dict[str, Any] = {
+        "STEP": table.name,
+        "GUARD": guard,
+        "VALUE": program.value,
+        "MAX_EVENTS": budgets["events"],
+        "MAX_STEP_RUNS": budgets["step_runs"],
+    }
     lines = [
         "record = vm.steps[STEP]",
         "record.status = 'done'",
@@ -136,11 +152,20 @@ def _handler(program: Program, table: StepTable, reads_event: Callable[[Any], bo
     if event_set:
         lines.append(_SET_EVENT)
     if guard is not None:
-        lines.append("if not GUARD(scope):")
+        # the step's complete transition is counted with the first firing after it (see
+        # `_branch`), or here when the guard raises or ends the handler
+        lines += [
+            "try:",
+            "    passed = GUARD(scope)",
+            "except BaseException:",
+            "    vm.firings += 1",
+            "    raise",
+            "if not passed:",
+        ]
         if otherwise is None:
             if not event_set:
                 lines.append("    " + _SET_EVENT)
-            lines.append("    return")
+            lines += ["    vm.firings += 1", "    return"]
         else:
             branch = _branch(
                 table, "B", otherwise, otherwise_target, event_set, constants, reads_event
@@ -167,14 +192,15 @@ def _branch(
     constants: dict[str, Any],
     reads_event: Callable[[Any], bool],
 ) -> list[str]:
-    """The lines of one transition firing (ends with a `return`)."""
+    """The lines of one transition firing (ends with a `return`). Its first count of firings
+    includes the step's complete transition (the handler counts it: one addition)."""
     if transition.kind != "route":  # an end transition
-        return ["vm.firings += 1", *([] if event_set else [_SET_EVENT]), "return"]
+        return ["vm.firings += 2", *([] if event_set else [_SET_EVENT]), "return"]
     constants[f"{prefix}_ID"] = transition.id
     # the route's firing and the admission's are counted together when nothing between them
     # can raise (an args template can: then each is counted where the general path counts it)
     together = transition.args is None and target is not None and target.plain_rule is not None
-    lines = [] if together else ["vm.firings += 1"]
+    lines = [] if together else ["vm.firings += 2"]
     if transition.args is not None:
         constants[f"{prefix}_ARGS"] = transition.args
         if not event_set and reads_event(transition.args):
@@ -218,13 +244,13 @@ def _branch(
         "if ready:",
         *(f"    {x}" for x in selected),
         *(f"    {x}" for x in queue),
-        "    vm.firings += 1" if together else "",
+        "    vm.firings += 2" if together else "",
         "    return",
         "if vm.dead_arrivals:",
         f"    vm.dead_arrivals.pop({prefix}_TO, None)",
         *([] if transition.args is None else ["scope['args'] = args"]),
         *(["del scope['event']"] if event_set else ["if 'event' in scope:", _DEL_EVENT]),
-        "vm.firings += 2" if together else "vm.firings += 1",
+        "vm.firings += 3" if together else "vm.firings += 1",
     ]
     if target is table:  # a cycle back into the step: its record is at hand
         lines.append("entered = record")
@@ -238,11 +264,18 @@ def _branch(
         *lines,
         "entered.runs = runs = entered.runs + 1",
         "entered.status = 'running'",
-        "vm.step_runs = step_runs = vm.step_runs + 1",
-        "if step_runs > vm._max_step_runs > 0:",
-        *(f"    {x}" for x in selected),
-        "    vm._over('step_runs', step_runs, vm._max_step_runs)",
-        f"run_id = {prefix}_RUN + str(runs)",
+        # the program's budgets are the generated code's constants (0: none)
+        *(
+            [
+                "vm.step_runs = step_runs = vm.step_runs + 1",
+                "if step_runs > MAX_STEP_RUNS:",
+                *(f"    {x}" for x in selected),
+                "    vm._over('step_runs', step_runs, MAX_STEP_RUNS)",
+            ]
+            if constants["MAX_STEP_RUNS"] > 0
+            else ["vm.step_runs += 1"]
+        ),
+        f"run_id = {prefix}_RUN + (_digits[runs] if runs < {len(_GLOBALS['_digits'])} else str(runs))",
         # the finished run (a plain `StepRun` the VM no longer holds) becomes the new one
         "finished = run.run_id",
         "vm.runs[run_id] = run",
@@ -250,8 +283,8 @@ def _branch(
         "run.run_id = run_id",
         *([] if transition.args is None else ["run.args = args"]),  # (else: the same args)
         "vm.event_count = n = vm.event_count + 2",
-        f"routed = (STEP, finished, {prefix}_ID, {prefix}_TO, run_id, args, n - 1, vm._stamp)",
-        "command = _make(Command)",
+        f"routed = (STEP, finished, {prefix}_ID, {prefix}_TO, run_id, args, n, vm._stamp)",
+        "command = Command()",
         "command.kind = RUN",
         f"command.step = {prefix}_TO",
         "command.step_run_id = run_id",
@@ -264,8 +297,10 @@ def _branch(
         # the answer's records are these alone (none recorded before them in this step), and
         # `ControlVM.step`'s events budget holds (its count: the events recorded and fed)
         "events = vm._events",
-        "if not events and (n + vm.inputs <= vm._max_events or vm._max_events <= 0):",
-        "    return [routed]",
+        "if not events and n + vm.inputs <= MAX_EVENTS:"
+        if constants["MAX_EVENTS"] > 0
+        else "if not events:",
+        "    return routed",
         "events.append(routed)",
         "return None",
     ]

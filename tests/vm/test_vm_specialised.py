@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import pickle
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +23,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from noetlc.compiler.pipeline import compile_file, compile_source
+from noetlc.vm import specialise as specialise_module
 from noetlc.vm.control import ControlVM, action_id
 from noetlc.vm.program import Program
-from noetlc.vm.protocol import Event, Step, materialize, recorded
+from noetlc.vm.protocol import Command, Event, Step, materialize, recorded
 from noetlc.vm.specialise import HOT, done_handlers, heat
 
 HERE = Path(__file__).resolve().parent
@@ -321,6 +323,33 @@ def test_budgets_end_a_hot_cycle_where_the_interpreter_ends_it(
     assert ends[0] == ends[1] == ends[2]
 
 
+def test_run_numbers_past_the_table_are_formatted(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The handlers look the decimal text of a run number up in their table and format it
+    past the table's end: the same run ids either way (a table of 5 here, so the cycle goes
+    past it)."""
+    monkeypatch.setitem(specialise_module._GLOBALS, "_digits", ["0", "1", "2", "3", "4"])
+    payload = _compiled(CYCLE.replace("EVENTS", "0").replace("RUNS", "0"))
+    traces = []
+    for hot in (1, None):
+        program = Program(payload)
+        vm = ControlVM(program, dict(program.workload), EXECUTION, specialise=hot)
+        pending = list(vm.start().commands)
+        trace: list[Any] = []
+        while pending and not vm.finished():
+            command = pending.pop()
+            if command.step == "count":
+                vm.ctx["i"] = vm.ctx.get("i", 0) + 1
+            event = Event("step.done", "worker", command.step, command.step_run_id, None, {})
+            answer = vm.step(event)
+            trace += [_commands(answer), answer.events, _state(vm)]
+            pending.extend(answer.commands)
+        assert vm.status == "completed" and vm.steps["count"].runs == 50
+        traces.append(trace)
+        if hot is not None:  # the cycle's handler decided its runs past the table's 5
+            assert 5 in done_handlers(program)["count"].__code__.co_consts
+    assert traces[0] == traces[1]
+
+
 def test_events_are_built_when_read() -> None:
     """A `Step` keeps the compact records of the generated handlers until `events` is read;
     the events built are the envelopes `recorded` makes (ids `EXECUTION:sN`, source server),
@@ -354,7 +383,7 @@ def test_events_are_built_when_read() -> None:
     mixed: list[Any] = [
         selected,
         ("step.skipped", "s", None, None, {"transition": "t"}, 9, stamp),
-        ("a", "a#1", "a->b#0", "b", "b#2", {"x": 1}, 10, stamp),  # a `RoutedRecord`
+        ("a", "a#1", "a->b#0", "b", "b#2", {"x": 1}, 11, stamp),  # a `RoutedRecord`
     ]
     materialize(mixed)
     assert mixed[0] is selected and mixed[1].event_id == "p:9"
@@ -363,6 +392,28 @@ def test_events_are_built_when_read() -> None:
         recorded("p:10", "e", "next.selected", "a", "a#1", None, {"to": "a->b#0"}),
         recorded("p:11", "e", "step.scheduled", "b", "b#2", None, {"args": {"x": 1}}),
     ]
+
+
+def test_a_handler_that_did_everything_answers_its_one_record_bare() -> None:
+    """`ControlVM.step` hands the one `RoutedRecord` of a generated handler that admitted the
+    next run over as the answer's `records` (no list); `events` builds its two events."""
+    program = Program(_compiled(CYCLE.replace("EVENTS", "0").replace("RUNS", "0")))
+    vm = ControlVM(program, dict(program.workload), EXECUTION, specialise=1)
+    [command] = vm.start().commands
+    bare = []
+    for _ in range(3):
+        answer = vm.step(Event("step.done", "worker", command.step, command.step_run_id))
+        [command] = answer.commands
+        bare.append(type(answer.records) is tuple)
+        events = answer.events
+        assert answer.records is events and [e.name for e in events] == [
+            "next.selected",
+            "step.scheduled",
+        ]
+    assert bare == [False, False, True]  # start, the first count (generated then), count
+    assert events[1] == recorded(
+        f"{EXECUTION}:s8", EXECUTION, "step.scheduled", "count", "count#3", None, {"args": {}}
+    )
 
 
 def test_action_ids_are_computed_once_and_keep_their_value() -> None:
@@ -375,6 +426,9 @@ def test_action_ids_are_computed_once_and_keep_their_value() -> None:
     copy = command._replace(delay=2.5)
     assert copy.delay == 2.5 and copy.action_id == command.action_id and copy != command
     assert copy._replace(delay=None) == command
+    # no Python-level __init__: `of` builds one, pickling goes through it
+    assert pickle.loads(pickle.dumps(copy)) == copy == Command.of(*copy._fields())
+    assert Step.of([copy], []) == Step.of([command._replace(delay=2.5)], [])
 
 
 def test_a_result_with_ctx_writes_is_decided_by_the_generated_handler() -> None:
