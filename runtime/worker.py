@@ -190,7 +190,9 @@ class Worker:
                 threaded.extend(await tx.lease_picked(waiting))
                 if left:
                     await tx.unpick(left)  # back to the queue, no attempt spent
-                self._more = len(picked) == limit > 0 or bool(left)  # the queue may hold more
+                # the queue may hold more; a bundle left for want of slots waits for the
+                # running jobs (the round's wait), not for another pick
+                self._more = len(picked) == limit > 0 and not left
                 if threaded or left or not self._more:
                     break  # the queue is drained, or slots are taken now
             accepted = await tx.finish(done, ran)

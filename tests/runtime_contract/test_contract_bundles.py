@@ -28,7 +28,9 @@ EXECUTION = "e-1"
 def _runs(run: str, iterations: list[int | None], args: Any = None) -> list[Command]:
     shared = {} if args is None else args
     return [
-        Command.of(CommandKind.RUN, "each", run, shared, action_id(EXECUTION, run, i), i, f"item{i}")
+        Command.of(
+            CommandKind.RUN, "each", run, shared, action_id(EXECUTION, run, i), i, f"item{i}"
+        )
         for i in iterations
     ]
 
@@ -276,3 +278,59 @@ def test_iterations_per_job_is_bounded(value: str, ok: bool) -> None:
     else:
         with pytest.raises(argparse.ArgumentTypeError):
             _per_job(value)
+
+
+SLOW_PAIRS = """
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: slow_pairs, path: t/slow_pairs}
+workload: {items: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]}
+workflow:
+  - step: start
+    loop: {in: "{{ workload.items }}", iterator: x, spec: {mode: parallel, max_in_flight: 12}}
+    tool:
+      kind: python
+      input: {x: "{{ iter.x }}"}
+      code: |
+        import time
+        time.sleep(0.05)
+        result = x
+"""
+
+
+def test_a_bundle_larger_than_the_free_slots_waits_without_spinning(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One worker with 5 slots and bundles of 4: the first bundle runs, the others are left
+    in the queue (one free slot) until it is done — the worker waits for its
+    running job instead of picking again in a tight loop (which, over the memory backend,
+    never yielded to the job it waited for)."""
+    commits = 0
+    commit = Worker._commit
+
+    async def counted(self: Worker, limit: int) -> Any:
+        nonlocal commits
+        commits += 1
+        if commits > 200:
+            raise RuntimeError("the worker spins on a bundle it has no slots for")
+        return await commit(self, limit)
+
+    monkeypatch.setattr(Worker, "_commit", counted)
+    payload = compiled(SLOW_PAIRS)
+
+    async def scenario() -> Any:
+        backend = MemoryBackend()
+        stop = asyncio.Event()
+        server = Server(backend, ttl=2.0, poll=0.05, inline=False, per_job=4, spread=1)
+        worker = Worker(backend, concurrency=5, ttl=2.0, poll=0.05)
+        tasks = [asyncio.create_task(server.run(stop)), asyncio.create_task(worker.run(stop))]
+        try:
+            execution_id = await submit(backend, payload)
+            return await until_finished(backend, execution_id)
+        finally:
+            stop.set()
+            await asyncio.wait_for(asyncio.gather(*tasks), 10)
+
+    record = asyncio.run(scenario())
+    assert record["summary"]["steps"]["start"]["result"]["results"] == list(range(12))
+    assert commits < 50
