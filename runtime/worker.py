@@ -85,6 +85,7 @@ class Worker:
         # finished jobs and their events, committed by the next round
         self._finished: list[Completion] = []
         self._more = False  # the last pick was full: pick again without waiting
+        self._job_size = 1  # actions per job in the last pick (bundles: several)
         # reference-first results: large task results stored, references resolved
         self.results = db.result_store()
         self._next_heartbeat = 0.0  # when the running jobs' leases are renewed next
@@ -169,20 +170,30 @@ class Worker:
         ran: list[Completion] = []
         threaded: list[Lease] = []
         budget = limit  # free slots: a job in a thread takes one per action (a bundle's members)
+        # actions run inline per round at most: as many as INLINE_ROUNDS full picks of
+        # one-action jobs, so a wave of bundles spreads over the workers and rounds stay short
+        cap = INLINE_ROUNDS * limit
+        inline = 0
         async with self.db.queue.round(self.owner, pool=self.pool, ttl=self.ttl) as tx:
             for _ in range(INLINE_ROUNDS):
-                picked = await tx.pick(limit)
+                # rows enough to reach the cap at the job size seen last
+                want = min(limit, -(-(cap - inline) // self._job_size))
+                picked = await tx.pick(want)
                 waiting, left = [], []
+                capped = False
                 for lease in picked:
+                    need = self._job_size = size(lease.payload)
                     known = await self._known(lease.execution_id)
-                    produced = self._run_inline(lease, known)
-                    if produced is not None:
-                        ran.append((lease, produced))
-                        continue
-                    need = size(lease.payload)
+                    if self._inline(lease, known):
+                        if capped or (inline and inline + need > cap):
+                            capped = True
+                            left.append(lease)  # the next round runs it
+                            continue
+                        ran.append((lease, self._run_inline(lease, known)))
+                        inline += need
                     # a bundle larger than the free slots waits for them, unless this worker
                     # would otherwise be idle
-                    if need <= budget or not (self.running or waiting or threaded):
+                    elif need <= budget or not (self.running or waiting or threaded):
                         waiting.append(lease)
                         budget -= need
                     else:
@@ -190,10 +201,11 @@ class Worker:
                 threaded.extend(await tx.lease_picked(waiting))
                 if left:
                     await tx.unpick(left)  # back to the queue, no attempt spent
-                # the queue may hold more; a bundle left for want of slots waits for the
-                # running jobs (the round's wait), not for another pick
-                self._more = len(picked) == limit > 0 and not left
-                if threaded or left or not self._more:
+                # the queue may hold more (a full pick, or the cap reached: the next round
+                # goes on at once); a bundle left for want of slots waits for the running
+                # jobs (the round's wait), not for another pick
+                self._more = capped or (len(picked) == want > 0 and not left)
+                if threaded or left or not self._more or inline >= cap:
                     break  # the queue is drained, or slots are taken now
             accepted = await tx.finish(done, ran)
         self.completed += len(accepted)
@@ -220,11 +232,13 @@ class Worker:
         self._finished.append((lease, _redact(known, events)))
 
     @staticmethod
-    def _run_inline(lease: Lease, known: Known) -> list[Event] | None:
-        """A first-attempt job of a noop-only pipeline runs right here, its events ready to
-        commit; None for any other job (it runs in a thread)."""
-        if lease.attempt > 1 or not known.inline.get(lease.payload["step"]):
-            return None
+    def _inline(lease: Lease, known: Known) -> bool:
+        """A first-attempt job of a noop-only pipeline runs right here, in the round."""
+        return lease.attempt == 1 and bool(known.inline.get(lease.payload["step"]))
+
+    @staticmethod
+    def _run_inline(lease: Lease, known: Known) -> list[Event]:
+        """Run an inline job (`_inline`): its events, ready to commit."""
         events = []
         for member in _actions(lease):
             emitted: list[Event] = []
