@@ -29,6 +29,9 @@ from noetlc.cli.vm_commands.run import (
 )
 from noetlc.cli.vm_commands.server import add_db_required, check_db
 
+# seconds between two looks at a running execution's status (`--wait` without progress)
+WAKE_GAP = 0.01
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", metavar="FILE", help="FILE.yaml or FILE.nbc")
@@ -95,7 +98,9 @@ def run(args: argparse.Namespace) -> int:
                     if batch:
                         seq = int(batch[-1]["seq"])
                         progress([Event.from_record(r) for r in batch])
-                record = store.execution(execution_id)
+                # the row only: woken by every commit of the execution, this loop must not
+                # decode its program (the first event) each time
+                record = store.state(execution_id)
                 if record is not None and record["status"] != "running":
                     break
                 if deadline is not None and time.monotonic() > deadline:
@@ -113,6 +118,11 @@ def run(args: argparse.Namespace) -> int:
                 if progress is None and record is not None:
                     seq = int(record["last_seq"])
                 store.wait_for_events(execution_id, seq, 1.0)
+                if progress is None:
+                    # every commit of the execution wakes us: look at most every WAKE_GAP
+                    # seconds (a busy execution commits hundreds of times a second, and this
+                    # client shares the machine with it)
+                    time.sleep(WAKE_GAP)
         finally:
             if progress is not None:
                 progress.close()

@@ -82,12 +82,19 @@ class PostgresStore:
     def executions(self) -> list[dict[str, Any]]:
         return [_public(r) for r in self._call(self.db.events.executions())]
 
+    def state(self, execution_id: str) -> dict[str, Any] | None:
+        """The execution's row (status, summary, last_seq), without its program and workload:
+        what a waiting client polls."""
+        record = self._call(self.db.events.execution(execution_id))
+        return None if record is None else _public(record)
+
     def execution(self, execution_id: str) -> dict[str, Any] | None:
         record = self._call(self.db.events.execution(execution_id))
         if record is None:
             return None
         out = _public(record)
-        first = self.read(execution_id, 0)[:1]
+        # the first event only (it carries the program): never the whole log
+        first = self._call(self.db.events.read(execution_id, 0, 1))
         if first and first[0]["name"] == EventName.EXECUTION_REQUESTED:
             payload = first[0]["payload"]
             out["workload"] = payload.get("workload")
