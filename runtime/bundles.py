@@ -47,7 +47,7 @@ SPREAD = 64
 PER_JOB = 16
 LIMIT = 64
 
-Member = tuple[str, int, Any]  # action_id, iteration, item
+Member = tuple[str, int | None, Any]  # action_id, iteration (None: not a loop), item
 
 
 def members(payload: dict[str, Any]) -> list[Member] | None:

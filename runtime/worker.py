@@ -179,7 +179,8 @@ class Worker:
                 # rows enough to reach the cap at the job size seen last
                 want = min(limit, -(-(cap - inline) // self._job_size))
                 picked = await tx.pick(want)
-                waiting, left = [], []
+                waiting: list[Lease] = []
+                left: list[Lease] = []
                 capped = False
                 for lease in picked:
                     need = self._job_size = size(lease.payload)
