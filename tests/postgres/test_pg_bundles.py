@@ -10,31 +10,15 @@ import os
 import signal
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from noetlc.runtime.postgres.cluster_testing import Cluster
 from noetlc.runtime.postgres.cluster_testing import run_vm as _vm
 from noetlc.runtime.postgres.connect import connect
 from noetlc.runtime.postgres.store import PostgresStore
-from noetlc.runtime.postgres.testing import schema_or_skip
 
 N = 400
-
-
-@pytest.fixture(scope="module")
-def cluster_url() -> Iterator[str]:
-    yield from schema_or_skip()
-
-
-@pytest.fixture
-def cluster(cluster_url: str, tmp_path: Path) -> Iterator[Cluster]:
-    c = Cluster(cluster_url, tmp_path)
-    yield c
-    c.stop()
 
 
 def _playbook(folder: Path) -> tuple[Path, Path]:

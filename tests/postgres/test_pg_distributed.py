@@ -12,7 +12,6 @@ import signal
 import subprocess
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,25 +23,12 @@ from noetlc.runtime.embedded import run_embedded
 from noetlc.runtime.postgres.cluster_testing import Cluster
 from noetlc.runtime.postgres.cluster_testing import run_vm as _vm
 from noetlc.runtime.postgres.store import PostgresStore
-from noetlc.runtime.postgres.testing import schema_or_skip
 from noetlc.vm.protocol import folded_task
 from tests.conftest import CONFORMANCE
 
 HERE = Path(__file__).resolve().parent
 PLAYBOOKS = HERE.parent / "vm" / "playbooks"
 CASES = sorted(CONFORMANCE.glob("c[0-9][0-9]_*[!t].yaml"))
-
-
-@pytest.fixture(scope="module")
-def cluster_url() -> Iterator[str]:
-    yield from schema_or_skip()
-
-
-@pytest.fixture
-def cluster(cluster_url: str, tmp_path: Path) -> Iterator[Cluster]:
-    c = Cluster(cluster_url, tmp_path)
-    yield c
-    c.stop()
 
 
 def _sets(case: Path) -> list[str]:

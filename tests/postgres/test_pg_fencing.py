@@ -11,16 +11,12 @@ import signal
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from noetlc.runtime.postgres.cluster_testing import Cluster
 from noetlc.runtime.postgres.cluster_testing import run_vm as _vm
 from noetlc.runtime.postgres.store import PostgresStore
-from noetlc.runtime.postgres.testing import schema_or_skip
 from noetlc.vm.protocol import folded_task
 
 PLAYBOOK = """\
@@ -44,18 +40,6 @@ workflow:
   - step: end
     tool: {{kind: noop}}
 """
-
-
-@pytest.fixture(scope="module")
-def cluster_url() -> Iterator[str]:
-    yield from schema_or_skip()
-
-
-@pytest.fixture
-def cluster(cluster_url: str, tmp_path: Path) -> Iterator[Cluster]:
-    c = Cluster(cluster_url, tmp_path)
-    yield c
-    c.stop()
 
 
 def _wait_for(predicate: Any, timeout: float = 60) -> None:

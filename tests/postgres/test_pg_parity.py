@@ -21,13 +21,8 @@ from noetlc.runtime.embedded import run_embedded
 from noetlc.runtime.postgres.cluster_testing import Cluster
 from noetlc.runtime.postgres.database import Database
 from noetlc.runtime.postgres.store import PostgresStore
-from noetlc.runtime.postgres.testing import run_sync, schema_or_skip
+from noetlc.runtime.postgres.testing import run_sync
 from noetlc.vm.protocol import folded_task
-
-
-@pytest.fixture(scope="module")
-def cluster_url() -> Iterator[str]:
-    yield from schema_or_skip()
 
 
 @pytest.fixture
