@@ -62,10 +62,11 @@ def size(payload: dict[str, Any]) -> int:
     return 1 if found is None else len(found)
 
 
-def actions(job_id: str, action_id: str, payload: dict[str, Any]) -> list[str]:
-    """Every action id a job runs."""
-    found = payload.get("members")
-    return [action_id] if found is None else [m[0] for m in found]
+def job_actions(action_id: str, payload: dict[str, Any]) -> list[Member]:
+    """What a job runs: a bundle's members, or its one action (with the payload's iteration
+    and item)."""
+    found = members(payload)
+    return [(action_id, payload.get("iteration"), payload.get("item"))] if found is None else found
 
 
 def build_jobs(
@@ -195,6 +196,6 @@ async def covering_jobs(
     for job in await queue.get_many(candidates):
         if job.execution_id != execution_id:
             continue
-        for action in actions(job.job_id, job.action_id, job.payload):
+        for action, _, _ in job_actions(job.action_id, job.payload):
             held[action] = job.job_id
     return held

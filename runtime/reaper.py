@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from noetlc.runtime.backend import Backend
-from noetlc.runtime.bundles import members
+from noetlc.runtime.bundles import job_actions
 from noetlc.vm.protocol import EventName, Source, envelope
 
 
@@ -24,11 +24,6 @@ async def reap_expired(db: Backend) -> bool:
             "message": f"no worker finished the job in {job.max_attempts} attempts ({job.reason})",
         }
         # one failure per action the job ran: a bundle's members are iterations of one loop
-        bundled = members(p)
-        if bundled is None:
-            runs = [(job.action_id, p.get("iteration"))]
-        else:
-            runs = [(action_id, iteration) for action_id, iteration, _ in bundled]
         failures = [
             envelope(
                 EventName.STEP_FAILED if iteration is None else EventName.LOOP_ITERATION_FAILED,
@@ -40,7 +35,7 @@ async def reap_expired(db: Backend) -> bool:
                 action_id=action_id,
                 payload={"error": error},
             )
-            for action_id, iteration in runs
+            for action_id, iteration, _ in job_actions(job.action_id, p)
         ]
         await db.events.append(job.execution_id, failures)
     return bool(reaped)

@@ -32,7 +32,7 @@ import asyncpg
 
 from noetlc.expr.runtime import RESOLVER_KEY
 from noetlc.runtime.backend import JOBS, Backend, Completion
-from noetlc.runtime.bundles import Member, actions, members, size
+from noetlc.runtime.bundles import Member, job_actions, size
 from noetlc.runtime.children import ChildRunner, cluster_catalog
 from noetlc.runtime.cluster import RETRYABLE, new_owner, warn_retrying
 from noetlc.runtime.driver import REQUESTED, program_from_requested
@@ -241,7 +241,7 @@ class Worker:
     def _run_inline(lease: Lease, known: Known) -> list[Event]:
         """Run an inline job (`_inline`): its events, ready to commit."""
         events = []
-        for member in _actions(lease):
+        for member in job_actions(lease.action_id, lease.payload):
             emitted: list[Event] = []
             execute(*_execute_args(lease, known, emitted.append, member))
             now = time.time()
@@ -346,7 +346,7 @@ class Worker:
         """The job this worker runs for `action_id`, and its cancel flag (a waiting
         `kind: playbook` call asks, on this loop)."""
         for lease, _, flag in self.running.values():
-            if action_id in actions(lease.job_id, lease.action_id, lease.payload):
+            if any(m[0] == action_id for m in job_actions(lease.action_id, lease.payload)):
                 return lease.job_id, flag
         return None
 
@@ -361,7 +361,7 @@ class Worker:
         memos = None
         if lease.attempt > 1:
             memos = memo_from_events(await self.db.events.read(lease.execution_id))
-        runs = _actions(lease)
+        runs = job_actions(lease.action_id, lease.payload)
         if len(runs) == 1:
             outs = [await self._run_action(lease, flag, known, runs[0], memos)]
         else:
@@ -484,13 +484,6 @@ def _redact(known: Known, events: list[Event]) -> list[Event]:
     if keychain is not None and keychain.has_secrets:
         return [e._replace(payload=keychain.redact(e.payload)) for e in events]
     return events
-
-
-def _actions(lease: Lease) -> list[Member]:
-    """What a job runs: a bundle's members, or its one action."""
-    p = lease.payload
-    found = members(p)
-    return [(lease.action_id, p.get("iteration"), p.get("item"))] if found is None else found
 
 
 def _execute_args(

@@ -135,6 +135,7 @@ async def serve(factory: object, url: str, log_level: str = "info") -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    from noetlc.runtime.bundles import PER_JOB
     from noetlc.runtime.server import Server
 
     check_db(args.db)
@@ -146,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
                 poll=args.poll,
                 pool=args.pool,
                 inline=not args.no_inline,
-                **({} if args.iterations_per_job is None else {"per_job": args.iterations_per_job}),
+                per_job=args.iterations_per_job or PER_JOB,
             ),
             args.db,
             args.log_level,

@@ -89,10 +89,9 @@ class PostgresStore:
         return None if record is None else _public(record)
 
     def execution(self, execution_id: str) -> dict[str, Any] | None:
-        record = self._call(self.db.events.execution(execution_id))
-        if record is None:
+        out = self.state(execution_id)
+        if out is None:
             return None
-        out = _public(record)
         # the first event only (it carries the program): never the whole log
         first = self._call(self.db.events.read(execution_id, 0, 1))
         if first and first[0]["name"] == EventName.EXECUTION_REQUESTED:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from noetlc.runtime.bundles import LIMIT, build_jobs, covering_jobs, members
+from noetlc.runtime.bundles import LIMIT, build_jobs, covering_jobs, job_actions, members
 from noetlc.runtime.embedded import run_embedded
 from noetlc.runtime.memory_backend import MemoryBackend
 from noetlc.runtime.reaper import reap_expired
@@ -136,8 +136,7 @@ def _jobs_by_action(backend: MemoryBackend, events: list[dict[str, Any]]) -> Any
     async def lookup() -> dict[str, list[str]]:
         held: dict[str, list[str]] = {}
         for job in await backend.queue.get_many(sorted(actions)):
-            found = members(job.payload)
-            for member in [job.action_id] if found is None else [m[0] for m in found]:
+            for member, _, _ in job_actions(job.action_id, job.payload):
                 held.setdefault(member, []).append(job.job_id)
         return held
 
