@@ -32,6 +32,7 @@ from noetlc.runtime.postgres.errors import DatabaseError
 from noetlc.runtime.postgres.notify import Notifications
 from noetlc.runtime.postgres.queries import q
 from noetlc.runtime.queue import JobSpec
+from noetlc.runtime.store import encode_payload as encode_json  # one C encoder, built once
 from noetlc.vm.protocol import ENVELOPE, Event
 
 COPY_THRESHOLD = 64
@@ -48,29 +49,8 @@ def _int(value: Any) -> int | None:
     return value if value is None or value.__class__ is int else int(value)
 
 
-# one encoder for every payload, what json.dumps(separators=(",", ":"), default=str) gives:
-# json.dumps and JSONEncoder.encode build a new C encoder per call (about half of the time
-# of encoding a small payload); this one is built once. No circular-reference bookkeeping
-# (payloads are JSON data; a cycle fails with RecursionError instead of ValueError).
-_C_ENCODER = getattr(json.encoder, "c_make_encoder", None)
-_ENCODER = (
-    None
-    if _C_ENCODER is None  # a Python without the json C accelerator
-    else _C_ENCODER(
-        None, str, json.encoder.encode_basestring_ascii, None, ":", ",", False, False, True
-    )
-)
-_PYTHON_ENCODE = json.JSONEncoder(separators=(",", ":"), default=str).encode
-
-
-def _ENCODE(value: Any) -> str:
-    if _ENCODER is None:
-        return _PYTHON_ENCODE(value)
-    return "".join(_ENCODER(value, 0))
-
-
 def encode_payload(payload: Any) -> str:
-    return _ENCODE({} if payload is None else payload)
+    return encode_json({} if payload is None else payload)
 
 
 def _row(item: Event | Mapping[str, Any]) -> tuple[Any, ...]:
@@ -90,7 +70,7 @@ def _row(item: Event | Mapping[str, Any]) -> tuple[Any, ...]:
         _text(event.parent_id),
         _text(event.action_id),
         _int(event.pc),
-        _ENCODE({} if (payload := event.payload) is None else payload),
+        encode_json({} if (payload := event.payload) is None else payload),
     )
 
 
@@ -303,7 +283,7 @@ def job_columns(jobs: Sequence[JobSpec]) -> list[str]:
         text_array([j.job_id for j in jobs]),
         text_array([j.action_id for j in jobs]),
         text_array([j.pool for j in jobs]),
-        text_array([_ENCODE(j.payload) for j in jobs]),
+        text_array([encode_json(j.payload) for j in jobs]),
         number_array([j.max_attempts for j in jobs]),
         number_array([float(j.delay) for j in jobs]),
     ]

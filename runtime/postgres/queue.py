@@ -34,6 +34,7 @@ from noetlc.runtime.queue import (
     Ownership,
     ReapedJob,
 )
+from noetlc.runtime.store import encode_payload as encode_json
 from noetlc.vm.protocol import Event
 
 _NEXT_READY = """
@@ -99,7 +100,7 @@ class PostgresJobQueue:
             [j.execution_id for j in jobs],
             [j.action_id for j in jobs],
             [j.pool for j in jobs],
-            [json.dumps(j.payload, separators=(",", ":"), default=str) for j in jobs],
+            [encode_json(j.payload) for j in jobs],
             [j.max_attempts for j in jobs],
             [float(j.delay) for j in jobs],
         )
