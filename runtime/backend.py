@@ -168,11 +168,26 @@ class BlockingResultStore(Protocol):
     def close(self) -> None: ...
 
 
+class TaskLogs(Protocol):
+    """What tasks printed (runtime/logs.py rows), per execution."""
+
+    async def append(self, execution_id: str, rows: list[dict[str, Any]]) -> None: ...
+    async def read(
+        self,
+        execution_id: str,
+        after: int = 0,
+        step: str | None = None,
+        iteration: int | None = None,
+        limit: int = 1000,
+    ) -> list[dict[str, Any]]: ...
+
+
 class Backend(Protocol):
     notifications: Notifications
     queue: RoundQueue
     owners: ExecutionOwnership
     events: EventLog
+    logs: TaskLogs
 
     def result_store(self) -> BlockingResultStore:
         """A result store this process may call from any thread (one per server or worker)."""
@@ -190,6 +205,7 @@ __all__ = [
     "EventLog",
     "Notifications",
     "RoundQueue",
+    "TaskLogs",
     "Waiters",
     "WorkerRound",
 ]

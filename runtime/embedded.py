@@ -41,6 +41,7 @@ from noetlc.runtime.driver import (
 )
 from noetlc.runtime.execute import ToolEnv, execute, memo_from_events, noop_only, worker_event
 from noetlc.runtime.group_commit import GroupCommit
+from noetlc.runtime.logs import ExecutionLogs, Row
 from noetlc.runtime.programs import encode_program
 from noetlc.runtime.results import References, payload_limit
 from noetlc.runtime.store import EventStore
@@ -166,7 +167,14 @@ class EmbeddedRuntime:
         self.keychain = Keychain(
             program.payload.get("keychain") or [], file=keychain_file, provider=provider
         )
-        self.env = ToolEnv(self.keychain, playbook_folder(program), self._run_child)
+        self.logs = ExecutionLogs(self._store_logs, self.keychain.redact)
+        self.env = ToolEnv(
+            self.keychain,
+            playbook_folder(program),
+            self._run_child,
+            logs=self.logs,
+            worker="embedded",
+        )
         self.refs = References(store, payload_limit(program.payload))
         self.inline = noop_only(program)
         self.driver: Driver | None = None
@@ -374,7 +382,12 @@ class EmbeddedRuntime:
         def wait(seconds: float) -> bool:
             return flag.wait(seconds) if seconds > 0 else flag.is_set()
 
+        action = partial(action, handed_at=time.time())
         self.pool.submit(_guarded, command, action, scope, emit, memo, wait)
+
+    def _store_logs(self, rows: list[Row]) -> None:
+        """Task output from a pool thread: stored from the loop (the store's one writer)."""
+        self.loop.call_soon_threadsafe(self.store.append_logs, self.execution_id, rows)
 
     # ------------------------------------------------------------------ tools
 

@@ -4,9 +4,12 @@ Shared by the embedded runtime and distributed workers. The pipeline VM runs wit
 the command carries; the `task.*` events it emits become worker events with the full envelope
 (vm/protocol.py), handed to `emit`, and the run ends with one terminal event:
 `step.done`/`step.failed`, or `loop.iteration.done`/`.failed`, carrying the result and the ctx
-writes. Fewer events per step: `task.started` is not logged, and the last task call's
-`task.done` is folded into the terminal event (`fold_task`); an earlier call's `task.done` is
-logged before the next call starts, so a finished tool is logged before the next one runs.
+writes. So that a console can show what runs, the run's first `task.started` is logged (with
+the worker and when the action was handed to it), the later ones are not: the `task.done`
+before each says the next call starts. The last task call's `task.done` is folded into the
+terminal event (`fold_task`); an earlier call's `task.done` is logged before the next call
+starts, so a finished tool is logged before the next one runs. What the tools print goes to
+the execution's task logs (`ToolEnv.logs`, runtime/logs.py), never to this process's output.
 `memo_from_events` turns an action's recorded task outcomes (`task.done` events and folded
 records) into the pipeline VM's memo, so a resumed or re-leased action does not call a
 finished tool again.
@@ -22,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from noetlc.expr.runtime import RESOLVER_KEY
+from noetlc.runtime.logs import ActionLog, ExecutionLogs
 from noetlc.stdlib_tools.context import ToolContext
 from noetlc.stdlib_tools.keychain import Keychain
 from noetlc.stdlib_tools.kinds import lookup
@@ -88,6 +92,8 @@ class ToolEnv:
     keychain: Keychain | None = None
     workdir: Path = field(default_factory=Path.cwd)
     start_child: StartChild | None = None
+    logs: ExecutionLogs | None = None  # where task output goes (None: not kept)
+    worker: str | None = None  # who runs the actions, as `task.started` names it
 
     def caller(
         self,
@@ -96,9 +102,11 @@ class ToolEnv:
         step: str,
         scope: dict[str, Any] | None = None,
         cancelled: Callable[[], bool] | None = None,
+        log: ActionLog | None = None,
     ) -> ToolCall:
         """`scope`: the pipeline's own scope (read by the python tool's `context` global);
-        `cancelled`: true once the action is cancelled (a tool that can stop early polls it)."""
+        `cancelled`: true once the action is cancelled (a tool that can stop early polls it);
+        `log`: the action's task output."""
 
         def call(
             kind: str, args: dict[str, Any], spec: dict[str, Any] | None, task: str, attempt: int
@@ -123,6 +131,7 @@ class ToolEnv:
                 run_playbook,
                 scope,
                 cancelled,
+                None if log is None else log.writer(task, attempt),
             )
             return call_registry_tool(kind, args, spec, context)
 
@@ -160,12 +169,14 @@ def execute(
     wait: Wait | None = None,
     env: ToolEnv = DEFAULT_ENV,
     resolve: Callable[[dict[str, Any]], Any] | None = None,
+    handed_at: float | None = None,
 ) -> Event:
     """Run the command; emit its events; return the terminal event (also emitted).
     Tools run through the registry with a `ToolContext` from `env`, unless `call_tool` is
     given (tests). `resolve` (reference-first results, from the result store) replaces the
     scope's own resolver: the pipeline may read any stored result, the control VM only those
-    its input events brought."""
+    its input events brought. `handed_at`: when the action was handed to this worker (the
+    lease, or the submission to the thread pool), told by the first `task.started`."""
     info = program.steps[step]
     run_scope = dict(scope)
     run_scope["ctx"] = dict(scope.get("ctx") or {})
@@ -177,18 +188,27 @@ def execute(
         run_scope["iter"] = {info.loop["iterator"]: item, "index": iteration}
     else:
         run_scope["iter"] = {}
+    action_log = None
     if call_tool is None:
         cancelled = None if wait is None else (lambda: wait(0))
+        if env.logs is not None:
+            action_log = env.logs.action(step, action_id, iteration)
         call_tool = env.caller(
-            str(scope.get("execution_id") or ""), action_id, step, run_scope, cancelled
+            str(scope.get("execution_id") or ""),
+            action_id,
+            step,
+            run_scope,
+            cancelled,
+            action_log,
         )
 
     # A finished task's `task.done` is held back until the pipeline goes on: the next call's
     # start or a retry logs it first (a finished tool is logged before the next one runs, so
     # a resumed or re-leased action replays it), and the last one is folded into the
-    # terminal event instead of being logged on its own. `task.started` is not logged: the
-    # `task.done` (or the terminal event) that follows says which call ran.
+    # terminal event instead of being logged on its own. Only the run's first `task.started`
+    # is logged (the action runs now); the `task.done` before a later call says it starts.
     held: list[dict[str, Any]] = []
+    started = False
 
     def log_held() -> None:
         if held:
@@ -207,10 +227,31 @@ def execute(
             )
 
     def on_task_event(name: str, payload: dict[str, Any]) -> None:
+        nonlocal started
         log_held()
         if name == _TASK_DONE:
             held.append(payload)
-        elif name != _TASK_STARTED:
+        elif name == _TASK_STARTED:
+            if not started:
+                started = True
+                payload = dict(payload)
+                if env.worker is not None:
+                    payload["worker"] = env.worker
+                if handed_at is not None:
+                    payload["handed_at"] = handed_at
+                emit(
+                    worker_event(
+                        name,
+                        step,
+                        step_run_id,
+                        action_id,
+                        iteration,
+                        payload,
+                        attempt=payload.get("attempt"),
+                        task_run_id=f"{action_id}:{payload.get('call')}",
+                    )
+                )
+        else:
             call = payload.get("call")
             emit(
                 worker_event(
@@ -225,14 +266,18 @@ def execute(
                 )
             )
 
-    if wait is None:
-        outcome = run_pipeline(
-            program, info, run_scope, call_tool, on_task_event, memo, private_scope=True
-        )
-    else:
-        outcome = run_pipeline(
-            program, info, run_scope, call_tool, on_task_event, memo, wait, private_scope=True
-        )
+    try:
+        if wait is None:
+            outcome = run_pipeline(
+                program, info, run_scope, call_tool, on_task_event, memo, private_scope=True
+            )
+        else:
+            outcome = run_pipeline(
+                program, info, run_scope, call_tool, on_task_event, memo, wait, private_scope=True
+            )
+    finally:
+        if action_log is not None:
+            action_log.flush()  # before the terminal event: the output is there when it ends
     if iteration is None:
         name = _STEP_DONE if outcome.ok else _STEP_FAILED
     elif outcome.ok:

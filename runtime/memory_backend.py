@@ -28,7 +28,7 @@ from noetlc.runtime.backend import (
 )
 from noetlc.runtime.memory_queue import MemoryJobQueue, MemoryOwnership
 from noetlc.runtime.queue import DEFAULT_POOL, JobSpec, Lease
-from noetlc.runtime.store import stored_record
+from noetlc.runtime.store import MemoryStore, stored_record
 from noetlc.vm.protocol import Event
 
 
@@ -251,6 +251,26 @@ class MemoryResults:
         pass
 
 
+class MemoryTaskLogs:
+    """Task logs in memory (the `MemoryStore`'s, behind the async interface)."""
+
+    def __init__(self) -> None:
+        self._store = MemoryStore()
+
+    async def append(self, execution_id: str, rows: list[dict[str, Any]]) -> None:
+        self._store.append_logs(execution_id, rows)
+
+    async def read(
+        self,
+        execution_id: str,
+        after: int = 0,
+        step: str | None = None,
+        iteration: int | None = None,
+        limit: int = 1000,
+    ) -> list[dict[str, Any]]:
+        return self._store.read_logs(execution_id, after, step, iteration, limit)
+
+
 class MemoryBackend:
     """Everything a server and a worker need, in memory; share one between them."""
 
@@ -261,6 +281,7 @@ class MemoryBackend:
         self.events = MemoryEventLog(self.queue, self.notifications)
         self.queue.log = self.events
         self.results = MemoryResults()
+        self.logs = MemoryTaskLogs()
 
     def result_store(self) -> MemoryResults:
         return self.results

@@ -70,8 +70,23 @@ CREATE TABLE IF NOT EXISTS results (
     key TEXT PRIMARY KEY,
     data BLOB NOT NULL
 );
+CREATE TABLE IF NOT EXISTS logs (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    execution_id TEXT NOT NULL,
+    ts REAL NOT NULL,
+    step TEXT,
+    iteration INTEGER,
+    task TEXT,
+    attempt INTEGER,
+    action_id TEXT,
+    stream TEXT NOT NULL,
+    text TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS logs_by_execution ON logs (execution_id, seq);
 """
-_SCHEMA_VERSION = 2
+_SCHEMA_VERSION = 3
+# the task-log columns after (seq, execution_id), as rows (runtime/logs.py) name them
+LOG_COLUMNS = ("ts", "step", "iteration", "task", "attempt", "action_id", "stream", "text")
 
 
 def _payload_encoder() -> Callable[[Any], str]:
@@ -123,6 +138,15 @@ class EventStore(Protocol):
     def requests(self, execution_id: str, after_id: int = 0) -> list[dict[str, Any]]: ...
     def put_result(self, key: str, data: bytes) -> None: ...
     def get_result(self, key: str) -> bytes | None: ...
+    def append_logs(self, execution_id: str, rows: list[dict[str, Any]]) -> None: ...
+    def read_logs(
+        self,
+        execution_id: str,
+        after: int = 0,
+        step: str | None = None,
+        iteration: int | None = None,
+        limit: int = 1000,
+    ) -> list[dict[str, Any]]: ...
     def close(self) -> None: ...
 
 
@@ -156,6 +180,7 @@ class MemoryStore:
         self._ids: set[str] = set()
         self._requests: list[dict[str, Any]] = []
         self._results: dict[str, bytes] = {}
+        self._logs: list[dict[str, Any]] = []
 
     def create_execution(
         self,
@@ -242,6 +267,28 @@ class MemoryStore:
 
     def get_result(self, key: str) -> bytes | None:
         return self._results.get(key)
+
+    def append_logs(self, execution_id: str, rows: list[dict[str, Any]]) -> None:
+        for row in rows:
+            seq = len(self._logs) + 1
+            record = {c: row.get(c) for c in LOG_COLUMNS}
+            self._logs.append({**record, "seq": seq, "execution_id": execution_id})
+
+    def read_logs(
+        self,
+        execution_id: str,
+        after: int = 0,
+        step: str | None = None,
+        iteration: int | None = None,
+        limit: int = 1000,
+    ) -> list[dict[str, Any]]:
+        return [
+            r
+            for r in self._logs[after:]
+            if r["execution_id"] == execution_id
+            and (step is None or r["step"] == step)
+            and (iteration is None or r["iteration"] == iteration)
+        ][:limit]
 
     def close(self) -> None:
         pass
@@ -501,6 +548,32 @@ class SQLiteStore:
     def get_result(self, key: str) -> bytes | None:
         row = self._db.execute("SELECT data FROM results WHERE key = ?", (key,)).fetchone()
         return None if row is None else bytes(row[0])
+
+    def append_logs(self, execution_id: str, rows: list[dict[str, Any]]) -> None:
+        self._db.executemany(
+            f"INSERT INTO logs (execution_id, {', '.join(LOG_COLUMNS)})"
+            f" VALUES (?{', ?' * len(LOG_COLUMNS)})",
+            [(execution_id, *(r.get(c) for c in LOG_COLUMNS)) for r in rows],
+        )
+
+    def read_logs(
+        self,
+        execution_id: str,
+        after: int = 0,
+        step: str | None = None,
+        iteration: int | None = None,
+        limit: int = 1000,
+    ) -> list[dict[str, Any]]:
+        where, params = "execution_id = ? AND seq > ?", [execution_id, after]
+        if step is not None:
+            where, params = where + " AND step = ?", [*params, step]
+        if iteration is not None:
+            where, params = where + " AND iteration = ?", [*params, iteration]
+        cursor = self._db.execute(
+            f"SELECT seq, {', '.join(LOG_COLUMNS)} FROM logs WHERE {where} ORDER BY seq LIMIT ?",
+            (*params, limit),
+        )
+        return [dict(zip(("seq", *LOG_COLUMNS), r, strict=True)) for r in cursor]
 
     def close(self) -> None:
         self._db.close()

@@ -38,6 +38,7 @@ from noetlc.runtime.cluster import RETRYABLE, new_owner, warn_retrying
 from noetlc.runtime.driver import REQUESTED, program_from_requested
 from noetlc.runtime.embedded import playbook_folder
 from noetlc.runtime.execute import EmitEvent, ToolEnv, execute, memo_from_events, noop_only
+from noetlc.runtime.logs import ExecutionLogs, Row
 from noetlc.runtime.queue import Lease
 from noetlc.runtime.results import References, payload_limit
 from noetlc.stdlib_tools.keychain import Keychain
@@ -308,6 +309,14 @@ class Worker:
                 file=self.keychain_file,
                 provider=self._credentials(execution_id),
             )
+            loop = asyncio.get_running_loop()
+
+            def store_logs(rows: list[Row], execution_id: str = execution_id) -> None:
+                # from a tool's thread; waits, so the output is stored before the job ends
+                asyncio.run_coroutine_threadsafe(
+                    self.db.logs.append(execution_id, rows), loop
+                ).result()
+
             known = self.executions[execution_id] = Known(
                 program,
                 workload,
@@ -317,12 +326,14 @@ class Worker:
                     playbook_folder(program),
                     ChildRunner(
                         self.db,
-                        asyncio.get_running_loop(),
+                        loop,
                         execution_id,
                         self.poll,
                         self._running_job,
                         self._child_wait,
                     ),
+                    logs=ExecutionLogs(store_logs, keychain.redact),
+                    worker=self.owner,
                 ),
                 keychain.namespace(),
                 References(self.results, payload_limit(program.payload)),
@@ -393,6 +404,7 @@ class Worker:
         # with several tasks, each finished task is committed at once: a re-leased attempt
         # replays it instead of calling the tool again
         eager = sum(1 for i in info.pipeline if i[0] == OP["TASK"]) > 1
+        threaded = not (inline.get(p["step"]) and memo is None)  # else on this loop: no wait
 
         def emit(event: Event) -> None:
             nonlocal flushed
@@ -401,7 +413,12 @@ class Worker:
             )
             known.shrink(event)  # stored before its reference is logged
             events.append(event)
-            if eager and event.name == EventName.TASK_DONE and not flag.is_set():
+            # the action's `task.started` is committed at once (a console shows it running);
+            # with several tasks, each finished task too (a re-leased attempt replays it)
+            now = (threaded and event.name == EventName.TASK_STARTED) or (
+                eager and event.name == EventName.TASK_DONE
+            )
+            if now and not flag.is_set():
                 try:
                     batch = _redact(known, events[flushed:])
                     held = asyncio.run_coroutine_threadsafe(
@@ -416,15 +433,17 @@ class Worker:
 
         env = known.env
         args = _execute_args(lease, known, emit, member)
-        if inline.get(p["step"]) and memo is None:
+        if not threaded:
             execute(*args)
         else:
 
             def wait(seconds: float) -> bool:
                 return flag.wait(seconds) if seconds > 0 else flag.is_set()
 
+            handed_at = time.time()
             await loop.run_in_executor(
-                self.threads, lambda: execute(*args, memo=memo, wait=wait, env=env)
+                self.threads,
+                lambda: execute(*args, memo=memo, wait=wait, env=env, handed_at=handed_at),
             )
         return events[flushed:]
 

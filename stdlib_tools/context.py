@@ -36,3 +36,7 @@ class ToolContext:
     # True once the action is cancelled (or its worker shuts down): a tool that can stop
     # early polls it (`isolation: subprocess` python kills its child process).
     cancelled: Callable[[], bool] | None = None
+    # `log(stream, text)`, stream "stdout" or "stderr": what the task prints. The runtime
+    # bounds, escapes, redacts and stores it with the execution (runtime/logs.py); None: the
+    # output is not kept (a tool called outside a run).
+    log: Callable[[str, str], None] | None = None

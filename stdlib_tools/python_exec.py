@@ -46,7 +46,10 @@ def execute(request: dict[str, Any]) -> dict[str, Any]:
     except Exception as exc:
         line = _code_line(exc)
         text = _line_text(request["code"], line)
+        frames = _user_frames(exc, request["code"])
         outcome = error(type(exc).__name__, str(exc), line=line, code_line=text)
+        if frames:
+            outcome["error"]["traceback"] = frames
         outcome["py"] = {"exception_type": type(exc).__name__}
         return outcome
     try:  # results are stored as JSON; the stores' encoders do no cycle bookkeeping
@@ -84,6 +87,27 @@ def _code_line(exc: BaseException) -> int | None:
             line = tb.tb_lineno - 1
         tb = tb.tb_next
     return line
+
+
+def _user_frames(exc: BaseException, code: Any) -> list[dict[str, Any]]:
+    """The traceback limited to the task's own code: `{line, function, text}` per frame,
+    outermost first (library frames in between are left out; at most the last 20)."""
+    frames: list[dict[str, Any]] = []
+    tb = exc.__traceback__
+    while tb is not None:
+        name = tb.tb_frame.f_code.co_filename
+        if name in (_MODULE, _BODY):
+            line = tb.tb_lineno - (1 if name == _BODY else 0)
+            function = tb.tb_frame.f_code.co_name
+            frames.append(
+                {
+                    "line": line,
+                    "function": "<task>" if function in ("<module>", "__task_body__") else function,
+                    "text": _line_text(code, line),
+                }
+            )
+        tb = tb.tb_next
+    return frames[-20:]
 
 
 def _line_text(code: Any, line: int | None) -> str | None:

@@ -30,6 +30,7 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from noetlc.expr.runtime import REF_KEY, RESOLVER_KEY
+from noetlc.stdlib_tools.capture import captured
 from noetlc.stdlib_tools.context import ToolContext
 from noetlc.stdlib_tools.envelope import error
 from noetlc.stdlib_tools.keychain import Keychain
@@ -70,7 +71,8 @@ def run(
     }
     if spec.get("isolation") == "subprocess":
         return _in_subprocess(request, spec.get("timeout"), ctx)
-    return execute(request)
+    with captured(ctx.log):  # the task's prints go to its log, not this process's output
+        return execute(request)
 
 
 class ScopeView(Mapping[str, Any]):
@@ -227,6 +229,8 @@ def _in_subprocess(request: dict[str, Any], timeout: Any, ctx: ToolContext) -> d
         )
     if not isinstance(outcome, dict) or "status" not in outcome:
         outcome = error("SubprocessError", "the python task's process wrote no outcome")
+    if ctx.log is not None and err:
+        ctx.log("stderr", err)  # the child's prints (its stdout carries the outcome)
     outcome.setdefault("py", {})["stderr"] = _tail(err)
     outcome["py"]["exit_code"] = child.returncode
     result: dict[str, Any] = outcome

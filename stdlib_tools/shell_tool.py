@@ -59,6 +59,9 @@ def run(
             outcome["result"] = {"stdout": "".join(stdout), "stderr": "".join(stderr)}
             return outcome
         out, err, returncode = done
+        if ctx.log is not None:  # the task's log (the result keeps the output as well)
+            ctx.log("stdout", out)
+            ctx.log("stderr", err)
         stdout.append(out)
         stderr.append(err)
         if returncode != 0:

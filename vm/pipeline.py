@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from noetlc.expr.runtime import Scope
+from noetlc.vm.locate import locate_code_error, locate_template_error
 from noetlc.vm.program import OP, Program, StepInfo
 from noetlc.vm.protocol import EventName
 
@@ -123,6 +124,7 @@ def run_pipeline(
                         spec = program.value(instruction[4], scope)
                     except Exception as exc:
                         outcome = _error_outcome(exc, "TemplateError")
+                        locate_template_error(exc, outcome["error"])
                     else:
                         emit(_TASK_STARTED, {"task": task, "attempt": attempt, "call": call})
                         if kind == "noop":  # the compiler's pass-through task: no tool call
@@ -138,6 +140,9 @@ def run_pipeline(
                             outcome = _workbook(program, args, scope, call_tool, task, attempt)
                         else:
                             outcome = call_tool(kind, args, spec, task, attempt)
+                        failure = outcome.get("error")
+                        if outcome.get("status") != "ok" and isinstance(failure, dict):
+                            locate_code_error(program, instruction[3], args.get("code"), failure)
                     emit(
                         _TASK_DONE,
                         {

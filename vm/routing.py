@@ -282,4 +282,4 @@ class Routing(ABC):
 
 
 # what a failed task says about where it failed: its name and the line of its code
-_LOCATING = ("task", "line", "code_line")
+_LOCATING = ("task", "line", "code_line", "yaml", "traceback", "expression")

@@ -214,6 +214,9 @@ def failure_text(error: dict[str, Any], payload: dict[str, Any]) -> str:
     """`FILE:LINE:COL: error[CODE]: Type: message`, then where: the task, the step and the
     line of the task's code that raised."""
     where = _step_location(payload, error.get("step"), error.get("task"))
+    yaml = error.get("yaml")
+    if isinstance(yaml, dict) and yaml.get("line"):  # the line that raised
+        where = f"{yaml.get('file') or ''}:{yaml['line']}:{yaml.get('column') or 1}"
     prefix = f"{where}: " if where else ""
     kind = error.get("type")
     shown = f"{kind}: " if kind and kind not in ("Cancelled",) else ""
@@ -228,6 +231,13 @@ def failure_text(error: dict[str, Any], payload: dict[str, Any]) -> str:
         if error.get("line"):
             code = f": {error['code_line']}" if error.get("code_line") else ""
             text += f", line {error['line']} of its code{code}"
+    frames = error.get("traceback")
+    if isinstance(frames, list) and len(frames) > 1:  # the task's own frames only
+        text += "\n  traceback (the task's code, most recent call last):"
+        for frame in frames:
+            if isinstance(frame, dict):
+                at = frame.get("yaml_line") or frame.get("line")
+                text += f"\n    line {at}, in {frame.get('function')}: {frame.get('text') or ''}"
     return text
 
 

@@ -1,7 +1,7 @@
 """Pass `expressions`: compile every guard and templated value of the tree into one pool.
 
 Guards: admission rules, task policy rules, arcs. Templated values: tool arguments (except a
-python task's `code`, which is code, not a template), `set_iter`/`set_ctx` values, arc `args`
+python task's `code`, which is code, not a template: a constant with its first line's position), `set_iter`/`set_ctx` values, arc `args`
 and `set`, step-level `set`, loop `in`. Each gets a pool index recorded under its tree path
 (`pool.by_path`), which the net builder uses. Problems are reported at the scalar's position:
 NOE301 syntax, NOE302 sandbox violations, NOE303 (note) slow path, NOE304 text conditions,
@@ -109,6 +109,7 @@ class _PoolBuilder:
             self.value(task.set_iter, (*base, "set_iter"))
         for key, value in task.args.items:
             if (task.kind, key.value) in NOT_TEMPLATES:
+                self.code(value, (*base, "args", str(key.value)))
                 continue
             self.value(value, (*base, "args", str(key.value)))
         if task.policy is not None:
@@ -118,6 +119,33 @@ class _PoolBuilder:
                     self.value(rule.action.set_iter, (*base, "rules", i, "set_iter"))
                 if rule.action.set_ctx is not None:
                     self.value(rule.action.set_ctx, (*base, "rules", i, "set_ctx"))
+
+    def code(self, node: YNode, path: Path) -> None:
+        """A python task's code: a constant of the pool whose `where` is its first line's
+        file position (a block scalar's first content line, not its `|`), so a run-time error
+        at line N of the code is reported at the YAML line that raised. Never shared with
+        another entry: two tasks with the same code are at different lines."""
+        if not isinstance(node, YScalar) or not isinstance(node.value, str):
+            return
+        span = node.span
+        lines = self.unit.source.splitlines()
+        if 0 < span.line <= len(lines):
+            text = lines[span.line - 1]
+            mark = text[span.column - 1 : span.column]
+            if mark in ("|", ">"):  # a block: its content starts on a later line
+                for number in range(span.line + 1, min(span.end_line, len(lines)) + 1):
+                    body = lines[number - 1]
+                    if body.strip():
+                        indent = len(body) - len(body.lstrip(" "))
+                        span = Span.point(span.file, number, indent + 1)
+                        break
+            elif mark in ("'", '"'):
+                span = Span.point(span.file, span.line, span.column + 1)
+        entry = CompiledExpression(
+            node.value, "template", "const", value=node.value, normalized=node.value, span=span
+        )
+        self.pool.entries.append(entry)
+        self.pool.by_path[path] = len(self.pool.entries) - 1
 
     def guard(self, guard: tree.Guard | None, path: Path) -> None:
         if guard is None:

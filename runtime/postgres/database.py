@@ -18,6 +18,7 @@ import asyncpg
 from noetlc.runtime.postgres.blocking_results import BlockingResults
 from noetlc.runtime.postgres.connect import PgUrl, connect, connection_error, create_pool, parse_url
 from noetlc.runtime.postgres.eventlog import PostgresEventLog, PostgresResultStore
+from noetlc.runtime.postgres.logs import PostgresTaskLogs
 from noetlc.runtime.postgres.migrate import require_current
 from noetlc.runtime.postgres.notify import Notifications
 from noetlc.runtime.postgres.queue import PostgresJobQueue, PostgresOwnership
@@ -32,6 +33,7 @@ class Database:
     owners: PostgresOwnership
     events: PostgresEventLog
     results: PostgresResultStore
+    logs: PostgresTaskLogs
 
     @classmethod
     async def open(
@@ -56,6 +58,7 @@ class Database:
             PostgresOwnership(pool, parsed, notes),
             PostgresEventLog(pool, parsed, notes),
             PostgresResultStore(pool, parsed),
+            PostgresTaskLogs(pool, parsed),
         )
 
     def result_store(self) -> BlockingResults:

@@ -124,6 +124,19 @@ class PostgresStore:
     def get_result(self, key: str) -> bytes | None:
         return self._call(self.db.results.get(key))
 
+    def append_logs(self, execution_id: str, rows: list[dict[str, Any]]) -> None:
+        self._call(self.db.logs.append(execution_id, rows))
+
+    def read_logs(
+        self,
+        execution_id: str,
+        after: int = 0,
+        step: str | None = None,
+        iteration: int | None = None,
+        limit: int = 1000,
+    ) -> list[dict[str, Any]]:
+        return self._call(self.db.logs.read(execution_id, after, step, iteration, limit))
+
     def close(self) -> None:
         try:
             self._call(self.db.close())

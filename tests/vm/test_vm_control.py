@@ -143,7 +143,8 @@ def test_unhandled_failure_names_the_task_line(capsys: pytest.CaptureFixture[str
     # the exception type, the task, the step and the line of the task's code
     assert "error[NOE853]: ValueError: boom\n" in err
     assert "in task `boom_task` of step `boom`, line 1 of its code: raise ValueError" in err
-    assert f"{path}:10:7" in err  # the failing task (its `kind:`), inside step `boom` (8:5)
+    # the file line and column of the code line that raised (not the task's `kind:`, 10:7)
+    assert f"{path}:12:9: error[NOE853]" in err
 
 
 def test_execution_without_program(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
