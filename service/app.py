@@ -23,7 +23,13 @@ from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from noetlc import __version__
-from noetlc.service import routes_catalog, routes_credentials, routes_executions, routes_misc
+from noetlc.service import (
+    routes_catalog,
+    routes_console,
+    routes_credentials,
+    routes_executions,
+    routes_misc,
+)
 from noetlc.service.errors import BAD_REQUEST, NOT_FOUND, UNAUTHORIZED, ApiError
 from noetlc.service.state import Service, Settings
 
@@ -98,7 +104,13 @@ def create_app(settings: Settings, service: Service | None = None) -> FastAPI:
             status_code=500,
         )
 
-    for module in (routes_misc, routes_catalog, routes_executions, routes_credentials):
+    for module in (
+        routes_misc,
+        routes_catalog,
+        routes_executions,
+        routes_credentials,
+        routes_console,
+    ):
         app.include_router(module.router)
     _mount_console(app)
     return app

@@ -50,6 +50,17 @@ class Engine:
         with self._lock:
             return self.store.read(execution_id, after_seq)
 
+    def logs(
+        self,
+        execution_id: str,
+        after: int = 0,
+        step: str | None = None,
+        iteration: int | None = None,
+        limit: int = 1000,
+    ) -> list[dict[str, Any]]:
+        with self._lock:
+            return self.store.read_logs(execution_id, after, step, iteration, limit)
+
     # ------------------------------------------------------------------ writes
 
     def start(

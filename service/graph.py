@@ -25,6 +25,9 @@ def step_graph(program: bytes) -> dict[str, Any]:
                 "column": column,
                 "final": info["name"] in finals,
                 "entry": info["name"] == payload.get("entry"),
+                "loop": bool(info.get("loop")),
+                "listener": bool(info.get("listener")),
+                "tasks": len(info.get("tasks") or ()),
             }
         )
     edges = [

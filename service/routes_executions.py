@@ -21,6 +21,7 @@ from noetlc.service.state import Service
 from noetlc.service.views import (
     STATUS,
     StepProgress,
+    epoch,
     event_view,
     paginate,
     status_view,
@@ -125,6 +126,11 @@ def list_executions(
     page_size: int = Query(100, ge=1, le=200),
     status: str | None = Query(None, description="RUNNING, COMPLETED, FAILED or CANCELLED"),
     path: str | None = Query(None, description="only executions of this playbook path"),
+    q: str | None = Query(
+        None, max_length=200, description="text in the id, path, playbook or error (any case)"
+    ),
+    since: float | None = Query(None, ge=0, le=1e11, description="started at or after (epoch s)"),
+    until: float | None = Query(None, ge=0, le=1e11, description="started before (epoch s)"),
 ) -> list[dict[str, Any]]:
     if (page - 1) * page_size > 5000:
         raise bad_request("page * page_size is past 5000 executions", None, 422)
@@ -139,8 +145,32 @@ def list_executions(
             continue
         if path and view["path"] != path:
             continue
+        if not _matches(view, record, q, since, until):
+            continue
         out.append(view)
     return out[(page - 1) * page_size : page * page_size]
+
+
+def _matches(
+    view: dict[str, Any],
+    record: dict[str, Any],
+    q: str | None,
+    since: float | None,
+    until: float | None,
+) -> bool:
+    """The console's search: text in the id, path, playbook or error; a start time range."""
+    if q:
+        text = q.lower()
+        fields = (view["execution_id"], view["path"], view["playbook"], view["error"])
+        if not any(text in str(f).lower() for f in fields if f):
+            return False
+    if since is not None or until is not None:
+        started = epoch(record.get("created_at"))
+        if started is None or (since is not None and started < since):
+            return False
+        if until is not None and started >= until:
+            return False
+    return True
 
 
 def _events(
@@ -188,7 +218,9 @@ def execution_status(execution_id: str, request: Request) -> dict[str, Any]:
     if record.get("summary"):
         with _PROGRESS_LOCK:
             _PROGRESS.pop(execution_id, None)
-        return status_view(record)
+        ended = StepProgress()
+        ended.feed(service.engine.events(execution_id))
+        return status_view(record, ended)
     with _PROGRESS_LOCK:
         progress = _PROGRESS.pop(execution_id, None) or StepProgress()
         _PROGRESS[execution_id] = progress  # most recent last
@@ -339,8 +371,6 @@ def rerun(execution_id: str, request: Request, body: RerunRequest | None = None)
 def cleanup(body: CleanupRequest, request: Request) -> dict[str, Any]:
     service = service_of(request)
     cutoff = time.time() - body.older_than_minutes * 60
-    from noetlc.service.views import epoch
-
     stale = [
         str(r["execution_id"])
         for r in service.engine.executions()

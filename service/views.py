@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from noetlc.service.progress import StepProgress
 from noetlc.vm.protocol import EventName
 
 STATUS = {
@@ -20,7 +21,6 @@ STATUS = {
     "failed": "FAILED",
     "cancelled": "CANCELLED",
 }
-_STEP_STARTED = EventName.STEP_STARTED.value
 _STEP_DONE = EventName.STEP_DONE.value
 _STEP_FAILED = EventName.STEP_FAILED.value
 _EVENT_STATUS = {
@@ -65,12 +65,26 @@ def human(seconds: float | None) -> str | None:
 
 
 def error_text(error: Any) -> str | None:
+    """`error[CODE]: Type: message (step S, task T, at FILE:LINE:COLUMN)`: the line is the
+    YAML line that raised (a python error's code line, a template's position)."""
     if not error:
         return None
     if isinstance(error, dict):
         code, message = error.get("code"), error.get("message")
-        step = f" (step {error['step']})" if error.get("step") else ""
-        return f"error[{code}]: {message}{step}" if code else f"{message}{step}"
+        kind = error.get("type")
+        if kind and kind != "Cancelled" and not str(message).startswith(f"{kind}:"):
+            message = f"{kind}: {message}"
+        where = []
+        if error.get("step"):
+            where.append(f"step {error['step']}")
+        if error.get("task"):
+            where.append(f"task {error['task']}")
+        yaml = error.get("yaml")
+        if isinstance(yaml, dict) and yaml.get("line"):
+            name = str(yaml.get("file") or "").rsplit("/", 1)[-1]
+            where.append(f"at {name}:{yaml['line']}:{yaml.get('column') or 1}")
+        suffix = f" ({', '.join(where)})" if where else ""
+        return f"error[{code}]: {message}{suffix}" if code else f"{message}{suffix}"
     return str(error)
 
 
@@ -143,36 +157,13 @@ def event_view(event: dict[str, Any], origin: dict[str, Any] | None) -> dict[str
         "iteration": event.get("iteration"),
         "attempt": event.get("attempt"),
         "source": event.get("source"),
+        "step_run_id": event.get("step_run_id"),
     }
 
 
-class StepProgress:
-    """What the status of a running execution shows, folded from its events incrementally:
-    the API keeps one per execution and reads only the events after `after`."""
-
-    def __init__(self) -> None:
-        self.after = 0
-        self.current: str | None = None
-        self.last_step: str | None = None
-        self.completed: list[str] = []
-        self._seen: set[str] = set()
-
-    def feed(self, events: list[dict[str, Any]]) -> None:
-        for event in events:
-            self.after = max(self.after, int(event["seq"]))
-            step = event.get("step")
-            if not step:
-                continue
-            self.last_step = step
-            if event["name"] == _STEP_STARTED:
-                self.current = step
-            elif event["name"] == _STEP_DONE and step not in self._seen:
-                self._seen.add(step)
-                self.completed.append(step)
-
-
 def status_view(record: dict[str, Any], progress: StepProgress | None = None) -> dict[str, Any]:
-    """`GET /api/executions/{id}/status`."""
+    """`GET /api/executions/{id}/status`: NoETL's fields, then what runs now (running and
+    scheduled steps, each step's state and attempts, loop progress: service/progress.py)."""
     status = record.get("status") or "running"
     summary = record.get("summary") or {}
     completed_steps: list[str] = []
@@ -181,7 +172,8 @@ def status_view(record: dict[str, Any], progress: StepProgress | None = None) ->
         completed_steps = [n for n, s in summary["steps"].items() if s.get("status") == "done"]
     elif progress is not None:
         completed_steps = list(progress.completed)
-        current = progress.current or progress.last_step
+        running = progress.in_state("running")
+        current = running[0] if running else (progress.current or progress.last_step)
     ended = status != "running"
     out: dict[str, Any] = {
         "execution_id": str(record["execution_id"]),
@@ -194,8 +186,13 @@ def status_view(record: dict[str, Any], progress: StepProgress | None = None) ->
         "variables": {},
         **times(record),
     }
+    if progress is not None:
+        out.update(progress.view(ended, status == "cancelled"))
     if status == "failed":
-        out["error"] = error_text(summary.get("error")) or "failed"
+        error = summary.get("error")
+        out["error"] = error_text(error) or "failed"
+        if isinstance(error, dict):
+            out["error_detail"] = error  # type, message, the YAML line, the traceback
     if status == "cancelled":
         out["cancelled"] = True
     return out

@@ -1,0 +1,60 @@
+// What every view shares: the API token, fetch and event streams, escaping, formatting.
+export const state = {
+  token: new URLSearchParams(location.search).get("token") || localStorage.getItem("noetl-token") || "",
+};
+
+export function esc(text) {
+  return String(text === undefined || text === null ? "" : text)
+    .replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;")
+    .replace(/"/g, "&quot;").replace(/'/g, "&#39;");
+}
+
+export async function api(path, options) {
+  const opts = Object.assign({ headers: {} }, options || {});
+  if (state.token) opts.headers.Authorization = "Bearer " + state.token;
+  if (opts.body && typeof opts.body !== "string") {
+    opts.body = JSON.stringify(opts.body);
+    opts.headers["Content-Type"] = "application/json";
+  }
+  const reply = await fetch(path, opts);
+  if (reply.status === 401) {
+    document.getElementById("token-box").hidden = false;
+    throw new Error("the API needs a token");
+  }
+  const body = await reply.json();
+  if (!reply.ok) {
+    const detail = typeof body.detail === "string" ? body.detail : JSON.stringify(body.detail);
+    throw new Error((body.code ? body.code + ": " : "") + detail + (body.hint ? " (" + body.hint + ")" : ""));
+  }
+  return body;
+}
+
+// A server-sent event stream with the token; `on` maps event names to handlers.
+export function stream(path, on) {
+  const url = new URL(path, location.href);
+  if (state.token) url.searchParams.set("token", state.token);
+  const source = new EventSource(url);
+  for (const [name, handler] of Object.entries(on)) source.addEventListener(name, handler);
+  return source;
+}
+
+export function badge(status) {
+  const s = String(status || "").toUpperCase();
+  return `<span class="badge ${esc(s)}">${esc(s)}</span>`;
+}
+
+export function when(iso) { return iso ? new Date(iso).toLocaleString() : ""; }
+
+export function seconds(value) {
+  if (value === null || value === undefined || !isFinite(value)) return "";
+  if (value < 1) return Math.round(value * 1000) + " ms";
+  if (value < 60) return value.toFixed(value < 10 ? 2 : 1) + " s";
+  const m = Math.floor(value / 60), s = Math.round(value % 60);
+  return m < 60 ? `${m}m ${s}s` : `${Math.floor(m / 60)}h ${m % 60}m`;
+}
+
+// Long text (a result, a log) cut for the page: the rest is counted, never rendered.
+export function cut(text, limit) {
+  const s = String(text);
+  return s.length <= limit ? s : s.slice(0, limit) + `\n… ${s.length - limit} more characters not shown`;
+}
