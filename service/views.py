@@ -83,7 +83,12 @@ def error_text(error: Any) -> str | None:
         if isinstance(yaml, dict) and yaml.get("line"):
             name = str(yaml.get("file") or "").rsplit("/", 1)[-1]
             where.append(f"at {name}:{yaml['line']}:{yaml.get('column') or 1}")
+        if isinstance(error.get("position"), int):
+            where.append(f"character {error['position']} of the statement")
         suffix = f" ({', '.join(where)})" if where else ""
+        body = error.get("body")
+        if isinstance(body, str) and body:  # an HTTP error answer's first words
+            suffix += f": {body[:200]}"
         return f"error[{code}]: {message}{suffix}" if code else f"{message}{suffix}"
     return str(error)
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import atexit
 import base64
+import json
 import threading
 from typing import Any
 
@@ -211,11 +212,23 @@ def _outcome(response: httpx.Response, method: str) -> dict[str, Any]:
             f"{method} {response.url} -> {status} {response.reason_phrase}".rstrip(),
             result=body,
             status=status,
+            body=_excerpt(body),
             kind=_classify(status),
             retryable=status in RETRYABLE_STATUS or status >= 500,
         )
     outcome["http"] = info
     return outcome
+
+
+BODY_EXCERPT = 1000  # characters of an error answer's body kept in the error itself
+
+
+def _excerpt(body: Any) -> str | None:
+    """The start of an error answer's body, as text (the whole body stays in `result`)."""
+    if body is None:
+        return None
+    text = body if isinstance(body, str) else json.dumps(body, default=str, ensure_ascii=False)
+    return text if len(text) <= BODY_EXCERPT else text[:BODY_EXCERPT] + "…"
 
 
 def _decode(response: httpx.Response, info: dict[str, Any]) -> Any:

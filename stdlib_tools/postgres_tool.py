@@ -234,8 +234,15 @@ def _server_error(exc: asyncpg.PostgresError) -> dict[str, Any]:
         retryable=bool(sqlstate) and str(sqlstate).startswith(RETRYABLE),
         detail=getattr(exc, "detail", None),
         hint=getattr(exc, "hint", None),
+        position=_position(exc),
     )
     return _pg(outcome, sqlstate)
+
+
+def _position(exc: asyncpg.PostgresError) -> int | None:
+    """Where in the statement the server found the error (1-based character), if it said."""
+    position = getattr(exc, "position", None)
+    return int(position) if isinstance(position, str) and position.isdigit() else None
 
 
 def _pg(outcome: dict[str, Any], sqlstate: str | None) -> dict[str, Any]:

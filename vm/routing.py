@@ -282,4 +282,14 @@ class Routing(ABC):
 
 
 # what a failed task says about where it failed: its name and the line of its code
-_LOCATING = ("task", "line", "code_line", "yaml", "traceback", "expression")
+_LOCATING = (
+    "task",
+    "line",
+    "code_line",
+    "yaml",
+    "traceback",
+    "expression",
+    "status",
+    "body",
+    "position",
+)

@@ -139,6 +139,8 @@ class _PoolBuilder:
                         indent = len(body) - len(body.lstrip(" "))
                         span = Span.point(span.file, number, indent + 1)
                         break
+            elif node.value.count("\n") != span.end_line - span.line:
+                return  # escaped newlines in a quoted scalar: no file line per code line
             elif mark in ("'", '"'):
                 span = Span.point(span.file, span.line, span.column + 1)
         entry = CompiledExpression(

@@ -1,17 +1,20 @@
 """The web console in a real headless Chromium (Debian's `chromium`, driven by Playwright with
-its `executable_path`): load the executions page, start an execution from it, watch its steps
-turn done on the step graph, open the catalog view; screenshots go to the test artifacts
-folder. Outside CI a missing browser or Playwright skips with the reason; under CI the test
-installs what it needs (apt-get, as root) and fails when it cannot."""
+its `executable_path`): a 20-step run and a 200-iteration loop watched live (a step seen
+running, loop progress moving, the failed step's line and logs shown), a 1,000-step graph
+that fits and zooms, the executions list and the catalog; screenshots go to the test
+artifacts folder (`NOETLC_TEST_ARTIFACTS`, default build/test-artifacts). Outside CI a missing
+browser or Playwright skips with the reason; under CI the test installs what it needs
+(apt-get, as root) and fails when it cannot."""
 
 from __future__ import annotations
 
-import os
+import json
 import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -20,6 +23,7 @@ from noetlc.runtime.credentials import new_key
 from noetlc.runtime.postgres.testing import must_not_skip
 from noetlc.service.serving import Served, artifacts_dir
 from noetlc.service.testing import TOKEN, b64
+from tests.service.console_playbooks import chain, loop
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -32,20 +36,6 @@ ARGS = [
     "--disable-component-update",
     "--no-first-run",
 ]
-CHAIN = """apiVersion: noetl.io/v2
-kind: Playbook
-metadata: {name: console_chain, path: demo/console_chain}
-workload: {pause: 0.4}
-workflow:
-  - step: start
-    tool: {kind: python, input: {p: "{{ workload.pause }}"}, code: "import time; time.sleep(p); result = {'n': 1}"}
-    next: middle
-  - step: middle
-    tool: {kind: python, input: {n: "{{ start.n }}"}, code: "import time; time.sleep(0.4); result = {'n': n + 1}"}
-    next: finish
-  - step: finish
-    tool: {kind: python, input: {n: "{{ middle.n }}"}, code: "result = {'n': n + 1}"}
-"""
 
 
 def _need(reason: str) -> None:
@@ -84,58 +74,183 @@ def browser() -> Iterator[object]:
             launched.close()
 
 
-def test_the_console_shows_an_execution_live(browser: object, tmp_path: Path) -> None:
-    served = Served(f"sqlite:///{tmp_path / 'noetl.db'}", tmp_path, new_key(), token=TOKEN)
-    shots = artifacts_dir()
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    folder = tmp_path_factory.mktemp("console")
+    server = Served(f"sqlite:///{folder / 'noetl.db'}", folder, new_key(), token=TOKEN)
     try:
         headers = {"Authorization": f"Bearer {TOKEN}"}
-        reply = httpx.post(
-            f"{served.url}/api/catalog/register", json={"content": b64(CHAIN)}, headers=headers
-        )
-        assert reply.status_code == 200, reply.text
-        page = browser.new_page(viewport={"width": 1280, "height": 800})  # type: ignore[attr-defined]
-        errors: list[str] = []
-        page.on("pageerror", lambda exc: errors.append(str(exc)))
-        page.goto(f"{served.url}/?token={TOKEN}#/executions")
-        page.wait_for_selector("#run-path option", state="attached")
-        assert page.input_value("#run-path") == "demo/console_chain"
-        page.fill("#run-workload", '{"pause": 0.6}')
-        page.click("#run-button")
-        page.wait_for_url("**#/execution/*")
-        page.wait_for_selector("#graph g.node")
-        assert page.locator("#graph g.node").count() == 3
-        # the first step runs while the others wait
-        page.wait_for_selector(
-            "#graph g.node[data-state='running'], #graph g.node[data-state='done']"
-        )
-        page.wait_for_function(
-            "document.querySelectorAll(\"#graph g.node[data-state='done']\").length === 3",
-            timeout=30000,
-        )
-        page.wait_for_selector("#head[data-ended='true']")
-        assert "COMPLETED" in page.inner_text("#exec-status")
-        assert page.locator(".step-result").count() == 3
-        assert '"n": 3' in page.inner_text(".step-result[data-step='finish']")
-        assert "workflow.finished" in page.inner_text("#timeline")
-        page.screenshot(path=str(shots / "console-execution.png"), full_page=True)
-
-        page.goto(f"{served.url}/?token={TOKEN}#/executions")
-        page.wait_for_selector("#executions tr.row")
-        page.select_option("#f-status", "COMPLETED")
-        page.wait_for_function("document.getElementById('count').textContent === '1 execution(s)'")
-        page.select_option("#f-status", "FAILED")
-        page.wait_for_function("document.getElementById('count').textContent === '0 execution(s)'")
-        page.select_option("#f-status", "")
-        page.wait_for_selector("#executions tr.row")
-        page.screenshot(path=str(shots / "console-executions.png"), full_page=True)
-
-        page.goto(f"{served.url}/?token={TOKEN}#/catalog/demo%2Fconsole_chain")
-        page.wait_for_selector(".source")
-        assert "console_chain" in page.inner_text(".source")
-        page.screenshot(path=str(shots / "console-catalog.png"), full_page=True)
-        assert errors == []
-        page.close()
+        for text in (chain(20, "chain20", fail_last=True), loop(200), chain(1000, "chain1000")):
+            reply = httpx.post(
+                f"{server.url}/api/catalog/register",
+                json={"content": b64(text)},
+                headers=headers,
+                timeout=300,
+            )
+            assert reply.status_code == 200, reply.text
+        yield server
     finally:
-        served.stop()
-    assert (shots / "console-execution.png").stat().st_size > 0
-    assert os.path.getsize(shots / "console-executions.png") > 0
+        server.stop()
+
+
+def _page(browser: Any, width: int = 1440) -> tuple[Any, list[str]]:
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    return page, errors
+
+
+def _run_from_the_list(page: Any, served: Served, path: str, workload: str) -> None:
+    page.goto(f"{served.url}/?token={TOKEN}#/executions?run={path}")
+    page.wait_for_selector("#run-path option", state="attached")
+    assert page.input_value("#run-path") == path
+    page.fill("#run-workload", workload)
+    page.click("#run-button")
+    page.wait_for_url("**#/execution/*")
+
+
+def test_a_20_step_run_watched_live(browser: Any, served: Served) -> None:
+    shots = artifacts_dir()
+    page, errors = _page(browser)
+    _run_from_the_list(page, served, "demo/chain20", '{"pause": 0.25}')
+    page.wait_for_selector("#graph-box[data-ready='true']")
+    assert page.locator("#graph g.node").count() == 20
+    # a step is seen running, with the graph following it
+    page.wait_for_selector("#graph g.node[data-state='running']", timeout=30000)
+    page.wait_for_selector("#graph g.node[data-state='done']", timeout=30000)
+    page.screenshot(path=str(shots / "console-20-running.png"))
+    page.wait_for_selector("#head[data-ended='true']", timeout=60000)
+    assert "FAILED" in page.inner_text("#exec-status")
+    assert page.locator("#graph g.node[data-state='done']").count() == 19
+    assert page.get_attribute("#graph g.node[data-step='s19']", "data-state") == "failed"
+    # the failing step opens by itself: its error at the line that raised, and its logs
+    page.wait_for_selector("#step-title[data-step='s19']")
+    text = chain(20, "chain20", fail_last=True).splitlines()
+    line = text.index("        raise ValueError('deliberate failure in s19')") + 1
+    assert f"line {line}:9" in page.inner_text("#exec-error")
+    assert "ValueError: deliberate failure in s19" in page.inner_text("#step-error")
+    assert page.get_attribute(".error-source .src-line.hit", "data-line") == str(line)
+    page.wait_for_selector("#step-logs[data-rows]")
+    assert "step s19 says hello" in page.inner_text("#step-logs")
+    page.screenshot(path=str(shots / "console-20-failed.png"))
+    # the timeline follows: its newest event is in view
+    assert "execution.failed" in page.inner_text("#timeline")
+    page.select_option("#tl-kind", "errors")
+    assert "next.selected" not in page.inner_text("#timeline")
+    assert errors == []
+    page.close()
+
+
+def test_a_200_iteration_loop_watched_live(browser: Any, served: Served) -> None:
+    shots = artifacts_dir()
+    page, errors = _page(browser)
+    _run_from_the_list(page, served, "demo/loop200", '{"pause": 0.1, "bad": 150}')
+    node = "#graph g.node[data-step='each']"
+    page.wait_for_selector(f"{node}[data-state='running']", timeout=30000)
+    page.click(node)
+    page.wait_for_selector("#loop-progress")
+    seen = set()
+    for _ in range(200):  # the progress moves while the loop runs
+        label = page.text_content(f"{node} text.progress") or ""
+        seen.add(label.split(" ")[0])
+        if len(seen) >= 3 or page.get_attribute("#head", "data-ended"):
+            break
+        page.wait_for_timeout(100)
+    assert len(seen) >= 3, seen
+    page.screenshot(path=str(shots / "console-loop-running.png"))
+    page.wait_for_selector("#head[data-ended='true']", timeout=90000)
+    assert "FAILED" in page.inner_text("#exec-status")
+    assert "item 150 is bad" in page.inner_text("#step-error")
+    assert page.locator(".error-source .src-line.hit").count() == 1
+    page.wait_for_selector("#step-logs[data-rows]")
+    assert "item 150" in page.inner_text("#step-logs")
+    assert "1 failed" in page.inner_text("#loop-progress")
+    page.screenshot(path=str(shots / "console-loop-failed.png"))
+    assert errors == []
+    page.close()
+
+
+def _finished(served: Served, path: str) -> tuple[str, dict[str, Any]]:
+    """Run `path` through the API and wait for its end."""
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    reply = httpx.post(f"{served.url}/api/execute", json={"path": path}, headers=headers)
+    execution_id = reply.json()["execution_id"]
+    for _ in range(3000):
+        status = httpx.get(
+            f"{served.url}/api/executions/{execution_id}/status", headers=headers
+        ).json()
+        if status["completed"]:
+            return execution_id, status
+        httpx.get(f"{served.url}/api/health")  # paces the loop without a sleep of its own
+    raise AssertionError(f"{path} did not end: {status}")
+
+
+def test_a_1000_step_graph_fits_and_zooms(browser: Any, served: Served) -> None:
+    shots = artifacts_dir()
+    execution_id, status = _finished(served, "demo/chain1000")
+    assert status["status"] == "COMPLETED"
+    page, errors = _page(browser)
+    page.goto(f"{served.url}/?token={TOKEN}#/execution/{execution_id}")
+    page.wait_for_selector("#graph-box[data-shown-ms]", timeout=120000)
+    shown_ms = int(page.get_attribute("#graph-box", "data-shown-ms") or "0")
+    assert "1000 step(s)" in page.inner_text("#graph-note")
+    drawn = page.locator("#graph g.node").count()
+    assert 0 < drawn <= 1000
+    page.wait_for_function(
+        f"document.querySelectorAll(\"#graph g.node[data-state='done']\").length === {drawn}",
+        timeout=60000,
+    )
+    page.click("button[data-act='fit']")
+    fitted = float(page.get_attribute("#graph", "data-zoom") or "0")
+    box = page.locator("#graph").bounding_box()
+    nodes = page.locator("#graph g.viewport").bounding_box()
+    assert box and nodes and nodes["width"] <= box["width"] + 1  # all of it in view
+    page.screenshot(path=str(shots / "console-1000-fit.png"))
+    for _ in range(4):
+        page.click("button[data-act='in']")
+    assert float(page.get_attribute("#graph", "data-zoom") or "0") > fitted * 4
+    page.screenshot(path=str(shots / "console-1000-zoom.png"))
+    # a collapsed chain lists its steps
+    page.click("button[data-act='fit']")
+    page.locator("#graph g.node.chain").first.dispatch_event("click")
+    page.wait_for_selector("#step-panel a[data-member]")
+    (shots / "console-1000-timing.json").write_text(
+        json.dumps({"graph_shown_ms": shown_ms, "nodes_drawn": drawn})
+    )
+    assert errors == []
+    page.close()
+
+
+def test_the_executions_list_and_the_catalog(browser: Any, served: Served) -> None:
+    shots = artifacts_dir()
+    _finished(served, "demo/chain20")
+    _finished(served, "demo/loop200")
+    page, errors = _page(browser)
+    page.goto(f"{served.url}/?token={TOKEN}#/executions")
+    page.wait_for_selector("#executions tr.row")
+    page.fill("#f-text", "deliberate")
+    page.wait_for_function(
+        "[...document.querySelectorAll('#executions tr.row')].every("
+        "(r) => r.textContent.includes('demo/chain20') && r.textContent.includes('FAILED'))"
+    )
+    page.fill("#f-text", "")
+    page.select_option("#f-status", "COMPLETED")
+    page.wait_for_function(
+        "[...document.querySelectorAll('#executions tr.row .badge')]"
+        ".every((b) => b.textContent === 'COMPLETED')"
+    )
+    page.select_option("#f-status", "")
+    page.screenshot(path=str(shots / "console-executions.png"))
+    page.fill("#run-workload", "{not json")
+    assert "invalid" in (page.get_attribute("#run-workload", "class") or "")
+
+    page.goto(f"{served.url}/?token={TOKEN}#/catalog")
+    page.wait_for_selector("#catalog tr.row")
+    page.fill("#cat-search", "loop")
+    assert page.locator("#catalog tr.row").count() == 1
+    page.goto(f"{served.url}/?token={TOKEN}#/catalog/demo%2Floop200")
+    page.wait_for_selector("#source .src-line")
+    assert page.locator("#source .src-line").count() == len(loop(200).splitlines())
+    page.screenshot(path=str(shots / "console-catalog.png"), full_page=True)
+    assert errors == []
+    page.close()

@@ -75,9 +75,11 @@ export function createGraph(box, graph, onSelect) {
   const first = () => {
     fit();
     if (view.k < MIN_READABLE && shape.nodes.length) {
+      const entry = graph.steps.find((s) => s.entry) || graph.steps[0];
+      const at = where.get(byStep.get(entry.name) || shape.nodes[0].id);
       view.k = READABLE;
-      const entry = graph.steps.find((s) => s.entry);
-      focus(byStep.get(entry ? entry.name : shape.nodes[0].id) || shape.nodes[0].id);
+      if (at) center(at.x + svg.getBoundingClientRect().width / 3 / view.k, at.y);
+      else apply();
     }
   };
   box.querySelector(".graph-tools").addEventListener("click", (e) => {
@@ -121,7 +123,8 @@ export function createGraph(box, graph, onSelect) {
       ? groupState(node.members.map((m) => states.get(m) || "pending"))
       : states.get(node.members[0]) || "pending";
     g.setAttribute("data-state", state);
-    g.setAttribute("class", `node state-${state}${selected === id ? " selected" : ""}`);
+    const kind = node.members.length > 1 ? " chain" : node.step && node.step.loop ? " loop" : "";
+    g.setAttribute("class", `node${kind} state-${state}${selected === id ? " selected" : ""}`);
     const label = node.members.length > 1
       ? `${node.members.filter((m) => states.get(m) === "done").length}/${node.members.length} done`
       : labels.get(node.members[0]) || "";

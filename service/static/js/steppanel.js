@@ -54,7 +54,7 @@ export function stepPanel(box, { id, source, lineOf, model }) {
     }
     const frames = (e.traceback || []).map((f) =>
       `<div>line ${esc(f.yaml_line || f.line)}, in ${esc(f.function)}: <code>${esc(f.text || "")}</code></div>`).join("");
-    const extra = ["http_status", "status_code", "position", "expression"].filter((k) => e[k] !== undefined)
+    const extra = ["status", "position", "expression"].filter((k) => e[k] !== undefined)
       .map((k) => `<div><b>${esc(k)}</b>: ${esc(cut(JSON.stringify(e[k]), 500))}</div>`).join("");
     const body = e.body !== undefined ? `<pre>${esc(cut(typeof e.body === "string" ? e.body : JSON.stringify(e.body), 4000))}</pre>` : "";
     return `<h4>Error</h4><div class="error" id="step-error">${esc(e.type ? e.type + ": " : "")}${esc(e.message || s.error || "")}

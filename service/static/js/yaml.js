@@ -14,6 +14,7 @@ export function highlight(text) {
 
 export function sourceLines(source, { from = 1, to = Infinity, marks = {}, ids = false } = {}) {
   const lines = String(source).split("\n");
+  if (lines.length > 1 && lines[lines.length - 1] === "") lines.pop(); // the final newline
   const out = [];
   const last = Math.min(lines.length, to);
   for (let n = Math.max(1, from); n <= last; n++) {
