@@ -15,12 +15,12 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from noetlc.service.errors import ApiError, bad_request, error_responses, not_found
+from noetlc.service.progress import StepProgress
 from noetlc.service.registry import EXECUTABLE
 from noetlc.service.routes_catalog import find_entry, service_of
 from noetlc.service.state import Service
 from noetlc.service.views import (
     STATUS,
-    StepProgress,
     epoch,
     event_view,
     paginate,

@@ -52,9 +52,9 @@ class _Router:
 def _routed() -> None:
     with _install:
         if not isinstance(sys.stdout, _Router):
-            sys.stdout = _Router("stdout", sys.stdout)  # type: ignore[assignment]
+            sys.stdout = _Router("stdout", sys.stdout)
         if not isinstance(sys.stderr, _Router):
-            sys.stderr = _Router("stderr", sys.stderr)  # type: ignore[assignment]
+            sys.stderr = _Router("stderr", sys.stderr)
 
 
 @contextmanager

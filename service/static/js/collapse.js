@@ -1,8 +1,8 @@
 // What the graph draws of a large playbook: up to FULL steps at most DEPTH ranks deep as
-// they are (the layout recurses along paths: deeper graphs overflow its stack). Past that,
-// chains of three or more steps (one way in, one way out) become nodes: whole chains when
-// there are too many steps, segments of a few when it is too deep (ranks kept under DEPTH); past DRAWN
-// nodes the rest is left out (counted). Pure functions: the graph view and tests use them.
+// they are (the layout recurses along paths: deeper graphs overflow a worker's stack). Past
+// that, chains (one way in, one way out) are cut into segments of `segment` steps, each one
+// node, so the drawing is about DEPTH / 2 ranks deep; past DRAWN nodes the rest is left out
+// (counted). Pure functions: the graph view uses them.
 export const FULL = 1500;
 export const DEPTH = 200;
 export const DRAWN = 1500;
