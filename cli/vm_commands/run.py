@@ -327,8 +327,30 @@ def run(args: argparse.Namespace) -> int:
         finally:
             if progress is not None:
                 progress.close()
+        output = None if args.json else failed_output(store, execution_id, result.get("error"))
     finally:
         if lease is not None:
             lease.release()
         store.close()
-    return report(result, program.to_payload() if result.get("error") else {}, args.json)
+    code = report(result, program.to_payload() if result.get("error") else {}, args.json)
+    if output:
+        print(output, file=sys.stderr)
+    return code
+
+
+OUTPUT_LINES = 20
+
+
+def failed_output(store: Any, execution_id: str, error: Any) -> str | None:
+    """The end of what the failed step printed (its task log: tasks print nowhere else)."""
+    if not isinstance(error, dict) or not error.get("step"):
+        return None
+    rows = store.read_logs(execution_id, step=str(error["step"]), limit=5000)
+    text = "".join(r["text"] for r in rows)
+    if not text.strip():
+        return None
+    lines = text.rstrip("\n").split("\n")
+    shown = lines[-OUTPUT_LINES:]
+    more = f", its last {len(shown)} of {len(lines)} lines" if len(lines) > len(shown) else ""
+    body = "\n".join(f"    {line}" for line in shown)
+    return f"  output of step `{error['step']}`{more}:\n{body}"

@@ -111,6 +111,7 @@ def test_noetl_vm_run_prints_the_line_that_raised(
         "      code: |\n"
         "        def f():\n"
         "            raise ValueError('deep')\n"
+        "        print('printed before')\n"
         "        result = f()\n"
     )
     path = tmp_path / "deep.yaml"
@@ -120,6 +121,8 @@ def test_noetl_vm_run_prints_the_line_that_raised(
     line, column = _line_of(text, "raise ValueError")
     assert f"{path}:{line}:{column}: error[NOE853]: ValueError: deep" in err
     assert f"line {line}, in f: raise ValueError('deep')" in err
+    # what the step printed is shown with the error (tasks print nowhere else)
+    assert "output of step `start`:\n    printed before" in err
 
 
 @pytest.mark.parametrize(

@@ -59,6 +59,8 @@ export function feed(model, e) {
       if (e.iteration !== null && e.iteration !== undefined) {
         const it = iteration();
         if (it.state !== "running") { it.state = "running"; it.started = ms(e); if (s.loop) s.loop.running++; }
+        const r = run();
+        if (r.state === "scheduled") { r.state = "running"; r.started = ms(e); }
         it.attempts = Math.max(it.attempts, e.attempt || 1);
       } else { const r = run(); r.state = "running"; r.started = r.started || ms(e); }
       break;
