@@ -69,19 +69,17 @@ async def _follow(
     last_beat = time.monotonic()
     while True:
         rows = await asyncio.to_thread(service.engine.logs, execution_id, after, step, iteration)
-        for row in log_rows_view(rows):
-            after = row["seq"]
-            yield f"id: {after}\nevent: log\ndata: {json.dumps(row)}\n\n"
-        if rows:
+        if rows:  # one chunk per read
+            after = int(rows[-1]["seq"])
+            yield "".join(_sse(row) for row in log_rows_view(rows))
             continue
         record = await asyncio.to_thread(service.engine.execution, execution_id)
         if record is not None and record["status"] != "running":
             rest = await asyncio.to_thread(
                 service.engine.logs, execution_id, after, step, iteration
             )
-            for row in log_rows_view(rest):
-                after = row["seq"]
-                yield f"id: {after}\nevent: log\ndata: {json.dumps(row)}\n\n"
+            if rest:
+                yield "".join(_sse(row) for row in log_rows_view(rest))
             status = STATUS.get(record["status"], record["status"])
             yield f"event: end\ndata: {json.dumps({'status': status})}\n\n"
             return
@@ -91,6 +89,10 @@ async def _follow(
             last_beat = time.monotonic()
             yield ": keep-alive\n\n"
         await asyncio.sleep(0.2)
+
+
+def _sse(row: dict[str, Any]) -> str:
+    return f"id: {row['seq']}\nevent: log\ndata: {json.dumps(row)}\n\n"
 
 
 @router.get("/executions/{execution_id}/graph")

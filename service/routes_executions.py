@@ -273,19 +273,16 @@ async def _stream(
     last_beat = time.monotonic()
     while True:
         records = await asyncio.to_thread(service.engine.events, execution_id, after)
-        for event in records:
-            after = int(event["seq"])
-            view = event_view(event, origin)
-            yield f"id: {after}\nevent: {view['event_type']}\ndata: {json.dumps(view, default=str)}\n\n"
+        if records:  # one chunk per read: a long log is not sent one write per event
+            after = int(records[-1]["seq"])
+            yield "".join(_sse(event, origin) for event in records)
         if not records:
             record = await asyncio.to_thread(service.engine.execution, execution_id)
             if record is not None and record["status"] != "running":
                 # the last events may have been committed with the status: read once more
                 rest = await asyncio.to_thread(service.engine.events, execution_id, after)
-                for event in rest:
-                    after = int(event["seq"])
-                    view = event_view(event, origin)
-                    yield f"id: {after}\nevent: {view['event_type']}\ndata: {json.dumps(view, default=str)}\n\n"
+                if rest:
+                    yield "".join(_sse(event, origin) for event in rest)
                 status = STATUS.get(record["status"], record["status"])
                 yield f"event: end\ndata: {json.dumps({'status': status})}\n\n"
                 return
@@ -295,6 +292,12 @@ async def _stream(
                 last_beat = time.monotonic()
                 yield ": keep-alive\n\n"
             await asyncio.sleep(0.1)
+
+
+def _sse(event: dict[str, Any], origin: dict[str, Any] | None) -> str:
+    view = event_view(event, origin)
+    data = json.dumps(view, default=str)
+    return f"id: {event['seq']}\nevent: {view['event_type']}\ndata: {data}\n\n"
 
 
 @router.post("/executions/{execution_id}/cancel")

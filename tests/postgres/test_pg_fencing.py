@@ -17,7 +17,7 @@ from typing import Any
 from noetlc.runtime.postgres.cluster_testing import Cluster
 from noetlc.runtime.postgres.cluster_testing import run_vm as _vm
 from noetlc.runtime.postgres.store import PostgresStore
-from noetlc.vm.protocol import folded_task
+from noetlc.vm.protocol import RESULT_NAMES, folded_task
 
 PLAYBOOK = """\
 apiVersion: noetl.io/v2
@@ -178,7 +178,10 @@ def test_chaos_sigkill_and_sigstop_workers(cluster: Cluster, tmp_path: Path) -> 
             (e["iteration"], e["payload"]["task"])
             for e in events
             if e["step"] == "start"
-            and (e["name"] == "task.done" or folded_task(e["payload"]) is not None)
+            and (
+                e["name"] == "task.done"
+                or (e["name"] in RESULT_NAMES and folded_task(e["payload"]) is not None)
+            )
             and e["source"] == "worker"
         )
         lost_events += items - len(terminal) + 2 * items - len(effects)
