@@ -217,3 +217,32 @@ def test_each_action_records_one_task_started_within_the_event_budget() -> None:
     payload = _payload(CHAIN)
     report = check(Program(payload), "x", dict(payload.get("workload") or {}), events)
     assert report.ok, report.divergence
+
+
+def test_a_step_printing_megabytes_is_stored_cut_and_the_run_goes_on(tmp_path: Path) -> None:
+    from noetlc.runtime.logs import PER_TASK
+
+    store = SQLiteStore(str(tmp_path / "big.db"))
+    playbook = """
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: loud, path: t/loud}
+workflow:
+  - step: start
+    tool:
+      kind: python
+      code: |
+        for i in range(50000):
+            print("x" * 100)
+        result = "still fine"
+"""
+    try:
+        summary = run_embedded(_payload(playbook), store=store, execution_id="loud")
+        assert summary["status"] == "completed"
+        assert summary["steps"]["start"]["result"] == "still fine"
+        text = "".join(r["text"] for r in store.read_logs("loud", limit=5000))
+        assert text.count("x") <= PER_TASK
+        assert text.endswith("the rest is not kept]\n")
+        assert len(text) < PER_TASK + 200
+    finally:
+        store.close()

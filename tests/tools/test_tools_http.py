@@ -151,6 +151,9 @@ def test_non_2xx_is_an_error_with_http_fields_and_body(
     assert (out["error"]["kind"], out["error"]["retryable"]) == (kind, retryable)
     assert out["http"]["status"] == code
     assert out["result"] == {"error": "as requested", "code": code}
+    # the error itself says the status and the start of the body (the console shows both)
+    assert out["error"]["status"] == code
+    assert json.loads(out["error"]["body"]) == out["result"]
 
 
 def test_text_binary_and_invalid_json_bodies(base_url: str) -> None:

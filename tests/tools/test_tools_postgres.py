@@ -174,3 +174,11 @@ def test_with_overrides_the_connection_fields_of_auth(dsn: str) -> None:
     )
     assert out["status"] == "ok", out
     assert out["result"]["command_0"]["rows"] == [{"d": "template1"}]
+
+
+def test_a_syntax_error_says_where_in_the_statement(dsn: str) -> None:
+    sql = "SELECT 1,\n       2 FROMM nowhere"
+    out = pg(dsn, sql)
+    assert out["status"] == "error" and out["pg"]["sqlstate"] == "42601"  # type: ignore[index]
+    position = out["error"]["position"]  # type: ignore[index]
+    assert sql[position - 1 :].startswith("FROMM") or sql[position - 1 :].startswith("nowhere")
