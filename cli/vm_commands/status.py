@@ -133,7 +133,13 @@ def detail(record: dict[str, Any]) -> list[str]:
     error = summary.get("error")
     if error:
         where = f" (step {error['step']})" if error.get("step") else ""
-        lines.append(f"  error     [{error.get('code')}] {error.get('message')}{where}")
+        kind = error.get("type")
+        shown = f"{kind}: " if kind and kind != "Cancelled" else ""
+        lines.append(f"  error     [{error.get('code')}] {shown}{error.get('message')}{where}")
+        yaml = error.get("yaml")
+        if isinstance(yaml, dict) and yaml.get("line"):  # the line that raised
+            at = f"{yaml.get('file') or ''}:{yaml['line']}:{yaml.get('column') or 1}"
+            lines.append(f"  at        {at}")
     return lines
 
 
