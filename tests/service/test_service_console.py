@@ -254,3 +254,43 @@ def test_the_executions_list_and_the_catalog(browser: Any, served: Served) -> No
     page.screenshot(path=str(shots / "console-catalog.png"), full_page=True)
     assert errors == []
     page.close()
+
+
+def test_10000_steps_are_collapsed_and_laid_out_without_freezing(
+    browser: Any, served: Served
+) -> None:
+    """The graph module on a 10,000-step graph (a chain with a fan-out, made in the page: no
+    10,000-step compile needed): drawn collapsed, laid out in the worker while the page
+    answers."""
+    shots = artifacts_dir()
+    page, errors = _page(browser)
+    page.goto(f"{served.url}/?token={TOKEN}#/catalog")
+    page.wait_for_selector("#catalog")
+    page.evaluate(
+        """async () => {
+          const { createGraph } = await import("/static/js/graph.js");
+          const steps = [], edges = [];
+          for (let i = 0; i < 10000; i++) steps.push({ name: "s" + i, line: i + 1 });
+          for (let i = 1; i < 9000; i++) edges.push({ source: "s" + (i - 1), target: "s" + i });
+          for (let i = 9000; i < 10000; i++) edges.push({ source: "s8999", target: "s" + i });
+          const main = document.getElementById("main");
+          main.innerHTML = '<div class="panel graph-panel"><div id="graph-box"></div></div>';
+          window.drawn = createGraph(document.getElementById("graph-box"), { steps, edges }, () => {});
+          window.drawn.ready.then(() => { window.laidOut = true; });
+        }"""
+    )
+    answers = 0
+    for _ in range(600):  # the page keeps answering while the worker lays out
+        if page.evaluate("window.laidOut === true"):
+            break
+        answers += 1
+        page.wait_for_timeout(50)
+    assert page.evaluate("window.laidOut === true")
+    note = page.inner_text("#graph-note")
+    assert "10000 step(s)" in note and "chains collapsed" in note
+    drawn = page.locator("#graph g.node").count()
+    assert 0 < drawn <= 1500
+    page.evaluate("window.drawn.set('s5', 'done'); window.drawn.set('s9500', 'failed')")
+    page.screenshot(path=str(shots / "console-10000.png"))
+    assert errors == []
+    page.close()
