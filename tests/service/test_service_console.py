@@ -285,11 +285,9 @@ def test_10000_steps_are_collapsed_and_laid_out_without_freezing(
           window.drawn.ready.then(() => { window.laidOut = true; });
         }"""
     )
-    answers = 0
-    for _ in range(600):  # the page keeps answering while the worker lays out
+    for _ in range(600):  # the page keeps answering (evaluate returns) while the worker works
         if page.evaluate("window.laidOut === true"):
             break
-        answers += 1
         page.wait_for_timeout(50)
     assert page.evaluate("window.laidOut === true")
     note = page.inner_text("#graph-note")
