@@ -244,13 +244,39 @@ class MemoryStore:
         pass
 
 
+def ensure_sqlite_folder(path: str) -> None:
+    """The folder of a SQLite file must exist: a mistyped `--db` path must not create folders
+    silently (anywhere, as whoever runs it). The one folder created is the default store's
+    `.noetl/`, the last level only, like a tool's own state folder (docs/runtime.md)."""
+    if path == ":memory:":
+        return
+    folder = Path(path).parent
+    if folder.is_dir():
+        return
+    if folder.name == ".noetl" and folder.parent.is_dir():
+        try:
+            folder.mkdir(exist_ok=True)
+            return
+        except OSError as exc:
+            raise StoreError(
+                "NOE803",
+                f"cannot create {folder}: {exc}",
+                "check the permissions of the current folder, or pass --db",
+            ) from None
+    raise StoreError(
+        "NOE803",
+        f"cannot open the SQLite store {path}: the folder {folder} does not exist",
+        f"create it first (mkdir -p {folder}) or pick another --db path; the file is created"
+        " when missing, its folder is not",
+    )
+
+
 class SQLiteStore:
     def __init__(self, path: str) -> None:
         self.path = path
         self._last_seq: dict[str, int] = {}  # executions this store appended to last
+        ensure_sqlite_folder(path)
         try:
-            if path != ":memory:":
-                Path(path).parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
             self._db.execute("PRAGMA busy_timeout=5000")
             self._db.execute("PRAGMA journal_mode=WAL")

@@ -52,8 +52,10 @@ Example:
         "error",
         "the event store cannot be opened",
         """
-`--db` names the event store: `sqlite:///path/to/file.db` (created if missing) or `memory:`.
-The URL is malformed, names an unsupported backend, or the file cannot be opened.
+`--db` names the event store: `sqlite:///path/to/file.db` or `memory:`. A missing file is
+created, a missing folder is not (but for the default store's `.noetl/`): a mistyped path
+stops here instead of creating folders. The URL is malformed, names an unsupported backend,
+its folder does not exist, or the file cannot be opened.
 
 Example:
 

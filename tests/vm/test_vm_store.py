@@ -179,3 +179,26 @@ def test_the_result_limit_counts_utf8_bytes() -> None:
     assert refs.shrink("abcdefghij") == "abcdefghij"  # 12 bytes with its quotes
     shrunk = refs.shrink("éééééééééé")  # 10 characters, 22 bytes
     assert shrunk != "éééééééééé" and shrunk[REF_KEY]["size"] == 22
+
+
+def test_a_store_in_a_missing_folder_is_refused_with_a_hint(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "some" / "new" / "x.db"
+    hello = str(Path(__file__).resolve().parents[2] / "examples" / "hello.yaml")
+    assert cli.main(["run", hello, "--db", f"sqlite:///{missing}"]) == 5
+    err = capsys.readouterr().err
+    assert "error[NOE803]" in err and f"mkdir -p {missing.parent}" in err
+    assert not (tmp_path / "some").exists()  # nothing created on the way
+
+
+def test_the_default_store_folder_is_created_in_the_current_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    store = SQLiteStore(".noetl/noetl.db")
+    store.close()
+    assert (tmp_path / ".noetl" / "noetl.db").is_file()
+    with pytest.raises(StoreError) as caught:
+        SQLiteStore(str(tmp_path / "deeper" / ".noetl" / "noetl.db"))
+    assert caught.value.code == "NOE803"
