@@ -281,5 +281,6 @@ class Routing(ABC):
             self.record(_EXECUTION_FAILED, error.get("step"), {"error": error})
 
 
-# what a failed task says about where it failed: its name and the line of its code
-_LOCATING = ("task", "line", "code_line")
+# what a failed task says about where it failed (its name and the line of its code) and how
+# to fix it (a keychain entry that is not set: which variable to export)
+_LOCATING = ("task", "line", "code_line", "hint")

@@ -228,6 +228,8 @@ def failure_text(error: dict[str, Any], payload: dict[str, Any]) -> str:
         if error.get("line"):
             code = f": {error['code_line']}" if error.get("code_line") else ""
             text += f", line {error['line']} of its code{code}"
+    if error.get("hint"):
+        text += f"\n  hint: {error['hint']}"
     return text
 
 
