@@ -24,7 +24,11 @@ EXIT_FOR_STATUS = {"completed": EXIT_OK, "failed": EXIT_ERRORS, "cancelled": EXI
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", metavar="FILE", help="FILE.yaml or FILE.nbc")
+    p.add_argument(
+        "file",
+        metavar="FILE",
+        help="FILE.yaml, FILE.nbc or catalog://PATH[@VERSION] (the catalog of --db)",
+    )
     add_workload(p)
     p.add_argument("--json", action="store_true", help="print the summary as one JSON line")
     p.add_argument("--quiet", action="store_true", help="no progress line")
@@ -264,6 +268,7 @@ def run(args: argparse.Namespace) -> int:
 
     with loading():  # imports, compile or decode, the store: no collection meanwhile
         from noetlc.cli.noetlc_commands.artifacts import load_program
+        from noetlc.cli.vm_commands.catalog_ref import catalog_program, is_catalog_ref
         from noetlc.runtime.embedded import run_embedded
         from noetlc.runtime.ownership import Lease
         from noetlc.runtime.stores import open_store
@@ -280,7 +285,10 @@ def run(args: argparse.Namespace) -> int:
         budgets = budget_options(args)
         from noetlc.cli import compile_cache
 
-        program = load_program(args.file, compile_cache.enabled(args.no_cache))
+        if is_catalog_ref(args.file):
+            program = catalog_program(args.file, args.db)
+        else:
+            program = load_program(args.file, compile_cache.enabled(args.no_cache))
         if program is None:
             return EXIT_ERRORS
         if budgets:
