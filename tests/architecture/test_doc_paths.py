@@ -23,8 +23,9 @@ TOP = (
 ROOT_FILES = {"README.md", "ARCHITECTURE.md", "LICENSE", "Makefile", "pyproject.toml"}
 PATH = re.compile(rf"(?<![\w./-])((?:{TOP})/[\w./*-]*)(?:::(\w+))?")
 MODULE = re.compile(r"(?<![\w.])noetlc(?:\.\w+)+")
-# not modules: the plugin entry-point group, and lint's example SARIF output file
-NOT_MODULES = {"noetlc.tools", "noetlc.sarif"}
+# not modules: the plugin entry-point group; file names (noetlc.sarif, noetlc.fish)
+NOT_MODULES = {"noetlc.tools"}
+FILE_SUFFIXES = {"sarif", "fish", "json", "yaml", "nbc", "bash"}
 BARE = re.compile(r"(?<![\w./-])([\w-]+\.(?:py|md|sql|lark|yaml))(?![\w/])")
 LINK = re.compile(r"\]\(([^)#\s]+)")
 
@@ -49,7 +50,7 @@ def _module_file(parts: list[str]) -> Path | None:
 def _module_exists(name: str) -> bool:
     """`noetlc.a.b` is a module, or `b` is a name module `noetlc.a` defines."""
     parts = name.split(".")[1:]
-    if name in NOT_MODULES or _module_file(parts) is not None:
+    if name in NOT_MODULES or parts[-1] in FILE_SUFFIXES or _module_file(parts) is not None:
         return True
     owner = _module_file(parts[:-1])
     return owner is not None and re.search(rf"\b{parts[-1]}\b", owner.read_text()) is not None
