@@ -191,7 +191,12 @@ def write_all(text: str) -> None:
         view = view[written:]
 
 
-def report(result: dict[str, Any], payload: dict[str, Any], as_json: bool) -> int:
+def report(
+    result: dict[str, Any],
+    payload: dict[str, Any],
+    as_json: bool,
+    keychain_file: str | None = None,
+) -> int:
     """Print the outcome (summary line or a table) and return the exit status."""
     if as_json:
         write_all(json.dumps(result, default=str) + "\n")
@@ -203,7 +208,30 @@ def report(result: dict[str, Any], payload: dict[str, Any], as_json: bool) -> in
     error = result.get("error")
     if error and result["status"] != "completed":
         print(failure_text(error, payload), file=sys.stderr)
+        for line in unset_keychain(payload, keychain_file):
+            print(line, file=sys.stderr)
     return EXIT_FOR_STATUS.get(result["status"], 1)
+
+
+def unset_keychain(payload: dict[str, Any], keychain_file: str | None) -> list[str]:
+    """Notes for the playbook's declared keychain entries that no provider has: templates see
+    them undefined, so a failed run may come from one (where to set each, as NOE812 says)."""
+    declared = payload.get("keychain") or []
+    if not declared:
+        return []
+    from noetlc.stdlib_tools.keychain import DEFAULT_FILE, Keychain, KeychainError, env_var
+
+    try:
+        chain = Keychain(declared, file=keychain_file)
+    except KeychainError:
+        return []
+    where = keychain_file or DEFAULT_FILE
+    return [
+        f"  note: keychain entry `{name}` is declared but not set (templates see it undefined):"
+        f" set {env_var(name)}, or add `{name}:` to {where}"
+        for name in chain.declared
+        if not chain.has(name)
+    ]
 
 
 def _short_result(value: Any, limit: int = 72) -> str:
@@ -331,4 +359,5 @@ def run(args: argparse.Namespace) -> int:
         if lease is not None:
             lease.release()
         store.close()
-    return report(result, program.to_payload() if result.get("error") else {}, args.json)
+    payload = program.to_payload() if result.get("error") else {}
+    return report(result, payload, args.json, args.keychain)
