@@ -1,5 +1,5 @@
 # The two commands a new user needs (see README.md):
-#   make demo   installs noetlc into .venv, checks and runs an example playbook end to end
+#   make demo   installs noetlc (its wheel) into .venv, checks and runs an example playbook
 #   make test   installs the dev extras and runs ruff, lint-imports, mypy and the whole test suite
 PYTHON ?= python3
 VENV ?= .venv
@@ -11,8 +11,11 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
+# `install` (and so `demo`) installs the package as a user gets it, built into a wheel, not an
+# editable link to the source tree: a file the wheel lacks shows here. `install-dev` is
+# editable, for working on the code.
 install: $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e .
+	$(BIN)/python -m pip install --quiet .
 
 install-dev: $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]'

@@ -2,7 +2,7 @@
 
     python -m bench [--quick] [--json OUT] [-k EXPR] [--no-peers]
     python -m bench compare A.json B.json        # markdown table of the differences
-    python -m bench table RESULT.json [--readme README.md | --print]
+    python -m bench table RESULT.json [--readme docs/performance.md | --print]
 
 Running: installs the peers first (each in its own virtualenv, concurrently; a peer that
 cannot be installed is skipped with the reason), then runs pytest on every
@@ -133,7 +133,11 @@ def _compare(argv: list[str]) -> int:
 def _table(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="python -m bench table")
     p.add_argument("result", metavar="RESULT.json")
-    p.add_argument("--readme", default=str(REPO / "README.md"), help="rewrite this file's section")
+    p.add_argument(
+        "--readme",
+        default=str(REPO / "docs" / "performance.md"),
+        help="rewrite this file's section (default docs/performance.md)",
+    )
     p.add_argument("--print", action="store_true", help="print the section instead")
     args = p.parse_args(argv)
     result = _load(args.result)

@@ -1,5 +1,5 @@
 """Rendering a result file: the terminal table, the comparison of two runs (markdown), and
-the README's performance section (between `<!-- perf:begin -->` and `<!-- perf:end -->`)."""
+docs/performance.md's section (between `<!-- perf:begin -->` and `<!-- perf:end -->`)."""
 
 from __future__ import annotations
 

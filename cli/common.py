@@ -23,6 +23,7 @@ from types import ModuleType
 from typing import Any
 
 from noetlc.diagnostics.errors import InternalCompilerError, UserError
+from noetlc.diagnostics.extras import missing_extra
 
 EXIT_OK = 0
 EXIT_ERRORS = 1
@@ -44,7 +45,8 @@ EXIT_CODES: list[tuple[int, str]] = [
     (
         EXIT_USAGE,
         "usage: a bad option or value, a file named by an option that cannot be read (--workload,"
-        " --keychain), no playbook found, or an output that cannot be written",
+        " --keychain), no playbook found, an output that cannot be written, or a command whose"
+        " extra is not installed (NOE820)",
     ),
     (EXIT_CANCELLED, "the execution was cancelled"),
     (
@@ -196,6 +198,12 @@ def run_command(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> 
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse: --help / --version (0) or usage errors (2)
         return int(exc.code or 0)
+    except ImportError as exc:  # a command's module needs an extra that is not installed
+        problem = missing_extra(exc)
+        if problem is None:
+            raise
+        sys.stderr.write(problem.render() + "\n")
+        return EXIT_USAGE
     if not getattr(args, "command", None):
         parser.print_help(sys.stderr)
         return EXIT_USAGE
@@ -218,6 +226,15 @@ def run_guarded(fn: Callable[[], int]) -> int:
     except UserError as exc:
         sys.stderr.write(exc.render() + "\n")
         return exit_code_for(exc)
+    except ImportError as exc:
+        problem = missing_extra(exc)
+        if problem is None:
+            sys.stderr.write(
+                f"internal error[NOE900]: {type(exc).__name__}: {exc}\n{REPORT_FOOTER}\n"
+            )
+            return EXIT_INTERNAL
+        sys.stderr.write(problem.render() + "\n")
+        return EXIT_USAGE
     except InternalCompilerError as exc:
         where = f" in pass '{exc.pass_name}'" if exc.pass_name else ""
         sys.stderr.write(f"internal error[NOE900]{where}: {exc}\n{REPORT_FOOTER}\n")

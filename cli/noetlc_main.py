@@ -28,6 +28,7 @@ COMMANDS: Commands = [
     ("compile", "compile", "compile a playbook to bytecode (.nbc); dump any pass"),
     ("dis", "dis", "disassemble bytecode with YAML line numbers"),
     ("graph", "graph", "draw the steps or the Petri net (DOT, Mermaid)"),
+    ("completion", "completion", "print a shell completion script (bash, zsh, fish)"),
 ]
 
 

@@ -30,6 +30,7 @@ COMMANDS: Commands = [
     ("submit", "submit", "distributed mode: start an execution on a running cluster"),
     ("serve", "serve", "the HTTP API, playbook catalog, credentials and web console"),
     ("catalog", "catalog", "register, list and show playbooks in the catalog"),
+    ("completion", "completion", "print a shell completion script (bash, zsh, fish)"),
 ]
 
 

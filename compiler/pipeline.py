@@ -88,6 +88,13 @@ CHECKS: dict[str, Callable[[CompilationUnit], None]] = {
 }
 
 
+# Passes that check independent things of the canonical tree (names; tool arguments; guards
+# and templates): after one of them reports an error, the next still runs, so one run lists
+# a misspelt step, a misspelt tool kind and a misspelt template name together. Any other
+# error stops the pipeline (what later passes read would be the broken input).
+INDEPENDENT_CHECKS = ("resolve", "tools", "expressions")
+
+
 def pass_names() -> list[str]:
     return [p.name for p in PIPELINE]
 
@@ -101,7 +108,7 @@ def run_pipeline(
 ) -> CompilationUnit:
     """Run passes in order up to and including `until` (default: all).
 
-    Stops early after a pass that reported an error. `timings` receives seconds per pass;
+    Stops early after a pass that reported an error, but for `INDEPENDENT_CHECKS`. `timings` receives seconds per pass;
     `after_each` is called after every pass that ran (for `--dump-after`).
     """
     if until is not None and until not in pass_names():
@@ -134,19 +141,17 @@ def _run_passes(
     timings: dict[str, float] | None,
     after_each: Callable[[str, CompilationUnit], None] | None,
 ) -> None:
+    after_errors = False  # an independent check already reported an error
     for p in PIPELINE:
+        if after_errors and p.name not in INDEPENDENT_CHECKS:
+            break
         start = time.perf_counter()
         try:
             p.entry()(unit)
-        except InternalCompilerError as exc:
-            exc.pass_name = exc.pass_name or p.name
-            raise
-        except RecursionError as exc:
-            raise InternalCompilerError(
-                f"recursion too deep in pass {p.name}", pass_name=p.name
-            ) from exc
         except Exception as exc:
-            raise InternalCompilerError(f"{type(exc).__name__}: {exc}", pass_name=p.name) from exc
+            if after_errors:
+                break  # its input is what the errors already reported are about
+            raise _internal_error(exc, p.name) from exc
         check = CHECKS.get(p.name)
         if check is not None:
             check(unit)
@@ -155,8 +160,22 @@ def _run_passes(
         unit.passes_run.append(p.name)
         if after_each is not None:
             after_each(p.name, unit)
-        if unit.reporter.has_errors or p.name == until:
+        if p.name == until:
             break
+        if unit.reporter.has_errors:
+            if p.name not in INDEPENDENT_CHECKS:
+                break
+            after_errors = True
+
+
+def _internal_error(exc: Exception, pass_name: str) -> InternalCompilerError:
+    """A pass's exception as an internal error of that pass (NOE900)."""
+    if isinstance(exc, InternalCompilerError):
+        exc.pass_name = exc.pass_name or pass_name
+        return exc
+    if isinstance(exc, RecursionError):
+        return InternalCompilerError(f"recursion too deep in pass {pass_name}", pass_name=pass_name)
+    return InternalCompilerError(f"{type(exc).__name__}: {exc}", pass_name=pass_name)
 
 
 def compile_source(

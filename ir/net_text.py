@@ -4,6 +4,8 @@ So passes and the verifier can be tested from IR text, without YAML:
 
     net = parse(text)
     problems = verify(net)
+
+A test helper: lark, which it needs, is in the `dev` extra only (no command imports this).
 """
 
 from __future__ import annotations

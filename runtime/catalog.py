@@ -27,11 +27,10 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from functools import cache
 from importlib import resources
-from pathlib import Path
 from typing import Any, Protocol
 
 from noetlc.runtime.sql_files import parse_queries
-from noetlc.runtime.store import StoreError
+from noetlc.runtime.store import StoreError, ensure_sqlite_folder
 
 _EPOCH_MS = 1_288_834_974_657  # the usual snowflake epoch (2010-11-04)
 _snowflake_lock = threading.Lock()
@@ -346,9 +345,8 @@ class SQLiteCatalog(CatalogTables):
     def __init__(self, path: str) -> None:
         self.path = path
         self._lock = threading.Lock()
+        ensure_sqlite_folder(path)
         try:
-            if path != ":memory:":
-                Path(path).parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
             self._db.execute("PRAGMA busy_timeout=5000")
             if path != ":memory:":

@@ -47,7 +47,8 @@ class References:
         if self.limit is None or value is None or isinstance(value, bool | int | float):
             return value
         text = encode_payload(value)  # what the store writes, so the limit is the log's size
-        if len(text) <= self.limit:
+        # the limit is in UTF-8 bytes: an ASCII text has as many as characters
+        if len(text) <= self.limit and (text.isascii() or len(text.encode()) <= self.limit):
             return value
         data = text.encode()
         key = hashlib.sha256(data).hexdigest()

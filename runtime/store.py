@@ -12,12 +12,13 @@ or `sqlite:///path/to/file.db` (the default for `noetl-vm run` is `sqlite:///.no
 from __future__ import annotations
 
 import json
-import json.encoder
 import sqlite3
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
+
+import orjson
 
 from noetlc.diagnostics.errors import UserError
 from noetlc.vm.protocol import ENVELOPE, Event
@@ -89,28 +90,24 @@ _SCHEMA_VERSION = 3
 LOG_COLUMNS = ("ts", "step", "iteration", "task", "attempt", "action_id", "stream", "text")
 
 
-def _payload_encoder() -> Callable[[Any], str]:
-    """Compact JSON, unknown types as `str`: what `json.dumps(value, default=str,
-    separators=(",", ":"))` gives. `json.dumps` with options builds a new encoder per call and
-    `JSONEncoder.encode` a new C encoder per call (half the cost of a small payload), so the C
-    encoder is built once. It is built without a circular-reference memo (shared state between
-    threads); a circular payload raises RecursionError instead of ValueError."""
-    encode: Callable[[Any], str] = json.JSONEncoder(default=str, separators=(",", ":")).encode
-    make = getattr(json.encoder, "c_make_encoder", None)
-    if make is None:
-        return encode
+# orjson, not the standard library's json: 4-9x faster on the payloads the stores write
+# (docs/performance.md, "Payload encoding"). Non-str keys and unknown types are written as
+# json.dumps(default=str) writes them (datetimes and dataclasses as `str`, not orjson's own
+# forms); NaN and infinities as null (PostgreSQL's json type refuses NaN).
+_ORJSON_OPTIONS = (
+    orjson.OPT_NON_STR_KEYS | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
+)
+_orjson_dumps = orjson.dumps
+# what orjson cannot write: integers past 64 bits, nesting past 254 levels, circular values
+_fallback = json.JSONEncoder(default=str, separators=(",", ":"), ensure_ascii=False).encode
+
+
+def encode_payload(value: Any) -> str:
+    """Compact UTF-8 JSON of a payload, unknown types as `str`."""
     try:
-        chunks = make(
-            None, str, json.encoder.encode_basestring_ascii, None, ":", ",", False, False, True
-        )
-        if "".join(chunks({"a": [1.5, None, "é"]}, 0)) != encode({"a": [1.5, None, "é"]}):
-            return encode
-    except TypeError:  # another signature in another Python version
-        return encode
-    return lambda value: "".join(chunks(value, 0))
-
-
-encode_payload = _payload_encoder()
+        return _orjson_dumps(value, default=str, option=_ORJSON_OPTIONS).decode()
+    except TypeError:  # orjson.JSONEncodeError is a TypeError
+        return _fallback(value)
 
 
 class StoreError(UserError):
@@ -294,13 +291,39 @@ class MemoryStore:
         pass
 
 
+def ensure_sqlite_folder(path: str) -> None:
+    """The folder of a SQLite file must exist: a mistyped `--db` path must not create folders
+    silently (anywhere, as whoever runs it). The one folder created is the default store's
+    `.noetl/`, the last level only, like a tool's own state folder (docs/runtime.md)."""
+    if path == ":memory:":
+        return
+    folder = Path(path).parent
+    if folder.is_dir():
+        return
+    if folder.name == ".noetl" and folder.parent.is_dir():
+        try:
+            folder.mkdir(exist_ok=True)
+            return
+        except OSError as exc:
+            raise StoreError(
+                "NOE803",
+                f"cannot create {folder}: {exc}",
+                "check the permissions of the current folder, or pass --db",
+            ) from None
+    raise StoreError(
+        "NOE803",
+        f"cannot open the SQLite store {path}: the folder {folder} does not exist",
+        f"create it first (mkdir -p {folder}) or pick another --db path; the file is created"
+        " when missing, its folder is not",
+    )
+
+
 class SQLiteStore:
     def __init__(self, path: str) -> None:
         self.path = path
         self._last_seq: dict[str, int] = {}  # executions this store appended to last
+        ensure_sqlite_folder(path)
         try:
-            if path != ":memory:":
-                Path(path).parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
             self._db.execute("PRAGMA busy_timeout=5000")
             self._db.execute("PRAGMA journal_mode=WAL")

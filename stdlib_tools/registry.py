@@ -19,6 +19,7 @@ import threading
 import time
 from typing import Any
 
+from noetlc.diagnostics.extras import missing_extra
 from noetlc.stdlib_tools.context import RunPlaybook, ToolContext
 from noetlc.stdlib_tools.envelope import error, ok
 from noetlc.stdlib_tools.keychain import Keychain, KeychainError
@@ -55,6 +56,13 @@ def call_tool(
         outcome = _dispatch(kind, args or {}, spec or {}, ctx, keychain)
     except KeychainError as exc:
         outcome = error("KeychainError", str(exc), code=exc.code, hint=exc.hint)
+    except ImportError as exc:  # the postgres tool without `noetlc[postgres]`, say
+        problem = missing_extra(exc)
+        if problem is None:
+            outcome = error(type(exc).__name__, str(exc))
+        else:
+            message = f"the `{kind}` tool is not available: {problem}"
+            outcome = error("ToolUnavailable", message, code=problem.code, hint=problem.hint)
     except Exception as exc:  # a tool bug or an unexpected library error: still an outcome
         if _is_validation_error(exc):
             outcome = error("ToolArgumentError", _describe(kind, exc))

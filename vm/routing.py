@@ -281,7 +281,9 @@ class Routing(ABC):
             self.record(_EXECUTION_FAILED, error.get("step"), {"error": error})
 
 
-# what a failed task says about where it failed: its name and the line of its code
+# what a failed task says about where it failed (its name, the line of its code, the traceback,
+# a tool's status, body excerpt or SQL position) and how to fix it (a keychain entry that is not
+# set: which variable to export)
 _LOCATING = (
     "task",
     "line",
@@ -292,4 +294,5 @@ _LOCATING = (
     "status",
     "body",
     "position",
+    "hint",
 )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -121,10 +122,10 @@ def run(args: argparse.Namespace) -> int:
             print(text)
         if diagnostics or texts:
             sys.stdout.flush()  # the summary (stderr) comes after the diagnostics
-        errors = sum(d.is_error for d in diagnostics)
-        warnings = len(diagnostics) - errors
+        counts = Counter(d.severity.value for d in diagnostics)
         print(
-            f"{len(files)} file(s) checked: {errors} error(s), {warnings} warning(s)",
+            f"{len(files)} file(s) checked: {counts['error']} error(s), "
+            f"{counts['warning']} warning(s), {counts['note']} note(s)",
             file=sys.stderr,
         )
     return 1 if any(d.is_error for d in diagnostics) else 0

@@ -2,8 +2,12 @@
 
     noetlc expr "{{ ctx.count | default(0) + 1 }}" --vars '{"ctx": {"count": 2}}'
 
-`--guard` evaluates a `when:` condition (braces optional) and prints true/false. Exit 1 with a
-located message when the expression does not compile or fails at run time.
+    noetlc expr "1 + 2"                    # 3: without {{ }} the argument is one expression
+
+`--guard` evaluates a `when:` condition (braces optional) and prints true/false. An argument
+with neither `{{` nor `{%` is an expression, as if written `{{ ... }}` (a template without
+them would only be its own text). Exit 1 with a located message when the expression does not
+compile or fails at run time.
 """
 
 from __future__ import annotations
@@ -23,7 +27,10 @@ from noetlc.expr.runtime import ExpressionError, compile_entry, to_json_value
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("expression", help="a template such as '{{ x + 1 }}' or a condition")
+    p.add_argument(
+        "expression",
+        help="an expression such as 'x + 1', a template such as 'n={{ x + 1 }}', or a condition",
+    )
     p.add_argument("--vars", default="{}", metavar="JSON", help="the scope: a JSON object")
     p.add_argument("--guard", action="store_true", help="evaluate as a `when:` condition")
     p.add_argument("--show-code", action="store_true", help="print the generated Python code")
@@ -45,8 +52,11 @@ def run(args: argparse.Namespace) -> int:
         print("<vars>:1:1: error[NOE800]: --vars must be a JSON object", file=sys.stderr)
         return 2
     mode: Mode = "guard" if args.guard else "template"
+    source = args.expression
+    if mode == "template" and "{{" not in source and "{%" not in source:
+        source = "{{ " + source + " }}"
     try:
-        compiled = compile_expression(args.expression, mode=mode)
+        compiled = compile_expression(source, mode=mode)
     except ExpressionSyntaxError as exc:
         print(f"<expr>:1:1: error[NOE301]: template syntax error: {exc}", file=sys.stderr)
         return 1

@@ -24,7 +24,11 @@ EXIT_FOR_STATUS = {"completed": EXIT_OK, "failed": EXIT_ERRORS, "cancelled": EXI
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", metavar="FILE", help="FILE.yaml or FILE.nbc")
+    p.add_argument(
+        "file",
+        metavar="FILE",
+        help="FILE.yaml, FILE.nbc or catalog://PATH[@VERSION] (the catalog of --db)",
+    )
     add_workload(p)
     p.add_argument("--json", action="store_true", help="print the summary as one JSON line")
     p.add_argument("--quiet", action="store_true", help="no progress line")
@@ -187,7 +191,12 @@ def write_all(text: str) -> None:
         view = view[written:]
 
 
-def report(result: dict[str, Any], payload: dict[str, Any], as_json: bool) -> int:
+def report(
+    result: dict[str, Any],
+    payload: dict[str, Any],
+    as_json: bool,
+    keychain_file: str | None = None,
+) -> int:
     """Print the outcome (summary line or a table) and return the exit status."""
     if as_json:
         write_all(json.dumps(result, default=str) + "\n")
@@ -199,7 +208,30 @@ def report(result: dict[str, Any], payload: dict[str, Any], as_json: bool) -> in
     error = result.get("error")
     if error and result["status"] != "completed":
         print(failure_text(error, payload), file=sys.stderr)
+        for line in unset_keychain(payload, keychain_file):
+            print(line, file=sys.stderr)
     return EXIT_FOR_STATUS.get(result["status"], 1)
+
+
+def unset_keychain(payload: dict[str, Any], keychain_file: str | None) -> list[str]:
+    """Notes for the playbook's declared keychain entries that no provider has: templates see
+    them undefined, so a failed run may come from one (where to set each, as NOE812 says)."""
+    declared = payload.get("keychain") or []
+    if not declared:
+        return []
+    from noetlc.stdlib_tools.keychain import DEFAULT_FILE, Keychain, KeychainError, env_var
+
+    try:
+        chain = Keychain(declared, file=keychain_file)
+    except KeychainError:
+        return []
+    where = keychain_file or DEFAULT_FILE
+    return [
+        f"  note: keychain entry `{name}` is declared but not set (templates see it undefined):"
+        f" set {env_var(name)}, or add `{name}:` to {where}"
+        for name in chain.declared
+        if not chain.has(name)
+    ]
 
 
 def _short_result(value: Any, limit: int = 72) -> str:
@@ -238,6 +270,8 @@ def failure_text(error: dict[str, Any], payload: dict[str, Any]) -> str:
             if isinstance(frame, dict):
                 at = frame.get("yaml_line") or frame.get("line")
                 text += f"\n    line {at}, in {frame.get('function')}: {frame.get('text') or ''}"
+    if error.get("hint"):
+        text += f"\n  hint: {error['hint']}"
     return text
 
 
@@ -272,6 +306,7 @@ def run(args: argparse.Namespace) -> int:
 
     with loading():  # imports, compile or decode, the store: no collection meanwhile
         from noetlc.cli.noetlc_commands.artifacts import load_program
+        from noetlc.cli.vm_commands.catalog_ref import catalog_program, is_catalog_ref
         from noetlc.runtime.embedded import run_embedded
         from noetlc.runtime.ownership import Lease
         from noetlc.runtime.stores import open_store
@@ -288,7 +323,10 @@ def run(args: argparse.Namespace) -> int:
         budgets = budget_options(args)
         from noetlc.cli import compile_cache
 
-        program = load_program(args.file, compile_cache.enabled(args.no_cache))
+        if is_catalog_ref(args.file):
+            program = catalog_program(args.file, args.db)
+        else:
+            program = load_program(args.file, compile_cache.enabled(args.no_cache))
         if program is None:
             return EXIT_ERRORS
         if budgets:
@@ -332,7 +370,8 @@ def run(args: argparse.Namespace) -> int:
         if lease is not None:
             lease.release()
         store.close()
-    code = report(result, program.to_payload() if result.get("error") else {}, args.json)
+    payload = program.to_payload() if result.get("error") else {}
+    code = report(result, payload, args.json, args.keychain)
     if output:
         print(output, file=sys.stderr)
     return code

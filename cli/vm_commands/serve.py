@@ -59,6 +59,12 @@ def is_loopback(host: str) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
+    # first: without `noetlc[service]` the one message to see is NOE820, naming the extra
+    import uvicorn
+
+    from noetlc.service.app import create_app
+    from noetlc.service.state import Settings
+
     token = args.token or os.environ.get(TOKEN_ENV) or None
     if not token and not is_loopback(args.host):
         raise UsageError(
@@ -69,11 +75,6 @@ def run(args: argparse.Namespace) -> int:
     from noetlc.runtime.credentials import load_key
 
     key = load_key(args.credential_key_file)  # NOE874 (a UserError) when there is none
-    import uvicorn
-
-    from noetlc.service.app import create_app
-    from noetlc.service.state import Settings
-
     settings = Settings(
         db=args.db,
         token=token,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import math
 import os
 import signal
 import sys
@@ -25,10 +26,14 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_db_required(p)
     p.add_argument(
-        "--ttl", type=float, default=15.0, metavar="S", help="ownership lease seconds (15)"
+        "--ttl", type=lease_seconds, default=15.0, metavar="S", help="ownership lease seconds (15)"
     )
     p.add_argument(
-        "--poll", type=float, default=1.0, metavar="S", help="polling fallback seconds (1)"
+        "--poll",
+        type=poll_seconds,
+        default=1.0,
+        metavar="S",
+        help=f"polling fallback seconds, at least {MIN_POLL} (1)",
     )
     p.add_argument(
         "--pool", default="default", metavar="NAME", help="worker pool for the jobs (default)"
@@ -46,6 +51,47 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="loop iterations one job may run, 1 to 64 (16; 1: one job per iteration)",
     )
     add_log_level(p)
+
+
+# A poll of 0 would query the database in a loop and hold a core; below 10 ms the fallback
+# only adds load (notifications wake servers and workers at once).
+MIN_POLL = 0.01
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"not a finite number of seconds: {text!r}")
+    return value
+
+
+def lease_seconds(text: str) -> float:
+    """`--ttl`: a lease of more than 0 seconds."""
+    value = _seconds(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"a lease must be longer than 0 seconds, not {text}")
+    return value
+
+
+def poll_seconds(text: str) -> float:
+    """`--poll`: at least `MIN_POLL` seconds."""
+    value = _seconds(text)
+    if value < MIN_POLL:
+        raise argparse.ArgumentTypeError(
+            f"must be at least {MIN_POLL} s, not {text} (0 would poll in a busy loop)"
+        )
+    return value
+
+
+def grace_seconds(text: str) -> float:
+    """`--grace`: 0 or more seconds."""
+    value = _seconds(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more seconds, not {text}")
+    return value
 
 
 def _per_job(text: str) -> int:

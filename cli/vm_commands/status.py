@@ -14,11 +14,13 @@ import argparse
 import datetime as dt
 import json
 import re
+import sys
 import time
 from typing import Any
 
 from noetlc.cli.common import UsageError
 from noetlc.cli.vm_commands.history import add_db, open_existing, resolve_id
+from noetlc.cli.vm_commands.liveness import INTERRUPTED, interrupted_owner, resume_hint
 
 STATUSES = ("running", "completed", "failed", "cancelled")
 
@@ -152,20 +154,45 @@ def run(args: argparse.Namespace) -> int:
                     "NOE800", "--status, --playbook, --since and --limit filter the list only"
                 )
             record = resolve_id(store, args.execution_id, args.db)
+            dead = interrupted_owner(args.db, record)
             if args.json:
-                print(json.dumps(public(record), default=str))
+                print(json.dumps(_with_owner(public(record), dead), default=str))
             else:
-                print("\n".join(detail(record)))
+                lines = detail(record)
+                if dead is not None:
+                    lines[2] = f"  status    {INTERRUPTED} (recorded as running; pid"
+                    lines[2] += f" {dead['pid']} on {dead['host']} is gone)"
+                    lines.append(f"  hint: {resume_hint(record['execution_id'])}")
+                print("\n".join(lines))
             return 0
         rows = select(store.executions(), args)
     finally:
         store.close()
+    owners = {r["execution_id"]: interrupted_owner(args.db, r) for r in rows}
     if args.json:
-        print(json.dumps([public(r) for r in rows], default=str))
+        print(
+            json.dumps(
+                [_with_owner(public(r), owners[r["execution_id"]]) for r in rows], default=str
+            )
+        )
     else:
         for r in rows:
+            shown = INTERRUPTED if owners[r["execution_id"]] else r["status"]
             print(
-                f"{r['execution_id']}  {r['status']:<9}  {clock(r.get('created_at'))}"
+                f"{r['execution_id']}  {shown:<11}  {clock(r.get('created_at'))}"
                 f"  {duration(r):>14}  {r['playbook']}"
             )
+        if any(owners.values()):
+            print(
+                "interrupted: the process that ran it is gone; `noetl-vm resume ID` finishes it",
+                file=sys.stderr,
+            )
     return 0
+
+
+def _with_owner(record: dict[str, Any], dead: dict[str, Any] | None) -> dict[str, Any]:
+    """JSON keeps the stored status; an interrupted execution says so beside it."""
+    if dead is not None:
+        record["interrupted"] = True
+        record["dead_owner"] = dead
+    return record

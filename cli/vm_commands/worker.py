@@ -15,21 +15,37 @@ import asyncio
 import sys
 
 from noetlc.cli.common import UsageError
-from noetlc.cli.vm_commands.server import add_db_required, add_log_level, check_db, serve
+from noetlc.cli.vm_commands.server import (
+    MIN_POLL,
+    add_db_required,
+    add_log_level,
+    check_db,
+    grace_seconds,
+    lease_seconds,
+    poll_seconds,
+    serve,
+)
+from noetlc.cli.vm_commands.status import positive
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_db_required(p)
-    p.add_argument("--concurrency", type=int, default=4, metavar="N", help="jobs at once (4)")
+    p.add_argument("--concurrency", type=positive, default=4, metavar="N", help="jobs at once (4)")
     p.add_argument(
         "--pool", default="default", metavar="NAME", help="the pool to lease from (default)"
     )
-    p.add_argument("--ttl", type=float, default=15.0, metavar="S", help="job lease seconds (15)")
     p.add_argument(
-        "--poll", type=float, default=1.0, metavar="S", help="polling fallback seconds (1)"
+        "--ttl", type=lease_seconds, default=15.0, metavar="S", help="job lease seconds (15)"
     )
     p.add_argument(
-        "--grace", type=float, default=10.0, metavar="S", help="shutdown grace seconds (10)"
+        "--poll",
+        type=poll_seconds,
+        default=1.0,
+        metavar="S",
+        help=f"polling fallback seconds, at least {MIN_POLL} (1)",
+    )
+    p.add_argument(
+        "--grace", type=grace_seconds, default=10.0, metavar="S", help="shutdown grace seconds (10)"
     )
     p.add_argument("--keychain", metavar="FILE", help="a YAML/JSON file of keychain entries")
     add_log_level(p)

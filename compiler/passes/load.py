@@ -84,14 +84,54 @@ def read_source(path: str | Path, reporter: Reporter) -> str | None:
     except FileNotFoundError:
         reporter.report("NOE004", f"{path}: no such file", Span.point(str(path), 1, 1))
     except UnicodeDecodeError as exc:
+        # where the first byte that is not UTF-8 is, in the characters before it
+        data = exc.object if isinstance(exc.object, bytes) else b""
+        head = data[: exc.start].decode("utf-8", errors="replace")
+        line, column = _position(head + "?", len(head))
         reporter.report(
-            "NOE004", f"{path} is not UTF-8 text ({exc.reason})", Span.point(str(path), 1, 1)
+            "NOE004",
+            f"{path} is not UTF-8 text: byte 0x{data[exc.start]:02x} at line {line}, column"
+            f" {column} ({exc.reason})",
+            Span.point(str(path), line, column),
+            hint="save the file as UTF-8 (for example: iconv -f latin1 -t utf-8)",
         )
     except OSError as exc:
         reporter.report(
             "NOE004", f"cannot read {path}: {exc.strerror}", Span.point(str(path), 1, 1)
         )
     return None
+
+
+def _position(text: str, index: int) -> tuple[int, int]:
+    """1-based (line, column) of the character at `index` of `text`."""
+    line = text.count("\n", 0, index) + 1
+    return line, index - (text.rfind("\n", 0, index) + 1) + 1
+
+
+def _syntax_error(exc: yaml.MarkedYAMLError, file: str, reporter: Reporter) -> None:
+    """NOE001 where the parser stopped, naming where the construct it was in began (an
+    unclosed `[` or `{` is usually the cause, lines before the place it is noticed)."""
+    mark = exc.problem_mark or exc.context_mark
+    line = mark.line + 1 if mark else 1
+    column = mark.column + 1 if mark else 1
+    problem = exc.problem or exc.context or "invalid YAML"
+    related = []
+    opened = exc.context_mark
+    if (
+        exc.context
+        and opened is not None
+        and (opened.line, opened.column)
+        != (
+            mark.line if mark else -1,
+            mark.column if mark else -1,
+        )
+    ):
+        where = f"line {opened.line + 1}, column {opened.column + 1}"
+        problem = f"{problem} ({exc.context} that starts at {where})"
+        related.append((exc.context, Span.point(file, opened.line + 1, opened.column + 1)))
+    reporter.report(
+        "NOE001", f"YAML syntax error: {problem}", Span.point(file, line, column), related=related
+    )
 
 
 def load(text: str, file: str, reporter: Reporter) -> YMap | None:
@@ -111,13 +151,19 @@ def load(text: str, file: str, reporter: Reporter) -> YMap | None:
         reporter.extend(d for d in local.diagnostics if d.is_error)
         return None
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark else 1
-        column = mark.column + 1 if mark else 1
-        problem = exc.problem or exc.context or "invalid YAML"
-        reporter.report("NOE001", f"YAML syntax error: {problem}", Span.point(file, line, column))
+        _syntax_error(exc, file, reporter)
         return None
-    except yaml.YAMLError as exc:  # reader errors (control characters, bad encoding)
+    except yaml.reader.ReaderError as exc:  # a character YAML does not allow
+        line, column = _position(text, exc.position)
+        char = exc.character if isinstance(exc.character, int) else ord(exc.character)
+        reporter.report(
+            "NOE001",
+            f"YAML error: character U+{char:04X} is not allowed in YAML text",
+            Span.point(file, line, column),
+            hint="remove the character, or write it as an escape in a double-quoted string",
+        )
+        return None
+    except yaml.YAMLError as exc:
         reporter.report("NOE001", f"YAML error: {exc}", Span.point(file, 1, 1))
         return None
     except RecursionError:

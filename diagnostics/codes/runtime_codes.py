@@ -52,8 +52,10 @@ Example:
         "error",
         "the event store cannot be opened",
         """
-`--db` names the event store: `sqlite:///path/to/file.db` (created if missing) or `memory:`.
-The URL is malformed, names an unsupported backend, or the file cannot be opened.
+`--db` names the event store: `sqlite:///path/to/file.db` or `memory:`. A missing file is
+created, a missing folder is not (but for the default store's `.noetl/`): a mistyped path
+stops here instead of creating folders. The URL is malformed, names an unsupported backend,
+its folder does not exist, or the file cannot be opened.
 
 Example:
 
@@ -226,6 +228,26 @@ Example (a list instead of a mapping):
     - pg_main: postgresql://app:secret@127.0.0.1:5432/app
 """,
         "write `name: value` pairs at the top level of the file",
+    ),
+    code(
+        "NOE820",
+        "missing-extra",
+        "error",
+        "the command needs an optional dependency that is not installed",
+        """
+`pip install noetlc` installs what the compiler, the checker and `noetl-vm run` need. Two
+extras add the rest: `noetlc[service]` (fastapi, uvicorn, cryptography) for `noetl-vm serve`,
+`noetl-vm catalog` and encrypted credentials; `noetlc[postgres]` (asyncpg) for distributed mode
+(`server`, `worker`, `submit`, `db`, every `postgresql://` URL) and the postgres tool. The
+message names the missing package and the extra that installs it; a task of the postgres tool
+fails with a `ToolUnavailable` error naming the extra instead.
+
+Example:
+
+    pip install noetlc
+    noetl-vm serve        # error[NOE820]: ... pip install 'noetlc[service]'
+""",
+        "install the extra the message names",
     ),
     code(
         "NOE830",

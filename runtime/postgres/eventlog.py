@@ -32,7 +32,7 @@ from noetlc.runtime.postgres.errors import DatabaseError
 from noetlc.runtime.postgres.notify import Notifications
 from noetlc.runtime.postgres.queries import q
 from noetlc.runtime.queue import JobSpec
-from noetlc.runtime.store import encode_payload as encode_json  # one C encoder, built once
+from noetlc.runtime.store import encode_payload as encode_json
 from noetlc.vm.protocol import ENVELOPE, Event
 
 COPY_THRESHOLD = 64

@@ -24,20 +24,23 @@ def _pytest(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_without_the_corpus_its_tests_skip_with_one_summary_line() -> None:
-    result = _pytest({"NOETLC_SHARED": "/nonexistent", "CI": ""})
+def test_without_the_corpus_its_tests_skip_with_one_summary_line(tmp_path: Path) -> None:
+    missing = tmp_path / "no-shared"
+    result = _pytest({"NOETLC_SHARED": str(missing), "CI": ""})
     assert result.returncode == 0, result.stdout + result.stderr
     lines = [line for line in result.stdout.splitlines() if "NoETL corpus" in line]
     assert len(lines) == 1, result.stdout
     assert re.match(
-        r"\d+ test\(s\) skipped: the NoETL corpus is not at /nonexistent/corpus/noetl", lines[0]
+        rf"\d+ test\(s\) skipped: the NoETL corpus is not at {re.escape(str(missing))}/corpus/noetl",
+        lines[0],
     )
 
 
-def test_under_ci_a_missing_corpus_fails_the_run() -> None:
-    result = _pytest({"NOETLC_SHARED": "/nonexistent", "CI": "true"})
+def test_under_ci_a_missing_corpus_fails_the_run(tmp_path: Path) -> None:
+    missing = tmp_path / "no-shared"
+    result = _pytest({"NOETLC_SHARED": str(missing), "CI": "true"})
     assert result.returncode != 0
-    assert "CI=true and the NoETL corpus is not at /nonexistent/corpus/noetl" in (
+    assert f"CI=true and the NoETL corpus is not at {missing}/corpus/noetl" in (
         result.stdout + result.stderr
     )
 

@@ -110,6 +110,8 @@ CASES: list[tuple[str, int, str]] = [
     (f"noetl-vm db upgrade --db {UNREACHABLE}", 5, "error[NOE805]"),
     ("noetl-vm db status --db mysql://root@h/x", 5, "error[NOE806]"),
     ("noetl-vm serve --host 0.0.0.0", 2, "error[NOE875]"),
+    ("noetl-vm completion tcsh", 2, "error[NOE800]"),
+    ("noetl-vm run catalog://no/such --db " + STORE, 2, "error[NOE871]"),
     ("noetl-vm serve --port 1", 2, "error[NOE874]"),
     (f"noetl-vm catalog list --db {UNREACHABLE}", 5, "error[NOE805]"),
     (f"noetl-vm catalog list --db {TYPO}", 5, "error[NOE803]"),

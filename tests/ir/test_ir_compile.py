@@ -102,8 +102,14 @@ def test_compile_cli_writes_nbc(tmp_path: Path, capsys: pytest.CaptureFixture[st
         assert stage in text
 
 
-def test_compile_cli_reports_unwritable_output(capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(["compile", str(CONFORMANCE[0]), "-o", "/nonexistent/dir/out.nbc"]) == 2
+def test_compile_cli_reports_unwritable_output(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # a regular file where the output's folder should be: no folder can be made there, even as
+    # root, whatever the machine has at fixed paths
+    (tmp_path / "file").write_text("", encoding="utf-8")
+    out = tmp_path / "file" / "dir" / "out.nbc"
+    assert cli.main(["compile", str(CONFORMANCE[0]), "-o", str(out)]) == 2
     assert "error[NOE802]" in capsys.readouterr().err
 
 

@@ -72,13 +72,16 @@ def test_text_array_is_the_value_by_value_literal():
 
 def test_payloads_encode_as_compact_json():
     for payload in (
-        {"a": [1, 2.5, None, True, 'é\u2028"q"'], "b": {"c": float("nan"), 1: 2}},
+        {"a": [1, 2.5, None, True, 'é\u2028"q"'], "b": {"c": float("-0.0"), 1: 2}},
         None,
         {"when": object},
         [],
     ):
         expected = json.dumps(
-            {} if payload is None else payload, separators=(",", ":"), default=str
+            {} if payload is None else payload,
+            separators=(",", ":"),
+            default=str,
+            ensure_ascii=False,
         )
         assert encode_payload(payload) == expected
 

@@ -23,18 +23,24 @@ PLAYBOOK = """\
 apiVersion: noetl.io/v2
 kind: Playbook
 metadata: {{name: fenced, path: tests/fenced}}
-workload: {{log: {log!r}}}
+workload: {{log: {log!r}, release: {release!r}}}
 workflow:
   - step: start
     tool:
       kind: python
-      input: {{log: "{{{{ workload.log }}}}"}}
+      input: {{log: "{{{{ workload.log }}}}", release: "{{{{ workload.release }}}}"}}
       code: |
-        import time, uuid
+        import os, time, uuid
         token = uuid.uuid4().hex
         with open(log, "a") as fh:
             fh.write(token + "\\n")
-        time.sleep(1.0)
+        # mid-tool until the test releases it (a fixed sleep could end before the SIGSTOP
+        # on a loaded machine, and the stale completion would then be the only one)
+        deadline = time.monotonic() + 120
+        while not os.path.exists(release) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        with open(log + ".ended", "a") as fh:
+            fh.write(token + "\\n")
         result = token
     next: [{{step: end}}]
   - step: end
@@ -58,12 +64,14 @@ def test_a_worker_stopped_past_its_lease_has_its_completion_refused(
 ) -> None:
     log = tmp_path / "calls.log"
     playbook = tmp_path / "fenced.yaml"
-    playbook.write_text(PLAYBOOK.format(log=str(log)))
+    release = tmp_path / "release.flag"
+    playbook.write_text(PLAYBOOK.format(log=str(log), release=str(release)))
     cluster.server(ttl=2.0)
     paused = cluster.worker(1, 1.0)
     execution_id = cluster.submit(playbook, wait=False)["execution_id"]
     _wait_for(lambda: len(_lines(log)) == 1)
     os.kill(paused.pid, signal.SIGSTOP)  # mid-tool: its lease (ttl 1 s) expires meanwhile
+    release.write_text("")  # the next run of the tool ends at once; the paused one on SIGCONT
     try:
         cluster.worker(1, 5.0)  # takes the job over once the server reaps the expired lease
         store = PostgresStore(cluster.url)
@@ -75,7 +83,8 @@ def test_a_worker_stopped_past_its_lease_has_its_completion_refused(
         os.kill(paused.pid, signal.SIGCONT)
     stale, live = _lines(log)
     # the paused worker comes back with its result: it must be refused, then it stops
-    time.sleep(1.5)
+    _wait_for(lambda: stale in _lines(Path(f"{log}.ended")))
+    time.sleep(1.5)  # its round commits (refused) or its heartbeat finds the lease lost
     paused.send_signal(signal.SIGTERM)
     _, err = cluster.output(paused)
     said = re.search(r"(\d+) completion\(s\) refused, (\d+) lease\(s\) found lost", err)

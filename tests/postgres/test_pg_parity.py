@@ -114,7 +114,7 @@ FAIL_FAST = """\
 apiVersion: noetl.io/v2
 kind: Playbook
 metadata: {name: fail_fast, path: tests/fail_fast}
-workload: {items: [0, 1, 2, 3, 4, 5], log: calls.log}
+workload: {items: [0, 1, 2, 3, 4, 5], log: calls.log, release: release.flag}
 workflow:
   - step: start
     loop:
@@ -123,14 +123,20 @@ workflow:
       spec: {mode: parallel, max_in_flight: 6}
     tool:
       kind: python
-      input: {n: "{{ iter.n }}", log: "{{ workload.log }}"}
+      input: {n: "{{ iter.n }}", log: "{{ workload.log }}", release: "{{ workload.release }}"}
       code: |
-        import time
+        import os, time
         with open(log, "a") as fh:
             fh.write(f"start {n}\\n")
-        time.sleep(0.3 if n == 0 else 3)
         if n == 0:
             raise ValueError("iteration 0 fails")
+        # the others run until the test releases them: after the failure, however slow
+        # the machine (a fixed sleep would race the failure under load)
+        deadline = time.monotonic() + 120
+        while not os.path.exists(release) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        with open(log, "a") as fh:
+            fh.write(f"end {n}\\n")
         result = n
 """
 
@@ -150,15 +156,29 @@ async def _job_states(url: str, execution_id: str) -> dict[int, str]:
 
 
 def test_fail_fast_cancels_the_other_iterations(cluster: Cluster, tmp_path: Path) -> None:
-    # two slots: iterations 0 and 1 run, 2..5 are queued; 0 fails after 0.3 s (the round that
-    # commits its failure may already start 2), the others sleep 3 s
+    # two slots: iterations 0 and 1 run, 2..5 are queued; 0 fails at once (the round that
+    # commits its failure may already start 2), the others run until released below
     cluster.worker(2)
     playbook = _write(tmp_path / "fail_fast.yaml", FAIL_FAST)
     summary = cluster.submit(playbook)
     assert summary["status"] == "failed", summary
-    embedded = run_embedded(compile_file(str(playbook)).payload, {"log": str(tmp_path / "e.log")})
+    released = tmp_path / "released.flag"
+    released.write_text("")
+    embedded = run_embedded(
+        compile_file(str(playbook)).payload,
+        {"log": str(tmp_path / "e.log"), "release": str(released)},
+    )
     assert _comparable(summary) == _comparable(embedded)
-    time.sleep(4)  # the iterations that were running when the cancel came have ended by now
+    (tmp_path / "release.flag").write_text("")
+    calls_log = tmp_path / "calls.log"
+
+    def running_ended() -> bool:  # every iteration that started, but 0, has ended
+        lines = calls_log.read_text().split("\n")
+        started = {line.split()[1] for line in lines if line.startswith("start ")} - {"0"}
+        return started == {line.split()[1] for line in lines if line.startswith("end ")}
+
+    _wait_for(running_ended)
+    time.sleep(1)  # what the worker sends after the task ends has reached the log
     events = cluster.events(summary["execution_id"])
     failed_at = next(e["seq"] for e in events if e["name"] == "step.failed")
     late = [
@@ -169,7 +189,9 @@ def test_fail_fast_cancels_the_other_iterations(cluster: Cluster, tmp_path: Path
     assert late == []  # no cancelled iteration reports a result after the cancel
     results = [e for e in events if e["name"].startswith("task.done") and e["iteration"] != 0]
     assert results == []
-    calls = Counter((tmp_path / "calls.log").read_text().split("\n")[:-1])
+    calls = Counter(
+        line for line in calls_log.read_text().split("\n")[:-1] if line.startswith("start ")
+    )
     assert all(n == 1 for n in calls.values()), calls  # nothing ran twice
     assert calls["start 0"] == calls["start 1"] == 1
     assert len(calls) <= 3, calls  # queued iterations never started (one may race the cancel)

@@ -226,9 +226,10 @@ async def test_enqueue_wakes_a_waiting_consumer(backend):
 
 async def test_release_wakes_a_waiting_consumer(backend):
     q = backend.queue
-    await q.enqueue(jobs(1, pool="rel"))
-    leases = await q.lease("w1", pool="rel")
-    waiter = asyncio.create_task(q.wait_for_work("rel", timeout=60))
+    pool = f"rel-{uuid.uuid4().hex[:6]}"  # no other schema's notification names this pool
+    await q.enqueue(jobs(1, pool=pool))
+    leases = await q.lease("w1", pool=pool)
+    waiter = asyncio.create_task(q.wait_for_work(pool, timeout=60))
     await asyncio.sleep(0.2)
     assert not waiter.done()
     await q.release(leases)

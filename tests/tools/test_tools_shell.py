@@ -25,8 +25,8 @@ def test_a_non_zero_exit_is_an_error_that_keeps_the_output() -> None:
     assert out["result"]["stdout"] == "partial\n"
 
 
-def test_a_missing_program_exits_127() -> None:
-    out = call_tool("shell", {"command": ["/nonexistent/program"]})
+def test_a_missing_program_exits_127(tmp_path: Path) -> None:
+    out = call_tool("shell", {"command": [str(tmp_path / "missing-program")]})
     assert out["error"]["returncode"] == 127
 
 

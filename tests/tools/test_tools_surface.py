@@ -172,7 +172,7 @@ def test_playbook_payload_and_timeout(tmp_path: Path) -> None:
 
     def slow(path: str, workload: dict[str, Any]) -> dict[str, Any]:
         seen.append(workload)
-        time.sleep(0.5 if workload.get("slow") else 0)
+        time.sleep(5 if workload.get("slow") else 0)  # far past the 50 ms timeout, even under load
         return {"execution_id": "c", "status": "completed", "result": workload}
 
     ctx = ToolContext(workdir=tmp_path, run_playbook=slow)

@@ -53,7 +53,7 @@ def test_conformance_case(case: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert summary["events"] > 0
 
 
-def test_run_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
+def test_run_usage_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     assert cli.main(["run", str(CASES[0]), "--set", "novalue"]) == 2
     assert "NOE800" in capsys.readouterr().err
-    assert cli.main(["run", "/nonexistent.nbc"]) == 1
+    assert cli.main(["run", str(tmp_path / "missing.nbc")]) == 1

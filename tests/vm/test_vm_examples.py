@@ -14,7 +14,12 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 EXPECTED: dict[str, Any] = {
     "hello": {"shout": "HELLO WORLD"},
-    "loop": {"cities": 6, "best": "Perth", "total": 265},
+    "loop": {
+        "cities": 6,
+        "best": "Perth",
+        "total": 265,
+        "scored": ["Kyiv", "Lima", "Nice", "Oslo", "Perth", "Pune"],
+    },
     "retry": {"answered_on_attempt": 3},
     "fanout_join": {"biggest": 9, "evens": [4, 2, 6], "total": 31},
     "http_pagination": {"pages": 5, "count": 23, "sum": 253},

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import json
 import multiprocessing
@@ -107,14 +108,29 @@ def test_run_records_events_and_status(tmp_path: Path, capsys: pytest.CaptureFix
 
 
 def test_payload_encoder_writes_what_json_dumps_writes() -> None:
+    # compact UTF-8 JSON; unknown types, datetimes, dataclasses and non-str keys as
+    # json.dumps(default=str) writes them; integers past 64 bits through the fallback
+    @dataclasses.dataclass
+    class Point:
+        x: int
+
     values: list[Any] = [
         {"result": None, "ctx_writes": [["i", 3]]},
-        {"x": [1, 2.5, True, "é\n\"'"], "when": datetime.date(2020, 1, 2), "n": {"deep": {}}},
+        {"x": [1, 2.5, True, "é\n\"'\u2028"], "when": datetime.date(2020, 1, 2), "n": {"deep": {}}},
+        {"at": datetime.datetime(2020, 1, 2, 3, 4, 5), 1: "int key", None: 0, "p": Point(1)},
         "text",
-        [float("nan"), float("inf"), -0.0, 10**30],
+        [-0.0, 10**30, 1e-300, 2**63 - 1],
     ]
     for value in values:
-        assert encode_payload(value) == json.dumps(value, default=str, separators=(",", ":"))
+        want = json.dumps(value, default=str, separators=(",", ":"), ensure_ascii=False)
+        assert encode_payload(value) == want
+
+
+def test_non_finite_floats_are_written_as_null() -> None:
+    # PostgreSQL's json type refuses NaN and Infinity: they are null in every store
+    assert (
+        encode_payload([float("nan"), float("inf"), -float("inf"), 1.5]) == "[null,null,null,1.5]"
+    )
     circular: list[Any] = []
     circular.append(circular)
     with pytest.raises((ValueError, RecursionError)):
@@ -147,3 +163,42 @@ def test_two_connections_append_to_one_execution_without_gaps(tmp_path: Path) ->
     assert [e["event_id"] for e in logged] == ["a0", "a1", "b0", "b1", "b2", "c0", "c1", "d0", "e0"]
     first.close()
     second.close()
+
+
+def test_the_result_limit_counts_utf8_bytes() -> None:
+    from noetlc.runtime.results import REF_KEY, References
+
+    class Memory:
+        def __init__(self) -> None:
+            self.data: dict[str, bytes] = {}
+
+        def put_result(self, key: str, data: bytes) -> None:
+            self.data[key] = data
+
+    refs = References(Memory(), limit=12)  # type: ignore[arg-type]
+    assert refs.shrink("abcdefghij") == "abcdefghij"  # 12 bytes with its quotes
+    shrunk = refs.shrink("éééééééééé")  # 10 characters, 22 bytes
+    assert shrunk != "éééééééééé" and shrunk[REF_KEY]["size"] == 22
+
+
+def test_a_store_in_a_missing_folder_is_refused_with_a_hint(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "some" / "new" / "x.db"
+    hello = str(Path(__file__).resolve().parents[2] / "examples" / "hello.yaml")
+    assert cli.main(["run", hello, "--db", f"sqlite:///{missing}"]) == 5
+    err = capsys.readouterr().err
+    assert "error[NOE803]" in err and f"mkdir -p {missing.parent}" in err
+    assert not (tmp_path / "some").exists()  # nothing created on the way
+
+
+def test_the_default_store_folder_is_created_in_the_current_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    store = SQLiteStore(".noetl/noetl.db")
+    store.close()
+    assert (tmp_path / ".noetl" / "noetl.db").is_file()
+    with pytest.raises(StoreError) as caught:
+        SQLiteStore(str(tmp_path / "deeper" / ".noetl" / "noetl.db"))
+    assert caught.value.code == "NOE803"
