@@ -3,7 +3,8 @@
 Workflow tasks and root `workbook:` tasks are validated statically: a template string is
 accepted wherever a value is expected (its type is only known at run time), so errors on a
 value that is — or lies inside — a template are dropped. Reported: unknown arguments (NOE601,
-with "did you mean"), missing required ones (NOE602, at the task's `kind:`), values of the wrong
+a warning with "did you mean": NoETL's tool models accept extra keys, and the runtime leaves them
+out as NoETL's executors ignore them), missing required ones (NOE602, at the task's `kind:`), values of the wrong
 literal type or choice (NOE603), SQL text with templates spliced in (NOE604, a warning: values
 belong in `params:`, never SQL built from data), two spellings of one argument or arguments that exclude each
 other (NOE605), a step's result storage choices (NOE609, a note), templates inside python `code` (NOE608, a warning: they are rendered into the
@@ -278,16 +279,21 @@ def _report_unknown(path: Path, task: tree.Task, data: dict[str, Any], rep: Repo
         hint = (
             f"did you mean `{close[0]}`?"
             if close
-            else f"the {task.kind} tool takes: {', '.join(allowed)}"
+            else f"the {task.kind} tool takes: {', '.join(allowed)}; remove `{name}` if it is "
+            "not meant for it"
         )
         rep.report(
-            "NOE601", f"unknown argument `{name}` for the {task.kind} tool", _span_of(task, path),
+            "NOE601",
+            f"unknown argument `{name}` for the {task.kind} tool of task `{task.name}`: "
+            "ignored (the task runs without it, as on NoETL)",
+            _span_of(task, path),
             hint=hint,
-        )  # fmt: skip
+        )
         return
     rep.report(
         "NOE601",
-        f"unknown key `{path[-1]}` in `{_show_path(path[:-1])}` of the {task.kind} tool",
+        f"unknown key `{path[-1]}` in `{_show_path(path[:-1])}` of the {task.kind} tool of "
+        f"task `{task.name}`: ignored (the task runs without it, as on NoETL)",
         _span_of(task, path),
         hint="see `docs/tools.md` for the keys this argument takes",
     )

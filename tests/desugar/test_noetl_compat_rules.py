@@ -1,0 +1,70 @@
+"""Rules taken from NoETL's engine (docs/compatibility.md, "Rules from NoETL's engine"): each
+test compiles or runs one of our own playbooks (tests/fixtures/compat/) and checks what NoETL
+does with the construct."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from noetlc.compiler.pipeline import compile_source
+from noetlc.runtime.embedded import run_embedded
+from noetlc.stdlib_tools.registry import call_tool, without_keys
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "compat"
+
+
+def _compile(name: str, text: str | None = None) -> Any:
+    path = FIXTURES / name
+    return compile_source(text or path.read_text(encoding="utf-8"), str(path))
+
+
+def _run(name: str, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    unit = _compile(name)
+    assert not unit.reporter.has_errors, unit.reporter.sorted()
+    return run_embedded(unit.payload, overrides)
+
+
+def test_arguments_a_kind_does_not_take_are_warnings_with_a_hint_and_are_ignored() -> None:
+    unit = _compile("unknown_tool_arguments.yaml")
+    found = [(d.code, d.span.line, d.is_error) for d in unit.reporter.sorted()]
+    assert found == [
+        ("NOE601", 15, False),  # python iterator
+        ("NOE601", 21, False),  # duckdb gcs_credential
+        ("NOE601", 27, False),  # shell exports
+        ("NOE601", 34, False),  # workbook with
+        ("NOE601", 45, False),  # http timeout_seconds
+    ]
+    hints = {d.message.split("`")[1]: d.hint for d in unit.reporter.diagnostics}
+    assert hints["timeout_seconds"] == "did you mean `timeout`?"
+    assert "the shell tool takes: command" in str(hints["exports"])
+    summary = _run("unknown_tool_arguments.yaml")
+    assert summary["status"] == "completed", summary
+    # the tasks ran without the unknown keys: workbook `with` is not its input (NoETL reads
+    # neither), the duckdb and shell tasks ran as written
+    assert summary["result"]["v"] == 7
+    assert summary["result"]["reuse"] == {"n": 8}
+    assert summary["result"]["shout"]["stdout"] == "hello\n"
+    assert summary["steps"]["query"]["result"]["rows"] == [{"answer": 42}]
+
+
+def test_a_misspelt_kind_stays_an_error() -> None:
+    text = (FIXTURES / "unknown_tool_arguments.yaml").read_text(encoding="utf-8")
+    unit = _compile("unknown_tool_arguments.yaml", text.replace("kind: duckdb", "kind: duckbd"))
+    errors = [d for d in unit.reporter.diagnostics if d.is_error]
+    assert [d.code for d in errors] == ["NOE205"]
+    assert errors[0].hint is not None and "duckdb" in errors[0].hint
+
+
+def test_the_runtime_leaves_unknown_keys_out_at_any_depth() -> None:
+    args = {"a": 1, "b": {"c": 2, "d": 3}, "e": [{"f": 4, "g": 5}]}
+    assert without_keys(args, [("a",), ("b", "Model", "d"), ("e", 0, "g")]) == {
+        "b": {"c": 2},
+        "e": [{"f": 4}],
+    }
+    assert args["b"] == {"c": 2, "d": 3}  # a copy: the caller's arguments are untouched
+    outcome = call_tool("python", {"code": "result = 3", "iterator": "x", "assert": {"x": 1}})
+    assert outcome["status"] == "ok", outcome
+    assert outcome["result"] == 3
+    wrong = call_tool("python", {"code": "result = 3", "input": [1]})
+    assert wrong["status"] == "error" and wrong["error"]["type"] == "ToolArgumentError"
