@@ -43,11 +43,55 @@ def run(unit: CompilationUnit) -> None:
         return
     declared = [entry.name for entry in playbook.keychain]
     tasks = [*playbook.workbook, *(t for step in playbook.workflow for t in step.tasks)]
+    unused = _unused_workbook_entries(playbook.workbook, tasks)
     for task in tasks:
-        check_task(task, unit.reporter)
+        reporter = _Unused(unit.reporter, task.name) if task in unused else unit.reporter
+        check_task(task, reporter)  # type: ignore[arg-type]
         if declared:
             _check_keychain_names(task, declared, unit.reporter)
     _note_result_storage(unit)
+
+
+def _unused_workbook_entries(workbook: list[tree.Task], tasks: list[tree.Task]) -> list[tree.Task]:
+    """Workbook entries no `kind: workbook` task names. NoETL checks a workbook entry's tool
+    kind when it loads the playbook (`WorkbookTask` in noetl/core/dsl/engine/models/executor.py)
+    and its arguments only when a step runs it (noetl/core/workflow/workbook/executor.py): an
+    entry nothing runs cannot fail, so its argument errors are warnings here. A reference whose
+    name is a template could name any entry: then every entry counts as used."""
+    named: set[str] = set()
+    for task in tasks:
+        if task.kind != "workbook":
+            continue
+        for key in ("task", "name"):
+            ref = task.args.get(key)
+            if isinstance(ref, YScalar) and isinstance(ref.value, str):
+                if _is_template(ref.value):
+                    return []
+                named.add(ref.value)
+                break
+    return [entry for entry in workbook if entry.name not in named]
+
+
+class _Unused:
+    """A reporter for an unused workbook entry: its errors become warnings that say why."""
+
+    __slots__ = ("_name", "_reporter")
+
+    def __init__(self, reporter: Reporter, name: str) -> None:
+        self._reporter = reporter
+        self._name = name
+
+    def report(self, code: str, message: str, span: Span | None = None, **kw: Any) -> Any:
+        from noetlc.diagnostics.codes import lookup as code_info
+        from noetlc.diagnostics.severity import Severity
+
+        if code_info(code).severity is Severity.ERROR:
+            kw["severity"] = Severity.WARNING
+            message += (
+                f" (workbook entry `{self._name}` is not run by any step: NoETL checks its "
+                "arguments only when it runs)"
+            )
+        return self._reporter.report(code, message, span, **kw)
 
 
 def _note_result_storage(unit: CompilationUnit) -> None:

@@ -68,3 +68,19 @@ def test_the_runtime_leaves_unknown_keys_out_at_any_depth() -> None:
     assert outcome["result"] == 3
     wrong = call_tool("python", {"code": "result = 3", "input": [1]})
     assert wrong["status"] == "error" and wrong["error"]["type"] == "ToolArgumentError"
+
+
+def test_a_workbook_entry_no_step_runs_does_not_reject_the_file() -> None:
+    unit = _compile("unused_workbook_entry.yaml")
+    found = [(d.code, d.span.line, d.is_error) for d in unit.reporter.sorted()]
+    assert ("NOE602", 8, False) in found, found
+    assert not unit.reporter.has_errors
+    (diag,) = [d for d in unit.reporter.diagnostics if d.code == "NOE602"]
+    assert "`template_only` is not run by any step" in diag.message
+    summary = _run("unused_workbook_entry.yaml")
+    assert summary["status"] == "completed", summary
+    assert summary["result"] == "world"
+    # once a step runs it, the missing argument is an error again
+    text = (FIXTURES / "unused_workbook_entry.yaml").read_text(encoding="utf-8")
+    used = _compile("unused_workbook_entry.yaml", text.replace("name: greet}", "name: template_only}"))
+    assert [d.code for d in used.reporter.diagnostics if d.is_error] == ["NOE602"]

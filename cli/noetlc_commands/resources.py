@@ -1,0 +1,116 @@
+"""`check`/`lint` on a repository: which files are playbooks, which are NoETL's other resources.
+
+A NoETL repository holds more than playbooks: its catalog registers every YAML file under the
+`kind:` it declares, and validates only playbooks as such (noetl/server/api/catalog/service.py,
+`_normalize_resource_type` and `_validate_payload`: `Credential`/`Secret`, `Mcp`, `Agent`,
+`Memory` and any other kind are stored as they are). So `check` and `lint` check the files whose
+`kind` is `Playbook` (any case) or absent (NoETL's default), and skip every other declared kind
+with a note. A `kind` one letter or two away from `Playbook` is a misspelt playbook: it is
+checked, and the schema reports the kind (NOE104, "did you mean").
+
+`--exclude GLOB` leaves out files by their path (relative to the folder named on the command
+line), their name, or any folder on their path (`--exclude broken_playbooks`).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from fnmatch import fnmatch
+from pathlib import Path
+
+# NoETL's names for its resource kinds (the catalog's alias table), and what each one is
+RESOURCE_KINDS = {
+    "credential": "a NoETL credential resource",
+    "credentials": "a NoETL credential resource",
+    "secret": "a NoETL credential resource",
+    "secrets": "a NoETL credential resource",
+    "mcp": "a NoETL MCP server resource",
+    "modelcontextprotocol": "a NoETL MCP server resource",
+    "agent": "a NoETL agent resource",
+    "memory": "a NoETL memory resource",
+    "subscription": "a NoETL event subscription",
+}
+
+# `kind:` at the start of a line (the root mapping), a plain or quoted word
+_KIND = re.compile(r"""^kind:[ \t]*["']?([A-Za-z0-9_.-]+)["']?[ \t]*(?:#.*)?$""", re.MULTILINE)
+
+
+def declared_kind(path: str) -> str | None:
+    """The root `kind:` a YAML file declares (None: none, or the file cannot be read; then it
+    is checked, and check reports what is wrong with it)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            text = handle.read(1 << 20)
+    except OSError:
+        return None
+    found = _KIND.search(text)
+    return found.group(1) if found else None
+
+
+def is_playbook_kind(kind: str | None) -> bool:
+    if kind is None or kind.lower() == "playbook":
+        return True
+    if kind.lower() in RESOURCE_KINDS:
+        return False
+    return bool(difflib.get_close_matches(kind.lower(), ["playbook"], n=1, cutoff=0.75))
+
+
+@dataclass
+class Selection:
+    """The files to check, and those skipped because they are other NoETL resources."""
+
+    playbooks: list[str] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (file, kind)
+
+    def notes(self) -> list[str]:
+        out = []
+        for file, kind in self.skipped:
+            what = RESOURCE_KINDS.get(kind.lower(), f"a NoETL `{kind}` resource")
+            out.append(f"{file}: note: `kind: {kind}` is {what}, not a playbook: skipped")
+        return out
+
+    def summary(self, errors_by_file: Counter[str]) -> list[str]:
+        """One line per kind: how many files, how many clean (playbooks) or skipped."""
+        kinds: dict[str, list[str]] = {}
+        for file in self.playbooks:
+            kinds.setdefault("Playbook", []).append(file)
+        lines = []
+        for kind, files in kinds.items():
+            bad = sum(1 for f in files if errors_by_file[f])
+            lines.append(f"  {kind}: {len(files)} file(s), {len(files) - bad} clean, {bad} with errors")
+        skipped = Counter(kind for _, kind in self.skipped)
+        for kind, n in sorted(skipped.items()):
+            lines.append(f"  {kind}: {n} file(s) skipped (not a playbook)")
+        return lines
+
+    def to_json(self) -> list[dict[str, str]]:
+        return [{"file": f, "kind": k} for f, k in self.skipped]
+
+
+def select(files: list[str]) -> Selection:
+    chosen = Selection()
+    for file in files:
+        kind = declared_kind(file)
+        if is_playbook_kind(kind):
+            chosen.playbooks.append(file)
+        else:
+            chosen.skipped.append((file, str(kind)))
+    return chosen
+
+
+def excluded(path: Path, root: Path, patterns: list[str]) -> bool:
+    """Does a `--exclude` glob match the file: its path below `root`, its name, or a folder?"""
+    if not patterns:
+        return False
+    try:
+        relative = path.relative_to(root).as_posix()
+    except ValueError:
+        relative = path.as_posix()
+    parts = Path(relative).parts
+    return any(
+        fnmatch(relative, glob) or fnmatch(path.as_posix(), glob) or any(fnmatch(p, glob) for p in parts)
+        for glob in patterns
+    )
