@@ -80,7 +80,9 @@ class Selection:
         lines = []
         for kind, files in kinds.items():
             bad = sum(1 for f in files if errors_by_file[f])
-            lines.append(f"  {kind}: {len(files)} file(s), {len(files) - bad} clean, {bad} with errors")
+            lines.append(
+                f"  {kind}: {len(files)} file(s), {len(files) - bad} clean, {bad} with errors"
+            )
         skipped = Counter(kind for _, kind in self.skipped)
         for kind, n in sorted(skipped.items()):
             lines.append(f"  {kind}: {n} file(s) skipped (not a playbook)")
@@ -111,6 +113,8 @@ def excluded(path: Path, root: Path, patterns: list[str]) -> bool:
         relative = path.as_posix()
     parts = Path(relative).parts
     return any(
-        fnmatch(relative, glob) or fnmatch(path.as_posix(), glob) or any(fnmatch(p, glob) for p in parts)
+        fnmatch(relative, glob)
+        or fnmatch(path.as_posix(), glob)
+        or any(fnmatch(p, glob) for p in parts)
         for glob in patterns
     )

@@ -4,8 +4,11 @@ does with the construct."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from noetlc.compiler.pipeline import compile_source
 from noetlc.runtime.embedded import run_embedded
@@ -82,5 +85,26 @@ def test_a_workbook_entry_no_step_runs_does_not_reject_the_file() -> None:
     assert summary["result"] == "world"
     # once a step runs it, the missing argument is an error again
     text = (FIXTURES / "unused_workbook_entry.yaml").read_text(encoding="utf-8")
-    used = _compile("unused_workbook_entry.yaml", text.replace("name: greet}", "name: template_only}"))
+    used = _compile(
+        "unused_workbook_entry.yaml", text.replace("name: greet}", "name: template_only}")
+    )
     assert [d.code for d in used.reporter.diagnostics if d.is_error] == ["NOE602"]
+
+
+def test_a_legacy_child_is_migrated_when_its_parent_runs_it(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from noetlc.runtime.children import child_unit
+
+    folder = FIXTURES / "children"
+    alone = compile_source((folder / "legacy_child.yaml").read_text(encoding="utf-8"))
+    assert [d.code for d in alone.reporter.diagnostics if d.is_error] == ["NOE206"]
+    unit = child_unit(str(folder / "legacy_child.yaml"))
+    assert not unit.reporter.has_errors
+    assert [d.code for d in unit.reporter.diagnostics] == ["NOE409"]  # what migrate reports
+    monkeypatch.chdir(folder)
+    with caplog.at_level(logging.WARNING, logger="noetlc.children"):
+        summary = _run("children/parent.yaml")
+    assert summary["status"] == "completed", summary
+    assert summary["steps"]["start"]["result"] == {"double": 42}
+    assert any("NOE409" in r.getMessage() for r in caplog.records)
