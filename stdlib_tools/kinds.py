@@ -236,6 +236,12 @@ BUILTIN: dict[str, ToolKind] = _builtin(
         credentials=("key", "secret", "entry"),
     ),
     ToolKind(
+        "script",
+        "ScriptArgs",
+        _STD + "script_tool",
+        "runs a Python script as a program, its `args` as JSON (NoETL: a Kubernetes job)",
+    ),
+    ToolKind(
         "playbook",
         "PlaybookArgs",
         _STD + "playbook_tool",

@@ -4,6 +4,7 @@ does with the construct."""
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 from typing import Any
@@ -108,3 +109,42 @@ def test_a_legacy_child_is_migrated_when_its_parent_runs_it(
     assert summary["status"] == "completed", summary
     assert summary["steps"]["start"]["result"] == {"double": 42}
     assert any("NOE409" in r.getMessage() for r in caplog.records)
+
+
+def test_kind_script_runs_the_script_as_a_program_with_args_as_json(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    unit = _compile("script_kind.yaml")
+    assert unit.reporter.diagnostics == [], unit.reporter.sorted()
+    monkeypatch.chdir(FIXTURES)
+    summary = _run("script_kind.yaml")
+    assert summary["status"] == "completed", summary
+    result = summary["steps"]["start"]["result"]
+    assert result["status"] == "completed" and result["exit_code"] == 0
+    assert result["succeeded"] == 1 and result["pod_name"] is None
+    assert json.loads(summary["result"]) == {"words": 3, "greeting": "hello"}
+    failed = _run("script_kind.yaml", {"fail": True})
+    assert failed["status"] == "failed"
+    assert "exited with code 3: asked to fail" in failed["error"]["message"]
+
+
+def test_kind_script_refuses_missing_dependencies_and_unknown_keys_are_hinted() -> None:
+    text = (FIXTURES / "script_kind.yaml").read_text(encoding="utf-8")
+    unit = _compile("script_kind.yaml", text.replace("timeout: 60", "timeout: 60\n      argz: {}"))
+    assert [d.code for d in unit.reporter.diagnostics] == ["NOE601"]
+    outcome = call_tool(
+        "script",
+        {
+            "script": {"source": {"type": "inline", "code": "print(1)"}},
+            "job": {"install_dependencies": ["surely-not-installed-pkg>=1"]},
+        },
+    )
+    assert (
+        outcome["status"] == "error" and "surely-not-installed-pkg" in outcome["error"]["message"]
+    )
+    assert (
+        call_tool("script", {"script": {"source": {"type": "inline", "code": "print(2)"}}})[
+            "result"
+        ]["output"]
+        == "2\n"
+    )
