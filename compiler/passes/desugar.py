@@ -13,6 +13,7 @@ from importlib import import_module
 from noetlc.compiler.desugar import (
     arc_events,
     case,
+    cursor_loop,
     incoming_result,
     labelled_tasks,
     loop_keys,
@@ -47,6 +48,8 @@ DESUGAR_PASSES: list[tuple[str, Pass]] = [
     # after `case` and `vars` (which bind `result` to the step's own call), before the sugar
     ("incoming_result", incoming_result.run),
     ("sugar", sugar.run),
+    # after the sugar: the step's tasks are plain tasks it can name and route between
+    ("cursor_loop", cursor_loop.run),
 ]
 
 

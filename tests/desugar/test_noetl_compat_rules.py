@@ -148,3 +148,49 @@ def test_kind_script_refuses_missing_dependencies_and_unknown_keys_are_hinted() 
         ]["output"]
         == "2\n"
     )
+
+
+@pytest.mark.postgres
+def test_a_cursor_loop_claims_rows_until_the_queue_is_drained(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import uuid
+
+    from noetlc.runtime.postgres.testing import dsn_or_skip
+
+    dsn = dsn_or_skip()
+    monkeypatch.setenv("NOETL_KEYCHAIN_PG_LOCAL", json.dumps({"dsn": dsn}))
+    schema = f"noetl_cursor_{uuid.uuid4().hex[:10]}"
+    assert (
+        call_tool("postgres", {"auth": dsn, "command": f"CREATE SCHEMA {schema}"})["status"] == "ok"
+    )
+    try:
+        summary = _run("cursor_loop.yaml", {"schema": schema})
+    finally:
+        call_tool("postgres", {"auth": dsn, "command": f"DROP SCHEMA {schema} CASCADE"})
+    assert summary["status"] == "completed", summary
+    # every row claimed exactly once across the two slots; the poisoned row counted as failed,
+    # not failing the step (NoETL's worker counts it and claims on)
+    [check] = summary["steps"]["check"]["result"]["rows"]
+    assert check == {"saved": 6, "total": 2 * (1 + 2 + 3 + 4 + 6 + 7), "most_claims": 1, "left": 0}
+    drained = summary["steps"]["drain"]["result"]
+    assert len(drained["results"]) == 2  # one result per worker slot
+    assert sum(r["processed"] for r in drained["results"]) == 6
+    assert sum(r["failed"] for r in drained["results"]) == 1
+    assert {r["status"] for r in drained["results"]} <= {"ok", "partial"}
+    assert "partial" in {r["status"] for r in drained["results"]}
+
+
+def test_cursor_loops_are_refused_where_noetl_refuses_them() -> None:
+    text = (FIXTURES / "cursor_loop.yaml").read_text(encoding="utf-8")
+    cases = {
+        "kind: postgres\n        auth: pg_local\n        claim": "kind: redis\n        auth: pg_local\n        claim",
+        "        mode: cursor\n": "        mode: parallel\n",
+        "        auth: pg_local\n        claim: |": "        claim: |",
+    }
+    for old, new in cases.items():
+        assert old in text
+        unit = _compile("cursor_loop.yaml", text.replace(old, new))
+        errors = [d for d in unit.reporter.diagnostics if d.is_error]
+        assert [d.code for d in errors] == ["NOE212"], (new, errors)
+        assert errors[0].hint and errors[0].span is not None
