@@ -5,7 +5,9 @@ A NoETL repository holds more than playbooks: its catalog registers every YAML f
 `_normalize_resource_type` and `_validate_payload`: `Credential`/`Secret`, `Mcp`, `Agent`,
 `Memory` and any other kind are stored as they are). So `check` and `lint` check the files whose
 `kind` is `Playbook` (any case) or absent (NoETL's default), and skip every other declared kind
-with a note. A `kind` one letter or two away from `Playbook` is a misspelt playbook: it is
+with a note, and so YAML files that are no NoETL resource at all (none of the root keys
+`apiVersion`, `kind`, `metadata`, `workflow`, `workbook`, `workload`: a test configuration, a
+data fixture). A `kind` one letter or two away from `Playbook` is a misspelt playbook: it is
 checked, and the schema reports the kind (NOE104, "did you mean").
 
 `--exclude GLOB` leaves out files by their path (relative to the folder named on the command
@@ -36,6 +38,9 @@ RESOURCE_KINDS = {
 
 # `kind:` at the start of a line (the root mapping), a plain or quoted word
 _KIND = re.compile(r"""^kind:[ \t]*["']?([A-Za-z0-9_.-]+)["']?[ \t]*(?:#.*)?$""", re.MULTILINE)
+# a root key that only NoETL resources have: without any, a YAML file is something else
+_RESOURCE_KEY = re.compile(r"^(apiVersion|kind|metadata|workflow|workbook|workload)[ \t]*:", re.M)
+NOT_A_RESOURCE = "-"  # the "kind" of a YAML file that is no NoETL resource at all
 
 
 def declared_kind(path: str) -> str | None:
@@ -47,7 +52,11 @@ def declared_kind(path: str) -> str | None:
     except OSError:
         return None
     found = _KIND.search(text)
-    return found.group(1) if found else None
+    if found:
+        return found.group(1)
+    if text.strip() and "\n---" not in text and _RESOURCE_KEY.search(text) is None:
+        return NOT_A_RESOURCE  # a configuration file, a fixture of data: not a playbook
+    return None
 
 
 def is_playbook_kind(kind: str | None) -> bool:
@@ -68,6 +77,12 @@ class Selection:
     def notes(self) -> list[str]:
         out = []
         for file, kind in self.skipped:
+            if kind == NOT_A_RESOURCE:
+                out.append(
+                    f"{file}: note: no `apiVersion`, `kind`, `metadata` or `workflow`: not a "
+                    "NoETL resource: skipped"
+                )
+                continue
             what = RESOURCE_KINDS.get(kind.lower(), f"a NoETL `{kind}` resource")
             out.append(f"{file}: note: `kind: {kind}` is {what}, not a playbook: skipped")
         return out
@@ -85,7 +100,8 @@ class Selection:
             )
         skipped = Counter(kind for _, kind in self.skipped)
         for kind, n in sorted(skipped.items()):
-            lines.append(f"  {kind}: {n} file(s) skipped (not a playbook)")
+            label = "other YAML" if kind == NOT_A_RESOURCE else kind
+            lines.append(f"  {label}: {n} file(s) skipped (not a playbook)")
         return lines
 
     def to_json(self) -> list[dict[str, str]]:

@@ -86,3 +86,17 @@ def test_a_folder_of_resources_only_checks_nothing_and_passes(
     (tmp_path / "pg.yaml").write_text(CREDENTIAL, encoding="utf-8")
     assert cli.main(["check", str(tmp_path)]) == 0
     assert "0 file(s) checked" in capsys.readouterr().err
+
+
+def test_yaml_files_that_are_no_noetl_resource_are_skipped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "p.yaml").write_text(PLAYBOOK, encoding="utf-8")
+    (tmp_path / "config.yaml").write_text("version: 1\nplaybooks:\n  - path: p\n", encoding="utf-8")
+    no_kind = PLAYBOOK.replace("kind: Playbook\n", "")
+    (tmp_path / "no_kind.yaml").write_text(no_kind, encoding="utf-8")  # still a playbook
+    assert cli.main(["check", "--no-cache", str(tmp_path)]) == 0
+    err = capsys.readouterr().err
+    assert "config.yaml: note: no `apiVersion`, `kind`, `metadata` or `workflow`" in err
+    assert "  other YAML: 1 file(s) skipped" in err
+    assert "2 file(s) checked" in err
