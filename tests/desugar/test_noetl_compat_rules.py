@@ -194,3 +194,29 @@ def test_cursor_loops_are_refused_where_noetl_refuses_them() -> None:
         errors = [d for d in unit.reporter.diagnostics if d.is_error]
         assert [d.code for d in errors] == ["NOE212"], (new, errors)
         assert errors[0].hint and errors[0].span is not None
+
+
+@pytest.mark.parametrize(
+    "end",
+    [
+        "  - step: end\n",
+        "  - step: end\n    desc: End of the workflow\n",
+        "  - {step: end, desc: done}\n",
+        "  - step: end\n    desc: >\n      folded\n      text\n    # a trailing comment\n",
+        "  - step: end",  # the last line, without a newline
+    ],
+)
+def test_a_tool_less_end_step_checks_clean_after_migrate(end: str) -> None:
+    from noetlc.cli.noetlc_commands.migrate import migrate_text
+
+    text = (
+        "apiVersion: noetl.io/v2\nkind: Playbook\nmetadata: {name: e, path: tests/e}\n"
+        "workflow:\n  - step: start\n    tool: {kind: python, code: 'result = 1'}\n"
+        "    next:\n      - step: end\n" + end
+    )
+    unit = compile_source(text, "e.yaml", until="desugar", options={"migrate": True})
+    assert not unit.reporter.has_errors, unit.reporter.sorted()
+    migrated = migrate_text(text, unit.document, unit.canonical)
+    after = compile_source(migrated, "e.yaml")
+    assert not after.reporter.has_errors, (migrated, after.reporter.sorted())
+    assert after.payload is not None
