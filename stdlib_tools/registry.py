@@ -112,19 +112,19 @@ def _validate(schema: Any, args: dict[str, Any]) -> Any:
 def without_keys(data: Any, paths: list[tuple[Any, ...]]) -> Any:
     """A copy of `data` without the keys at `paths` (pydantic `loc`s: union tags that are not
     keys of the data are skipped on the way down)."""
-    drop: dict[str, Any] = {}
+    drop: dict[Any, Any] = {}
     for loc in paths:
-        node, cursor = drop, data
-        steps = [s for s in loc]
-        for i, step in enumerate(steps):
-            last = i == len(steps) - 1
+        node: dict[Any, Any] | None = drop
+        cursor = data
+        for i, step in enumerate(loc):
+            if node is None:
+                break  # an enclosing key is dropped already
+            last = i == len(loc) - 1
             if isinstance(cursor, dict) and step in cursor:
                 if last:
                     node[step] = None
                 else:
                     node = node.setdefault(step, {})
-                    if node is None:
-                        break
                     cursor = cursor[step]
             elif isinstance(cursor, list) and isinstance(step, int) and 0 <= step < len(cursor):
                 node = node.setdefault(step, {})

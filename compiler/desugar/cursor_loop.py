@@ -130,13 +130,14 @@ def _rewrite(step: YMap, loop: YMap, reporter: Reporter) -> YMap | None:
 def _slots(loop: YMap, spec: YMap | None, span: Any) -> YMap:
     """`in:` the slot numbers, `mode: parallel`, `max_in_flight` slots at a time."""
     width = spec.get("max_in_flight") if spec is not None else None
+    items: str | list[int]
     if isinstance(width, YScalar) and isinstance(width.value, str) and "{{" in width.value:
         inner = width.value.strip().removeprefix("{{").removesuffix("}}").strip()
         items = "{{ range((" + inner + ") | int) | list }}"
     else:
         count = width.value if isinstance(width, YScalar) and isinstance(width.value, int) else 1
         items = list(range(max(1, count)))
-    new_spec: list[tuple[YNode, YNode]] = []
+    new_spec: list[tuple[YScalar, YNode]] = []
     for key, value in spec.items if spec is not None else ():
         if key.value in ("mode", "frame"):
             continue

@@ -17,6 +17,7 @@ notes it).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from noetlc.compiler import tree
@@ -52,7 +53,9 @@ def run(unit: CompilationUnit) -> None:
     _note_result_storage(unit)
 
 
-def _unused_workbook_entries(workbook: list[tree.Task], tasks: list[tree.Task]) -> list[tree.Task]:
+def _unused_workbook_entries(
+    workbook: Sequence[tree.Task], tasks: Sequence[tree.Task]
+) -> list[tree.Task]:
     """Workbook entries no `kind: workbook` task names. NoETL checks a workbook entry's tool
     kind when it loads the playbook (`WorkbookTask` in noetl/core/dsl/engine/models/executor.py)
     and its arguments only when a step runs it (noetl/core/workflow/workbook/executor.py): an
