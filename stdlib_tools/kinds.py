@@ -279,6 +279,10 @@ NEEDS_PLUGIN: dict[str, str] = {
     "subscription": "NoETL's event subscriptions",
     "mcp": "Model Context Protocol servers",
     "artifact": "NoETL's artifact store of externalized results (`_ref`)",
+    # further kinds of NoETL's `ToolSpec` (noetl/core/dsl/engine/models/tools.py)
+    "snowflake_transfer": "Snowflake",
+    "agent": "an AI agent runtime (ADK, LangChain or a NoETL agent catalog)",
+    "gateway": "NoETL's gateway service",
 }
 
 

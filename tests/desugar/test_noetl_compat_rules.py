@@ -220,3 +220,13 @@ def test_a_tool_less_end_step_checks_clean_after_migrate(end: str) -> None:
     after = compile_source(migrated, "e.yaml")
     assert not after.reporter.has_errors, (migrated, after.reporter.sorted())
     assert after.payload is not None
+
+
+def test_noetls_other_tool_kinds_are_notes_and_a_misspelt_one_an_error() -> None:
+    base = "apiVersion: noetl.io/v2\nkind: Playbook\nworkflow:\n  - step: start\n    tool: {kind: %s}\n"
+    for kind in ("agent", "gateway", "snowflake_transfer"):
+        unit = compile_source(base % kind)
+        assert [(d.code, d.is_error) for d in unit.reporter.diagnostics] == [("NOE607", False)]
+    unit = compile_source(base % "scirpt")
+    [diag] = unit.reporter.diagnostics
+    assert diag.code == "NOE205" and diag.hint == "did you mean `script`?"
