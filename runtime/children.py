@@ -70,8 +70,10 @@ def compile_child(
         return None, {"execution_id": None, "status": "failed", "result": None, "error": error}
     unit = child_unit(path)
     if unit.reporter.has_errors or unit.payload is None:
-        first = unit.reporter.sorted()[0]
-        error = {"code": first.code, "message": first.message, "step": None}
+        first = next((d for d in unit.reporter.sorted() if d.is_error), unit.reporter.sorted()[0])
+        where = f"{first.span}: " if first.span is not None else f"{path}: "
+        hint = f" (hint: {first.hint})" if first.hint else ""
+        error = {"code": first.code, "message": where + first.message + hint, "step": None}
         return None, {"execution_id": None, "status": "failed", "result": None, "error": error}
     return unit.payload, None
 

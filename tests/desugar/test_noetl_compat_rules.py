@@ -230,3 +230,19 @@ def test_noetls_other_tool_kinds_are_notes_and_a_misspelt_one_an_error() -> None
     unit = compile_source(base % "scirpt")
     [diag] = unit.reporter.diagnostics
     assert diag.code == "NOE205" and diag.hint == "did you mean `script`?"
+
+
+def test_a_child_that_does_not_compile_names_the_line_and_the_fix(tmp_path: Path) -> None:
+    from noetlc.runtime.children import compile_child
+
+    child = tmp_path / "child.yaml"
+    child.write_text(
+        "apiVersion: noetl.io/v2\nkind: Playbook\nworkflow:\n  - step: start\n"
+        "    tool: {kind: pyhton, code: 'result = 1'}\n",
+        encoding="utf-8",
+    )
+    payload, failed = compile_child(str(child))
+    assert payload is None and failed is not None
+    assert failed["status"] == "failed" and failed["error"]["code"] == "NOE205"
+    message = failed["error"]["message"]
+    assert message.startswith(f"{child}:5:") and "did you mean `python`?" in message
