@@ -16,10 +16,13 @@ succeeded, failed, exit_code}` (`pod_name` is null: there is no pod); `stderr` i
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
 import re
+import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -31,7 +34,6 @@ from noetlc.stdlib_tools.envelope import error, ok
 from noetlc.stdlib_tools.keychain import Keychain
 from noetlc.stdlib_tools.schemas import ScriptArgs
 from noetlc.stdlib_tools.script_source import ScriptError, load
-from noetlc.stdlib_tools.shell_tool import _run_one
 
 DEFAULT_TIMEOUT = 600.0
 _REQUIREMENT = re.compile(r"^\s*([A-Za-z0-9_.-]+)")
@@ -63,7 +65,7 @@ def run(
         path = Path(folder) / "script.py"
         path.write_text(code, encoding="utf-8")
         argv = [sys.executable, "-u", str(path), json.dumps(args.args or {})]
-        done = _run_one(argv, ctx.workdir, env, timeout)
+        done = _run(argv, ctx.workdir, env, timeout)
     elapsed = round(time.monotonic() - started, 3)
     extra = job.model_extra or {} if job is not None else {}
     result: dict[str, Any] = {
@@ -101,6 +103,33 @@ def run(
             returncode=code_,
         )
     return ok(result)
+
+
+def _run(
+    argv: list[str], cwd: Path, env: dict[str, str], timeout: float
+) -> tuple[str, str, int] | None:
+    """(stdout, stderr, exit code), or None when `timeout` passed (the script's whole process
+    group is killed: children it started would otherwise keep the pipes open)."""
+    process = subprocess.Popen(
+        argv,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        errors="replace",
+        start_new_session=True,
+    )
+    try:
+        out, err = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.communicate(timeout=2.0)
+        return None
+    return out, err, process.returncode
 
 
 def _importable(requirement: str) -> bool:

@@ -246,3 +246,15 @@ def test_a_child_that_does_not_compile_names_the_line_and_the_fix(tmp_path: Path
     assert failed["status"] == "failed" and failed["error"]["code"] == "NOE205"
     message = failed["error"]["message"]
     assert message.startswith(f"{child}:5:") and "did you mean `python`?" in message
+
+
+def test_a_script_past_its_timeout_is_killed() -> None:
+    outcome = call_tool(
+        "script",
+        {
+            "script": {"source": {"type": "inline", "code": "import time\ntime.sleep(30)"}},
+            "job": {"timeout": 0.5},
+        },
+    )
+    assert outcome["status"] == "error" and outcome["error"]["type"] == "Timeout"
+    assert outcome["result"]["status"] == "failed" and outcome["result"]["exit_code"] is None
