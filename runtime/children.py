@@ -96,9 +96,8 @@ def child_unit(path: str) -> CompilationUnit:
         log = logging.getLogger("noetlc.children")
         for d in unit.reporter.sorted():
             log.warning(
-                "child playbook %s: %s: %s[%s]: %s",
-                path,
-                d.span,
+                "%s: %s[%s]: %s (a child playbook, compiled when its parent runs it)",
+                d.span if d.span is not None else path,
                 d.severity.value,
                 d.code,
                 d.message,
