@@ -77,6 +77,11 @@ def migrate_passes() -> list[tuple[str, Pass]]:
     return out
 
 
+# Rewrites of NoETL's own canonical constructs: `noetlc migrate` prints them as written (the
+# `print` option), since NoETL runs them; a compile always applies them.
+CANONICAL_REWRITES = frozenset({"cursor_loop"})
+
+
 def run(unit: CompilationUnit) -> None:
     doc = unit.document
     if doc is None:
@@ -84,6 +89,8 @@ def run(unit: CompilationUnit) -> None:
     passes = DESUGAR_PASSES
     if unit.options.get("migrate"):
         passes = [*DESUGAR_PASSES[:2], *migrate_passes(), *DESUGAR_PASSES[2:]]
+    if unit.options.get("print"):
+        passes = [p for p in passes if p[0] not in CANONICAL_REWRITES]
     for _, desugar in passes:
         doc = desugar(doc, unit.reporter)
     unit.canonical = doc

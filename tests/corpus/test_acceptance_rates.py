@@ -94,7 +94,8 @@ def _measure(path: Path) -> Outcome | None:
     assert form is not None
     try:
         if form == "legacy":
-            unit = compile_source(text, str(path), until="desugar", options={"migrate": True})
+            options = {"migrate": True, "print": True}  # as `noetlc migrate` runs it
+            unit = compile_source(text, str(path), until="desugar", options=options)
             reason = _first_error(unit.reporter.diagnostics)
             if reason or unit.document is None or unit.canonical is None:
                 return Outcome(path, form, False, "migrate: " + (reason or "no output"))

@@ -258,3 +258,20 @@ def test_a_script_past_its_timeout_is_killed() -> None:
     )
     assert outcome["status"] == "error" and outcome["error"]["type"] == "Timeout"
     assert outcome["result"]["status"] == "failed" and outcome["result"]["exit_code"] is None
+
+
+def test_migrate_prints_a_cursor_loop_as_written_and_the_result_checks_clean() -> None:
+    from noetlc.cli.noetlc_commands.migrate import migrate_text
+
+    text = (FIXTURES / "cursor_loop.yaml").read_text(encoding="utf-8")
+    legacy = text.replace(
+        "metadata: {name: cursor_loop, path: tests/compat/cursor_loop}",
+        "name: cursor_loop\npath: tests/compat/cursor_loop",
+    )
+    options = {"migrate": True, "print": True}
+    unit = compile_source(legacy, "c.yaml", until="desugar", options=options)
+    assert "NOE402" in {d.code for d in unit.reporter.diagnostics}
+    migrated = migrate_text(legacy, unit.document, unit.canonical)
+    assert "cursor:" in migrated and "__claim" not in migrated
+    after = compile_source(migrated, "c.yaml")
+    assert not after.reporter.has_errors and after.payload is not None
