@@ -86,7 +86,7 @@ def defined_names(playbook: tree.Playbook) -> frozenset[str]:
         names.add(step.name)
         keys(step.set_ctx)
         if step.loop is not None:
-            names.add(step.loop.iterator)
+            names.update((step.loop.iterator, "loop_index"))  # NoETL's iteration number
         for t in step.tasks:
             task(t)
         for arc in step.next.arcs if step.next is not None else ():

@@ -275,3 +275,14 @@ def test_migrate_prints_a_cursor_loop_as_written_and_the_result_checks_clean() -
     assert "cursor:" in migrated and "__claim" not in migrated
     after = compile_source(migrated, "c.yaml")
     assert not after.reporter.has_errors and after.payload is not None
+
+
+def test_loop_index_is_the_iterations_number_as_noetl_binds_it() -> None:
+    unit = _compile("loop_index.yaml")
+    assert unit.reporter.diagnostics == []  # a known name: no NOE305
+    summary = _run("loop_index.yaml")
+    assert summary["status"] == "completed", summary
+    assert summary["steps"]["start"]["result"]["results"] == ["0:a", "1:b", "2:c"]
+    outside = "apiVersion: noetl.io/v2\nkind: Playbook\nworkflow:\n  - step: start\n"
+    outside += "    tool: {kind: noop, input: '{{ loop_index }}'}\n"
+    assert [d.code for d in compile_source(outside).reporter.diagnostics] == ["NOE305"]
