@@ -286,3 +286,36 @@ def test_loop_index_is_the_iterations_number_as_noetl_binds_it() -> None:
     outside = "apiVersion: noetl.io/v2\nkind: Playbook\nworkflow:\n  - step: start\n"
     outside += "    tool: {kind: noop, input: '{{ loop_index }}'}\n"
     assert [d.code for d in compile_source(outside).reporter.diagnostics] == ["NOE305"]
+
+
+def test_a_script_from_an_http_source_reads_its_endpoint_first() -> None:
+    import http.server
+    import threading
+
+    body = b"import json, sys\nprint(json.loads(sys.argv[1])['n'] + 1)\n"
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (the handler's API)
+            found = self.path == "/scripts/inc.py"
+            self.send_response(200 if found else 404)
+            self.end_headers()
+            self.wfile.write(body if found else b"")
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        endpoint = f"http://127.0.0.1:{server.server_port}/scripts/inc.py"
+        source = {"type": "http", "endpoint": endpoint}
+        out = call_tool("script", {"script": {"uri": "inc.py", "source": source}, "args": {"n": 4}})
+        assert out["status"] == "ok", out
+        assert out["result"]["output"] == "5\n"
+        missing = call_tool(
+            "script", {"script": {"uri": endpoint + "x", "source": {"type": "http"}}}
+        )
+        assert missing["status"] == "error" and "HTTP 404" in missing["error"]["message"]
+    finally:
+        server.shutdown()
+        server.server_close()
