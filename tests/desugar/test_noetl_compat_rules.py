@@ -295,7 +295,7 @@ def test_a_script_from_an_http_source_reads_its_endpoint_first() -> None:
     body = b"import json, sys\nprint(json.loads(sys.argv[1])['n'] + 1)\n"
 
     class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 (the handler's API)
+        def do_GET(self) -> None:
             found = self.path == "/scripts/inc.py"
             self.send_response(200 if found else 404)
             self.end_headers()
