@@ -5,7 +5,9 @@ A NoETL repository holds more than playbooks: its catalog registers every YAML f
 `_normalize_resource_type` and `_validate_payload`: `Credential`/`Secret`, `Mcp`, `Agent`,
 `Memory` and any other kind are stored as they are). So `check` and `lint` check the files whose
 `kind` is `Playbook` (any case) or absent (NoETL's default), and skip every other declared kind
-with a note, and so YAML files that are no NoETL resource at all (none of the root keys
+with a note, and so YAML files that are no NoETL resource at all: another system's (an
+`apiVersion` that is not `noetl.io/...`: Kubernetes manifests, Helm charts; NoETL refuses any
+other apiVersion, noetl/core/dsl/engine/parser/validation.py) or none (none of the root keys
 `apiVersion`, `kind`, `metadata`, `workflow`, `workbook`, `workload`: a test configuration, a
 data fixture). A `kind` one letter or two away from `Playbook` is a misspelt playbook: it is
 checked, and the schema reports the kind (NOE104, "did you mean").
@@ -38,6 +40,7 @@ RESOURCE_KINDS = {
 
 # `kind:` at the start of a line (the root mapping), a plain or quoted word
 _KIND = re.compile(r"""^kind:[ \t]*["']?([A-Za-z0-9_.-]+)["']?[ \t]*(?:#.*)?$""", re.MULTILINE)
+_API = re.compile(r"""^apiVersion:[ \t]*["']?([^\s"'#]+)""", re.MULTILINE)
 # a root key that only NoETL resources have: without any, a YAML file is something else
 _RESOURCE_KEY = re.compile(r"^(apiVersion|kind|metadata|workflow|workbook|workload)[ \t]*:", re.M)
 NOT_A_RESOURCE = "-"  # the "kind" of a YAML file that is no NoETL resource at all
@@ -52,6 +55,11 @@ def declared_kind(path: str) -> str | None:
     except OSError:
         return None
     found = _KIND.search(text)
+    api = _API.search(text)
+    if api and not api.group(1).startswith("noetl.io/"):
+        # another system's resource (Kubernetes, Helm): NoETL's playbooks are `noetl.io/*`
+        # (noetl/core/dsl/engine/parser/validation.py refuses any other apiVersion)
+        return f"{found.group(1) if found else NOT_A_RESOURCE}@{api.group(1)}"
     if found:
         return found.group(1)
     if text.strip() and "\n---" not in text and _RESOURCE_KEY.search(text) is None:
@@ -62,6 +70,8 @@ def declared_kind(path: str) -> str | None:
 def is_playbook_kind(kind: str | None) -> bool:
     if kind is None or kind.lower() == "playbook":
         return True
+    if "@" in kind:
+        return False  # another system's apiVersion
     if kind.lower() in RESOURCE_KINDS:
         return False
     return bool(difflib.get_close_matches(kind.lower(), ["playbook"], n=1, cutoff=0.75))
@@ -77,6 +87,14 @@ class Selection:
     def notes(self) -> list[str]:
         out = []
         for file, kind in self.skipped:
+            if "@" in kind:
+                name, api = kind.split("@", 1)
+                what = "" if name == NOT_A_RESOURCE else f"`kind: {name}` of "
+                out.append(
+                    f"{file}: note: {what}`apiVersion: {api}` is not a NoETL resource "
+                    "(NoETL's are `noetl.io/...`): skipped"
+                )
+                continue
             if kind == NOT_A_RESOURCE:
                 out.append(
                     f"{file}: note: no `apiVersion`, `kind`, `metadata` or `workflow`: not a "
@@ -100,7 +118,9 @@ class Selection:
             )
         skipped = Counter(kind for _, kind in self.skipped)
         for kind, n in sorted(skipped.items()):
-            label = "other YAML" if kind == NOT_A_RESOURCE else kind
+            name, _, api = kind.partition("@")
+            label = "other YAML" if name == NOT_A_RESOURCE else name
+            label += f" ({api})" if api else ""
             lines.append(f"  {label}: {n} file(s) skipped (not a playbook)")
         return lines
 

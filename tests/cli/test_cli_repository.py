@@ -100,3 +100,19 @@ def test_yaml_files_that_are_no_noetl_resource_are_skipped(
     assert "config.yaml: note: no `apiVersion`, `kind`, `metadata` or `workflow`" in err
     assert "  other YAML: 1 file(s) skipped" in err
     assert "2 file(s) checked" in err
+
+
+def test_other_systems_resources_are_skipped_by_their_api_version(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "p.yaml").write_text(PLAYBOOK, encoding="utf-8")
+    (tmp_path / "secret.yaml").write_text(
+        "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\n", encoding="utf-8"
+    )
+    (tmp_path / "Chart.yaml").write_text("apiVersion: v2\nname: gui\nversion: 1.0.0\n")
+    assert cli.main(["check", "--no-cache", str(tmp_path)]) == 0
+    err = capsys.readouterr().err
+    assert "secret.yaml: note: `kind: Secret` of `apiVersion: v1` is not a NoETL resource" in err
+    assert "Chart.yaml: note: `apiVersion: v2` is not a NoETL resource" in err
+    assert "  Secret (v1): 1 file(s) skipped" in err and "  other YAML (v2): 1 file(s)" in err
+    assert "1 file(s) checked" in err
