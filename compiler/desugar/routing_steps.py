@@ -8,8 +8,9 @@ error (NOE206) whose hint is to run `noetlc migrate`, which rewrites every such 
 from __future__ import annotations
 
 from noetlc.compiler.desugar.common import map_step_list, node, step_name, steps
+from noetlc.compiler.shapes import WORKBOOK_ENTRY_KEYS
 from noetlc.compiler.surface.shape_table import STEP_KEYS
-from noetlc.compiler.ynodes import YMap, YScalar
+from noetlc.compiler.ynodes import YMap, YNode, YScalar, YSeq
 from noetlc.diagnostics.report import Reporter
 
 
@@ -56,4 +57,40 @@ def tool_kind(doc: YMap, reporter: Reporter) -> YMap:
         kept = YMap(tuple((k, v) for k, v in step.items if str(k.value) in _STEP_ONLY), step.span)
         return kept.with_item("tool", task)
 
-    return map_step_list(doc, fix)
+    return _workbook_tool_kind(map_step_list(doc, fix), reporter)
+
+
+def _workbook_tool_kind(doc: YMap, reporter: Reporter) -> YMap:
+    """The same older form on a workbook entry: `{name, tool: postgres, auth, query}` ->
+    `{name, tool: {kind: postgres, auth, query}}` (NoETL's workbook executor still reads a
+    string `tool`, noetl/core/workflow/workbook/executor.py `build_action_config`)."""
+    entries = doc.get("workbook")
+    if not isinstance(entries, YSeq):
+        return doc
+    out: list[YNode] = []
+    changed = False
+    for entry in entries.items:
+        tool = entry.get("tool") if isinstance(entry, YMap) else None
+        key = entry.key_node("tool") if isinstance(entry, YMap) else None
+        if not (
+            isinstance(entry, YMap)
+            and "kind" not in entry
+            and isinstance(tool, YScalar)
+            and isinstance(tool.value, str)
+            and key is not None
+        ):
+            out.append(entry)
+            continue
+        name = entry.get("name")
+        reporter.report(
+            "NOE418",
+            f"`tool: {tool.value}` of workbook entry "
+            f"`{name.value if isinstance(name, YScalar) else '?'}` is a task mapping now",
+            key.span,
+        )
+        own = tuple((k, v) for k, v in entry.items if str(k.value) in WORKBOOK_ENTRY_KEYS)
+        arguments = tuple((k, v) for k, v in entry.items if str(k.value) not in WORKBOOK_ENTRY_KEYS)
+        task = YMap(((YScalar("kind", key.span), tool), *arguments), entry.span)
+        out.append(YMap(own, entry.span).with_item("tool", task))
+        changed = True
+    return doc.with_item("workbook", YSeq(tuple(out), entries.span)) if changed else doc

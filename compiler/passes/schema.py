@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from noetlc.compiler.shapes import routes
+from noetlc.compiler.shapes import WORKBOOK_ENTRY_KEYS, routes
 from noetlc.compiler.surface.shape_table import MODELS, STEP_KEYS
 from noetlc.compiler.unit import CompilationUnit
 from noetlc.compiler.ynodes import YMap, YNode, YScalar, YSeq, node_at
@@ -115,6 +115,8 @@ def _report_rejected(doc: YMap, reporter: Reporter, *, migrate: bool = False) ->
         for i, item in enumerate(items.items):
             if not isinstance(item, YMap):
                 continue
+            if section == "workbook" and "kind" not in item:
+                _tool_as_kind(item, (section, i), reporter, found, migrate, WORKBOOK_ENTRY_KEYS)
             if section == "workflow":
                 _tool_as_kind(item, (section, i), reporter, found, migrate)
                 _rejected_step_keys(item, (section, i), reporter, found, migrate)
@@ -136,19 +138,27 @@ def _report_rejected(doc: YMap, reporter: Reporter, *, migrate: bool = False) ->
 
 
 def _tool_as_kind(
-    step: YMap, here: Path, reporter: Reporter, found: set[Path], migrate: bool
+    step: YMap,
+    here: Path,
+    reporter: Reporter,
+    found: set[Path],
+    migrate: bool,
+    own: frozenset[str] | None = None,
 ) -> None:
-    """`tool: postgres` with the tool's arguments on the step (an older form)."""
+    """`tool: postgres` with the tool's arguments on the step (an older form), or on a
+    workbook entry (`own`: the entry's own keys)."""
     tool = step.get("tool")
     if not (isinstance(tool, YScalar) and isinstance(tool.value, str) and tool.value):
         return
-    extra = [str(k.value) for k, _ in step.items if str(k.value) not in STEP_KEYS]
+    keep = STEP_KEYS if own is None else own
+    extra = [str(k.value) for k, _ in step.items if str(k.value) not in keep]
     if not migrate:
         key = step.key_node("tool")
         assert key is not None
+        where = "step" if own is None else "workbook entry"
         reporter.report(
             "NOE105",
-            f"`tool: {tool.value}` with the tool's arguments on the step is an older form",
+            f"`tool: {tool.value}` with the tool's arguments on the {where} is an older form",
             key.span,
             hint="write `tool: {kind: "
             + str(tool.value)

@@ -319,3 +319,32 @@ def test_a_script_from_an_http_source_reads_its_endpoint_first() -> None:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_workbook_entry_written_as_tool_kind_is_migrated_like_a_step() -> None:
+    from noetlc.cli.noetlc_commands.migrate import migrate_text
+
+    text = (
+        "apiVersion: noetl.io/v2\nkind: Playbook\nmetadata: {name: w, path: tests/w}\n"
+        "workbook:\n"
+        "  - name: greet\n"
+        "    desc: an entry in an older form\n"
+        "    tool: python\n"
+        "    input: {who: world}\n"
+        "    code: \"result = {'hello': who}\"\n"
+        "workflow:\n"
+        "  - step: start\n"
+        "    tool: {kind: workbook, name: greet}\n"
+    )
+    unit = compile_source(text, "w.yaml")
+    [error] = [d for d in unit.reporter.diagnostics if d.is_error]
+    assert (error.code, error.span.line) == ("NOE105", 7)
+    assert error.hint is not None and "noetlc migrate" in error.hint
+    migrated = compile_source(text, "w.yaml", until="desugar", options={"migrate": True})
+    assert ("NOE418", 7) in [(d.code, d.span.line) for d in migrated.reporter.diagnostics]
+    after = migrate_text(text, migrated.document, migrated.canonical)
+    assert "kind: python" in after and "desc: an entry in an older form" in after
+    unit = compile_source(after, "w.yaml")
+    assert not unit.reporter.has_errors, unit.reporter.sorted()
+    summary = run_embedded(unit.payload)
+    assert summary["status"] == "completed" and summary["result"] == {"hello": "world"}
