@@ -42,7 +42,7 @@ SPEC_TOOL_ARGUMENTS = frozenset(
 )  # fmt: skip
 # A workbook entry's own keys when its call is written as `tool: KIND` with the arguments
 # beside it (an older form `noetlc migrate` rewrites into `tool: {kind: KIND, ...}`)
-WORKBOOK_ENTRY_KEYS = frozenset({"name", "desc", "description", "tool"})
+WORKBOOK_ENTRY_KEYS = frozenset({"name", "desc", "description", "tool", "type"})
 # Authoring blocks inside a task list (a mapping without `kind:` that has one of these keys).
 SUGAR_BLOCKS = ("choose", "while", "until")
 

@@ -100,9 +100,9 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    from noetlc.cli.noetlc_commands.resources import select
+    from noetlc.cli.noetlc_commands.resources import named_files, select
 
-    chosen = select(expand_paths(args.files, args.exclude))
+    chosen = select(expand_paths(args.files, args.exclude), named_files(args.files))
     files = chosen.playbooks
     diagnostics: list[Diagnostic] = []
     sources: dict[str, str] = {}

@@ -18,7 +18,7 @@ from noetlc import __version__
 from noetlc.analysis.context import DEFAULT_BUDGET
 from noetlc.analysis.lint import lint_file
 from noetlc.cli.noetlc_commands.check import FORMATS, add_exclude, expand_paths, print_selection
-from noetlc.cli.noetlc_commands.resources import select
+from noetlc.cli.noetlc_commands.resources import named_files, select
 from noetlc.diagnostics.report import Diagnostic, render_json, render_sarif, render_text
 from noetlc.diagnostics.severity import Severity
 
@@ -53,7 +53,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    chosen = select(expand_paths(args.files, args.exclude))
+    chosen = select(expand_paths(args.files, args.exclude), named_files(args.files))
     files = chosen.playbooks
     diagnostics: list[Diagnostic] = []
     sources: dict[str, str] = {}

@@ -50,9 +50,11 @@ def declared_kind(path: str) -> str | None:
     """The root `kind:` a YAML file declares (None: none, or the file cannot be read; then it
     is checked, and check reports what is wrong with it)."""
     try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            text = handle.read(1 << 20)
-    except OSError:
+        with open(path, "rb") as handle:
+            text = handle.read(1 << 20).decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None  # checked: `check` says what is wrong with it (NOE004)
+    if "\x00" in text:
         return None
     found = _KIND.search(text)
     api = _API.search(text)
@@ -128,15 +130,24 @@ class Selection:
         return [{"file": f, "kind": k} for f, k in self.skipped]
 
 
-def select(files: list[str]) -> Selection:
+def select(files: list[str], named: frozenset[str] = frozenset()) -> Selection:
+    """Playbooks and skipped resources; a file `named` on the command line (not found in a
+    folder) is checked unless it declares another NoETL kind."""
     chosen = Selection()
     for file in files:
         kind = declared_kind(file)
+        if file in named and kind is not None and (kind == NOT_A_RESOURCE or "@" in kind):
+            kind = None
         if is_playbook_kind(kind):
             chosen.playbooks.append(file)
         else:
             chosen.skipped.append((file, str(kind)))
     return chosen
+
+
+def named_files(paths: list[str]) -> frozenset[str]:
+    """The paths given on the command line that are files (not folders)."""
+    return frozenset(p for p in paths if not Path(p).is_dir())
 
 
 def excluded(path: Path, root: Path, patterns: list[str]) -> bool:

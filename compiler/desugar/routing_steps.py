@@ -38,6 +38,56 @@ def run_all(doc: YMap, reporter: Reporter) -> YMap:
 _STEP_ONLY = STEP_KEYS - {"command"}
 
 
+def type_kind(doc: YMap, reporter: Reporter) -> YMap:
+    """`noetlc migrate`: a step's `type: KIND` (NoETL's oldest form; its parser now says "Use
+    'tool.kind' instead", noetl/core/dsl/engine/parser/validation.py) -> `tool: KIND`, which
+    `tool_kind` then turns into a task mapping; `type: iterator` with `collection`, `element`,
+    `mode` and a `task:` -> a `loop:` over the task (whose own `type` is its `kind`); `type:
+    end` -> no tool (a routing step: `tool: {kind: noop}`)."""
+
+    def fix(step: YMap) -> YMap | None:
+        kind = step.get("type")
+        key = step.key_node("type")
+        if not (isinstance(kind, YScalar) and isinstance(kind.value, str) and key is not None):
+            return None
+        if "tool" in step:
+            return None  # both: the schema reports `type:`
+        reporter.report(
+            "NOE418",
+            f"`type: {kind.value}` of step `{step_name(step)}` is a tool kind (`tool.kind`) now",
+            key.span,
+        )
+        rest = step.without("type")
+        if kind.value == "end":
+            return rest
+        if kind.value != "iterator":
+            return rest.with_item("tool", kind, key.span)
+        loop_keys = ("collection", "element", "mode", "concurrency", "in", "iterator")
+        loop = YMap(tuple((k, v) for k, v in step.items if str(k.value) in loop_keys), key.span)
+        kept = YMap(
+            tuple((k, v) for k, v in rest.items if str(k.value) not in (*loop_keys, "task")),
+            step.span,
+        )
+        kept = kept.with_item("loop", loop, key.span)
+        task = step.get("task")
+        if isinstance(task, YMap):
+            inner = task.get("type")
+            inner_key = task.key_node("type")
+            if "kind" not in task and isinstance(inner, YScalar) and inner_key is not None:
+                task = task.without("type").with_item("kind", inner, inner_key.span)
+            kept = kept.with_item("tool", task, task.span)
+        return kept
+
+    return map_step_list(doc, fix)
+
+
+def _type_as_tool(entry: YMap) -> YNode:
+    kind, key = entry.get("type"), entry.key_node("type")
+    if not (isinstance(kind, YScalar) and isinstance(kind.value, str) and key is not None):
+        return entry
+    return entry.without("type").with_item("tool", kind, key.span)
+
+
 def tool_kind(doc: YMap, reporter: Reporter) -> YMap:
     """`noetlc migrate`: `tool: postgres` with the tool's arguments written on the step (an
     older form) -> `tool: {kind: postgres, <those arguments>}`."""
@@ -70,6 +120,8 @@ def _workbook_tool_kind(doc: YMap, reporter: Reporter) -> YMap:
     out: list[YNode] = []
     changed = False
     for entry in entries.items:
+        if isinstance(entry, YMap) and "tool" not in entry and "kind" not in entry:
+            entry = _type_as_tool(entry)  # `type: KIND`, the oldest spelling
         tool = entry.get("tool") if isinstance(entry, YMap) else None
         key = entry.key_node("tool") if isinstance(entry, YMap) else None
         if not (

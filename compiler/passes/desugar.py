@@ -62,6 +62,7 @@ MIGRATE_PASSES: list[tuple[str, str, str]] = [
     ("root_vars", "root_vars", "run"),
     ("pipe", "pipes", "run"),
     ("next_then", "next_then", "run"),
+    ("type_kind", "routing_steps", "type_kind"),
     ("tool_kind", "routing_steps", "tool_kind"),
     ("routing_only", "routing_steps", "run_all"),
     ("tracing", "unsupported", "drop_tracing"),

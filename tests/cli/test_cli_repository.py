@@ -116,3 +116,19 @@ def test_other_systems_resources_are_skipped_by_their_api_version(
     assert "Chart.yaml: note: `apiVersion: v2` is not a NoETL resource" in err
     assert "  Secret (v1): 1 file(s) skipped" in err and "  other YAML (v2): 1 file(s)" in err
     assert "1 file(s) checked" in err
+
+
+def test_a_file_named_on_the_command_line_is_checked_unless_it_is_another_noetl_kind(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = tmp_path / "notes.yaml"
+    text.write_text("just some words\n", encoding="utf-8")
+    chart = tmp_path / "Chart.yaml"
+    chart.write_text("apiVersion: v2\nname: gui\n", encoding="utf-8")
+    cred = tmp_path / "pg.yaml"
+    cred.write_text(CREDENTIAL, encoding="utf-8")
+    assert cli.main(["check", "--no-cache", str(text), str(chart), str(cred)]) == 1
+    err = capsys.readouterr().err
+    assert "2 file(s) checked" in err and "pg.yaml: note: `kind: Credential`" in err
+    # through the folder, the first two are skipped as no NoETL resource
+    assert cli.main(["check", "--no-cache", str(tmp_path)]) == 0

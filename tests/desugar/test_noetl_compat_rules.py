@@ -348,3 +348,25 @@ def test_a_workbook_entry_written_as_tool_kind_is_migrated_like_a_step() -> None
     assert not unit.reporter.has_errors, unit.reporter.sorted()
     summary = run_embedded(unit.payload)
     assert summary["status"] == "completed" and summary["result"] == {"hello": "world"}
+
+
+def test_the_oldest_type_spelling_of_the_tool_kind_is_migrated() -> None:
+    from noetlc.cli.noetlc_commands.migrate import migrate_text
+
+    text = (FIXTURES / "type_as_kind.yaml").read_text(encoding="utf-8")
+    unit = _compile("type_as_kind.yaml")
+    errors = [(d.code, d.span.line) for d in unit.reporter.sorted() if d.is_error]
+    assert errors == [("NOE105", 7), ("NOE105", 13), ("NOE105", 21), ("NOE105", 34), ("NOE105", 40)]
+    assert all("noetlc migrate" in str(d.hint) for d in unit.reporter.diagnostics if d.is_error)
+    options = {"migrate": True, "print": True}
+    migrated = compile_source(text, "t.yaml", until="desugar", options=options)
+    assert not migrated.reporter.has_errors, migrated.reporter.sorted()
+    after = migrate_text(text, migrated.document, migrated.canonical)
+    assert "type: python" not in after and "type: iterator" not in after
+    final = compile_source(after, "t.yaml")
+    assert not final.reporter.has_errors, (after, final.reporter.sorted())
+    summary = run_embedded(final.payload)
+    assert summary["status"] == "completed", summary
+    assert summary["steps"]["start"]["result"] == {"base": 10}
+    assert summary["steps"]["each"]["result"]["results"] == [{"doubled": d} for d in (2, 4, 6)]
+    assert summary["steps"]["reuse"]["result"] == {"tripled": 15}
