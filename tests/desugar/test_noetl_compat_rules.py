@@ -370,3 +370,22 @@ def test_the_oldest_type_spelling_of_the_tool_kind_is_migrated() -> None:
     assert summary["steps"]["start"]["result"] == {"base": 10}
     assert summary["steps"]["each"]["result"]["results"] == [{"doubled": d} for d in (2, 4, 6)]
     assert summary["steps"]["reuse"]["result"] == {"tripled": 15}
+
+
+def test_a_step_level_set_ctx_writes_ctx_from_the_steps_result_like_vars() -> None:
+    text = (
+        "apiVersion: noetl.io/v2\nkind: Playbook\nmetadata: {name: s, path: tests/s}\n"
+        "workflow:\n"
+        "  - step: start\n"
+        "    tool: {kind: python, code: \"result = {'n': 4}\"}\n"
+        "    set_ctx:\n"
+        "      doubled: '{{ result.n * 2 }}'\n"
+        "    next: [{step: end}]\n"
+        "  - step: end\n"
+        "    tool: {kind: noop, input: '{{ ctx.doubled }}'}\n"
+    )
+    unit = compile_source(text, "s.yaml")
+    assert [(d.code, d.span.line) for d in unit.reporter.diagnostics] == [("NOE406", 7)]
+    summary = run_embedded(unit.payload)
+    assert summary["status"] == "completed", summary
+    assert summary["result"] == 8 and summary["ctx"]["doubled"] == 8
