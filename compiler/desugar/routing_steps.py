@@ -8,7 +8,7 @@ error (NOE206) whose hint is to run `noetlc migrate`, which rewrites every such 
 from __future__ import annotations
 
 from noetlc.compiler.desugar.common import map_step_list, node, step_name, steps
-from noetlc.compiler.shapes import WORKBOOK_ENTRY_KEYS
+from noetlc.compiler.shapes import ROUTING_MARKERS, WORKBOOK_ENTRY_KEYS
 from noetlc.compiler.surface.shape_table import STEP_KEYS
 from noetlc.compiler.ynodes import YMap, YNode, YScalar, YSeq
 from noetlc.diagnostics.report import Reporter
@@ -43,7 +43,7 @@ def type_kind(doc: YMap, reporter: Reporter) -> YMap:
     'tool.kind' instead", noetl/core/dsl/engine/parser/validation.py) -> `tool: KIND`, which
     `tool_kind` then turns into a task mapping; `type: iterator` with `collection`, `element`,
     `mode` and a `task:` -> a `loop:` over the task (whose own `type` is its `kind`); `type:
-    end` -> no tool (a routing step: `tool: {kind: noop}`)."""
+    end`/`router` -> no tool (a routing step: `tool: {kind: noop}`)."""
 
     def fix(step: YMap) -> YMap | None:
         kind = step.get("type")
@@ -58,7 +58,7 @@ def type_kind(doc: YMap, reporter: Reporter) -> YMap:
             key.span,
         )
         rest = step.without("type")
-        if kind.value == "end":
+        if kind.value in ROUTING_MARKERS:
             return rest
         if kind.value != "iterator":
             return rest.with_item("tool", kind, key.span)
@@ -97,6 +97,14 @@ def tool_kind(doc: YMap, reporter: Reporter) -> YMap:
         key = step.key_node("tool")
         if not (isinstance(tool, YScalar) and isinstance(tool.value, str) and key is not None):
             return None
+        if tool.value in ROUTING_MARKERS:
+            reporter.report(
+                "NOE418",
+                f"`tool: {tool.value}` of step `{step_name(step)}` marks a step that runs no "
+                "tool: `tool: {kind: noop}`",
+                key.span,
+            )
+            return step.without("tool")  # `routing_only` gives it its noop
         reporter.report(
             "NOE418",
             f"`tool: {tool.value}` of step `{step_name(step)}` is a task mapping now",

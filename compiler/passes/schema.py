@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from noetlc.compiler.shapes import WORKBOOK_ENTRY_KEYS, routes
+from noetlc.compiler.shapes import ROUTING_MARKERS, WORKBOOK_ENTRY_KEYS, routes
 from noetlc.compiler.surface.shape_table import MODELS, STEP_KEYS
 from noetlc.compiler.unit import CompilationUnit
 from noetlc.compiler.ynodes import YMap, YNode, YScalar, YSeq, node_at
@@ -163,14 +163,23 @@ def _tool_as_kind(
         key = step.key_node(spelling)
         assert key is not None
         where = "step" if own is None else "workbook entry"
-        reporter.report(
-            "NOE105",
-            f"`{spelling}: {tool.value}` with the tool's arguments on the {where} is an older form",
-            key.span,
-            hint="write `tool: {kind: "
-            + str(tool.value)
-            + ", ...arguments}`; `noetlc migrate FILE -i` rewrites it",
-        )
+        if tool.value in ROUTING_MARKERS and own is None:
+            reporter.report(
+                "NOE105",
+                f"`{spelling}: {tool.value}` marks a step that runs no tool (an older form)",
+                key.span,
+                hint="write `tool: {kind: noop}`" + _MIGRATE,
+            )
+        else:
+            reporter.report(
+                "NOE105",
+                f"`{spelling}: {tool.value}` with the tool's arguments on the {where} is an "
+                "older form",
+                key.span,
+                hint="write `tool: {kind: "
+                + str(tool.value)
+                + ", ...arguments}`; `noetlc migrate FILE -i` rewrites it",
+            )
     found.add((*here, spelling))
     found.update((*here, k) for k in extra)
 

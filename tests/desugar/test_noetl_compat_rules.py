@@ -389,3 +389,23 @@ def test_a_step_level_set_ctx_writes_ctx_from_the_steps_result_like_vars() -> No
     summary = run_embedded(unit.payload)
     assert summary["status"] == "completed", summary
     assert summary["result"] == 8 and summary["ctx"]["doubled"] == 8
+
+
+@pytest.mark.parametrize("marker", ["tool: end", "type: end", "tool: router", "type: router"])
+def test_an_end_or_router_marker_becomes_a_step_without_a_tool(marker: str) -> None:
+    from noetlc.cli.noetlc_commands.migrate import migrate_text
+
+    text = (
+        "apiVersion: noetl.io/v2\nkind: Playbook\nmetadata: {name: e, path: tests/e}\n"
+        "workflow:\n  - step: start\n    tool: {kind: python, code: 'result = 1'}\n"
+        "    next:\n      - step: end\n"
+        f"  - step: end\n    desc: End of the workflow\n    {marker}\n"
+    )
+    assert compile_source(text, "e.yaml").reporter.has_errors  # check: run migrate
+    unit = compile_source(text, "e.yaml", until="desugar", options={"migrate": True})
+    assert not unit.reporter.has_errors, unit.reporter.sorted()
+    migrated = migrate_text(text, unit.document, unit.canonical)
+    assert "kind: noop" in migrated and marker not in migrated
+    after = compile_source(migrated, "e.yaml")
+    assert not after.reporter.has_errors, (migrated, after.reporter.sorted())
+    assert run_embedded(after.payload)["status"] == "completed"
