@@ -46,18 +46,23 @@ def type_kind(doc: YMap, reporter: Reporter) -> YMap:
     end`/`router` -> no tool (a routing step: `tool: {kind: noop}`)."""
 
     def fix(step: YMap) -> YMap | None:
+        spelling = "type"
         kind = step.get("type")
-        key = step.key_node("type")
+        tool = step.get("tool")
+        if kind is None and isinstance(tool, YScalar) and tool.value == "iterator":
+            spelling, kind = "tool", tool  # `tool: iterator`, the same loop form
+        elif "tool" in step:
+            return None  # `type:` beside a tool: the schema reports it
+        key = step.key_node(spelling)
         if not (isinstance(kind, YScalar) and isinstance(kind.value, str) and key is not None):
             return None
-        if "tool" in step:
-            return None  # both: the schema reports `type:`
         reporter.report(
             "NOE418",
-            f"`type: {kind.value}` of step `{step_name(step)}` is a tool kind (`tool.kind`) now",
+            f"`{spelling}: {kind.value}` of step `{step_name(step)}` is "
+            + ("a loop now" if kind.value == "iterator" else "a tool kind (`tool.kind`) now"),
             key.span,
         )
-        rest = step.without("type")
+        rest = step.without(spelling)
         if kind.value in ROUTING_MARKERS:
             return rest
         if kind.value != "iterator":
@@ -71,10 +76,11 @@ def type_kind(doc: YMap, reporter: Reporter) -> YMap:
         kept = kept.with_item("loop", loop, key.span)
         task = step.get("task")
         if isinstance(task, YMap):
-            inner = task.get("type")
-            inner_key = task.key_node("type")
-            if "kind" not in task and isinstance(inner, YScalar) and inner_key is not None:
-                task = task.without("type").with_item("kind", inner, inner_key.span)
+            for inner_spelling in ("type", "tool"):
+                inner = task.get(inner_spelling)
+                inner_key = task.key_node(inner_spelling)
+                if "kind" not in task and isinstance(inner, YScalar) and inner_key is not None:
+                    task = task.without(inner_spelling).with_item("kind", inner, inner_key.span)
             kept = kept.with_item("tool", task, task.span)
         return kept
 

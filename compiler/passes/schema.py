@@ -163,7 +163,15 @@ def _tool_as_kind(
         key = step.key_node(spelling)
         assert key is not None
         where = "step" if own is None else "workbook entry"
-        if tool.value in ROUTING_MARKERS and own is None:
+        if tool.value == "iterator" and own is None:
+            reporter.report(
+                "NOE105",
+                f"`{spelling}: iterator` is an older loop form",
+                key.span,
+                hint="write `loop: {in: <collection>, iterator: <element>}` and the `task:` as "
+                "the step's `tool:`" + _MIGRATE,
+            )
+        elif tool.value in ROUTING_MARKERS and own is None:
             reporter.report(
                 "NOE105",
                 f"`{spelling}: {tool.value}` marks a step that runs no tool (an older form)",

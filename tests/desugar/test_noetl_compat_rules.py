@@ -409,3 +409,23 @@ def test_an_end_or_router_marker_becomes_a_step_without_a_tool(marker: str) -> N
     after = compile_source(migrated, "e.yaml")
     assert not after.reporter.has_errors, (migrated, after.reporter.sorted())
     assert run_embedded(after.payload)["status"] == "completed"
+
+
+def test_a_tool_iterator_step_becomes_a_loop_over_its_task() -> None:
+    from noetlc.cli.noetlc_commands.migrate import migrate_text
+
+    text = (FIXTURES / "type_as_kind.yaml").read_text(encoding="utf-8")
+    text = text.replace("    type: iterator\n", "    tool: iterator\n")
+    text = text.replace(
+        "      type: python\n      input: {n:", "      tool: python\n      input: {n:"
+    )
+    unit = _compile("type_as_kind.yaml", text)
+    [diag] = [d for d in unit.reporter.diagnostics if d.is_error and d.span.line == 21]
+    assert "older loop form" in diag.message and "loop: {in:" in str(diag.hint)
+    options = {"migrate": True, "print": True}
+    migrated = compile_source(text, "t.yaml", until="desugar", options=options)
+    assert not migrated.reporter.has_errors, migrated.reporter.sorted()
+    after = compile_source(migrate_text(text, migrated.document, migrated.canonical), "t.yaml")
+    assert not after.reporter.has_errors, after.reporter.sorted()
+    summary = run_embedded(after.payload)
+    assert summary["steps"]["each"]["result"]["results"] == [{"doubled": d} for d in (2, 4, 6)]
