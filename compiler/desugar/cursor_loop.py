@@ -113,6 +113,7 @@ def _rewrite(step: YMap, loop: YMap, reporter: Reporter) -> YMap | None:
             hint="use `kind: postgres`, or claim a batch in a task and loop over it with `in:`",
         )
         ok = False
+    ok = _check_frame(name, spec, reporter) and ok
     iterator = _text(loop.get("iterator"))
     if iterator is None:
         reporter.report(
@@ -152,6 +153,38 @@ def _slots(loop: YMap, spec: YMap | None, span: Any) -> YMap:
     if width is None:
         spec_map = spec_map.with_item("max_in_flight", node(1, span))
     return out.with_item("spec", spec_map)
+
+
+def _check_frame(name: str, spec: YMap | None, reporter: Reporter) -> bool:
+    """NoETL's `FramePolicy` refuses a `max_rows` below 1 and a `process` other than `row` or
+    `frame` (noetl/core/dsl/engine/models/workflow.py)."""
+    frame = spec.get("frame") if spec is not None else None
+    if not isinstance(frame, YMap):
+        return True
+    ok = True
+    rows, how = frame.get("max_rows"), frame.get("process")
+    if rows is not None and not (
+        isinstance(rows, YScalar)
+        and isinstance(rows.value, int)
+        and not isinstance(rows.value, bool)
+        and rows.value >= 1
+    ):
+        reporter.report(
+            "NOE212",
+            f"`frame.max_rows` of the cursor loop of step `{name}` must be an integer >= 1",
+            rows.span,
+            hint="the most rows one claim takes, e.g. `max_rows: 10`",
+        )
+        ok = False
+    if how is not None and _text(how) not in ("row", "frame"):
+        reporter.report(
+            "NOE212",
+            f"`frame.process` of the cursor loop of step `{name}` must be `row` or `frame`",
+            how.span,
+            hint="`row`: the tasks run once per row; `frame`: once per claim, over its rows",
+        )
+        ok = False
+    return ok
 
 
 def _frame(spec: YMap | None) -> tuple[int, str]:

@@ -429,3 +429,32 @@ def test_a_tool_iterator_step_becomes_a_loop_over_its_task() -> None:
     assert not after.reporter.has_errors, after.reporter.sorted()
     summary = run_embedded(after.payload)
     assert summary["steps"]["each"]["result"]["results"] == [{"doubled": d} for d in (2, 4, 6)]
+
+
+@pytest.mark.postgres
+def test_a_cursor_frame_runs_the_tasks_once_per_claim(monkeypatch: pytest.MonkeyPatch) -> None:
+    import uuid
+
+    from noetlc.runtime.postgres.testing import dsn_or_skip
+
+    dsn = dsn_or_skip()
+    monkeypatch.setenv("NOETL_KEYCHAIN_PG_LOCAL", json.dumps({"dsn": dsn}))
+    schema = f"noetl_frames_{uuid.uuid4().hex[:10]}"
+    assert (
+        call_tool("postgres", {"auth": dsn, "command": f"CREATE SCHEMA {schema}"})["status"] == "ok"
+    )
+    try:
+        summary = _run("cursor_frames.yaml", {"schema": schema})
+    finally:
+        call_tool("postgres", {"auth": dsn, "command": f"DROP SCHEMA {schema} CASCADE"})
+    assert summary["status"] == "completed", summary
+    [slot] = summary["steps"]["batches"]["result"]["results"]
+    assert slot == {"status": "ok", "processed": 7, "failed": 0, "breaks": 0}
+
+
+def test_a_frame_noetl_refuses_is_refused() -> None:
+    text = (FIXTURES / "cursor_frames.yaml").read_text(encoding="utf-8")
+    bad = text.replace("{max_rows: 3, process: frame}", "{max_rows: 0, process: batch}")
+    unit = _compile("cursor_frames.yaml", bad)
+    errors = [(d.code, d.span.line) for d in unit.reporter.diagnostics if d.is_error]
+    assert errors == [("NOE212", 30), ("NOE212", 30)]
