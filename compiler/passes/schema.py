@@ -394,6 +394,20 @@ def _report_one(err: _Error, doc: YMap, reporter: Reporter) -> None:
             if close
             else (f"allowed keys here: {', '.join(sorted(allowed))}" if allowed else None)
         )
+        if len(path) > 2 and path[-2] == "then" and "rules" in path[:-2]:
+            # NoETL's policy rule actions accept extra keys and its engine reads only its own
+            # (`PolicyRuleThen`, `extra = "allow"`: noetl/core/dsl/engine/models/policy.py)
+            from noetlc.diagnostics.severity import Severity
+
+            reporter.report(
+                "NOE101",
+                f"unknown key `{key}` in {_describe(path[:-1])}: ignored (the rule acts "
+                "without it, as on NoETL)",
+                span,
+                hint=hint,
+                severity=Severity.WARNING,
+            )
+            return
         reporter.report("NOE101", f"unknown key `{key}` in {_describe(path[:-1])}", span, hint=hint)
     elif err.kind == "missing":
         parent, _ = node_at(doc, path[:-1])

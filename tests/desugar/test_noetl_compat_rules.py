@@ -458,3 +458,20 @@ def test_a_frame_noetl_refuses_is_refused() -> None:
     unit = _compile("cursor_frames.yaml", bad)
     errors = [(d.code, d.span.line) for d in unit.reporter.diagnostics if d.is_error]
     assert errors == [("NOE212", 30), ("NOE212", 30)]
+
+
+def test_unknown_keys_of_a_policy_rules_action_are_warnings_as_noetl_ignores_them() -> None:
+    text = (
+        "apiVersion: noetl.io/v2\nkind: Playbook\nworkflow:\n  - step: start\n"
+        "    tool:\n      kind: python\n      code: 'result = 2'\n"
+        "      spec:\n        policy:\n          rules:\n"
+        "            - else:\n                then: {do: continue, note: kept for people}\n"
+    )
+    unit = compile_source(text, "p.yaml")
+    [diag] = unit.reporter.diagnostics
+    assert (diag.code, diag.is_error, diag.span.line) == ("NOE101", False, 12)
+    assert "ignored" in diag.message
+    assert run_embedded(unit.payload)["status"] == "completed"
+    # elsewhere an unknown key is still an error
+    wrong = text.replace("  - step: start\n", "  - step: start\n    nxt: end\n")
+    assert [d.code for d in compile_source(wrong).reporter.diagnostics if d.is_error] == ["NOE101"]
