@@ -40,6 +40,12 @@ SPEC_TOOL_ARGUMENTS = frozenset(
         "path", "libs", "sql",
     }
 )  # fmt: skip
+# A workbook entry's own keys when its call is written as `tool: KIND` with the arguments
+# beside it (an older form `noetlc migrate` rewrites into `tool: {kind: KIND, ...}`)
+WORKBOOK_ENTRY_KEYS = frozenset({"name", "desc", "description", "tool", "type"})
+# Older playbooks mark a step that runs nothing with `tool: end` / `type: end` (the end step) or
+# `router` (a step that only routes): no tool kind, a routing step (`tool: {kind: noop}`)
+ROUTING_MARKERS = frozenset({"end", "router"})
 # Authoring blocks inside a task list (a mapping without `kind:` that has one of these keys).
 SUGAR_BLOCKS = ("choose", "while", "until")
 

@@ -19,12 +19,15 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from noetlc.runtime.backend import Backend
 from noetlc.runtime.catalog import CatalogStore
 from noetlc.runtime.programs import requested_event
 from noetlc.vm.protocol import EventName, Source, envelope
+
+if TYPE_CHECKING:
+    from noetlc.compiler.unit import CompilationUnit
 
 _CATALOGS: dict[str, CatalogStore] = {}  # a distributed worker's catalogs, by database
 _CATALOGS_LOCK = threading.Lock()
@@ -50,8 +53,8 @@ def compile_child(
     """(the child's compiled payload, None), or (None, the summary of a child that could not
     start: no such file or catalog entry, or compile errors) — what embedded and distributed
     runtimes share. A path that is not a file is looked up in `catalog` (the store's catalog:
-    `catalog://PATH@VERSION`, `PATH@VERSION`, or `PATH` for the latest version)."""
-    from noetlc.compiler.pipeline import compile_file
+    `catalog://PATH@VERSION`, `PATH@VERSION`, or `PATH` for the latest version). A file in a
+    legacy form is migrated as `noetlc migrate` does (`child_unit`)."""
 
     if path.startswith("catalog://") or not Path(path).is_file():
         name, version = catalog_reference(path)
@@ -65,12 +68,41 @@ def compile_child(
         )
         error = {"code": "NOE004", "message": where, "step": None}
         return None, {"execution_id": None, "status": "failed", "result": None, "error": error}
-    unit = compile_file(path)
+    unit = child_unit(path)
     if unit.reporter.has_errors or unit.payload is None:
-        first = unit.reporter.sorted()[0]
-        error = {"code": first.code, "message": first.message, "step": None}
+        first = next((d for d in unit.reporter.sorted() if d.is_error), unit.reporter.sorted()[0])
+        where = f"{first.span}: " if first.span is not None else f"{path}: "
+        hint = f" (hint: {first.hint})" if first.hint else ""
+        error = {"code": first.code, "message": where + first.message + hint, "step": None}
         return None, {"execution_id": None, "status": "failed", "result": None, "error": error}
     return unit.payload, None
+
+
+def child_unit(path: str) -> CompilationUnit:
+    """A child playbook file compiled as a parent is: as written, and when that has errors,
+    with the legacy rewrites of `noetlc migrate` (what `check` then accepts), so a legacy
+    child runs under its parent as it runs alone after `migrate`. The rewrites and other
+    warnings are logged (logger `noetlc.children`), as `check` would print them."""
+    from noetlc.compiler.pipeline import compile_file
+
+    unit = compile_file(path)
+    if unit.reporter.has_errors or unit.payload is None:
+        migrated = compile_file(path, options={"migrate": True})
+        if not migrated.reporter.has_errors and migrated.payload is not None:
+            unit = migrated
+    if not unit.reporter.has_errors:
+        import logging
+
+        log = logging.getLogger("noetlc.children")
+        for d in unit.reporter.sorted():
+            log.warning(
+                "%s: %s[%s]: %s (a child playbook, compiled when its parent runs it)",
+                d.span if d.span is not None else path,
+                d.severity.value,
+                d.code,
+                d.message,
+            )
+    return unit
 
 
 def cluster_catalog(db: Backend) -> CatalogStore | None:

@@ -186,6 +186,9 @@ def execute(
         run_scope[RESOLVER_KEY] = resolve
     if iteration is not None and info.loop is not None:
         run_scope["iter"] = {info.loop["iterator"]: item, "index": iteration}
+        # NoETL also binds the iteration's number as `loop_index`
+        # (noetl/core/dsl/engine/executor/commands.py)
+        run_scope["loop_index"] = iteration
     else:
         run_scope["iter"] = {}
     action_log = None

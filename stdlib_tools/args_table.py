@@ -296,6 +296,17 @@ MODELS: Models = {
         ),
         (),
     ),
+    "ScriptArgs": (
+        "forbid",
+        {"args": 1, "job": 2, "script": 0},
+        (
+            (("model", "ScriptRef"), True, "script", "script", None),
+            (("union", (("dict", ("any",)), ("none",))), False, "args", "args", ("=", None)),
+            (("union", (("model", "ScriptJob"), ("none",))), False, "job", "job", ("=", None)),
+        ),
+        (),
+    ),
+    "ScriptJob": None,
     "ScriptRef": (
         "forbid",
         {"source": 1, "uri": 0},

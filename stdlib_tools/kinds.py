@@ -236,6 +236,12 @@ BUILTIN: dict[str, ToolKind] = _builtin(
         credentials=("key", "secret", "entry"),
     ),
     ToolKind(
+        "script",
+        "ScriptArgs",
+        _STD + "script_tool",
+        "runs a Python script as a program, its `args` as JSON (NoETL: a Kubernetes job)",
+    ),
+    ToolKind(
         "playbook",
         "PlaybookArgs",
         _STD + "playbook_tool",
@@ -273,6 +279,10 @@ NEEDS_PLUGIN: dict[str, str] = {
     "subscription": "NoETL's event subscriptions",
     "mcp": "Model Context Protocol servers",
     "artifact": "NoETL's artifact store of externalized results (`_ref`)",
+    # further kinds of NoETL's `ToolSpec` (noetl/core/dsl/engine/models/tools.py)
+    "snowflake_transfer": "Snowflake",
+    "agent": "an AI agent runtime (ADK, LangChain or a NoETL agent catalog)",
+    "gateway": "NoETL's gateway service",
 }
 
 

@@ -97,8 +97,59 @@ def _dispatch(
         return error("ToolUnavailable", f"`{kind}` tasks are run by the pipeline VM, not as a tool")
     parsed = record.build_args(args)  # valid as they are: no pydantic (`ToolKind.plain_args`)
     if parsed is None:
-        parsed = record.schema.model_validate(args)
+        parsed = _validate(record.schema, args)
     return run(parsed, spec, ctx, keychain)
+
+
+def _validate(schema: Any, args: dict[str, Any]) -> Any:
+    """The arguments validated, keys the kind does not take left out. NoETL's tool models
+    accept extra keys and its executors read only theirs (noetl/core/dsl/engine/models/tools.py,
+    `ToolSpec`: `extra = "allow"`), so an unknown key is ignored here too; the compiler warns
+    about it (NOE601). Every other mismatch is still a `ToolArgumentError`."""
+    try:
+        return schema.model_validate(args)
+    except Exception as exc:
+        if not _is_validation_error(exc):
+            raise
+        unknown = [e["loc"] for e in exc.errors() if e["type"] == "extra_forbidden"]  # type: ignore[attr-defined]
+        if not unknown:
+            raise
+        return schema.model_validate(without_keys(args, unknown))
+
+
+def without_keys(data: Any, paths: list[tuple[Any, ...]]) -> Any:
+    """A copy of `data` without the keys at `paths` (pydantic `loc`s: union tags that are not
+    keys of the data are skipped on the way down)."""
+    drop: dict[Any, Any] = {}
+    for loc in paths:
+        node: dict[Any, Any] | None = drop
+        cursor = data
+        for i, step in enumerate(loc):
+            if node is None:
+                break  # an enclosing key is dropped already
+            last = i == len(loc) - 1
+            if isinstance(cursor, dict) and step in cursor:
+                if last:
+                    node[step] = None
+                else:
+                    node = node.setdefault(step, {})
+                    cursor = cursor[step]
+            elif isinstance(cursor, list) and isinstance(step, int) and 0 <= step < len(cursor):
+                node = node.setdefault(step, {})
+                cursor = cursor[step]
+    return _prune(data, drop)
+
+
+def _prune(data: Any, drop: dict[Any, Any]) -> Any:
+    if isinstance(data, dict):
+        return {
+            k: (_prune(v, drop[k]) if drop.get(k) else v)
+            for k, v in data.items()
+            if not (k in drop and drop[k] is None)
+        }
+    if isinstance(data, list):
+        return [_prune(v, drop[i]) if drop.get(i) else v for i, v in enumerate(data)]
+    return data
 
 
 def _is_validation_error(exc: Exception) -> bool:

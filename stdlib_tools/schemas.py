@@ -104,6 +104,27 @@ class ScriptRef(ToolArgs):
     source: ScriptSource = Field(description="`{type: file|http|inline|gcs|s3, ...}`")
 
 
+class ScriptJob(ToolArgs):
+    """NoETL's Kubernetes job settings (noetl/tools/script/__init__.py); here the script runs
+    as a local process, so only `env`, `timeout` and `install_dependencies` mean something."""
+
+    model_config = ConfigDict(extra="allow")  # image, namespace, resources, backoffLimit...
+
+    env: dict[str, Any] | None = Field(None, description="environment variables of the script")
+    timeout: float = Field(600.0, gt=0, description="seconds before the script is killed")
+    install_dependencies: list[str] | None = Field(
+        None, description="pip packages NoETL installs first; here they must be installed"
+    )
+
+
+class ScriptArgs(ToolArgs):
+    script: ScriptRef = Field(description="`{uri, source: {type: file|http|inline|gcs|s3}}`")
+    args: dict[str, Any] | None = Field(
+        None, description="passed to the script as JSON, its first command-line argument"
+    )
+    job: ScriptJob | None = Field(None, description="NoETL's job settings (`env`, `timeout`)")
+
+
 class LibImport(ToolArgs):
     from_: str = Field(alias="from", description="the module (`from X import Y`)")
     import_: str = Field(alias="import", description="the name imported from it")

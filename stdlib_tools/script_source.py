@@ -3,8 +3,8 @@ read when the task runs.
 
 `type: file` reads `uri` (or `source.path`) relative to the playbook's folder, else to a folder
 of `NOETL_PLAYBOOK_PATH` (the local catalog); `type: http`
-(or `https`) fetches `uri` with `source.headers` and `source.timeout` (default 30 s) and needs a
-2xx answer; `type: inline` takes `source.code`. Object stores (`gcs`, `s3`) need a plugin: the
+(or `https`) fetches `source.endpoint`, else `uri`, with `source.headers` and `source.timeout`
+(default 30 s) and needs a 2xx answer; `type: inline` takes `source.code`. Object stores (`gcs`, `s3`) need a plugin: the
 task fails with a `ScriptError` that says so. Every failure is a `ScriptError` naming the
 source, never an exception out of the tool.
 """
@@ -37,6 +37,11 @@ def load(ref: ScriptRef, ctx: ToolContext) -> str:
             raise ScriptError("`script.source.type: inline` needs `script.source.code`")
         return source.code
     uri = ref.uri or extra.get("path") or extra.get("uri")
+    endpoint = extra.get("endpoint")
+    if kind in ("http", "https") and isinstance(endpoint, str) and endpoint:
+        # NoETL's http source fetches `source.endpoint`, else `uri`
+        # (noetl/core/script/sources/http.py, `fetch_from_http`)
+        uri = endpoint
     if not isinstance(uri, str) or not uri:
         raise ScriptError(f"`script:` of type {kind} needs `uri:`")
     if kind == "file":

@@ -20,6 +20,7 @@ from noetlc.diagnostics.report import Diagnostic, render_json, render_sarif, ren
 
 if TYPE_CHECKING:
     from noetlc.analysis.budgets import Budgets
+    from noetlc.cli.noetlc_commands.resources import Selection
     from noetlc.compiler.unit import CompilationUnit
 
 FORMATS = ("text", "json", "sarif")
@@ -28,6 +29,7 @@ FORMATS = ("text", "json", "sarif")
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("files", nargs="+", metavar="FILE", help="playbook files or directories")
     p.add_argument("--format", choices=FORMATS, default="text", help="output format")
+    add_exclude(p)
     p.add_argument("--until", metavar="PASS", default=None, help="stop after this pass (debugging)")
     p.add_argument(
         "--stats",
@@ -35,6 +37,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="print static budgets: tokens in flight, events, retry time, fan-out",
     )
     add_no_cache(p)
+
+
+def add_exclude(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="leave out files whose path (below the folder given), name or a folder matches "
+        "GLOB (repeatable)",
+    )
 
 
 def add_no_cache(p: argparse.ArgumentParser) -> None:
@@ -45,10 +58,14 @@ def add_no_cache(p: argparse.ArgumentParser) -> None:
     )
 
 
-def expand_paths(paths: list[str]) -> list[str]:
+def expand_paths(paths: list[str], exclude: list[str] | None = None) -> list[str]:
     """Directories expand to the *.yaml / *.yml files below them (sorted, expectations
-    skipped); a file named twice (directly and through its folder) counts once. No file at
-    all is a usage error (`UsageError`, exit 2): a wrong path must not pass as "0 checked"."""
+    skipped); a file named twice (directly and through its folder) counts once; files an
+    `--exclude` glob matches are left out. No file at all is a usage error (`UsageError`,
+    exit 2): a wrong path must not pass as "0 checked"."""
+    from noetlc.cli.noetlc_commands.resources import excluded
+
+    patterns = exclude or []
     out: list[str] = []
     seen: set[Path] = set()
 
@@ -63,9 +80,9 @@ def expand_paths(paths: list[str]) -> list[str]:
         if p.is_dir():
             found = sorted(f for f in p.rglob("*") if f.suffix in (".yaml", ".yml") and f.is_file())
             for f in found:
-                if not f.name.endswith(".expect.yaml"):
+                if not f.name.endswith(".expect.yaml") and not excluded(f, p, patterns):
                     add(str(f))
-        else:
+        elif not excluded(p, p.parent, patterns):
             add(raw)
     if not out:
         raise UsageError(
@@ -84,7 +101,10 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    files = expand_paths(args.files)
+    from noetlc.cli.noetlc_commands.resources import named_files, select
+
+    chosen = select(expand_paths(args.files, args.exclude), named_files(args.files))
+    files = chosen.playbooks
     diagnostics: list[Diagnostic] = []
     sources: dict[str, str] = {}
     stats: dict[str, dict[str, object]] = {}
@@ -111,8 +131,8 @@ def run(args: argparse.Namespace) -> int:
                 stats[unit.file] = budgets.to_json()
                 texts.append(f"{unit.file}:\n" + "\n".join(f"  {b}" for b in budgets.lines()))
     if args.format == "json":
-        extra = {"stats": stats} if args.stats else {}
-        print(render_json(diagnostics, files=len(files), **extra))
+        extra: dict[str, object] = {"stats": stats} if args.stats else {}
+        print(render_json(diagnostics, files=len(files), skipped=chosen.to_json(), **extra))
     elif args.format == "sarif":
         print(render_sarif(diagnostics, __version__))
     else:
@@ -123,12 +143,26 @@ def run(args: argparse.Namespace) -> int:
         if diagnostics or texts:
             sys.stdout.flush()  # the summary (stderr) comes after the diagnostics
         counts = Counter(d.severity.value for d in diagnostics)
+        print_selection(chosen, diagnostics)
         print(
             f"{len(files)} file(s) checked: {counts['error']} error(s), "
             f"{counts['warning']} warning(s), {counts['note']} note(s)",
             file=sys.stderr,
         )
     return 1 if any(d.is_error for d in diagnostics) else 0
+
+
+def print_selection(chosen: Selection, diagnostics: list[Diagnostic]) -> None:
+    """The notes for skipped resources and, for a repository (a skipped file or more than one
+    file), one summary line per kind (stderr, before the totals)."""
+    from collections import Counter
+
+    for note in chosen.notes():
+        print(note, file=sys.stderr)
+    if chosen.skipped or len(chosen.playbooks) > 1:
+        by_file = Counter(d.span.file for d in diagnostics if d.is_error and d.span is not None)
+        for line in chosen.summary(by_file):
+            print(line, file=sys.stderr)
 
 
 def cache_enabled(args: argparse.Namespace) -> bool:

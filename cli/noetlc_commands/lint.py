@@ -17,7 +17,8 @@ import sys
 from noetlc import __version__
 from noetlc.analysis.context import DEFAULT_BUDGET
 from noetlc.analysis.lint import lint_file
-from noetlc.cli.noetlc_commands.check import FORMATS, expand_paths
+from noetlc.cli.noetlc_commands.check import FORMATS, add_exclude, expand_paths, print_selection
+from noetlc.cli.noetlc_commands.resources import named_files, select
 from noetlc.diagnostics.report import Diagnostic, render_json, render_sarif, render_text
 from noetlc.diagnostics.severity import Severity
 
@@ -35,6 +36,7 @@ def _budget(text: str) -> int:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("files", nargs="+", metavar="FILE", help="playbook files or directories")
     p.add_argument("--format", choices=FORMATS, default="text", help="output format")
+    add_exclude(p)
     p.add_argument(
         "--severity",
         choices=("error", "warning"),
@@ -51,7 +53,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    files = expand_paths(args.files)
+    chosen = select(expand_paths(args.files, args.exclude), named_files(args.files))
+    files = chosen.playbooks
     diagnostics: list[Diagnostic] = []
     sources: dict[str, str] = {}
     stats: list[dict[str, object]] = []
@@ -75,13 +78,22 @@ def run(args: argparse.Namespace) -> int:
             )
     states = sum(s.soundness.states for s in reports if s.soundness is not None)
     if args.format == "json":
-        print(render_json(diagnostics, files=len(files), states=states, soundness=stats))
+        print(
+            render_json(
+                diagnostics,
+                files=len(files),
+                states=states,
+                soundness=stats,
+                skipped=chosen.to_json(),
+            )
+        )
     elif args.format == "sarif":
         print(render_sarif(diagnostics, __version__))
     else:
         if diagnostics:
             print(render_text(diagnostics, sources))
             sys.stdout.flush()
+        print_selection(chosen, diagnostics)
         counts = {sev: sum(d.severity is sev for d in diagnostics) for sev in Severity}
         structural = sum(bool(s["structural"]) for s in stats)
         print(

@@ -29,7 +29,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    unit = compile_file(args.file, until="desugar", options={"migrate": True})
+    unit = compile_file(args.file, until="desugar", options={"migrate": True, "print": True})
     errors = [d for d in unit.reporter.diagnostics if d.is_error]
     if errors or unit.document is None or unit.canonical is None:
         print(render_text(unit.reporter.sorted(), {unit.file: unit.source}), file=sys.stderr)

@@ -1,4 +1,5 @@
-"""Step `vars:` (an older NoETL form) -> `set_ctx` on the last task's success, and `vars.x` -> `ctx.x`.
+"""Step `vars:` and step `set_ctx:` (older NoETL forms) -> `set_ctx` on the last task's success,
+and `vars.x` -> `ctx.x`.
 
 The values are evaluated after the step's pipeline succeeded, where `result` (the legacy name
 of the step's result) is the last task's outcome result.
@@ -19,32 +20,46 @@ from noetlc.compiler.ynodes import YMap, YSeq
 from noetlc.diagnostics.report import Reporter
 
 RESULT_NAMES = {"result": "outcome.result", "response": "outcome.result"}
+# `vars:`, and a step-level `set_ctx:` (the same writes, NoETL's later spelling of them, which
+# its current parser refuses: "use input/set", noetl/core/dsl/engine/models/workflow.py)
+KEYS = ("vars", "set_ctx")
 
 
 def run(doc: YMap, reporter: Reporter) -> YMap:
-    if not any("vars" in step for _, step in _steps(doc)):
+    written = {key for _, step in _steps(doc) for key in KEYS if key in step}
+    if not written:
         return doc
 
     def fix(step: YMap) -> YMap | None:
-        values = step.get("vars")
-        key = step.key_node("vars")
-        if not isinstance(values, YMap) or key is None:
-            return None
-        reporter.report(
-            "NOE406", f"`vars:` of step `{step_name(step)}` become ctx writes", key.span
-        )
-        tasks = task_maps(step)
-        if not tasks:
-            return step.without("vars")
-        writes = rewrite_node(values, RESULT_NAMES, {})
-        rule = node(
-            {"when": "{{ outcome.status == 'ok' }}", "then": {"do": "continue", "set_ctx": writes}},
-            key.span,
-        )
-        tasks[-1] = add_policy_rules(tasks[-1], [rule])
-        return with_task_maps(step.without("vars"), tasks)
+        changed = None
+        for spelling in KEYS:
+            values = step.get(spelling)
+            key = step.key_node(spelling)
+            if not isinstance(values, YMap) or key is None:
+                continue
+            reporter.report(
+                "NOE406", f"`{spelling}:` of step `{step_name(step)}` become ctx writes", key.span
+            )
+            tasks = task_maps(step)
+            step = step.without(spelling)
+            changed = step
+            if not tasks:
+                continue
+            writes = rewrite_node(values, RESULT_NAMES, {})
+            rule = node(
+                {
+                    "when": "{{ outcome.status == 'ok' }}",
+                    "then": {"do": "continue", "set_ctx": writes},
+                },
+                key.span,
+            )
+            tasks[-1] = add_policy_rules(tasks[-1], [rule])
+            step = changed = with_task_maps(step, tasks)
+        return changed
 
     doc = map_step_list(doc, fix)
+    if "vars" not in written:
+        return doc
     # `{{ vars.x }}` anywhere reads the ctx key the block wrote.
     workflow = doc.get("workflow")
     assert isinstance(workflow, YSeq)

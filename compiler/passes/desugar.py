@@ -13,6 +13,7 @@ from importlib import import_module
 from noetlc.compiler.desugar import (
     arc_events,
     case,
+    cursor_loop,
     incoming_result,
     labelled_tasks,
     loop_keys,
@@ -47,6 +48,8 @@ DESUGAR_PASSES: list[tuple[str, Pass]] = [
     # after `case` and `vars` (which bind `result` to the step's own call), before the sugar
     ("incoming_result", incoming_result.run),
     ("sugar", sugar.run),
+    # after the sugar: the step's tasks are plain tasks it can name and route between
+    ("cursor_loop", cursor_loop.run),
 ]
 
 
@@ -59,6 +62,7 @@ MIGRATE_PASSES: list[tuple[str, str, str]] = [
     ("root_vars", "root_vars", "run"),
     ("pipe", "pipes", "run"),
     ("next_then", "next_then", "run"),
+    ("type_kind", "routing_steps", "type_kind"),
     ("tool_kind", "routing_steps", "tool_kind"),
     ("routing_only", "routing_steps", "run_all"),
     ("tracing", "unsupported", "drop_tracing"),
@@ -74,6 +78,11 @@ def migrate_passes() -> list[tuple[str, Pass]]:
     return out
 
 
+# Rewrites of NoETL's own canonical constructs: `noetlc migrate` prints them as written (the
+# `print` option), since NoETL runs them; a compile always applies them.
+CANONICAL_REWRITES = frozenset({"cursor_loop"})
+
+
 def run(unit: CompilationUnit) -> None:
     doc = unit.document
     if doc is None:
@@ -81,6 +90,8 @@ def run(unit: CompilationUnit) -> None:
     passes = DESUGAR_PASSES
     if unit.options.get("migrate"):
         passes = [*DESUGAR_PASSES[:2], *migrate_passes(), *DESUGAR_PASSES[2:]]
+    if unit.options.get("print"):
+        passes = [p for p in passes if p[0] not in CANONICAL_REWRITES]
     for _, desugar in passes:
         doc = desugar(doc, unit.reporter)
     unit.canonical = doc

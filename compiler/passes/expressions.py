@@ -63,6 +63,14 @@ def run(unit: CompilationUnit) -> None:
     unit.pool = compiler.pool
 
 
+# NoETL's loop variables that start with `_` (refused by the sandbox) and what to write instead
+_NOETL_LOOP_NAMES = {
+    "`_index`": "NoETL's `iter._index` is `iter.index` (or `loop_index`) here",
+    "`_first`": "NoETL's `iter._first` is `iter.index == 0` here",
+    "`_last`": "NoETL's `iter._last` is `iter.index == (<the loop's list> | length) - 1` here",
+}
+
+
 def defined_names(playbook: tree.Playbook) -> frozenset[str]:
     """Every bare name some scope can define: namespaces, steps, tasks, iterators, and the
     keys of workload, set_ctx / set_iter writes and arc arguments."""
@@ -86,7 +94,7 @@ def defined_names(playbook: tree.Playbook) -> frozenset[str]:
         names.add(step.name)
         keys(step.set_ctx)
         if step.loop is not None:
-            names.add(step.loop.iterator)
+            names.update((step.loop.iterator, "loop_index"))  # NoETL's iteration number
         for t in step.tasks:
             task(t)
         for arc in step.next.arcs if step.next is not None else ():
@@ -217,7 +225,8 @@ class _PoolBuilder:
             self.unit.reporter.report("NOE301", f"template syntax error: {exc}", span)
             return None
         except ExpressionUnsafe as exc:
-            self.unit.reporter.report("NOE302", f"sandbox violation: {exc}", span)
+            hint = _NOETL_LOOP_NAMES.get(next((n for n in _NOETL_LOOP_NAMES if n in str(exc)), ""))
+            self.unit.reporter.report("NOE302", f"sandbox violation: {exc}", span, hint=hint)
             return None
         if not compiled.fast:
             self.unit.reporter.report(

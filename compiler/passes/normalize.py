@@ -251,13 +251,7 @@ class Normalizer:
         iterator = _text(node.get("iterator"))
         ok = True
         if "cursor" in node:
-            self.reporter.report(
-                "NOE212",
-                "cursor loops (`loop.cursor`) are not supported",
-                node.key_node("cursor").span,  # type: ignore[union-attr]
-                hint="claim a batch in a task, then loop over it with `in:`",
-            )
-            return None
+            return None  # a cursor the `cursor_loop` rewrite refused: it reported why
         form = loop_items_form(items)
         if form == "missing":
             self.reporter.report(
@@ -285,10 +279,15 @@ class Normalizer:
             where = spec.get("mode") if spec else None
             self.reporter.report(
                 "NOE212",
-                f"loop mode `{mode}` is not supported",
+                "`mode: cursor` needs a `loop.cursor` source, not `in:`"
+                if mode == "cursor"
+                else f"loop mode `{mode}` is not supported",
                 where.span if where is not None else node.span,
-                hint="use `mode: sequential` or `mode: parallel`; a claim cursor can be written "
-                "as a task that claims a batch and a sequential loop over it",
+                hint="a cursor loop claims rows: `cursor: {kind: postgres, auth: <credential>, "
+                "claim: <SQL>}` instead of `in:`; a collection loop is `mode: sequential` or "
+                "`mode: parallel`"
+                if mode == "cursor"
+                else "use `mode: sequential` or `mode: parallel`",
             )
             ok = False
         if not ok or items is None or not iterator:

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from noetlc.compiler.shapes import routes
+from noetlc.compiler.shapes import ROUTING_MARKERS, WORKBOOK_ENTRY_KEYS, routes
 from noetlc.compiler.surface.shape_table import MODELS, STEP_KEYS
 from noetlc.compiler.unit import CompilationUnit
 from noetlc.compiler.ynodes import YMap, YNode, YScalar, YSeq, node_at
@@ -35,14 +35,15 @@ Path = tuple[str | int, ...]
 
 _MIGRATE = "; `noetlc migrate FILE -i` rewrites it"
 _REJECTED_STEP_KEYS = {
-    "type": "step `type:` is gone: a step's behaviour comes from its `tool:` kind",
+    "type": "step `type:` is NoETL's older `tool.kind`: write `tool: {kind: ..., ...arguments}`"
+    + _MIGRATE,
     "eval": "legacy `eval:` is rejected: write task policy rules (`spec.policy.rules`)" + _MIGRATE,
     "expr": "`expr:` is rejected: use `when:`",
     "pipe": "`pipe:` is rejected: write the tasks as an ordered `tool:` list" + _MIGRATE,
 }
 # What `noetlc migrate` rewrites (the `migrate` option): not reported then, only removed
 # before the surface models see the document; the desugar pass rewrites them.
-_MIGRATABLE = frozenset({"eval", "pipe"})
+_MIGRATABLE = frozenset({"eval", "pipe", "type"})
 _REJECTED_ANYWHERE = {"eval", "expr", "pipe"}
 # Values under these keys are user data (tool arguments, writes, inputs): a key named `expr`
 # inside them is data, not the legacy keyword.
@@ -115,8 +116,15 @@ def _report_rejected(doc: YMap, reporter: Reporter, *, migrate: bool = False) ->
         for i, item in enumerate(items.items):
             if not isinstance(item, YMap):
                 continue
+            if section == "workbook" and "kind" not in item:
+                _tool_as_kind(item, (section, i), reporter, found, migrate, WORKBOOK_ENTRY_KEYS)
+                if "tool" not in item:
+                    _tool_as_kind(
+                        item, (section, i), reporter, found, migrate, WORKBOOK_ENTRY_KEYS, "type"
+                    )
             if section == "workflow":
                 _tool_as_kind(item, (section, i), reporter, found, migrate)
+                _type_as_kind(item, (section, i), found)
                 _rejected_step_keys(item, (section, i), reporter, found, migrate)
                 _rejected_next_entries(item, (section, i), reporter, found, migrate)
             for path, key_node in _walk_structural_keys(item, (section, i)):
@@ -136,26 +144,61 @@ def _report_rejected(doc: YMap, reporter: Reporter, *, migrate: bool = False) ->
 
 
 def _tool_as_kind(
-    step: YMap, here: Path, reporter: Reporter, found: set[Path], migrate: bool
+    step: YMap,
+    here: Path,
+    reporter: Reporter,
+    found: set[Path],
+    migrate: bool,
+    own: frozenset[str] | None = None,
+    spelling: str = "tool",
 ) -> None:
-    """`tool: postgres` with the tool's arguments on the step (an older form)."""
-    tool = step.get("tool")
+    """`tool: postgres` with the tool's arguments on the step (an older form), or on a
+    workbook entry (`own`: the entry's own keys; `spelling`: `type`, the oldest form)."""
+    tool = step.get(spelling)
     if not (isinstance(tool, YScalar) and isinstance(tool.value, str) and tool.value):
         return
-    extra = [str(k.value) for k, _ in step.items if str(k.value) not in STEP_KEYS]
+    keep = STEP_KEYS if own is None else own
+    extra = [str(k.value) for k, _ in step.items if str(k.value) not in keep]
     if not migrate:
-        key = step.key_node("tool")
+        key = step.key_node(spelling)
         assert key is not None
-        reporter.report(
-            "NOE105",
-            f"`tool: {tool.value}` with the tool's arguments on the step is an older form",
-            key.span,
-            hint="write `tool: {kind: "
-            + str(tool.value)
-            + ", ...arguments}`; `noetlc migrate FILE -i` rewrites it",
-        )
-    found.add((*here, "tool"))
+        where = "step" if own is None else "workbook entry"
+        if tool.value == "iterator" and own is None:
+            reporter.report(
+                "NOE105",
+                f"`{spelling}: iterator` is an older loop form",
+                key.span,
+                hint="write `loop: {in: <collection>, iterator: <element>}` and the `task:` as "
+                "the step's `tool:`" + _MIGRATE,
+            )
+        elif tool.value in ROUTING_MARKERS and own is None:
+            reporter.report(
+                "NOE105",
+                f"`{spelling}: {tool.value}` marks a step that runs no tool (an older form)",
+                key.span,
+                hint="write `tool: {kind: noop}`" + _MIGRATE,
+            )
+        else:
+            reporter.report(
+                "NOE105",
+                f"`{spelling}: {tool.value}` with the tool's arguments on the {where} is an "
+                "older form",
+                key.span,
+                hint="write `tool: {kind: "
+                + str(tool.value)
+                + ", ...arguments}`; `noetlc migrate FILE -i` rewrites it",
+            )
+    found.add((*here, spelling))
     found.update((*here, k) for k in extra)
+
+
+def _type_as_kind(step: YMap, here: Path, found: set[Path]) -> None:
+    """A step's `type: KIND` (NoETL's oldest form) carries the tool's arguments beside it:
+    they are not reported one by one (`type:` itself is, NOE105; `migrate` rewrites it)."""
+    kind = step.get("type")
+    if "tool" in step or not (isinstance(kind, YScalar) and isinstance(kind.value, str)):
+        return
+    found.update((*here, str(k.value)) for k, _ in step.items if str(k.value) not in STEP_KEYS)
 
 
 def _rejected_step_keys(
@@ -351,6 +394,20 @@ def _report_one(err: _Error, doc: YMap, reporter: Reporter) -> None:
             if close
             else (f"allowed keys here: {', '.join(sorted(allowed))}" if allowed else None)
         )
+        if len(path) > 2 and path[-2] == "then" and "rules" in path[:-2]:
+            # NoETL's policy rule actions accept extra keys and its engine reads only its own
+            # (`PolicyRuleThen`, `extra = "allow"`: noetl/core/dsl/engine/models/policy.py)
+            from noetlc.diagnostics.severity import Severity
+
+            reporter.report(
+                "NOE101",
+                f"unknown key `{key}` in {_describe(path[:-1])}: ignored (the rule acts "
+                "without it, as on NoETL)",
+                span,
+                hint=hint,
+                severity=Severity.WARNING,
+            )
+            return
         reporter.report("NOE101", f"unknown key `{key}` in {_describe(path[:-1])}", span, hint=hint)
     elif err.kind == "missing":
         parent, _ = node_at(doc, path[:-1])

@@ -3,7 +3,8 @@
 Workflow tasks and root `workbook:` tasks are validated statically: a template string is
 accepted wherever a value is expected (its type is only known at run time), so errors on a
 value that is — or lies inside — a template are dropped. Reported: unknown arguments (NOE601,
-with "did you mean"), missing required ones (NOE602, at the task's `kind:`), values of the wrong
+a warning with "did you mean": NoETL's tool models accept extra keys, and the runtime leaves them
+out as NoETL's executors ignore them), missing required ones (NOE602, at the task's `kind:`), values of the wrong
 literal type or choice (NOE603), SQL text with templates spliced in (NOE604, a warning: values
 belong in `params:`, never SQL built from data), two spellings of one argument or arguments that exclude each
 other (NOE605), a step's result storage choices (NOE609, a note), templates inside python `code` (NOE608, a warning: they are rendered into the
@@ -16,6 +17,7 @@ notes it).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from noetlc.compiler import tree
@@ -42,11 +44,57 @@ def run(unit: CompilationUnit) -> None:
         return
     declared = [entry.name for entry in playbook.keychain]
     tasks = [*playbook.workbook, *(t for step in playbook.workflow for t in step.tasks)]
+    unused = _unused_workbook_entries(playbook.workbook, tasks)
     for task in tasks:
-        check_task(task, unit.reporter)
+        reporter = _Unused(unit.reporter, task.name) if task in unused else unit.reporter
+        check_task(task, reporter)  # type: ignore[arg-type]
         if declared:
             _check_keychain_names(task, declared, unit.reporter)
     _note_result_storage(unit)
+
+
+def _unused_workbook_entries(
+    workbook: Sequence[tree.Task], tasks: Sequence[tree.Task]
+) -> list[tree.Task]:
+    """Workbook entries no `kind: workbook` task names. NoETL checks a workbook entry's tool
+    kind when it loads the playbook (`WorkbookTask` in noetl/core/dsl/engine/models/executor.py)
+    and its arguments only when a step runs it (noetl/core/workflow/workbook/executor.py): an
+    entry nothing runs cannot fail, so its argument errors are warnings here. A reference whose
+    name is a template could name any entry: then every entry counts as used."""
+    named: set[str] = set()
+    for task in tasks:
+        if task.kind != "workbook":
+            continue
+        for key in ("task", "name"):
+            ref = task.args.get(key)
+            if isinstance(ref, YScalar) and isinstance(ref.value, str):
+                if _is_template(ref.value):
+                    return []
+                named.add(ref.value)
+                break
+    return [entry for entry in workbook if entry.name not in named]
+
+
+class _Unused:
+    """A reporter for an unused workbook entry: its errors become warnings that say why."""
+
+    __slots__ = ("_name", "_reporter")
+
+    def __init__(self, reporter: Reporter, name: str) -> None:
+        self._reporter = reporter
+        self._name = name
+
+    def report(self, code: str, message: str, span: Span | None = None, **kw: Any) -> Any:
+        from noetlc.diagnostics.codes import lookup as code_info
+        from noetlc.diagnostics.severity import Severity
+
+        if code_info(code).severity is Severity.ERROR:
+            kw["severity"] = Severity.WARNING
+            message += (
+                f" (workbook entry `{self._name}` is not run by any step: NoETL checks its "
+                "arguments only when it runs)"
+            )
+        return self._reporter.report(code, message, span, **kw)
 
 
 def _note_result_storage(unit: CompilationUnit) -> None:
@@ -278,16 +326,21 @@ def _report_unknown(path: Path, task: tree.Task, data: dict[str, Any], rep: Repo
         hint = (
             f"did you mean `{close[0]}`?"
             if close
-            else f"the {task.kind} tool takes: {', '.join(allowed)}"
+            else f"the {task.kind} tool takes: {', '.join(allowed)}; remove `{name}` if it is "
+            "not meant for it"
         )
         rep.report(
-            "NOE601", f"unknown argument `{name}` for the {task.kind} tool", _span_of(task, path),
+            "NOE601",
+            f"unknown argument `{name}` for the {task.kind} tool of task `{task.name}`: "
+            "ignored (the task runs without it, as on NoETL)",
+            _span_of(task, path),
             hint=hint,
-        )  # fmt: skip
+        )
         return
     rep.report(
         "NOE601",
-        f"unknown key `{path[-1]}` in `{_show_path(path[:-1])}` of the {task.kind} tool",
+        f"unknown key `{path[-1]}` in `{_show_path(path[:-1])}` of the {task.kind} tool of "
+        f"task `{task.name}`: ignored (the task runs without it, as on NoETL)",
         _span_of(task, path),
         hint="see `docs/tools.md` for the keys this argument takes",
     )

@@ -232,6 +232,7 @@ class Step(Closed):
     next_policy: Any = None
     retry: Any = None
     vars: dict[str, Any] | None = None
+    set_ctx: dict[str, Any] | None = Field(None, description="legacy: ctx writes, like `vars:`")
     sink: Any = None
     args: dict[str, Any] | None = None
     command: Any = None

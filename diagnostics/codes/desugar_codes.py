@@ -163,7 +163,7 @@ Example (a loop's `step.exit` runs after all iterations: no task can set the res
     _migrate_only(
         "NOE418",
         "tool-as-kind",
-        "`tool: KIND` with the arguments on the step",
+        "`tool: KIND` (or `type: KIND`) with the arguments on the step or a workbook entry",
         "    - step: load\n      tool: postgres\n      auth: pg_main\n      command: SELECT 1",
     ),
     code(

@@ -202,12 +202,14 @@ Example:
         "NOE212",
         "bad-loop-spec",
         "error",
-        "an unsupported loop mode or bound",
+        "an unsupported loop mode, bound or cursor",
         """
-Loops run `sequential` (default) or `parallel` with `max_in_flight` (a literal integer ≥ 1,
-default 10) iterations at once.
+Collection loops (`in:`) run `sequential` (default) or `parallel` with `max_in_flight` (an
+integer ≥ 1 or a template giving one, default 10) iterations at once. Cursor loops
+(`cursor: {kind: postgres, auth, claim}`) need `spec.mode: cursor` and no `in:`; their only
+driver is postgres, as in NoETL (docs/compatibility.md, "Cursor loops").
 
-Example:
+Example (`mode: cursor` over a collection):
 
     loop:
       in: "{{ workload.items }}"

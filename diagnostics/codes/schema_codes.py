@@ -11,7 +11,9 @@ CODES = (
         """
 The key is not part of the structure it appears in. Steps, loops, routers, arcs, policies and
 rules have a fixed set of keys; a misspelt key would otherwise be silently ignored. Tool tasks
-accept their kind's arguments, which the tool check validates separately.
+accept their kind's arguments, which the tool check validates separately. Inside a policy
+rule's `then:` an unknown key is reported as a warning and ignored, as NoETL's engine ignores
+it there (its rule actions accept extra keys).
 
 Example (`nxt` instead of `next`):
 

@@ -6,22 +6,27 @@ CODES = (
     code(
         "NOE601",
         "unknown-tool-argument",
-        "error",
-        "an argument the tool kind does not take",
+        "warning",
+        "an argument the tool kind does not take: ignored, as NoETL ignores it",
         """
-Each tool kind takes a fixed set of arguments (`docs/tools.md` lists them, with the NoETL
-spellings it accepts, such as `endpoint` for `url` or `command` for `query`). A misspelt
-argument would otherwise be ignored and the call would run without it. Keys inside structured
-arguments (`timeout: {connect, read}`, `assert: {expects, returns}`) are checked the same way.
+Each tool kind takes a set of arguments (`docs/tools.md` lists them, with the NoETL spellings
+it accepts, such as `endpoint` for `url` or `command` for `query`). NoETL's tool models accept
+extra keys and its executors read only their own, so a playbook may carry keys a kind does not
+use (`timeout_seconds` on an http task, `exports` on a shell task): noetlc runs such a task as
+NoETL does, without the key, and warns, because a misspelt argument is ignored the same way
+(the call runs without it). Keys inside structured arguments (`timeout: {connect, read}`,
+`assert: {expects, returns}`) are treated the same way. A misspelt tool *kind* is an error
+(NOE205), and so is a required argument that is missing (NOE602).
 
-Example (`header` instead of `headers`):
+Example (`header` instead of `headers`: the request is sent without the headers):
 
     - name: fetch
       kind: http
       url: "{{ workload.api }}/items"
       header: {Accept: application/json}
 """,
-        "check the spelling; docs/tools.md lists every argument of every kind",
+        "check the spelling (the hint names the closest argument); remove the key to silence "
+        "the warning; docs/tools.md lists every argument of every kind",
     ),
     code(
         "NOE602",

@@ -94,8 +94,12 @@ def test_messages_name_the_problem_and_suggest_the_spelling() -> None:
         "workflow:\n  - step: start\n    tool: {kind: http, url: 'https://x', hedaers: {}}\n"
     )
     (diag,) = [d for d in unit.reporter.diagnostics if d.code == "NOE601"]
-    assert diag.message == "unknown argument `hedaers` for the http tool"
+    assert diag.message == (
+        "unknown argument `hedaers` for the http tool of task `start_task`: ignored "
+        "(the task runs without it, as on NoETL)"
+    )
     assert diag.hint == "did you mean `headers`?"
+    assert not diag.is_error
     unit = compile_source(
         "workflow:\n  - step: start\n    tool: {kind: http, url: x, timeout: soon}\n"
     )
