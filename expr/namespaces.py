@@ -44,6 +44,8 @@ NAMESPACES: tuple[Namespace, ...] = (
     Namespace("_attempt", True, False, None, "the attempt number, 1 on the first try"),
     Namespace("keychain", True, True, None, "the credentials the playbook declares"),
     Namespace("execution_id", True, True, None, "the id of the running execution"),
+    # NoETL hides a step named `job` behind its namespace instead of refusing the name
+    Namespace("job", True, False, None, "NoETL's job: uuid, execution_id, id (the execution id)"),
     Namespace("vars", False, True, None, "legacy: the vars block, read as ctx"),
 )
 

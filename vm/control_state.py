@@ -89,6 +89,14 @@ def loop_result(run: StepRun) -> dict[str, Any]:
     }
 
 
+def job_namespace(execution_id: Any) -> dict[str, Any]:
+    """NoETL's `job` namespace: `uuid`, `execution_id` and `id` all name the execution, as
+    decimal text (noetl/noetl `noetl/core/dsl/engine/executor/state.py`,
+    `get_render_context`; its worker fills `job.uuid` the same way)."""
+    text = None if execution_id is None else str(execution_id)
+    return {"uuid": text, "execution_id": text, "id": text}
+
+
 def arc_output(result: Any, error: dict[str, Any] | None) -> dict[str, Any]:
     """`output` in a step's arc guards, args and `set`, as NoETL's engine builds it for them
     (noetl/noetl `noetl/core/dsl/engine/executor/common.py`, `_build_output_view`): `status`
