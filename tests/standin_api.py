@@ -407,6 +407,9 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     state: State
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # a client that hung up (a cancelled or timed-out call): nothing to report
+
 
 @contextmanager
 def serve() -> Iterator[tuple[str, State]]:
