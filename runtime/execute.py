@@ -170,6 +170,10 @@ def execute(
         run_scope[RESOLVER_KEY] = resolve
     if iteration is not None and info.loop is not None:
         run_scope["iter"] = {info.loop["iterator"]: item, "index": iteration}
+        # NoETL's `loop` of an iteration: the item's index from 0 (noetl/noetl
+        # `noetl/core/dsl/engine/executor/commands.py`, the loop metadata of a command)
+        run_scope["loop"] = {"index": iteration, "first": iteration == 0, "done": False}
+        run_scope["loop_index"] = iteration
     else:
         run_scope["iter"] = {}
     if call_tool is None:

@@ -135,3 +135,70 @@ def test_ids_are_snowflake_integers_everywhere(tmp_path: Path) -> None:
     assert got["me"] == got["job"] and is_execution_id(str(got["me"]))
     [child] = [r for r in store.executions() if r["parent_id"] == summary["execution_id"]]
     assert str(got["me"]) == child["execution_id"] != summary["execution_id"]
+
+
+REPORTED = """\
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: reported, path: tests/envelopes/reported}
+workflow:
+  - step: start
+    tool: {kind: python, code: "result = {'status': 'STATUS', 'error': 'bad input', 'n': 1}"}
+    next:
+      arcs:
+        - step: went_on
+          when: "{{ event.name == 'step.done' }}"
+        - step: caught
+          when: "{{ event.name == 'step.failed' and output.status == 'error' }}"
+  - step: went_on
+    tool:
+      - {name: a, kind: python, code: "result = {'status': 'STATUS'}"}
+      - {name: b, kind: python, input: {a: "{{ a }}"}, code: "result = {'after': a}"}
+  - step: caught
+    tool: {kind: noop}
+"""
+
+
+@pytest.mark.parametrize(
+    ("status", "routed", "pipeline_ok"),
+    [("error", "caught", None), ("failed", "caught", None), ("done", "went_on", True)],
+)
+def test_a_result_that_says_it_failed_fails_its_call(
+    status: str, routed: str, pipeline_ok: bool | None
+) -> None:
+    # NoETL's worker fails a call whose result has `status: error|failed`
+    unit = compile_source(REPORTED.replace("STATUS", status))
+    summary = run_embedded(unit.payload)
+    assert routed in summary["steps"] and summary["status"] == "completed", summary
+    if routed == "caught":
+        assert summary["steps"]["start"]["status"] == "failed"
+
+
+def test_failed_in_a_pipeline_is_a_value_and_error_fails_the_task() -> None:
+    text = REPORTED.replace("'status': 'STATUS', 'error'", "'status': 'ok', 'error'")
+    done = run_embedded(compile_source(text.replace("STATUS", "failed")).payload)
+    assert done["steps"]["went_on"]["result"] == {"after": {"status": "failed"}}
+    failed = run_embedded(compile_source(text.replace("STATUS", "error")).payload)
+    assert failed["status"] == "failed"
+    assert failed["error"]["type"] == "ToolReportedError", failed["error"]
+
+
+def test_an_iteration_sees_noetls_loop_index() -> None:
+    text = """\
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: loop_index, path: tests/envelopes/loop_index}
+workflow:
+  - step: start
+    loop: {in: [a, b, c], iterator: x}
+    tool:
+      kind: python
+      input: {i: "{{ loop.index }}", first: "{{ loop.first }}", same: "{{ loop_index }}", x: "{{ x }}"}
+      code: "result = [i, first, same, x]"
+"""
+    summary = run_embedded(compile_source(text).payload)
+    assert summary["result"]["results"] == [
+        [0, True, 0, "a"],
+        [1, False, 1, "b"],
+        [2, False, 2, "c"],
+    ]
