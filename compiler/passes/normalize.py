@@ -421,8 +421,7 @@ class Normalizer:
         # python result's key), not the outcome the task's policy rules see.
         own_set = _map(node.get("set"))
         if own_set is not None:
-            own_set = rewrite_node(own_set, {"output": "outcome.result"}, {})
-            assert isinstance(own_set, YMap)
+            own_set = _map(rewrite_node(own_set, {"output": "outcome.result"}, {}))
         set_ctx, set_iter = self.prefixed_writes(own_set, where="task `set:`", unprefixed="iter")
         return tree.Task(
             name=name,
