@@ -202,3 +202,12 @@ workflow:
         [1, False, 1, "b"],
         [2, False, 2, "c"],
     ]
+
+
+def test_legacy_retry_pagination_reads_the_body_and_adds_each_pages_items() -> None:
+    with serve() as (url, state):
+        summary = _run("legacy_retry_pages.yaml", url)
+    assert summary["status"] == "completed", summary["error"]
+    assert summary["result"] == {"count": 35, "first": 1, "last": 35}
+    offsets = [r.split("offset=")[1].split("&")[0] for r in state.requests if "/users" in r]
+    assert offsets == ["0", "10", "20", "30"]
