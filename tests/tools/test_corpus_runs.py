@@ -153,3 +153,39 @@ def test_a_run_failing_on_a_table_only_other_playbooks_create_is_skipped() -> No
         assert own.outcome == "failed"  # nothing in the corpus makes it: a real failure
     finally:
         corpus_run.TABLE_MAKERS.clear()
+
+
+def test_a_child_counts_only_through_a_parent_that_runs() -> None:
+    Row = corpus_run.Row
+    child = Row(file="c.yaml", dialect="canonical")
+    skipped = Row(file="p1.yaml", dialect="canonical", outcome="skipped", reason="HTTP host x")
+    rejected = Row(file="p2.yaml", dialect="canonical", outcome="rejected", error="NOE101 bad")
+    # no parent runs: not counted, the reasons named (the runner then runs it on its own)
+    assert corpus_run.through_parent(child, [skipped, rejected]) is False
+    assert "p1.yaml does not run (skipped: HTTP host x)" in child.reason
+    assert "p2.yaml does not run (rejected: NOE101 bad)" in child.reason
+    failed = Row(file="p3.yaml", dialect="canonical", outcome="failed", error="step s: boom")
+    passed = Row(file="p4.yaml", dialect="canonical", outcome="passed", status="completed")
+    assert corpus_run.through_parent(child, [skipped, failed]) is True
+    assert (child.outcome, child.error) == ("failed", "its parent failed: step s: boom")
+    assert corpus_run.through_parent(child, [failed, passed]) is True
+    assert (child.outcome, child.reason) == ("passed", "runs as the child of p4.yaml (passed)")
+
+
+def test_the_e2e_test_servers_urls_point_at_the_stand_in(tmp_path: Path) -> None:
+    import shutil
+
+    shared = tmp_path / "shared"
+    folder = shared / "corpus" / "noetl"
+    folder.mkdir(parents=True)
+    (folder / "v10__p.yaml").write_text(
+        "apiVersion: noetl.io/v2\nkind: Playbook\nmetadata: {name: p, path: p}\n"
+        "workload: {api_url: 'http://paginated-api.test-server.svc.cluster.local:5555'}\n"
+        "workflow: [{step: start, tool: {kind: http, url: '{{ workload.api_url }}/health'}}]\n"
+    )
+    work = tmp_path / "work"
+    work.mkdir()
+    [(path, _row)] = corpus_run.collect(shared, work, None, "http://127.0.0.1:9")
+    assert "http://127.0.0.1:9" in path.read_text() and "paginated-api" not in path.read_text()
+    assert corpus_run.outside_services({}, path.read_text(), path, {}) == []
+    shutil.rmtree(work)
