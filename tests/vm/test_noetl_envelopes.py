@@ -211,3 +211,17 @@ def test_legacy_retry_pagination_reads_the_body_and_adds_each_pages_items() -> N
     assert summary["result"] == {"count": 35, "first": 1, "last": 35}
     offsets = [r.split("offset=")[1].split("&")[0] for r in state.requests if "/users" in r]
     assert offsets == ["0", "10", "20", "30"]
+
+
+def test_a_later_step_and_the_arcs_read_the_http_envelope_by_noetls_names() -> None:
+    with serve() as (url, _):
+        summary = _run("step_names.yaml", url)
+    assert summary["status"] == "completed", summary["error"]
+    assert "wrong" not in summary["steps"]
+    assert summary["result"] == {
+        "keys": ["data", "elapsed", "headers", "status_code", "url"],
+        "body_items": 5,
+        "items": 5,
+        "page": 4,
+        "url_ok": True,
+    }
