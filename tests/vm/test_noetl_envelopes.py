@@ -225,3 +225,31 @@ def test_a_later_step_and_the_arcs_read_the_http_envelope_by_noetls_names() -> N
         "page": 4,
         "url_ok": True,
     }
+
+
+def test_execution_id_splices_unquoted_into_a_bigint_column() -> None:
+    # NoETL's playbooks write `{{ execution_id }}` into BIGINT columns without quotes
+    import os
+
+    from noetlc.runtime.postgres.testing import dsn_or_skip
+
+    dsn = dsn_or_skip()
+    table = f"noetlc_ids_{os.getpid()}"
+    text = f"""\
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {{name: bigint_ids, path: tests/envelopes/bigint_ids}}
+workflow:
+  - step: start
+    tool:
+      kind: postgres
+      auth: "{dsn}"
+      query: |
+        CREATE TEMP TABLE {table} (execution_id BIGINT NOT NULL, job TEXT);
+        INSERT INTO {table} VALUES ({{{{ execution_id }}}}, '{{{{ job.uuid }}}}');
+        SELECT execution_id, job FROM {table} WHERE execution_id = {{{{ execution_id }}}};
+"""
+    summary = run_embedded(compile_source(text).payload)
+    assert summary["status"] == "completed", summary["error"]
+    [row] = summary["result"]["rows"]
+    assert str(row["execution_id"]) == row["job"] == summary["execution_id"]
