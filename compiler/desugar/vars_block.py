@@ -1,7 +1,9 @@
 """Step `vars:` (an older NoETL form) -> `set_ctx` on the last task's success, and `vars.x` -> `ctx.x`.
 
 The values are evaluated after the step's pipeline succeeded, where `result` (the legacy name
-of the step's result) is the last task's outcome result.
+of the step's result) and the step's own name (`{{ check.items }}` in the `vars:` of step
+`check`: its result is not bound yet while its last task's rule runs) are the last task's
+outcome result.
 """
 
 from __future__ import annotations
@@ -36,7 +38,8 @@ def run(doc: YMap, reporter: Reporter) -> YMap:
         tasks = task_maps(step)
         if not tasks:
             return step.without("vars")
-        writes = rewrite_node(values, RESULT_NAMES, {})
+        names = {**RESULT_NAMES, step_name(step): "outcome.result"}
+        writes = rewrite_node(values, names, {})
         rule = node(
             {"when": "{{ outcome.status == 'ok' }}", "then": {"do": "continue", "set_ctx": writes}},
             key.span,

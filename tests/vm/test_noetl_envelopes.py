@@ -253,3 +253,11 @@ workflow:
     assert summary["status"] == "completed", summary["error"]
     [row] = summary["result"]["rows"]
     assert str(row["execution_id"]) == row["job"] == summary["execution_id"]
+
+
+def test_step_vars_read_the_steps_own_result_by_its_name() -> None:
+    with serve() as (url, state):
+        summary = _run("legacy_vars_pages.yaml", url)
+    assert summary["status"] == "completed", summary["error"]
+    assert summary["result"] == {"seen": 35}
+    assert len([r for r in state.requests if "assessments" in r]) == 4
