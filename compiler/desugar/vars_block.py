@@ -17,14 +17,18 @@ from noetlc.compiler.desugar.common import (
     steps,
 )
 from noetlc.compiler.shapes import task_maps, with_task_maps
-from noetlc.compiler.ynodes import YMap, YSeq
+from noetlc.compiler.ynodes import YMap, YNode, YScalar, YSeq
 from noetlc.diagnostics.report import Reporter
 
 RESULT_NAMES = {"result": "outcome.result", "response": "outcome.result"}
 
 
 def run(doc: YMap, reporter: Reporter) -> YMap:
+    workflow = doc.get("workflow")
     if not any("vars" in step for _, step in _steps(doc)):
+        # `vars.x` written by a legacy `case` rule's `set`/`vars` is ctx too
+        if isinstance(workflow, YSeq) and _mentions_vars(workflow):
+            return doc.with_item("workflow", rewrite_node(workflow, {"vars": "ctx"}, {}))
         return doc
 
     def fix(step: YMap) -> YMap | None:
@@ -56,3 +60,14 @@ def run(doc: YMap, reporter: Reporter) -> YMap:
 
 def _steps(doc: YMap) -> list[tuple[int, YMap]]:
     return list(steps(doc))
+
+
+def _mentions_vars(node: YNode) -> bool:
+    """Does a template below `node` name `vars.` (a cheap text test before rewriting)?"""
+    if isinstance(node, YScalar):
+        return isinstance(node.value, str) and "vars." in node.value and "{{" in node.value
+    if isinstance(node, YSeq):
+        return any(_mentions_vars(i) for i in node.items)
+    if isinstance(node, YMap):
+        return any(_mentions_vars(v) for _, v in node.items)
+    return False

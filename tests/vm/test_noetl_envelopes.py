@@ -261,3 +261,35 @@ def test_step_vars_read_the_steps_own_result_by_its_name() -> None:
     assert summary["status"] == "completed", summary["error"]
     assert summary["result"] == {"seen": 35}
     assert len([r for r in state.requests if "assessments" in r]) == 4
+
+
+CASE_SET_LIST = """\
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: case_set_list, path: tests/envelopes/case_set_list}
+workflow:
+  - step: start
+    tool: {kind: python, code: "result = {'users': [{'id': 7}], 'meta': {'n': 1}}"}
+    case:
+      - when: "{{ event.name == 'call.done' and response is defined }}"
+        then:
+          - set:
+              - {name: first_id, value: "{{ response.users[0].id }}"}
+              - {name: count, value: "{{ response.meta.n }}"}
+          - next: [{step: use}]
+  - step: use
+    tool:
+      kind: python
+      input: {first: "{{ vars.first_id }}", count: "{{ vars.count }}"}
+      code: "result = {'first': first, 'count': count}"
+"""
+
+
+def test_a_case_rules_set_list_writes_what_vars_then_read() -> None:
+    # the older `set: [{name, value}]` form was dropped without a word; `vars.x` reads ctx
+    summary = run_embedded(compile_source(CASE_SET_LIST).payload)
+    assert summary["status"] == "completed", summary["error"]
+    assert summary["result"] == {"first": 7, "count": 1}
+    bad = CASE_SET_LIST.replace('- {name: count, value: "{{ response.meta.n }}"}', "- text")
+    unit = compile_source(bad)
+    assert [d.code for d in unit.reporter.diagnostics if d.severity == "error"] == ["NOE410"]
