@@ -30,7 +30,22 @@ def _runner() -> ModuleType:
 corpus_run = _runner()
 
 # corpus/noetl files that do not reach NoETL's outcome yet, and why (each one a known gap)
-KNOWN: dict[str, str] = {}
+KNOWN: dict[str, str] = {
+    "corpus/noetl/v10__pagination__pipeline__test_pipeline_error_handling.yaml": (
+        "step test_fail_auth fails the execution by design (`do: fail` on a 401, no failure "
+        "route); on NoETL's engine, whose http errors are all `error.kind: tool_error`, the "
+        "earlier step test_retry_transient fails instead: failed on both"
+    ),
+    "corpus/noetl/v2case__pagination__pipeline__test_pipeline_error_handling.yaml": (
+        "a catch rule's `delay: '{{ _err.retry_after | default(2) }}'` is a template: noetlc's "
+        "retry delays are numbers, so the retries of a 429 fall in the server's rate window"
+    ),
+    "corpus/noetl/v2case__pagination__basic__test_pagination_basic.yaml": (
+        "validate_results reads the paging step's result as the collected pages; NoETL's older "
+        "engine put them in `_all_collected_items` beside the last page's envelope"
+    ),
+    "corpus/noetl/v10__pft_flow_test__test_pft_flow_v2.yaml": "cursor loops (`loop.cursor`)",
+}
 
 
 def test_the_outside_service_rule(tmp_path: Path) -> None:
@@ -108,7 +123,7 @@ def test_the_noetl_sample_runs_to_noetls_outcome() -> None:
         if row.outcome in ("failed", "rejected") and row.file not in KNOWN
     ]
     assert unexpected == []
-    assert len(by_outcome.get("passed", [])) >= 25  # measured: the 25 that can run
+    assert len(by_outcome.get("passed", [])) >= 28  # measured: 28 (25 before the stand-in)
 
 
 def test_a_database_file_made_by_a_playbook_that_needs_a_service_is_an_outside_need(
