@@ -168,7 +168,7 @@ def _step(step: YMap, reporter: Reporter) -> YMap | None:
         done=done,
         call=call_default,
         taken=taken | {call_default},
-        arc_names={"result": name, "response": name, "error": "event.data.error", "this": "event.data"},
+        arc_names={"result": name, "response": name, "error": "event.data.error", "this": name},
         arc_strings={"step.exit": done, "call.done": done, "call.error": "step.failed"},
     )  # fmt: skip
     # Whatever the `case_mode` and `next_policy`, the first `next` reached wins the routing
