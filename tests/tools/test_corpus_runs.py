@@ -190,8 +190,8 @@ def test_a_child_counts_only_through_a_parent_that_runs() -> None:
 def test_the_e2e_test_servers_urls_point_at_the_stand_in(tmp_path: Path) -> None:
     import shutil
 
-    shared = tmp_path / "shared"
-    folder = shared / "corpus" / "noetl"
+    root = tmp_path / "data"
+    folder = root / "corpus" / "noetl"
     folder.mkdir(parents=True)
     (folder / "v10__p.yaml").write_text(
         "apiVersion: noetl.io/v2\nkind: Playbook\nmetadata: {name: p, path: p}\n"
@@ -200,7 +200,7 @@ def test_the_e2e_test_servers_urls_point_at_the_stand_in(tmp_path: Path) -> None
     )
     work = tmp_path / "work"
     work.mkdir()
-    [(path, _row)] = corpus_run.collect(shared, work, None, "http://127.0.0.1:9")
+    [(path, _row)] = corpus_run.collect(root, work, None, "http://127.0.0.1:9")
     assert "http://127.0.0.1:9" in path.read_text() and "paginated-api" not in path.read_text()
     assert corpus_run.outside_services({}, path.read_text(), path, {}) == []
     shutil.rmtree(work)
