@@ -14,8 +14,8 @@ Columns:
 * `bare_order` — its rank in the bare-name fallback, or None.
 
 `RUNTIME_NAMES` are names the VMs bind in some scopes without being namespaces of their own
-(the legacy `case` rules' `result`, `response`, `error`, `this`; the corpus dialect's `loop`
-and the legacy `vars`): the linter counts them as defined.
+(the legacy `case` rules' `result`, `response`, `error`, `this`; NoETL's `loop` and
+`loop_index` of a loop iteration, and the legacy `vars`): the linter counts them as defined.
 """
 
 from __future__ import annotations
@@ -44,6 +44,8 @@ NAMESPACES: tuple[Namespace, ...] = (
     Namespace("_attempt", True, False, None, "the attempt number, 1 on the first try"),
     Namespace("keychain", True, True, None, "the credentials the playbook declares"),
     Namespace("execution_id", True, True, None, "the id of the running execution"),
+    # NoETL hides a step named `job` behind its namespace instead of refusing the name
+    Namespace("job", True, False, None, "NoETL's job: uuid, execution_id, id (the execution id)"),
     Namespace("vars", False, True, None, "legacy: the vars block, read as ctx"),
 )
 
@@ -65,7 +67,9 @@ BARE_NAME_ORDER: tuple[str, ...] = tuple(
 )
 
 # Names some scope binds without being a namespace (see the module docstring).
-RUNTIME_NAMES: frozenset[str] = frozenset({"result", "response", "error", "this", "loop", "vars"})
+RUNTIME_NAMES: frozenset[str] = frozenset(
+    {"result", "response", "error", "this", "loop", "loop_index", "vars"}
+)
 
 
 def is_reserved(name: str) -> bool:

@@ -152,7 +152,12 @@ def reference_of(obj: Any, name: str) -> Any:
 
 
 def getattr_(obj: Any, name: str, s: Scope | None = None) -> Any:
-    """`obj.name`: a mapping's key first (no methods are reachable), else a data attribute."""
+    """`obj.name`: a mapping's key first (no methods are reachable), else a data attribute.
+
+    `x.data` of a mapping that has no `data` key is `x` itself, as NoETL's template proxy
+    for results reads it (noetl/noetl `noetl/core/dsl/render.py`, `TaskResultProxy`): a
+    playbook reads `response.data.rows` or `step.data.field` whether or not the result wraps
+    its value in `data`."""
     if name in REF_ATTRIBUTES:
         return reference_of(obj, name)
     if type(obj) is dict:
@@ -162,6 +167,8 @@ def getattr_(obj: Any, name: str, s: Scope | None = None) -> Any:
         target = _resolved(obj, s)
         if target is not _MISSING:
             return getattr_(target, name, s)
+        if name == "data":
+            return obj  # NoETL's result proxy: `x.data` of a mapping without `data` is `x`
         return ChainableUndefined(obj=obj, name=name)
     if isinstance(obj, Undefined):
         return obj.__getattr__(name) if isinstance(obj, ChainableUndefined) else obj
@@ -293,6 +300,8 @@ class PlaybookSandbox(ImmutableSandboxedEnvironment):
             target = self._resolved(obj)
             if target is not _MISSING:
                 return self.getattr(target, attribute)
+            if attribute == "data":
+                return obj  # as `getattr_`: NoETL's `x.data` of a mapping without `data`
         return super().getattr(obj, attribute)
 
     def getitem(self, obj: Any, argument: Any) -> Any:

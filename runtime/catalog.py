@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sqlite3
 import threading
 import time
@@ -29,28 +28,9 @@ from functools import cache
 from importlib import resources
 from typing import Any, Protocol
 
+from noetlc.runtime.ids import snowflake
 from noetlc.runtime.sql_files import parse_queries
 from noetlc.runtime.store import StoreError, ensure_sqlite_folder
-
-_EPOCH_MS = 1_288_834_974_657  # the usual snowflake epoch (2010-11-04)
-_snowflake_lock = threading.Lock()
-_snowflake_last = [0, 0]  # (millisecond, sequence)
-
-
-def snowflake() -> str:
-    """A new 64-bit id as decimal digits: milliseconds since the epoch, 10 bits of process id,
-    a 12-bit sequence. Ids of one process increase; two processes differ in the middle bits."""
-    with _snowflake_lock:
-        now = int(time.time() * 1000) - _EPOCH_MS
-        last, seq = _snowflake_last
-        if now <= last:
-            now, seq = last, seq + 1
-            if seq >= 4096:
-                now, seq = last + 1, 0
-        else:
-            seq = 0
-        _snowflake_last[:] = [now, seq]
-    return str((now << 22) | ((os.getpid() & 0x3FF) << 12) | seq)
 
 
 def digest(content: str) -> str:

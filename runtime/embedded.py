@@ -41,6 +41,7 @@ from noetlc.runtime.driver import (
 )
 from noetlc.runtime.execute import ToolEnv, execute, memo_from_events, noop_only, worker_event
 from noetlc.runtime.group_commit import GroupCommit
+from noetlc.runtime.ids import snowflake
 from noetlc.runtime.logs import ExecutionLogs, Row
 from noetlc.runtime.programs import encode_program
 from noetlc.runtime.results import References, payload_limit
@@ -92,7 +93,7 @@ def run_embedded(
     runtime = EmbeddedRuntime(
         program,
         store if store is not None else MemoryStore(),
-        execution_id or str(uuid.uuid4()),
+        execution_id or snowflake(),
         on_events=on_events,
         call_tool=call_tool,
         keychain_file=keychain_file,

@@ -25,11 +25,13 @@ from pathlib import Path
 from typing import Any
 
 from noetlc.expr.runtime import RESOLVER_KEY
+from noetlc.runtime.ids import child_execution_id
 from noetlc.runtime.logs import ActionLog, ExecutionLogs
 from noetlc.stdlib_tools.context import ToolContext
 from noetlc.stdlib_tools.keychain import Keychain
 from noetlc.stdlib_tools.kinds import lookup
 from noetlc.stdlib_tools.registry import call_tool as call_registry_tool
+from noetlc.vm.control_state import job_namespace
 from noetlc.vm.pipeline import ToolCall, Wait, run_pipeline
 from noetlc.vm.program import OP, Program
 from noetlc.vm.protocol import (
@@ -53,7 +55,6 @@ EmitEvent = Callable[[Event], None]
 # `kind: playbook`: (path, workload, the calling action_id, the child's execution id) -> the
 # child's summary; the runtime cancels the child when the calling action is cancelled
 StartChild = Callable[[str, dict[str, Any], str, str], dict[str, Any]]
-_CHILDREN = uuid.UUID("6f1c2d0e-6b0a-5c3e-9a57-0e7c4c5d1a21")  # namespace of child ids
 
 # worker event ids: unique per process run (a random prefix) and cheap (a counter)
 _PROCESS = uuid.uuid4().hex[:16]
@@ -141,13 +142,6 @@ class ToolEnv:
 DEFAULT_ENV = ToolEnv()
 
 
-def child_execution_id(parent_id: str, action_id: str, task: str, attempt: int) -> str:
-    """The id of the child a `kind: playbook` task starts: a function of the call, so a re-run
-    of the parent's action (resume, a re-leased job) finds the child the first run started
-    instead of starting another; a retry (next attempt) starts a new one."""
-    return str(uuid.uuid5(_CHILDREN, f"{parent_id}/{action_id}/{task}/{attempt}"))
-
-
 def default_tools(
     kind: str, args: dict[str, Any], spec: dict[str, Any] | None, *_: Any
 ) -> dict[str, Any]:
@@ -182,12 +176,14 @@ def execute(
     run_scope["ctx"] = dict(scope.get("ctx") or {})
     run_scope["args"] = args
     run_scope.pop("event", None)
+    run_scope["job"] = job_namespace(scope.get("execution_id"))
     if resolve is not None:
         run_scope[RESOLVER_KEY] = resolve
     if iteration is not None and info.loop is not None:
         run_scope["iter"] = {info.loop["iterator"]: item, "index": iteration}
-        # NoETL also binds the iteration's number as `loop_index`
-        # (noetl/core/dsl/engine/executor/commands.py)
+        # NoETL's `loop` of an iteration: the item's index from 0 (noetl/noetl
+        # `noetl/core/dsl/engine/executor/commands.py`, the loop metadata of a command)
+        run_scope["loop"] = {"index": iteration, "first": iteration == 0, "done": False}
         run_scope["loop_index"] = iteration
     else:
         run_scope["iter"] = {}

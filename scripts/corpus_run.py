@@ -16,9 +16,12 @@ For each YAML file whose root `kind` is a playbook (`Playbook`, or none):
    same corpus (also when a child named at run time turns out to be missing), a database
    file whose tables another playbook creates when that one needs an outside service (a run
    that fails on a missing table only other playbooks create is skipped too), or a
-   script file that is not in the corpus; a child playbook (named in the file) that needs any of these. A
-   playbook that another playbook of the corpus runs as its child
-   is run through that parent, not alone (its tables and inputs come from the parent).
+   script file that is not in the corpus; a child playbook (named in the file) that needs any of
+   these. NoETL's e2e test server (`http://paginated-api...`) is not outside: its URLs are
+   pointed at a loopback stand-in (`tests/standin_api.py`) started for the run. A playbook that
+   another playbook of the corpus runs as its child counts through a parent that runs (passed
+   when one that runs it passed; its tables and inputs come from the parent); when no parent
+   runs (each skipped or rejected, each named with its reason) it runs on its own.
 2. *Compiled*: `noetlc check`; legacy files that do not check are put through `noetlc
    migrate` first (in a copy of the corpus: the shared data is never written). A file that
    still has errors is reported as rejected by the compiler, with its first error.
@@ -457,7 +460,11 @@ def run_one(path: Path, row: Row, env: dict[str, str], limit: float | None = Non
             row.error = "; ".join(problems)
 
 
-def collect(shared: Path, work: Path, only: str | None) -> list[tuple[Path, Row]]:
+def collect(
+    shared: Path, work: Path, only: str | None, standin: str | None = None
+) -> list[tuple[Path, Row]]:
+    """The playbooks of the corpus (copied into `work`), with NoETL's expectations; the URLs
+    of NoETL's e2e test server point at the loopback stand-in `standin`."""
     config = load_config(shared)
     index = corpus_index(shared)
     items: list[tuple[Path, Row]] = []
@@ -468,6 +475,13 @@ def collect(shared: Path, work: Path, only: str | None) -> list[tuple[Path, Row]
         copy = work / root
         shutil.copytree(source, copy)
         for path in sorted(copy.rglob("*.yaml")):
+            if standin is not None:
+                from tests.standin_api import point_urls
+
+                text = path.read_text(encoding="utf-8")
+                pointed = point_urls(text, standin)
+                if pointed != text:
+                    path.write_text(pointed, encoding="utf-8")
             rel = str(path.relative_to(copy))
             if path.name == "noetl_e2e_playbook_test_config.yaml":
                 continue
@@ -532,10 +546,11 @@ def run_setup(path: Path, row: Row, env: dict[str, str]) -> bool:
 
 def children_of_others(
     items: list[tuple[Path, Row]], catalogs: dict[str, dict[str, Path]]
-) -> dict[Path, str]:
+) -> dict[Path, list[str]]:
     """Playbooks another playbook of the same corpus runs as its child (a `kind: playbook`
-    path, or a workload value naming a catalog entry): they run through their parent."""
-    out: dict[Path, str] = {}
+    path, or a workload value naming a catalog entry) -> those parents: a child counts
+    through a parent that runs, and runs on its own when none does."""
+    out: dict[Path, list[str]] = {}
     for path, row in items:
         root = next(r for r in ROOTS if row.file.startswith(r + "/"))
         catalog = catalogs.get(root, {})
@@ -555,8 +570,29 @@ def children_of_others(
         for name in names:
             child = None if TEMPLATE.search(name) else _child(path.parent, name, catalog)
             if child is not None and child.resolve() != path.resolve():
-                out.setdefault(child.resolve(), row.file)
+                parents = out.setdefault(child.resolve(), [])
+                if row.file not in parents:
+                    parents.append(row.file)
     return out
+
+
+RAN = ("passed", "failed")
+
+
+def through_parent(row: Row, parents: list[Row]) -> bool:
+    """Count a child through the parents that ran (True), else note why none did (False:
+    the child then runs on its own). A child counts as passed when a parent that runs it
+    passed, as failed when every parent that ran failed."""
+    ran = [p for p in parents if p.outcome in RAN]
+    if ran:
+        best = next((p for p in ran if p.outcome == "passed"), ran[0])
+        row.outcome, row.status = best.outcome, best.status
+        row.reason = f"runs as the child of {best.file} ({best.outcome})"
+        row.error = None if best.outcome == "passed" else f"its parent failed: {best.error}"
+        return True
+    row.reason = "; ".join(f"its parent {p.file} does not run ({p.outcome}: "
+                           f"{(p.reason or p.error or '')[:120]})" for p in parents)  # fmt: skip
+    return False
 
 
 TABLE_MADE = re.compile(
@@ -772,11 +808,18 @@ def _with_database(dsns: queue.Queue[str], path: Path, row: Row, *rest: Any) -> 
 
 
 def run_corpus(shared: Path, *, only: str | None = None, jobs: int = 2) -> list[Row]:
+    from tests.standin_api import serve
+
+    with serve() as (standin, _state):
+        return _run_corpus(shared, only, jobs, standin)
+
+
+def _run_corpus(shared: Path, only: str | None, jobs: int, standin: str) -> list[Row]:
     pg_dsn = os.environ.get("NOETLC_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:5432/postgres")
     nats_url = os.environ.get("NOETLC_TEST_NATS_URL", "nats://127.0.0.1:4222")
     with tempfile.TemporaryDirectory(prefix="noetl-corpus-") as tmp:
         work = Path(tmp)
-        items = collect(shared, work, only)
+        items = collect(shared, work, only, standin)
         catalogs = {root: catalog_of(work / root) for root in ROOTS if (work / root).is_dir()}
         parents = children_of_others(items, catalogs)
         producers = data_producers(items, catalogs, pg_dsn, nats_url)
@@ -791,35 +834,55 @@ def run_corpus(shared: Path, *, only: str | None = None, jobs: int = 2) -> list[
         dsns: queue.Queue[str] = queue.Queue()
         for dsn in databases:
             dsns.put(dsn)
+        by_file = {row.file: row for _, row in items}
         with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            futures = []
-            for path, row in items:
+
+            def submit(path: Path, row: Row) -> concurrent.futures.Future[Row]:
                 root = next(r for r in ROOTS if row.file.startswith(r + "/"))
-                parent = parents.get(path.resolve())
-                if parent is not None and row.expected == "completed":
-                    row.outcome, row.reason = "skipped", f"runs as the child of {parent}"
-                    rows.append(row)
-                    continue
+                env = {**base_env, "NOETL_PLAYBOOK_PATH": str(work / root)}
+                return pool.submit(
+                    _with_database,
+                    dsns,
+                    path,
+                    row,
+                    work / root,
+                    catalogs.get(root, {}),
+                    env,
+                    nats_url,
+                )
+
+            futures = []
+            children: list[tuple[Path, Row]] = []
+            for path, row in items:
                 if path.resolve() in producers:
                     row.outcome, row.reason = "skipped", producers[path.resolve()]
                     rows.append(row)
-                    continue
-                env = {**base_env, "NOETL_PLAYBOOK_PATH": str(work / root)}
-                futures.append(
-                    pool.submit(
-                        _with_database,
-                        dsns,
-                        path,
-                        row,
-                        work / root,
-                        catalogs.get(root, {}),
-                        env,
-                        nats_url,
-                    )
-                )
+                elif path.resolve() in parents and row.expected == "completed":
+                    children.append((path, row))
+                else:
+                    futures.append(submit(path, row))
             try:
                 for future in futures:
                     rows.append(future.result())
+                # children after their parents (a child's parent may be a child too)
+                while children:
+                    ready = [
+                        (path, row)
+                        for path, row in children
+                        if all(by_file[p].outcome for p in parents[path.resolve()])
+                    ] or children  # a cycle of children: the rest run on their own
+                    alone = []
+                    for path, row in ready:
+                        children.remove((path, row))
+                        family = [by_file[p] for p in parents[path.resolve()]]
+                        if through_parent(row, family):
+                            rows.append(row)
+                        else:
+                            alone.append((path, row, row.reason))
+                    for path, row, why in alone:
+                        done = submit(path, row).result()
+                        done.reason = f"{why}; run on its own: {done.reason}".rstrip(": ")
+                        rows.append(done)
             finally:
                 _drop_databases(pg_dsn, databases)
     order = {row.file: i for i, (_, row) in enumerate(items)}

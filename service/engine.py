@@ -17,8 +17,8 @@ import hashlib
 import threading
 from typing import Any
 
-from noetlc.runtime.catalog import snowflake
 from noetlc.runtime.credentials import StoreCredentials
+from noetlc.runtime.ids import snowflake
 from noetlc.runtime.store import EventStore
 
 

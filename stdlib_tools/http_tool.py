@@ -1,9 +1,13 @@
-"""The `http` tool: one request with httpx; the decoded body is the result.
+"""The `http` tool: one request with httpx; the result is NoETL's response envelope.
 
-`outcome.http = {status, headers, url, method}` (header names lower-case). A JSON response
+The result is `{status_code, headers, url, elapsed, data}` — the mapping NoETL's http tool
+returns (noetl/noetl `noetl/tools/http/response.py`, `process_response`): `data` is the body,
+`elapsed` the seconds the request took, so playbooks read `fetch.data.items`,
+`response.data.paging.hasMore`, `_prev.data` as they do on NoETL.
+`outcome.http = {status, headers, url, method}` too (header names lower-case). A JSON response
 body is decoded; other text is a string; a binary body is base64 (`http.encoding: base64`).
-A non-2xx answer is an error outcome (`HttpError`) that still carries `http` and the body as
-the result; the error says what happened as NoETL's corpus reads it: `error.kind` is
+A non-2xx answer is an error outcome (`HttpError`) that still carries `http` and the envelope
+as the result; the error says what happened as NoETL's corpus reads it: `error.kind` is
 `rate_limit` (429), `auth` (401/403), `not_found` (404), `client_error` (other 4xx),
 `server_error` (5xx), `timeout` or `connection`, and `error.retryable` is true for 408/425/429,
 5xx, timeouts and connection failures.
@@ -203,14 +207,21 @@ def _outcome(response: httpx.Response, method: str) -> dict[str, Any]:
         "method": method,
     }
     body = _decode(response, info)
+    envelope = {
+        "status_code": response.status_code,
+        "headers": info["headers"],
+        "url": info["url"],
+        "elapsed": _elapsed(response),
+        "data": body,
+    }
     if response.is_success:
-        outcome = ok(body)
+        outcome = ok(envelope)
     else:
         status = response.status_code
         outcome = error(
             "HttpError",
             f"{method} {response.url} -> {status} {response.reason_phrase}".rstrip(),
-            result=body,
+            result=envelope,
             status=status,
             body=_excerpt(body),
             kind=_classify(status),
@@ -229,6 +240,13 @@ def _excerpt(body: Any) -> str | None:
         return None
     text = body if isinstance(body, str) else json.dumps(body, default=str, ensure_ascii=False)
     return text if len(text) <= BODY_EXCERPT else text[:BODY_EXCERPT] + "…"
+
+
+def _elapsed(response: httpx.Response) -> float | None:
+    try:
+        return response.elapsed.total_seconds()
+    except RuntimeError:  # a response that was never read through a client (tests)
+        return None
 
 
 def _decode(response: httpx.Response, info: dict[str, Any]) -> Any:

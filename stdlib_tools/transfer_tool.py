@@ -167,7 +167,8 @@ def _http_rows(source: TransferEndpoint, ctx: ToolContext, keychain: Keychain) -
         raise TransferError(
             "HttpError", f"the http source failed: {err.get('message')}", http=outcome.get("http")
         )
-    body = outcome.get("result")
+    envelope = outcome.get("result")
+    body = envelope.get("data") if isinstance(envelope, dict) else None  # the response body
     if source.data_path:
         for part in source.data_path.split("."):
             body = body.get(part) if isinstance(body, dict) else None

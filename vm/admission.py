@@ -90,6 +90,7 @@ class Admission(Routing):
         scope["args"] = args
         if "event" in scope:
             del scope["event"]
+            scope.pop("output", None)
         rules = table.admission
         first = rules[0] if rules else None
         if first is not None and not first.guards and not first.earlier:

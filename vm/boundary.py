@@ -16,6 +16,7 @@ from noetlc.vm.control_state import (
     StepRecord,
     StepRun,
     Token,
+    arc_output,
     loop_result,
     racing_write,
 )
@@ -143,6 +144,7 @@ class Boundary(Admission):
             routes = table.done_on.get(name, ())
         scope["args"] = run.args
         scope["event"] = {"name": name, "step": step, "data": data}
+        scope["output"] = arc_output(result, (error or {}) if name == _STEP_FAILED else None)
         self._route(run, table, routes, name, scope, error)
 
     def _done_planned(
@@ -163,6 +165,7 @@ class Boundary(Admission):
         self.final_result = result
         scope["args"] = args = run.args
         scope["event"] = {"name": _STEP_DONE, "step": step, "data": {"result": result}}
+        scope["output"] = arc_output(result, None)
         guard, taken, target, otherwise, otherwise_target = plan
         if guard is not None and not guard(scope):
             if otherwise is None:
@@ -190,6 +193,7 @@ class Boundary(Admission):
             self.dead_arrivals.pop(entering, None)
         scope["args"] = args
         del scope["event"]
+        del scope["output"]
         self.firings += 1
         entered = self.steps.get(entering)
         if entered is None:
@@ -237,6 +241,7 @@ class Boundary(Admission):
         """The one scope of the control VM, updated in place (evaluation is sequential)."""
         scope = self.scope
         scope["args"] = args
+        scope.pop("output", None)  # a step's own (`arc_output`), not a listener's
         if event is None:
             scope.pop("event", None)
         else:

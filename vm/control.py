@@ -24,7 +24,14 @@ from typing import Any
 from noetlc.expr.runtime import RESOLVER_KEY, ExpressionError
 from noetlc.vm.boundary import Boundary
 from noetlc.vm.budgets import OverBudget, budgets_of
-from noetlc.vm.control_state import LoopRun, StepRecord, StepRun, Token, action_id
+from noetlc.vm.control_state import (
+    LoopRun,
+    StepRecord,
+    StepRun,
+    Token,
+    action_id,
+    job_namespace,
+)
 from noetlc.vm.joins import JoinPlaces
 from noetlc.vm.program import Program
 from noetlc.vm.protocol import (
@@ -94,6 +101,7 @@ class ControlVM(Boundary):
             "workload": workload,
             "ctx": self.ctx,
             "execution_id": execution_id,
+            "job": job_namespace(execution_id),
         }
         if keychain is not None:
             self.scope["keychain"] = keychain

@@ -89,6 +89,25 @@ def loop_result(run: StepRun) -> dict[str, Any]:
     }
 
 
+def job_namespace(execution_id: Any) -> dict[str, Any]:
+    """NoETL's `job` namespace: `uuid`, `execution_id` and `id` all name the execution, as
+    decimal text (noetl/noetl `noetl/core/dsl/engine/executor/state.py`,
+    `get_render_context`; its worker fills `job.uuid` the same way)."""
+    text = None if execution_id is None else str(execution_id)
+    return {"uuid": text, "execution_id": text, "id": text}
+
+
+def arc_output(result: Any, error: dict[str, Any] | None) -> dict[str, Any]:
+    """`output` in a step's arc guards, args and `set`, as NoETL's engine builds it for them
+    (noetl/noetl `noetl/core/dsl/engine/executor/common.py`, `_build_output_view`): `status`
+    ok or error, `data` the result's `data` (an HTTP body) or the result itself when it has
+    none, `error`; `result` is the whole result (noetlc's `outcome.result` spelling)."""
+    if error is not None:
+        return {"status": "error", "data": None, "result": None, "error": error}
+    data = result.get("data", result) if type(result) is dict else result
+    return {"status": "ok", "data": data, "result": result, "error": None}
+
+
 def action_id(execution_id: str, step_run_id: str, iteration: int | None) -> str:
     """Stable per (step run, iteration): the same for every attempt (tool idempotency key)."""
     text = f"{execution_id}/{step_run_id}/{'' if iteration is None else iteration}"

@@ -140,6 +140,10 @@ def run_pipeline(
                             outcome = _workbook(program, args, scope, call_tool, task, attempt)
                         else:
                             outcome = call_tool(kind, args, spec, task, attempt)
+                        if kind != "noop" and outcome["status"] == "ok":
+                            reported = outcome.get("result")
+                            if type(reported) is dict and reported.get("status") in _REPORTED:
+                                outcome = _reported_error(outcome, reported, step, task)
                         failure = outcome.get("error")
                         if outcome.get("status") != "ok" and isinstance(failure, dict):
                             locate_code_error(program, instruction[3], args.get("code"), failure)
@@ -279,6 +283,35 @@ def _backoff(
     if jitter:
         wait += wait * jitter * random.random()
     return max(0.0, float(wait))
+
+
+# a result that says it failed fails its call, as NoETL's worker reads it
+_REPORTED = frozenset({"error", "failed"})
+
+
+def _reported_error(
+    outcome: dict[str, Any], reported: dict[str, Any], step: StepInfo, task: str
+) -> dict[str, Any]:
+    """A tool result `{status: error, ...}` is a failed call: NoETL's worker fails a step
+    whose tool (one mapping) returns `status: error` or `failed` (noetl/noetl
+    `noetl/worker/nats_worker.py`, `_execute_command`), and a task of a `tool:` list (its task
+    sequence) on `status: error` only (`noetl/worker/task_sequence_executor.py`). A step's
+    one-mapping tool is its task `<step>_task` (compiler/shapes.py `default_task_name`). The
+    result is kept (`outcome.result`); the error says what the result said."""
+    status = reported["status"]
+    if status == "failed" and task != f"{step.name}_task":
+        return outcome
+    said = reported.get("error", reported.get("message"))
+    message = said.get("message") if isinstance(said, dict) else said
+    return {
+        **outcome,
+        "status": "error",
+        "error": {
+            "type": "ToolReportedError",
+            "message": str(message) if message else f"the task's result has status: {status}",
+            "retryable": False,
+        },
+    }
 
 
 def _error_outcome(exc: BaseException, kind: str) -> dict[str, Any]:

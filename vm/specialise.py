@@ -31,7 +31,7 @@ from collections.abc import Callable
 from typing import Any
 
 from noetlc.vm.budgets import budgets_of
-from noetlc.vm.control_state import StepRecord, StepRun, Token
+from noetlc.vm.control_state import StepRecord, StepRun, Token, arc_output
 from noetlc.vm.program import Program
 from noetlc.vm.protocol import Command, CommandKind, EventName
 from noetlc.vm.tables import StepTable, Transition
@@ -50,6 +50,7 @@ RUN_NUMBERS = 10_000
 
 _GLOBALS: dict[str, Any] = {
     "Token": Token,
+    "ARC_OUTPUT": arc_output,
     "StepRun": StepRun,
     "StepRecord": StepRecord,
     "Command": Command,
@@ -96,8 +97,8 @@ def heat(program: Program, table: StepTable, hot: int) -> DoneHandler | None:
 
 
 def _reads_event(program: Program) -> Callable[[Any], bool]:
-    """Whether a guard (an evaluator) or a value (a value-pool index) may read `event`: its
-    source names it (conservative: any mention counts)."""
+    """Whether a guard (an evaluator) or a value (a value-pool index) may read `event` (or
+    `output`, made with it): its source names it (conservative: any mention counts)."""
     sources = {
         id(e): s for e, s in zip(program.expressions, program.expression_sources, strict=True)
     }
@@ -107,11 +108,16 @@ def _reads_event(program: Program) -> Callable[[Any], bool]:
             return False
         if isinstance(thing, int):
             return any(
-                "event" in program.expression_sources[i] for i in _value_refs(program.values[thing])
+                _names_event(program.expression_sources[i])
+                for i in _value_refs(program.values[thing])
             )
-        return "event" in sources.get(id(thing), "event")
+        return _names_event(sources.get(id(thing), "event"))
 
     return reads
+
+
+def _names_event(source: str) -> bool:
+    return "event" in source or "output" in source
 
 
 def _value_refs(value: Any) -> list[int]:
@@ -179,8 +185,11 @@ def _handler(program: Program, table: StepTable, reads_event: Callable[[Any], bo
     return handler
 
 
-_DEL_EVENT = "    del scope['event']"
-_SET_EVENT = "scope['event'] = {'name': STEP_DONE, 'step': STEP, 'data': {'result': result}}"
+_DEL_EVENT = "    del scope['event']; scope.pop('output', None)"
+_SET_EVENT = (
+    "scope['event'] = {'name': STEP_DONE, 'step': STEP, 'data': {'result': result}}; "
+    "scope['output'] = ARC_OUTPUT(result, None)"
+)
 
 
 def _branch(
@@ -249,7 +258,11 @@ def _branch(
         "if vm.dead_arrivals:",
         f"    vm.dead_arrivals.pop({prefix}_TO, None)",
         *([] if transition.args is None else ["scope['args'] = args"]),
-        *(["del scope['event']"] if event_set else ["if 'event' in scope:", _DEL_EVENT]),
+        *(
+            ["del scope['event']", "del scope['output']"]
+            if event_set
+            else ["if 'event' in scope:", _DEL_EVENT]
+        ),
         "vm.firings += 3" if together else "vm.firings += 1",
     ]
     if target is table:  # a cycle back into the step: its record is at hand

@@ -300,14 +300,13 @@ def _step_location(payload: dict[str, Any], step: str | None, task: Any = None) 
 
 
 def run(args: argparse.Namespace) -> int:
-    import uuid
-
     from noetlc.cli.common import EXIT_INTERRUPTED, loading
 
     with loading():  # imports, compile or decode, the store: no collection meanwhile
         from noetlc.cli.noetlc_commands.artifacts import load_program
         from noetlc.cli.vm_commands.catalog_ref import catalog_program, is_catalog_ref
         from noetlc.runtime.embedded import run_embedded
+        from noetlc.runtime.ids import snowflake
         from noetlc.runtime.ownership import Lease
         from noetlc.runtime.stores import open_store
 
@@ -340,7 +339,7 @@ def run(args: argparse.Namespace) -> int:
             )
         warn_undeclared(overrides, program.workload)
         store = open_store(args.db)
-    execution_id = str(uuid.uuid4())
+    execution_id = snowflake()
     lease = Lease.for_url(args.db, execution_id)
     try:
         if lease is not None:

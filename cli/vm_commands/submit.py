@@ -15,7 +15,6 @@ import argparse
 import json
 import sys
 import time
-import uuid
 
 from noetlc.cli.common import EXIT_ERRORS, EXIT_OK, UsageError
 from noetlc.cli.vm_commands.run import (
@@ -28,6 +27,7 @@ from noetlc.cli.vm_commands.run import (
     workload_overrides,
 )
 from noetlc.cli.vm_commands.server import add_db_required, check_db
+from noetlc.runtime.ids import snowflake
 
 # seconds between two looks at a running execution's status (`--wait` without progress)
 WAKE_GAP = 0.01
@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     payload = with_budgets(payload, budgets)
     store = PostgresStore(args.db)
     try:
-        execution_id = str(uuid.uuid4())
+        execution_id = snowflake()
         workload = {**(payload["workload"] or {}), **overrides}
         store.create_execution(
             execution_id,

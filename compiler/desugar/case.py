@@ -168,7 +168,7 @@ def _step(step: YMap, reporter: Reporter) -> YMap | None:
         done=done,
         call=call_default,
         taken=taken | {call_default},
-        arc_names={"result": name, "response": name, "error": "event.data.error", "this": "event.data"},
+        arc_names={"result": name, "response": name, "error": "event.data.error", "this": name},
         arc_strings={"step.exit": done, "call.done": done, "call.error": "step.failed"},
     )  # fmt: skip
     # Whatever the `case_mode` and `next_policy`, the first `next` reached wins the routing
@@ -324,11 +324,19 @@ def _rule(
             next_entries.extend(routed)
             fork_entries.extend(besides)
         elif action in ("set", "vars"):  # `vars` (older): ctx writes, read as `vars.x` = `ctx.x`
-            if isinstance(value, YMap):
-                for k, v in value.items:
-                    text = str(k.value)
-                    key = text[4:] if text.startswith("ctx.") else text
-                    writes.append((YScalar(key, k.span), v))
+            pairs = _set_pairs(value)
+            if pairs is None:
+                _refuse(
+                    reporter,
+                    f"the `{action}` of a case rule of step `{name}` (neither a mapping nor a "
+                    "list of `{name, value}` entries)",
+                    at,
+                    hint=f"write `{action}: {{key: value}}`",
+                )
+            for k, v in pairs or ():
+                text = str(k.value)
+                key = text[4:] if text.startswith("ctx.") else text
+                writes.append((YScalar(key, k.span), v))
         elif action == "collect" and isinstance(value, YMap):
             collected = collect_write(value, at)
             if collected is None:
@@ -564,3 +572,21 @@ def _gates(state: _Case, reporter: Reporter) -> None:
             state.gated[0][3],
         )
     )
+
+
+def _set_pairs(value: YNode) -> list[tuple[YScalar, YNode]] | None:
+    """A rule's `set`: a mapping, or the older list of `{name, value}` entries; None when it
+    is neither (refused: a write must never be dropped without a word)."""
+    if isinstance(value, YMap):
+        return [(k, v) for k, v in value.items]
+    if not isinstance(value, YSeq):
+        return None
+    pairs = []
+    for item in value.items:
+        name = item.get("name") if isinstance(item, YMap) else None
+        if not (isinstance(item, YMap) and isinstance(name, YScalar) and "value" in item):
+            return None
+        written = item.get("value")
+        assert written is not None
+        pairs.append((YScalar(str(name.value), name.span), written))
+    return pairs

@@ -14,11 +14,13 @@ from noetlc.diagnostics.report import Reporter, Span
 EVENT = re.compile(
     r"""event\.name\s*==\s*(['"])(call\.done|call\.error|step\.exit|step\.enter)\1"""
 )
+# NoETL's case evaluator bound `response`, `result` and `this` to the tool's response
+# (noetl/noetl `noetl/worker/case_evaluator.py` `build_eval_context`, before commit 3ae90a10)
 TASK_NAMES = {
     "result": "outcome.result",
     "response": "outcome.result",
     "error": "outcome.error",
-    "this": "outcome",
+    "this": "outcome.result",
 }
 
 

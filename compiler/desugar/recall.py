@@ -17,8 +17,13 @@ from noetlc.stdlib_tools.kinds import argument_names, lookup
 _IDENTIFIER = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 
 
-def collect_write(value: YMap, at: Span) -> tuple[YScalar, YNode] | None:
-    """`collect` -> a ctx write; None when `into` does not name a ctx key."""
+def collect_write(
+    value: YMap, at: Span, base: str = "result", pages: bool = False
+) -> tuple[YScalar, YNode] | None:
+    """`collect` -> a ctx write; None when `into` does not name a ctx key. `path` is read from
+    `base`: the call's result in `case` rules, its body (`response`) in retry policies. With
+    `pages` (retry policies), `append` adds a list's items, as NoETL's pagination helper does
+    (noetl/noetl `noetl/core/runtime/retry.py`, `_aggregate_results`)."""
     source = value.get("from")
     path = value.get("path")
     into = value.get("into")
@@ -32,11 +37,13 @@ def collect_write(value: YMap, at: Span) -> tuple[YScalar, YNode] | None:
         expr = str(source.value)
         expr = guard_body(expr) if "{{" in expr else expr
     elif isinstance(path, YScalar):
-        expr = f"result.{path.value}"  # `path` is relative to the call's result
+        expr = f"{base}.{path.value}"
     else:
         expr = "result"
     extend = isinstance(mode, YScalar) and mode.value == "extend"
     item = f"({expr})" if extend else f"[{expr}]"
+    if pages and not extend and not (isinstance(mode, YScalar) and mode.value == "replace"):
+        item = f"(({expr}) if ({expr}) is sequence and ({expr}) is not string and ({expr}) is not mapping else [{expr}])"
     return YScalar(target, at), YScalar(
         "{{ (ctx." + target + " | default([])) + " + item + " }}", at
     )

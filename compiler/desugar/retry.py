@@ -193,10 +193,13 @@ def _backoff(body: YMap) -> str:
     return "none"
 
 
-# In retry policies `response`/`result` are the call's result, `error` its error.
+# In retry policies `result` is the call's result, `error` its error, and `response` the
+# body: NoETL's pagination helper binds `response` to the result's `data` (an http call's
+# body; noetl/noetl `noetl/core/runtime/retry.py`, `_build_next_request`), which
+# `outcome.result.data` reads for every tool (`x.data` of a mapping without `data` is `x`).
 LEGACY_NAMES = {
     "result": "outcome.result",
-    "response": "outcome.result",
+    "response": "outcome.result.data",
     "error": "outcome.error",
     "this": "outcome",
 }
@@ -234,7 +237,8 @@ def _repeat_rule(
         then = {"do": "jump", "to": "__self__"}
     collect = body.get("collect")
     if isinstance(collect, YMap):
-        written = collect_write(collect, collect.span)
+        # NoETL's pagination helper reads `path` in the body (`_extract_page_data`)
+        written = collect_write(collect, collect.span, base="response", pages=True)
         if written is None:
             reporter.report(
                 "NOE410",

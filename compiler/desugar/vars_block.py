@@ -2,7 +2,9 @@
 and `vars.x` -> `ctx.x`.
 
 The values are evaluated after the step's pipeline succeeded, where `result` (the legacy name
-of the step's result) is the last task's outcome result.
+of the step's result) and the step's own name (`{{ check.items }}` in the `vars:` of step
+`check`: its result is not bound yet while its last task's rule runs) are the last task's
+outcome result.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from noetlc.compiler.desugar.common import (
     steps,
 )
 from noetlc.compiler.shapes import task_maps, with_task_maps
-from noetlc.compiler.ynodes import YMap, YSeq
+from noetlc.compiler.ynodes import YMap, YNode, YScalar, YSeq
 from noetlc.diagnostics.report import Reporter
 
 RESULT_NAMES = {"result": "outcome.result", "response": "outcome.result"}
@@ -28,6 +30,10 @@ KEYS = ("vars", "set_ctx")
 def run(doc: YMap, reporter: Reporter) -> YMap:
     written = {key for _, step in _steps(doc) for key in KEYS if key in step}
     if not written:
+        # `vars.x` written by a legacy `case` rule's `set`/`vars` is ctx too
+        workflow = doc.get("workflow")
+        if isinstance(workflow, YSeq) and _mentions_vars(workflow):
+            return doc.with_item("workflow", rewrite_node(workflow, {"vars": "ctx"}, {}))
         return doc
 
     def fix(step: YMap) -> YMap | None:
@@ -45,7 +51,8 @@ def run(doc: YMap, reporter: Reporter) -> YMap:
             changed = step
             if not tasks:
                 continue
-            writes = rewrite_node(values, RESULT_NAMES, {})
+            names = {**RESULT_NAMES, step_name(step): "outcome.result"}
+            writes = rewrite_node(values, names, {})
             rule = node(
                 {
                     "when": "{{ outcome.status == 'ok' }}",
@@ -68,3 +75,14 @@ def run(doc: YMap, reporter: Reporter) -> YMap:
 
 def _steps(doc: YMap) -> list[tuple[int, YMap]]:
     return list(steps(doc))
+
+
+def _mentions_vars(node: YNode) -> bool:
+    """Does a template below `node` name `vars.` (a cheap text test before rewriting)?"""
+    if isinstance(node, YScalar):
+        return isinstance(node.value, str) and "vars." in node.value and "{{" in node.value
+    if isinstance(node, YSeq):
+        return any(_mentions_vars(i) for i in node.items)
+    if isinstance(node, YMap):
+        return any(_mentions_vars(v) for _, v in node.items)
+    return False

@@ -15,6 +15,7 @@ from __future__ import annotations
 from pathlib import PurePath
 
 from noetlc.compiler import tree
+from noetlc.compiler.desugar.common import rewrite_node
 from noetlc.compiler.shapes import (
     SPEC_TOOL_ARGUMENTS,
     TASK_META_KEYS,
@@ -413,10 +414,14 @@ class Normalizer:
         name_node = None if workbook_ref else node.get("name")
         kind_node = node.get("kind")
         # A task's own `set:` hands values to the next tasks of its pipeline (the corpus reads
-        # them back as bare names), so unprefixed keys are pipeline-local: `iter`.
-        set_ctx, set_iter = self.prefixed_writes(
-            _map(node.get("set")), where="task `set:`", unprefixed="iter"
-        )
+        # them back as bare names), so unprefixed keys are pipeline-local: `iter`. In it
+        # `output` is the task's result (`{{ output }}` hands the whole result on: NoETL's
+        # test playbooks read `fetch_result.data` as the http body, `t_result.count` as a
+        # python result's key), not the outcome the task's policy rules see.
+        own_set = _map(node.get("set"))
+        if own_set is not None:
+            own_set = _map(rewrite_node(own_set, {"output": "outcome.result"}, {}))
+        set_ctx, set_iter = self.prefixed_writes(own_set, where="task `set:`", unprefixed="iter")
         return tree.Task(
             name=name,
             kind=kind,

@@ -16,7 +16,8 @@ from typing import Any, TypeVar
 
 import asyncpg
 
-from noetlc.runtime.catalog import CatalogTables, snowflake
+from noetlc.runtime.catalog import CatalogTables
+from noetlc.runtime.ids import snowflake
 from noetlc.runtime.postgres.connect import PgUrl, connect, create_pool, parse_url
 from noetlc.runtime.postgres.errors import DatabaseError
 from noetlc.runtime.postgres.migrate import require_current

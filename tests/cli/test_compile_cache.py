@@ -19,7 +19,7 @@ from noetlc.diagnostics.severity import Severity
 REPO = Path(__file__).resolve().parents[2]
 HELLO = REPO / "examples" / "hello.yaml"
 WARNINGS = REPO / "tests" / "fixtures" / "conformance" / "c09_legacy_case.yaml"
-UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+EXECUTION_ID = re.compile(r"\bexecution \d{1,19}\b")  # a snowflake id, as `run` announces it
 
 
 def command(
@@ -62,7 +62,7 @@ def test_run_prints_the_same_from_the_cache(tmp_path: Path) -> None:
     hit = command(tmp_path, "noetl-vm", *argv)
     assert miss[0] == hit[0] == 0
     # the execution ids differ, all else is the same
-    assert UUID.sub("ID", hit[1]) == UUID.sub("ID", miss[1])
+    assert EXECUTION_ID.sub("ID", hit[1]) == EXECUTION_ID.sub("ID", miss[1])
     assert hit[2] == miss[2]
     assert "HELLO WORLD" in hit[1]
 

@@ -244,8 +244,11 @@ def test_corpus_dialect_aliases() -> None:
         "input": {"city": "Paris"},  # step-level input: the first task's input
     }
     assert _py(fetch.spec) == {"timeout": 5}
-    # task-level set: unprefixed keys are pipeline-local (iter)
-    assert (_py(fetch.set_iter), _py(fetch.set_ctx)) == ({"last": "{{ output }}"}, {"keep": 1})
+    # task-level set: unprefixed keys are pipeline-local (iter); `output` is the task's result
+    assert (_py(fetch.set_iter), _py(fetch.set_ctx)) == (
+        {"last": "{{ outcome.result }}"},
+        {"keep": 1},
+    )
     retry, otherwise = fetch.policy.rules  # type: ignore[union-attr]
     assert retry.action == tree.Action("retry", attempts=3, backoff="none", jitter=0.1)
     assert otherwise.when is None  # `else:` without `then:`

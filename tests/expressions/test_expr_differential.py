@@ -22,7 +22,18 @@ from noetlc.expr.library import lookup
 from noetlc.expr.runtime import ExpressionError, _flatten, compile_entry
 from tests.conftest import CONFORMANCE_CASES, NOETL_FILES
 
-ENV = ImmutableSandboxedEnvironment(undefined=ChainableUndefined)
+
+class _NoetlProxyEnvironment(ImmutableSandboxedEnvironment):
+    """jinja2 with NoETL's result proxy rule (docs/expressions.md): `.data` of a mapping
+    without a `data` key is the mapping itself."""
+
+    def getattr(self, obj: Any, attribute: str) -> Any:
+        if attribute == "data" and type(obj) is dict and "data" not in obj:
+            return obj
+        return super().getattr(obj, attribute)
+
+
+ENV = _NoetlProxyEnvironment(undefined=ChainableUndefined)
 ENV.globals["lookup"] = lookup
 ENV.filters["bool"] = bool  # an extension of ours (jinja2 has no `bool` filter)
 

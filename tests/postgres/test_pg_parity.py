@@ -18,6 +18,7 @@ from noetlc.cli import vm_main as cli
 from noetlc.compiler.pipeline import compile_file
 from noetlc.expr.runtime import REF_KEY
 from noetlc.runtime.embedded import run_embedded
+from noetlc.runtime.ids import is_execution_id
 from noetlc.runtime.postgres.cluster_testing import Cluster
 from noetlc.runtime.postgres.database import Database
 from noetlc.runtime.postgres.store import PostgresStore
@@ -230,6 +231,13 @@ workflow:
         input: {doubled: "{{ call_child }}"}
         code: |
           result = {"doubled": doubled}
+    next: ids
+  - step: ids
+    tool:
+      kind: python
+      input: {me: "{{ execution_id }}", job: "{{ job.uuid }}", same: "{{ job.execution_id }}"}
+      code: |
+        result = {"bigint": 0 < int(me) < 2**63, "job_matches": me == job == same}
     next: broken
   - step: broken
     tool:
@@ -261,6 +269,10 @@ def test_kind_playbook_runs_a_child_execution(cluster: Cluster, tmp_path: Path) 
     assert child is not None and child["status"] == "completed"
     assert child["parent_id"] == summary["execution_id"]
     assert child["summary"]["result"] == 42
+    # NoETL's ids in distributed mode: snowflake integers for the parent and its child,
+    # `job.*` filled on the worker
+    assert is_execution_id(summary["execution_id"]) and is_execution_id(child_id)
+    assert summary["steps"]["ids"]["result"] == {"bigint": True, "job_matches": True}
 
 
 SLOW_CHILD = """\

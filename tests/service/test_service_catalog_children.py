@@ -14,6 +14,7 @@ import pytest
 
 from noetlc.runtime.catalog import SQLiteCatalog
 from noetlc.runtime.children import catalog_reference, compile_child
+from noetlc.runtime.ids import is_execution_id
 from noetlc.service.registry import register as register_entry
 from noetlc.service.testing import register, wait_done
 
@@ -90,6 +91,9 @@ async def test_an_api_execution_runs_a_catalog_child(
     assert detail["result"] == {"doubled": expected}
     children = [e for e in (await api.get("/api/executions")).json() if e["parent_execution_id"]]
     assert [c["parent_execution_id"] for c in children] == [started["execution_id"]]
+    # the API's ids are NoETL's snowflake integers, as decimal strings, a child's too
+    assert all(is_execution_id(c["execution_id"]) for c in children)
+    assert is_execution_id(started["execution_id"])
 
 
 def test_noetl_vm_run_finds_children_in_the_stores_catalog(tmp_path: Path) -> None:

@@ -92,15 +92,29 @@ def base_url() -> Iterator[str]:
 def test_get_decodes_json_and_sends_params(base_url: str) -> None:
     out = call_tool("http", {"url": f"{base_url}/echo", "params": {"page": 2, "size": "10"}}, None)
     assert out["status"] == "ok", out
-    assert out["result"]["query"] == {"page": "2", "size": "10"}
+    assert out["result"]["data"]["query"] == {"page": "2", "size": "10"}
     assert out["http"]["status"] == 200
     assert out["http"]["headers"]["content-type"] == "application/json"
     assert out["meta"]["kind"] == "http" and out["meta"]["duration_ms"] >= 0
 
 
+def test_result_is_noetls_response_envelope(base_url: str) -> None:
+    # NoETL's http tool returns {status_code, headers, url, elapsed, data} (its
+    # tools/http/response.py); the body is `data`, also for an error answer
+    for path, code in (("/echo?a=1", 200), ("/status/503", 503)):
+        out = call_tool("http", {"url": f"{base_url}{path}"})
+        envelope = out["result"]
+        assert set(envelope) == {"status_code", "headers", "url", "elapsed", "data"}, envelope
+        assert envelope["status_code"] == code == out["http"]["status"]
+        assert envelope["url"] == f"{base_url}{path}"
+        assert isinstance(envelope["elapsed"], float) and envelope["elapsed"] >= 0
+        assert envelope["headers"]["content-type"] == "application/json"
+        assert isinstance(envelope["data"], dict)
+
+
 def test_endpoint_is_url_and_method_is_case_insensitive(base_url: str) -> None:
     out = call_tool("http", {"endpoint": f"{base_url}/echo", "method": "put"})
-    assert out["status"] == "ok" and out["result"]["method"] == "PUT"
+    assert out["status"] == "ok" and out["result"]["data"]["method"] == "PUT"
 
 
 def test_json_body_and_headers(base_url: str) -> None:
@@ -113,23 +127,26 @@ def test_json_body_and_headers(base_url: str) -> None:
             "headers": {"X-Trace": "t1"},
         },
     )
-    assert json.loads(out["result"]["body"]) == {"a": [1, 2]}
-    assert out["result"]["headers"]["x-trace"] == "t1"
-    assert out["result"]["headers"]["content-type"] == "application/json"
+    assert json.loads(out["result"]["data"]["body"]) == {"a": [1, 2]}
+    assert out["result"]["data"]["headers"]["x-trace"] == "t1"
+    assert out["result"]["data"]["headers"]["content-type"] == "application/json"
 
 
 def test_data_is_query_for_get_and_json_for_post(base_url: str) -> None:
     get = call_tool("http", {"url": f"{base_url}/echo", "data": {"q": "x"}})
-    assert get["result"]["query"] == {"q": "x"} and get["result"]["body"] == ""
+    assert get["result"]["data"]["query"] == {"q": "x"} and get["result"]["data"]["body"] == ""
     post = call_tool("http", {"url": f"{base_url}/echo", "method": "POST", "payload": {"q": 1}})
-    assert json.loads(post["result"]["body"]) == {"q": 1} and post["result"]["query"] == {}
+    assert (
+        json.loads(post["result"]["data"]["body"]) == {"q": 1}
+        and post["result"]["data"]["query"] == {}
+    )
 
 
 def test_raw_body_and_form(base_url: str) -> None:
     raw = call_tool("http", {"url": f"{base_url}/echo", "method": "POST", "body": "a;b"})
-    assert raw["result"]["body"] == "a;b"
+    assert raw["result"]["data"]["body"] == "a;b"
     form = call_tool("http", {"url": f"{base_url}/echo", "method": "POST", "form": {"k": "v w"}})
-    assert form["result"]["body"] == "k=v+w"
+    assert form["result"]["data"]["body"] == "k=v+w"
 
 
 @pytest.mark.parametrize(
@@ -150,22 +167,22 @@ def test_non_2xx_is_an_error_with_http_fields_and_body(
     assert out["error"]["type"] == "HttpError"
     assert (out["error"]["kind"], out["error"]["retryable"]) == (kind, retryable)
     assert out["http"]["status"] == code
-    assert out["result"] == {"error": "as requested", "code": code}
+    assert out["result"]["data"] == {"error": "as requested", "code": code}
     # the error itself says the status and the start of the body (the console shows both)
     assert out["error"]["status"] == code
-    assert json.loads(out["error"]["body"]) == out["result"]
+    assert json.loads(out["error"]["body"]) == out["result"]["data"]
 
 
 def test_text_binary_and_invalid_json_bodies(base_url: str) -> None:
-    assert call_tool("http", {"url": f"{base_url}/text"})["result"] == "plain words"
+    assert call_tool("http", {"url": f"{base_url}/text"})["result"]["data"] == "plain words"
     binary = call_tool("http", {"url": f"{base_url}/binary"})
-    assert binary["result"] == "AAH/" and binary["http"]["encoding"] == "base64"
-    assert call_tool("http", {"url": f"{base_url}/bad-json"})["result"] == "{not json"
+    assert binary["result"]["data"] == "AAH/" and binary["http"]["encoding"] == "base64"
+    assert call_tool("http", {"url": f"{base_url}/bad-json"})["result"]["data"] == "{not json"
 
 
 def test_redirects_are_followed_unless_disabled(base_url: str) -> None:
     followed = call_tool("http", {"url": f"{base_url}/redirect"})
-    assert followed["result"]["query"] == {"from": "redirect"}
+    assert followed["result"]["data"]["query"] == {"from": "redirect"}
     kept = call_tool("http", {"url": f"{base_url}/redirect", "follow_redirects": False})
     assert kept["status"] == "error" and kept["http"]["status"] == 302  # non-2xx
     assert kept["error"]["kind"] == "redirect" and kept["http"]["headers"]["location"]
@@ -202,7 +219,7 @@ def test_a_cancel_abandons_a_request_that_has_no_answer_yet(base_url: str) -> No
         None,
         ToolContext(cancelled=lambda: False),
     )
-    assert again["status"] == "ok" and again["result"]["query"] == {"a": "1"}, again
+    assert again["status"] == "ok" and again["result"]["data"]["query"] == {"a": "1"}, again
 
 
 def test_connection_refused_is_a_retryable_connection_error() -> None:
@@ -220,10 +237,10 @@ def test_auth_from_the_keychain_sets_the_header_and_is_redactable(base_url: str)
     )
     ctx = ToolContext(keychain=chain)
     out = call_tool("http", {"url": f"{base_url}/echo", "auth": "api"}, None, ctx)
-    assert out["result"]["headers"]["authorization"] == "Bearer tok-123456"
+    assert out["result"]["data"]["headers"]["authorization"] == "Bearer tok-123456"
     assert "tok-123456" not in json.dumps(chain.redact(out))
     basic = call_tool("http", {"url": f"{base_url}/echo", "auth": "basic"}, None, ctx)
-    assert basic["result"]["headers"]["authorization"].startswith("Basic ")
+    assert basic["result"]["data"]["headers"]["authorization"].startswith("Basic ")
 
 
 def test_bad_arguments_are_an_error_outcome_not_an_exception() -> None:
