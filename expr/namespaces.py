@@ -14,8 +14,9 @@ Columns:
 * `bare_order` — its rank in the bare-name fallback, or None.
 
 `RUNTIME_NAMES` are names the VMs bind in some scopes without being namespaces of their own
-(the legacy `case` rules' `result`, `response`, `error`, `this`; NoETL's `loop` and
-`loop_index` of a loop iteration, and the legacy `vars`): the linter counts them as defined.
+(the legacy `case` rules' `result`, `response`, `error`, `this`; NoETL's `loop` of a loop
+iteration, and the legacy `vars`): the linter counts them as defined. `loop_index` is defined
+only inside a loop step (the expressions pass adds it there).
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ BARE_NAME_ORDER: tuple[str, ...] = tuple(
 
 # Names some scope binds without being a namespace (see the module docstring).
 RUNTIME_NAMES: frozenset[str] = frozenset(
-    {"result", "response", "error", "this", "loop", "loop_index", "vars"}
+    {"result", "response", "error", "this", "loop", "vars"}
 )
 
 
