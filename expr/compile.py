@@ -256,7 +256,7 @@ def _compile_single(source: str, expr_text: str, mode: Mode, span: Span) -> Comp
             normalized=expr_text.strip(),
             span=span,
         )
-    code = codegen.function_source(node)
+    code = codegen.function_source(node, gen.metered)
     found = facts.analyze(tree, gen.names)
     return _compiled_code(
         source,

@@ -25,13 +25,17 @@ replay.
 
 from __future__ import annotations
 
+import math
 import re
 import sys
-from collections.abc import Callable, Iterable, Mapping
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 MAX_INT_BITS = 14_000  # about 4,214 decimal digits (Python prints at most 4,300)
 MAX_SIZE = 1_000_000  # characters of a string, items of a sequence
+# Characters and items one evaluation may build in all (8 bytes a list item: about 64 MB)
+MAX_BUILT = 8_000_000
 MAX_STEPS = 2_000_000  # traced line events of one slow-path evaluation
 MAX_NESTING = 32  # bracket levels in one expression
 MAX_DEPTH = 128  # levels of the parse tree (see the module doc)
@@ -40,6 +44,52 @@ MAX_RANGE = 100_000  # elements of one `range(...)` (the same bound as jinja2's 
 
 class ExpressionLimit(OverflowError):
     """An evaluation went over one of the limits of this module (NOE311)."""
+
+
+# One evaluation's meter: one cell counting the characters and items it has built. Generated
+# code makes its own (`_m = [0]`) and passes it to the helpers below; the slow path's is
+# per thread (jinja2 calls our helpers without it; an evaluation never yields to another).
+Meter = list[int]
+_SLOW = threading.local()
+
+
+def begin_slow() -> None:
+    _SLOW.meter = [0]
+
+
+def end_slow() -> None:
+    _SLOW.meter = None
+
+
+def slow_meter() -> Meter | None:
+    meter: Meter | None = getattr(_SLOW, "meter", None)
+    return meter
+
+
+def charge(meter: Meter | None, size: int) -> None:
+    """Count `size` characters or items built; past `MAX_BUILT` the evaluation stops. A call
+    outside an evaluation (no meter) has only the limits of each value."""
+    if meter is None:
+        return
+    meter[0] += size
+    if meter[0] > MAX_BUILT:
+        raise ExpressionLimit(
+            f"the evaluation built more than {MAX_BUILT:,} characters or items in all"
+        )
+
+
+def built(value: Any, meter: Meter | None) -> Any:
+    """Charge a value a filter or function just built: its length and, one level down, the
+    length of the strings and containers in it (`[x] | map('upper')` builds a string)."""
+    if isinstance(value, str):
+        charge(meter, len(value))
+    elif isinstance(value, list | tuple | dict):
+        size = len(value)
+        for item in value.values() if isinstance(value, dict) else value:
+            if isinstance(item, str | list | tuple | dict):
+                size += len(item)
+        charge(meter, size)
+    return value
 
 
 def _refuse(what: str, limit: int, unit: str) -> ExpressionLimit:
@@ -53,25 +103,52 @@ def check_int(value: Any) -> Any:
 
 
 def deep_size(value: Any, budget: int = MAX_SIZE) -> int:
-    """Characters and items of `value`, nested items included; stops counting past `budget`
-    (so measuring a huge shared structure costs at most `budget` steps)."""
-    total = 0
-    stack = [value]
+    """Characters and items of `value`, nested items included, a shared part counted as often
+    as it appears (as str() and JSON print it); stops counting past `budget`. Each distinct
+    container is walked once, so a structure that shares itself (`[a, a]` nested 40 times)
+    costs its number of distinct parts, and measuring anything costs at most `budget` steps."""
+    if isinstance(value, str):
+        return len(value)
+    if not isinstance(value, list | tuple | dict):
+        return 1
+    sizes: dict[int, int] = {}  # id -> size of the containers measured (all alive: in value)
+    open_ids: set[int] = set()  # the containers being measured (a cycle counts as too big)
+    stack: list[tuple[Any, Iterator[Any], int]] = [(value, _items(value), len(value))]
+    open_ids.add(id(value))
     while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            total += len(item)
-        elif isinstance(item, list | tuple):
-            total += len(item)
-            stack.extend(item)
-        elif isinstance(item, dict):
-            total += len(item)
-            stack.extend(item.values())
+        node, items, total = stack.pop()
+        for item in items:
+            if isinstance(item, str):
+                total += len(item)
+            elif isinstance(item, list | tuple | dict):
+                known = sizes.get(id(item))
+                if known is None:
+                    if id(item) in open_ids:
+                        return budget + 1
+                    stack.append((node, items, total))
+                    stack.append((item, _items(item), len(item)))
+                    open_ids.add(id(item))
+                    break
+                total += known
+            else:
+                total += 1
+            if total > budget:
+                return total
         else:
-            total += 1
-        if total > budget:
-            return total
-    return total
+            open_ids.discard(id(node))
+            sizes[id(node)] = total
+            if not stack:
+                return total
+            parent, parent_items, parent_total = stack.pop()
+            parent_total += total
+            if parent_total > budget:
+                return parent_total
+            stack.append((parent, parent_items, parent_total))
+    return budget + 1  # not reached
+
+
+def _items(value: Any) -> Iterator[Any]:
+    return iter(value.values()) if isinstance(value, dict) else iter(value)
 
 
 def _check_size(size: int, what: str) -> None:
@@ -86,13 +163,14 @@ def power(base: Any, exponent: Any) -> Any:
         and exponent > 1
         and isinstance(base, int)
         and abs(base) > 1
-        and (abs(base).bit_length() - 1) * exponent > MAX_INT_BITS
+        and exponent * math.log2(abs(base)) > MAX_INT_BITS
     ):
+        # log2, not bit_length() - 1: 3 ** 14000 has 22,190 bits, not 14,000
         raise _refuse(f"{_short(base)} ** {exponent}", MAX_INT_BITS, "bits")
     return base**exponent
 
 
-def multiply(left: Any, right: Any) -> Any:
+def multiply(left: Any, right: Any, meter: Meter | None = None) -> Any:
     """`left * right`: integer size and repeated strings/sequences are bounded."""
     if isinstance(left, int) and isinstance(right, int):
         if left.bit_length() + right.bit_length() > MAX_INT_BITS + 1:
@@ -100,9 +178,74 @@ def multiply(left: Any, right: Any) -> Any:
         return left * right
     if isinstance(right, int) and isinstance(left, str | list | tuple):
         _check_repeat(left, right)
+        charge(meter, len(left) * max(right, 0))
     elif isinstance(left, int) and isinstance(right, str | list | tuple):
         _check_repeat(right, left)
+        charge(meter, len(right) * max(left, 0))
     return left * right
+
+
+def add(left: Any, right: Any, meter: Meter | None = None) -> Any:
+    """`left + right`: concatenated strings and sequences are bounded; integers too."""
+    if type(left) is int and type(right) is int:
+        return check_int(left + right)
+    if isinstance(left, str | list | tuple) and isinstance(right, str | list | tuple):
+        size = len(left) + len(right)
+        _check_size(size, "a concatenated string or sequence")
+        charge(meter, size)
+    return left + right
+
+
+def concat(meter: Meter | None, *values: Any) -> str:
+    """`a ~ b ~ ...` and mixed text: str() of each value (undefined is ''), the total checked
+    before the text is joined."""
+    parts = []
+    size = 0
+    for value in values:  # a loop, not a comprehension: this is on the hot path
+        if type(value) is not str:
+            value = text(value)
+        size += len(value)
+        parts.append(value)
+    _check_size(size, "a concatenated string")
+    charge(meter, size)
+    return "".join(parts)
+
+
+def slow_concat(*values: Any) -> str:
+    return concat(slow_meter(), *values)
+
+
+def text(value: Any) -> str:
+    """str() of a value, refused first when it would be huge: a structure that shares itself
+    (`[a, a]` nested 40 times, made in a slow-path loop) prints 2 ** 40 items."""
+    if type(value) in _SCALARS:
+        return str(value)
+    check_printable(value)
+    return str(value)
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+_CONTAINERS = (list, tuple, dict)
+
+
+def check_printable(value: Any) -> Any:
+    if isinstance(value, _CONTAINERS):
+        size = deep_size(value, MAX_SIZE)
+        _check_size(size, "the text of a structure")
+    return value
+
+
+def bounded_join(parts: Iterable[Any]) -> str:
+    """The text a slow-path template renders (and `{% set %}` blocks, macros): counted while
+    it is produced, so a `{% for %}` that renders gigabytes stops at `MAX_SIZE`."""
+    out: list[str] = []
+    size = 0
+    for part in parts:
+        size += len(part)
+        _check_size(size, "the rendered text")
+        out.append(part)
+    charge(slow_meter(), size)
+    return "".join(out)
 
 
 def _check_repeat(seq: Any, times: int) -> None:
@@ -116,12 +259,15 @@ def _check_repeat(seq: Any, times: int) -> None:
 _PRINTF = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(\*|\d+)?(?:\.(\*|\d*))?")
 
 
-def modulo(left: Any, right: Any) -> Any:
+def modulo(left: Any, right: Any, meter: Meter | None = None) -> Any:
     """`left % right`: printf-style formatting of a string is bounded in width and result."""
     if isinstance(left, str):
         check_format(left)
+        for arg in right if isinstance(right, tuple) else (right,):
+            check_printable(arg)
         result = left % right
         _check_size(len(result), "a formatted string")
+        charge(meter, len(result))
         return result
     return left % right
 
@@ -230,6 +376,30 @@ def bounded_filters(
     wrap("batch", batch)
     wrap("slice", slice_)
     return out
+
+
+def charged_filters(
+    filters: Mapping[str, Callable[..., Any]], skip: Iterable[str] = ()
+) -> dict[str, Callable[..., Any]]:
+    """jinja2's filters (the slow path's) with what they build charged to the evaluation's
+    budget; `skip` are filters already charged (the compiled path's own)."""
+    out: dict[str, Callable[..., Any]] = {}
+    skipped = frozenset(skip)
+    for name, inner in filters.items():
+        if name in skipped:
+            continue
+        out[name] = _charging(inner)
+    return out
+
+
+def _charging(inner: Callable[..., Any]) -> Callable[..., Any]:
+    def charged(*args: Any, **kwargs: Any) -> Any:
+        return built(inner(*args, **kwargs), slow_meter())
+
+    for attr in ("jinja_pass_arg",):  # keep jinja2's context-passing marker
+        if hasattr(inner, attr):
+            setattr(charged, attr, getattr(inner, attr))
+    return charged
 
 
 class StepBudget:

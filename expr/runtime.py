@@ -37,13 +37,21 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
-from jinja2 import ChainableUndefined, Undefined
+from jinja2 import ChainableUndefined, Undefined, nodes
+from jinja2.compiler import CodeGenerator, Frame
 from jinja2.exceptions import SecurityError, UndefinedError
 from jinja2.runtime import LoopContext
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from noetlc.expr import limits
-from noetlc.expr.library import FILTERS, GLOBALS, MAX_RANGE, TESTS
+from noetlc.expr.library import (
+    BUILDING_FILTERS,
+    CHARGED_FILTERS,
+    FILTERS,
+    GLOBALS,
+    MAX_RANGE,
+    TESTS,
+)
 from noetlc.expr.limits import ExpressionLimit
 from noetlc.expr.namespaces import BARE_NAME_ORDER
 
@@ -212,20 +220,19 @@ def getslice_(obj: Any, start: Any, stop: Any, step: Any) -> Any:
     return obj[start:stop:step]
 
 
-def concat(*values: Any) -> str:
-    """`a ~ b`: Jinja converts both sides with str(); undefined is ''."""
-    return "".join(map(str, values))
+concat = limits.concat  # `a ~ b`: str() of both sides (undefined is ''), size-checked
 
 
 def render_value(value: Any) -> str:
-    """How a value renders inside mixed text: str(), undefined as ''."""
-    return str(value)
+    """How a value renders inside mixed text: str(), undefined as '' (bounded)."""
+    return limits.text(value)
 
 
 # The names generated code refers to; `build_evaluator` puts them in each function's globals.
 RUNTIME: dict[str, Any] = {
     "__builtins__": {},
-    "type": type,  # only for the inlined `type(x) is dict` check of attribute access
+    "type": type,  # only for the inlined `type(x) is dict` (attribute) and `is int` (`+`) checks
+    "int": int,
     "Exception": Exception,  # only for the `except` that wraps failures in ExpressionError
     "dict": dict,
     "_name": lookup_name,
@@ -236,6 +243,8 @@ RUNTIME: dict[str, Any] = {
     "_pow": limits.power,
     "_mul": limits.multiply,
     "_mod": limits.modulo,
+    "_add": limits.add,
+    "_FB": CHARGED_FILTERS,
     "_F": FILTERS,
     "_T": TESTS,
     "_G": GLOBALS,
@@ -254,6 +263,18 @@ _SLOW_RESOLVER: contextvars.ContextVar[Resolver | None] = contextvars.ContextVar
 )
 
 
+class _BoundedCodeGenerator(CodeGenerator):
+    """jinja2's code generator with `~` size-checked like the compiled path's (jinja2 joins
+    the operands with its own `str_join`, out of the sandbox's reach)."""
+
+    def visit_Concat(self, node: nodes.Concat, frame: Frame) -> None:
+        self.write("environment.concat_values(")
+        for arg in node.nodes:
+            self.visit(arg, frame)
+            self.write(", ")
+        self.write(")")
+
+
 class PlaybookSandbox(ImmutableSandboxedEnvironment):
     """jinja2's immutable sandbox with the compiled path's refusals.
 
@@ -264,15 +285,22 @@ class PlaybookSandbox(ImmutableSandboxedEnvironment):
     resolve.
     """
 
-    intercepted_binops = frozenset({"*", "%", "**"})
-    _BINOPS: ClassVar[dict[str, Callable[[Any, Any], Any]]] = {
+    intercepted_binops = frozenset({"*", "%", "**", "+"})
+    _BINOPS: ClassVar[dict[str, Callable[[Any, Any, Any], Any]]] = {
         "*": limits.multiply,
         "%": limits.modulo,
-        "**": limits.power,
+        "+": limits.add,
     }
+    code_generator_class = _BoundedCodeGenerator
+    # The text a template renders, `{% set %}` blocks and macros are joined by `concat`:
+    # counted while a `{% for %}` produces it. `~` goes through `concat_values`.
+    concat = staticmethod(limits.bounded_join)  # type: ignore[assignment]
+    concat_values = staticmethod(limits.slow_concat)
 
     def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
-        return self._BINOPS[operator](left, right)
+        if operator == "**":
+            return limits.power(left, right)
+        return self._BINOPS[operator](left, right, limits.slow_meter())
 
     def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
         if callable(value) and not isinstance(obj, LoopContext):
@@ -315,16 +343,21 @@ class PlaybookSandbox(ImmutableSandboxedEnvironment):
 @functools.lru_cache(maxsize=1)
 def fallback_environment() -> PlaybookSandbox:
     """The slow path's environment: the same globals and filters as compiled code."""
-    env = PlaybookSandbox(undefined=ChainableUndefined)
+    # `finalize` sees every `{{ value }}` a template prints, before jinja2's str()
+    env = PlaybookSandbox(undefined=ChainableUndefined, finalize=limits.check_printable)
     # Only the whitelisted globals: no cycler/joiner/lipsum (jinja2's `range` is replaced by
     # ours, which has the same bound). `namespace` stays: `{% set %}` in loops needs it.
     for name in ("cycler", "joiner", "lipsum"):
         env.globals.pop(name, None)
     env.globals.update(GLOBALS)
-    env.filters["bool"] = FILTERS["bool"]  # our extension, so both paths agree
-    for name in ("join", "replace", "sum", "tojson"):  # the size-checked versions
+    ours = ("bool", "join", "replace", "sum", "tojson")  # our extension, the size-checked
+    for name in ours:
         env.filters[name] = FILTERS[name]
     env.filters.update(limits.bounded_filters(env.filters))
+    # what the others build is charged too (ours are already; the rest return an item)
+    env.filters.update(
+        limits.charged_filters(env.filters, skip={*ours, *(set(FILTERS) - BUILDING_FILTERS)})
+    )
     return env
 
 
@@ -353,11 +386,15 @@ def _slow(text: str, mode: str) -> Evaluator:
         compiled = _fallback_compiled(text, mode)
         token = _SLOW_RESOLVER.set(s.get(RESOLVER_KEY))
         variables = _flatten(s)
+        limits.begin_slow()
         try:
             if mode == "expression":
-                return limits.StepBudget().run(lambda: compiled(**variables))
+                value = limits.StepBudget().run(lambda: compiled(**variables))
+                # its value goes to the log as JSON: bounded like printed text
+                return limits.check_printable(value)
             return limits.StepBudget().run(lambda: compiled.render(**variables))
         finally:
+            limits.end_slow()
             _SLOW_RESOLVER.reset(token)
 
     return evaluate
