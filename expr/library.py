@@ -139,6 +139,9 @@ def _context() -> Any:
     return _ENV.from_string("").new_context()
 
 
+_STRING = jf.FILTERS["string"]  # jinja2's soft_str (a Markup stays one)
+
+
 def _f_list(value: Any) -> list[Any]:
     return list(value)
 
@@ -148,7 +151,7 @@ FILTERS: dict[str, Callable[..., Any]] = {
     "d": jf.do_default,
     "int": jf.do_int,
     "float": jf.do_float,
-    "string": lambda v: v if type(v) is str else jf.soft_str(limits.check_printable(v)),
+    "string": lambda v: v if type(v) is str else _STRING(limits.check_printable(v)),
     "bool": lambda v: bool(v),
     "length": len,
     "count": len,

@@ -37,6 +37,11 @@ MAX_SIZE = 1_000_000  # characters of a string, items of a sequence
 # Characters and items one evaluation may build in all (8 bytes a list item: about 64 MB)
 MAX_BUILT = 8_000_000
 MAX_STEPS = 2_000_000  # traced line events of one slow-path evaluation
+# ... and of all the slow-path evaluations one input event of a control VM causes (its guards,
+# templates, case rules): so a step with sixty heavy guards cannot hold a server's thread
+# sixty times as long (`begin_input`). Counted per input event, so a replay, which feeds the
+# same events one by one, fails or succeeds the same way.
+MAX_INPUT_STEPS = MAX_STEPS
 MAX_NESTING = 32  # bracket levels in one expression
 MAX_DEPTH = 128  # levels of the parse tree (see the module doc)
 MAX_RANGE = 100_000  # elements of one `range(...)` (the same bound as jinja2's sandbox)
@@ -59,6 +64,15 @@ def begin_slow() -> None:
 
 def end_slow() -> None:
     _SLOW.meter = None
+
+
+def begin_input() -> None:
+    """The VM is about to decide one input event: its evaluations share `MAX_INPUT_STEPS`."""
+    _SLOW.pool = MAX_INPUT_STEPS
+
+
+def end_input() -> None:
+    _SLOW.pool = None
 
 
 def slow_meter() -> Meter | None:
@@ -408,18 +422,27 @@ class StepBudget:
     Used around jinja2's slow path only (its templates have loops); restores whatever tracer
     was installed before (a debugger, coverage)."""
 
-    __slots__ = ("limit", "steps")
+    __slots__ = ("limit", "message", "steps")
 
     def __init__(self, limit: int = MAX_STEPS) -> None:
-        self.limit = limit
+        pool = getattr(_SLOW, "pool", None)
         self.steps = 0
+        if pool is not None and pool < limit:  # what this input event's evaluations left
+            self.limit = max(pool, 0)
+            self.message = (
+                f"the expressions one event of the execution caused took more than "
+                f"{MAX_INPUT_STEPS:,} steps in all"
+            )
+        else:
+            self.limit = limit
+            self.message = (
+                f"the evaluation took more than {limit:,} steps (a loop that never ends?)"
+            )
 
     def __call__(self, frame: Any, event: str, arg: Any) -> Any:
         self.steps += 1
         if self.steps > self.limit:
-            raise ExpressionLimit(
-                f"the evaluation took more than {self.limit:,} steps (a loop that never ends?)"
-            )
+            raise ExpressionLimit(self.message)
         return self
 
     def run(self, fn: Callable[[], Any]) -> Any:
@@ -429,3 +452,6 @@ class StepBudget:
             return fn()
         finally:
             sys.settrace(previous)
+            pool = getattr(_SLOW, "pool", None)
+            if pool is not None:
+                _SLOW.pool = pool - self.steps

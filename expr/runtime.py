@@ -294,7 +294,7 @@ class PlaybookSandbox(ImmutableSandboxedEnvironment):
     code_generator_class = _BoundedCodeGenerator
     # The text a template renders, `{% set %}` blocks and macros are joined by `concat`:
     # counted while a `{% for %}` produces it. `~` goes through `concat_values`.
-    concat = staticmethod(limits.bounded_join)  # type: ignore[assignment]
+    concat = staticmethod(limits.bounded_join)
     concat_values = staticmethod(limits.slow_concat)
 
     def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
