@@ -29,6 +29,8 @@ __all__ = [
     "FILTERS",
     "GLOBALS",
     "MAX_RANGE",
+    "NONDETERMINISTIC_CALLS",
+    "NONDETERMINISTIC_FILTERS",
     "TESTS",
     "lookup",
 ]
@@ -250,6 +252,15 @@ TESTS: dict[str, Callable[..., bool]] = {
     "ge": lambda a, b: bool(a >= b),
     "sameas": jt.test_sameas,
 }
+
+# Non-deterministic filters and functions: a replay of the log would take another branch.
+# Refused at compile time (`noetlc.expr.parser.check_jinja_syntax`), not recorded: a value a
+# playbook needs at random or from the clock comes from the workload or a python task, whose
+# result the log keeps (docs/expressions.md, "Determinism").
+NONDETERMINISTIC_FILTERS = frozenset({"random", "shuffle"})
+NONDETERMINISTIC_CALLS = frozenset(
+    {"now", "utcnow", "today", "time", "uuid", "uuid4", "random", "randint", "shuffle", "lipsum"}
+)
 
 GLOBALS: dict[str, Callable[..., Any]] = {
     "range": limits.bounded_range,

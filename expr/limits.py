@@ -32,6 +32,9 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
+from jinja2 import Undefined
+from jinja2.exceptions import SecurityError
+
 MAX_INT_BITS = 14_000  # about 4,214 decimal digits (Python prints at most 4,300)
 MAX_SIZE = 1_000_000  # characters of a string, items of a sequence
 # Characters and items one evaluation may build in all (8 bytes a list item: about 64 MB)
@@ -116,14 +119,17 @@ def check_int(value: Any) -> Any:
     return value
 
 
-def deep_size(value: Any, budget: int = MAX_SIZE) -> int:
+def deep_size(value: Any, budget: int = MAX_SIZE, printed: bool = False) -> int:
     """Characters and items of `value`, nested items included, a shared part counted as often
     as it appears (as str() and JSON print it); stops counting past `budget`. Each distinct
     container is walked once, so a structure that shares itself (`[a, a]` nested 40 times)
-    costs its number of distinct parts, and measuring anything costs at most `budget` steps."""
+    costs its number of distinct parts, and measuring anything costs at most `budget` steps.
+    `printed`: the value is about to be printed, and an object in it is refused (`opaque`)."""
     if isinstance(value, str):
         return len(value)
     if not isinstance(value, list | tuple | dict):
+        if printed:
+            check_opaque(value)
         return 1
     sizes: dict[int, int] = {}  # id -> size of the containers measured (all alive: in value)
     open_ids: set[int] = set()  # the containers being measured (a cycle counts as too big)
@@ -145,6 +151,8 @@ def deep_size(value: Any, budget: int = MAX_SIZE) -> int:
                     break
                 total += known
             else:
+                if printed and type(item) not in _SCALARS:
+                    check_opaque(item)
                 total += 1
             if total > budget:
                 return total
@@ -243,10 +251,26 @@ _CONTAINERS = (list, tuple, dict)
 
 
 def check_printable(value: Any) -> Any:
+    """`value`, refused before it is printed (or stored as the value of an evaluation) when
+    its text would be huge or would show an object (`check_opaque`)."""
     if isinstance(value, _CONTAINERS):
-        size = deep_size(value, MAX_SIZE)
+        size = deep_size(value, MAX_SIZE, printed=True)
         _check_size(size, "the text of a structure")
+    elif type(value) not in _SCALARS:
+        check_opaque(value)
     return value
+
+
+def check_opaque(value: Any) -> None:
+    """Refuse to print a function, a class, a method or an object without a text of its own:
+    its text is a memory address (`<function lookup at 0x7f…>`), which differs from run to
+    run (a replay would diverge) and tells about the process. Refused like calling it."""
+    if isinstance(value, Undefined | str | int | float):  # a Markup is a str
+        return
+    kind = type(value)
+    default_text = kind.__str__ is object.__str__ and kind.__repr__ is object.__repr__  # type: ignore[comparison-overlap]
+    if callable(value) or default_text:
+        raise SecurityError(f"printing a {kind.__name__} object is not allowed (it is not data)")
 
 
 def bounded_join(parts: Iterable[Any]) -> str:
@@ -384,6 +408,10 @@ def bounded_filters(
         if isinstance(slices, int) and slices > MAX_SIZE:
             raise _refuse(f"{slices:,} slices", MAX_SIZE, "items")
 
+    def pprint(value: Any, *args: Any, **kwargs: Any) -> None:
+        check_printable(value)
+
+    wrap("pprint", pprint)
     wrap("center", center)
     wrap("indent", indent)
     wrap("format", fmt)

@@ -34,6 +34,7 @@ import contextvars
 import functools
 import json
 import math
+import threading
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
@@ -50,6 +51,7 @@ from noetlc.expr.library import (
     FILTERS,
     GLOBALS,
     MAX_RANGE,
+    NONDETERMINISTIC_FILTERS,
     TESTS,
 )
 from noetlc.expr.limits import ExpressionLimit
@@ -267,6 +269,13 @@ class _BoundedCodeGenerator(CodeGenerator):
     """jinja2's code generator with `~` size-checked like the compiled path's (jinja2 joins
     the operands with its own `str_join`, out of the sandbox's reach)."""
 
+    def _output_child_to_const(self, node: nodes.Expr, frame: Frame, finalize: Any) -> str:
+        # Printed values go through `finalize` at run time, constants too (`{{ false }}`):
+        # a guard's value is what it printed (`_guard_value`), and `finalize` checks it.
+        if not isinstance(node, nodes.TemplateData):
+            raise nodes.Impossible()
+        return str(super()._output_child_to_const(node, frame, finalize))
+
     def visit_Concat(self, node: nodes.Concat, frame: Frame) -> None:
         self.write("environment.concat_values(")
         for arg in node.nodes:
@@ -344,20 +353,20 @@ class PlaybookSandbox(ImmutableSandboxedEnvironment):
 def fallback_environment() -> PlaybookSandbox:
     """The slow path's environment: the same globals and filters as compiled code."""
     # `finalize` sees every `{{ value }}` a template prints, before jinja2's str()
-    env = PlaybookSandbox(undefined=ChainableUndefined, finalize=limits.check_printable)
+    env = PlaybookSandbox(undefined=ChainableUndefined, finalize=_printed)
     # Only the whitelisted globals: no cycler/joiner/lipsum (jinja2's `range` is replaced by
     # ours, which has the same bound). `namespace` stays: `{% set %}` in loops needs it.
     for name in ("cycler", "joiner", "lipsum"):
         env.globals.pop(name, None)
+    for name in NONDETERMINISTIC_FILTERS:  # refused at compile time too, with a hint
+        env.filters.pop(name, None)
     env.globals.update(GLOBALS)
-    ours = ("bool", "join", "replace", "sum", "tojson")  # our extension, the size-checked
+    ours = ("bool", "join", "replace", "sum", "tojson", "string")  # ours, the size-checked
     for name in ours:
         env.filters[name] = FILTERS[name]
     env.filters.update(limits.bounded_filters(env.filters))
-    # what the others build is charged too (ours are already; the rest return an item)
-    env.filters.update(
-        limits.charged_filters(env.filters, skip={*ours, *(set(FILTERS) - BUILDING_FILTERS)})
-    )
+    # what they build is charged to the evaluation's meter (the others return an item)
+    env.filters.update(limits.charged_filters(env.filters, skip=set(FILTERS) - BUILDING_FILTERS))
     return env
 
 
@@ -381,7 +390,33 @@ def _flatten(s: Scope) -> dict[str, Any]:
     return flat
 
 
-def _slow(text: str, mode: str) -> Evaluator:
+# The values a guard's template printed (`_printed` appends them while a guard renders).
+_PRINTED = threading.local()
+
+
+def _printed(value: Any) -> Any:
+    """jinja2's `finalize`: every `{{ value }}` a template prints passes here first."""
+    limits.check_printable(value)
+    printed = getattr(_PRINTED, "values", None)
+    if printed is not None:
+        printed.append(value)
+    return value
+
+
+def _guard_value(text: str, printed: list[Any]) -> Any:
+    """A guard rendered on the slow path is true or false as the fast path judges it: when
+    the text is one printed value (blocks that print nothing around it), that value itself —
+    so `{% if true %}{% endif %}{{ false }}` is false, not the truthy text "False" —
+    else the text (true unless empty, as for a text condition of the fast path)."""
+    shown = [v for v in printed if not isinstance(v, Undefined) and str(v) != ""]
+    if len(shown) == 1 and text.strip() == str(shown[0]).strip():
+        return shown[0]
+    if not shown and not text.strip():
+        return printed[0] if printed else text  # an undefined value, or nothing at all
+    return text
+
+
+def _slow(text: str, mode: str, guard: bool = False) -> Evaluator:
     def evaluate(s: Scope) -> Any:
         compiled = _fallback_compiled(text, mode)
         token = _SLOW_RESOLVER.set(s.get(RESOLVER_KEY))
@@ -392,7 +427,15 @@ def _slow(text: str, mode: str) -> Evaluator:
                 value = limits.StepBudget().run(lambda: compiled(**variables))
                 # its value goes to the log as JSON: bounded like printed text
                 return limits.check_printable(value)
-            return limits.StepBudget().run(lambda: compiled.render(**variables))
+            if not guard:
+                return limits.StepBudget().run(lambda: compiled.render(**variables))
+            printed: list[Any] = []
+            _PRINTED.values = printed
+            try:
+                rendered = limits.StepBudget().run(lambda: compiled.render(**variables))
+            finally:
+                _PRINTED.values = None
+            return _guard_value(rendered, printed)
         finally:
             limits.end_slow()
             _SLOW_RESOLVER.reset(token)
@@ -404,8 +447,8 @@ def slow_expression(text: str) -> Evaluator:
     return _slow(text, "expression")
 
 
-def slow_template(text: str) -> Evaluator:
-    return _slow(text, "template")
+def slow_template(text: str, guard: bool = False) -> Evaluator:
+    return _slow(text, "template", guard)
 
 
 # --------------------------------------------------------------------------- loading the pool
@@ -433,6 +476,7 @@ def compile_entry(entry: Mapping[str, Any]) -> Evaluator:
         value=entry.get("value"),
         jinja=entry.get("jinja"),
         where=entry.get("where"),
+        guard=entry.get("mode") == "guard",
     )
 
 
@@ -444,11 +488,13 @@ def build_evaluator(
     value: Any = None,
     jinja: str | None = None,
     where: str | None = None,
+    guard: bool = False,
 ) -> Evaluator:
     """One callable. Kinds: `code` (generated source of `def _e(s)`, run with `RUNTIME` as its
     only globals; only ever code this process's code generator made), `const` (a value),
     `jinja_expression` / `jinja_template` (the slow path). `where` ("file:line:col" of the
-    first use) goes into `ExpressionError`."""
+    first use) goes into `ExpressionError`; `guard`: a `when:` (a slow-path template then
+    yields the value it printed, see `_guard_value`)."""
     fail = _failure(source, where or "<expr>")
     if kind == "code":
         if code is None:
@@ -465,7 +511,7 @@ def build_evaluator(
     if kind == "jinja_expression" and jinja is not None:
         return _guarded(slow_expression(jinja), fail)
     if kind == "jinja_template" and jinja is not None:
-        return _guarded(slow_template(jinja), fail)
+        return _guarded(slow_template(jinja, guard), fail)
     raise ValueError(f"unknown expression entry kind {kind!r}")
 
 

@@ -187,7 +187,7 @@ class _PoolBuilder:
             self.unit.reporter.report("NOE301", f"template syntax error: {exc}", span)
             return None
         except ExpressionUnsafe as exc:
-            self.unit.reporter.report("NOE302", f"sandbox violation: {exc}", span)
+            self.unit.reporter.report("NOE302", f"sandbox violation: {exc}", span, hint=exc.hint)
             return None
         if not compiled.fast:
             self.unit.reporter.report(
