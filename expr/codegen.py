@@ -172,7 +172,7 @@ class CodeGen:
         if len(ch) == 1:
             return self.expr(ch[0])
         self.metered = True
-        return joined([self.expr(c) for c in ch])
+        return joined([self.expr(c) for c in ch], self)
 
     def n_power(self, ch: list[Any]) -> ast.expr:
         operands = [c for c in ch if not (isinstance(c, Token) and c.type == "POW")]
@@ -414,14 +414,43 @@ def function_source(expr: ast.expr, metered: bool = False) -> str:
     return ast.unparse(ast.Module(body=[fn], type_ignores=[]))
 
 
-def joined(parts: list[ast.expr | str]) -> ast.expr:
-    """`_concat(a, 'text', b)`: str() of each value, as Jinja's `~` and rendering do (an
-    undefined value renders as ''), the total size checked before the text is joined
-    (`noetlc.expr.limits.concat`; an f-string would build it first)."""
-    values = (_const(p) if isinstance(p, str) else p for p in parts)
-    return _call(_n("_concat"), _n("_m"), *values)
+def joined(parts: list[ast.expr | str], gen: CodeGen) -> ast.expr:
+    """`_sized(_m, f"{a}text{b}")`: str() of each value, as Jinja's `~` and rendering do (an
+    undefined value renders as ''), and the text's size checked and charged
+    (`noetlc.expr.limits.sized`). A string, a number, a boolean or null goes into the f-string
+    as it is (its text is no longer than it); anything else first through `_text`, which
+    refuses a structure whose text would be huge, or an object, before `str()` builds it.
+    So the f-string builds at most the sum of texts already bounded.
+
+    A part that holds an f-string itself (`x ~ (y ~ z)`) makes it `_concat(_m, a, 'text', b)`
+    instead: Python cannot nest f-strings more than a few quote styles deep."""
+    if any(
+        isinstance(node, ast.JoinedStr)
+        for part in parts
+        if not isinstance(part, str)
+        for node in ast.walk(part)
+    ):
+        return _call(
+            _n("_concat"), _n("_m"), *(_const(p) if isinstance(p, str) else p for p in parts)
+        )
+    values: list[ast.expr] = []
+    for part in parts:
+        if isinstance(part, str):
+            values.append(_const(part))
+        elif isinstance(part, ast.Constant) and isinstance(part.value, str):
+            values.append(part)
+        else:
+            gen.temps += 1
+            temp = f"_t{gen.temps}"
+            bind = ast.NamedExpr(target=ast.Name(id=temp, ctx=ast.Store()), value=part)
+            scalar = ast.Compare(
+                left=_call(_n("type"), bind), ops=[ast.In()], comparators=[_n("_SC")]
+            )
+            checked = ast.IfExp(test=scalar, body=_n(temp), orelse=_call(_n("_text"), _n(temp)))
+            values.append(ast.FormattedValue(value=checked, conversion=ord("s"), format_spec=None))
+    return _call(_n("_sized"), _n("_m"), ast.JoinedStr(values=values))
 
 
-def template_source(parts: list[ast.expr | str]) -> str:
+def template_source(parts: list[ast.expr | str], gen: CodeGen) -> str:
     """Mixed text: the literal text and the expressions, concatenated."""
-    return function_source(joined(parts), metered=True)
+    return function_source(joined(parts, gen), metered=True)

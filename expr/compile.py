@@ -303,7 +303,7 @@ def _compile_mixed(
         raise ExpressionUnsafe(str(exc)) from None
     except codegen.Unsupported as exc:
         return _slow_template(source, mode, span, str(exc))
-    code = codegen.template_source(parts)
+    code = codegen.template_source(parts, gen)
     event_names: set[str] = set()
     optional: set[str] = set()
     for tree in trees:

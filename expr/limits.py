@@ -233,6 +233,19 @@ def concat(meter: Meter | None, *values: Any) -> str:
     return "".join(parts)
 
 
+def sized(meter: Meter | None, text: str) -> str:
+    """The text generated code joined from parts already bounded (`codegen.joined`): its
+    size checked and charged."""
+    size = len(text)
+    if size > MAX_SIZE:
+        raise _refuse("a concatenated string", MAX_SIZE, "characters or items")
+    if meter is not None:
+        meter[0] += size
+        if meter[0] > MAX_BUILT:
+            charge(meter, 0)  # raises, with the message
+    return text
+
+
 def slow_concat(*values: Any) -> str:
     return concat(slow_meter(), *values)
 
@@ -246,7 +259,8 @@ def text(value: Any) -> str:
     return str(value)
 
 
-_SCALARS = frozenset({str, int, float, bool, type(None)})
+# The types whose text is no longer than themselves (an int of 14,000 bits prints 4,215 digits)
+SCALARS = _SCALARS = frozenset({str, int, float, bool, type(None)})
 _CONTAINERS = (list, tuple, dict)
 
 

@@ -222,9 +222,6 @@ def getslice_(obj: Any, start: Any, stop: Any, step: Any) -> Any:
     return obj[start:stop:step]
 
 
-concat = limits.concat  # `a ~ b`: str() of both sides (undefined is ''), size-checked
-
-
 def render_value(value: Any) -> str:
     """How a value renders inside mixed text: str(), undefined as '' (bounded)."""
     return limits.text(value)
@@ -241,11 +238,14 @@ RUNTIME: dict[str, Any] = {
     "_attr": getattr_,
     "_item": getitem_,
     "_slice": getslice_,
-    "_concat": concat,
     "_pow": limits.power,
     "_mul": limits.multiply,
     "_mod": limits.modulo,
     "_add": limits.add,
+    "_sized": limits.sized,
+    "_concat": limits.concat,
+    "_text": limits.text,
+    "_SC": limits.SCALARS,
     "_FB": CHARGED_FILTERS,
     "_F": FILTERS,
     "_T": TESTS,

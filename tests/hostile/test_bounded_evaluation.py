@@ -181,3 +181,19 @@ def test_constant_folding_refuses_the_same_powers() -> None:
     )
     unit = compile_source(text, "p.yaml")
     assert "NOE900" not in {d.code for d in unit.reporter.diagnostics}
+
+
+@pytest.mark.parametrize(
+    "expr",
+    [
+        "x ~ (x ~ (x ~ (x ~ (x ~ x))))",  # nested f-strings did not load (Python's limit)
+        "(((((x ~ x) ~ x) ~ x) ~ x) ~ x)",
+        "[" * 30 + "x ~ x" + "]" * 30,
+        "((x ~ x) + " * 20 + "x" + ")" * 20,
+        "(x ~ x" + " | upper ~ x" * 100 + ")",
+    ],
+)
+def test_concatenations_compile_and_load_at_any_accepted_depth(expr: str) -> None:
+    compiled = compile_expression("{{ " + expr + " }}")
+    assert compiled.kind == "code"
+    assert _evaluate("{{ " + expr + " }}", {"x": "ab"}) is not None
