@@ -37,8 +37,11 @@ from jinja2.exceptions import SecurityError
 
 MAX_INT_BITS = 14_000  # about 4,214 decimal digits (Python prints at most 4,300)
 MAX_SIZE = 1_000_000  # characters of a string, items of a sequence
-# Characters and items one evaluation may build in all (8 bytes a list item: about 64 MB)
+# What one evaluation may build in all, in units: a character is one, an item of a list,
+# tuple or mapping four (its pointer and, often, a new object: `range(100000) | list` makes
+# 100,000 ints). 8,000,000 units: at most about 64 MB.
 MAX_BUILT = 8_000_000
+ITEM = 4  # units of one item of a sequence or mapping
 MAX_STEPS = 2_000_000  # traced line events of one slow-path evaluation
 # ... and of all the slow-path evaluations one input event of a control VM causes (its guards,
 # templates, case rules): so a step with sixty heavy guards cannot hold a server's thread
@@ -91,7 +94,8 @@ def charge(meter: Meter | None, size: int) -> None:
     meter[0] += size
     if meter[0] > MAX_BUILT:
         raise ExpressionLimit(
-            f"the evaluation built more than {MAX_BUILT:,} characters or items in all"
+            f"the evaluation built more than {MAX_BUILT:,} units in all (a character is one, "
+            f"an item of a list or mapping {ITEM})"
         )
 
 
@@ -101,12 +105,18 @@ def built(value: Any, meter: Meter | None) -> Any:
     if isinstance(value, str):
         charge(meter, len(value))
     elif isinstance(value, list | tuple | dict):
-        size = len(value)
+        size = ITEM * len(value)
         for item in value.values() if isinstance(value, dict) else value:
-            if isinstance(item, str | list | tuple | dict):
+            if isinstance(item, str):
                 size += len(item)
+            elif isinstance(item, list | tuple | dict):
+                size += ITEM * len(item)
         charge(meter, size)
     return value
+
+
+def _units(value: str | list[Any] | tuple[Any, ...]) -> int:
+    return len(value) if isinstance(value, str) else ITEM * len(value)
 
 
 def _refuse(what: str, limit: int, unit: str) -> ExpressionLimit:
@@ -200,10 +210,10 @@ def multiply(left: Any, right: Any, meter: Meter | None = None) -> Any:
         return left * right
     if isinstance(right, int) and isinstance(left, str | list | tuple):
         _check_repeat(left, right)
-        charge(meter, len(left) * max(right, 0))
+        charge(meter, _units(left) * max(right, 0))
     elif isinstance(left, int) and isinstance(right, str | list | tuple):
         _check_repeat(right, left)
-        charge(meter, len(right) * max(left, 0))
+        charge(meter, _units(right) * max(left, 0))
     return left * right
 
 
@@ -214,7 +224,7 @@ def add(left: Any, right: Any, meter: Meter | None = None) -> Any:
     if isinstance(left, str | list | tuple) and isinstance(right, str | list | tuple):
         size = len(left) + len(right)
         _check_size(size, "a concatenated string or sequence")
-        charge(meter, size)
+        charge(meter, size if isinstance(left, str) else ITEM * size)
     return left + right
 
 

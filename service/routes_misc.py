@@ -139,7 +139,7 @@ def render_value(template: Any, scope: dict[str, Any], strict: bool, built: list
     try:
         compiled = compile_expression(template, mode="template")
         value = compile_entry(compiled.to_entry())(scope)
-        limits.charge(built, limits.deep_size(value, limits.MAX_BUILT))
+        limits.charge(built, limits.deep_size(value, limits.MAX_BUILT))  # characters and items
         return to_json_value(value)
     except Exception as exc:
         if not strict:

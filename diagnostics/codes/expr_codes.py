@@ -153,8 +153,8 @@ Evaluating the expression would have built a value or done work beyond the limit
 evaluation has: integers of at most 14,000 bits (about 4,200 digits; `3 ** 14000` is
 refused before it is computed), strings and sequences of at most 1,000,000 characters or items
 (from `~`, `+`, `*`, `%`-formatting, `join`, `replace`, padding filters such as `center`,
-the text a `{% for %}` renders), at most 8,000,000 characters and items built by one
-evaluation in all, at most 100,000 elements per `range`, and at most 2,000,000 steps for the
+the text a `{% for %}` renders), at most 8,000,000 units built by one evaluation in all (a
+character is one, an item of a list or mapping four), at most 100,000 elements per `range`, and at most 2,000,000 steps for the
 `{% %}` templates of one evaluation, and of all those one event of the execution causes.
 The guard or task that evaluated it fails; the process and other executions go on.
 

@@ -28,14 +28,15 @@ OVER_ONE_VALUE = [
     "7 ** 5000",
     "('x' * 600000) ~ ('x' * 600000)",
     "('x' * 600000) + ('x' * 600000)",
-    "([1] * 600000) + ([1] * 600000)",
-    "(([1] * 600000), 2) + (([1] * 600000), 2) if false else ('x' * 999999) ~ 'yy'",
+    "((range(90000) | list) * 5) + ((range(90000) | list) * 5) + (range(90000) | list)",
+    "(([0] * 2), 2) + (([0] * 2), 2) if false else ('x' * 999999) ~ 'yy'",
 ]
 
 # Many values, each within MAX_SIZE, together over MAX_BUILT.
 OVER_THE_EVALUATION = [
     "[" + ", ".join(["'x' * 900000"] * 10) + "] | length",
-    "[" + ", ".join(["[0] * 900000"] * 10) + "] | length",
+    "[" + ", ".join(["[0] * 400000"] * 10) + "] | length",
+    "[" + ", ".join(["range(100000) | list"] * 25) + "] | length",
     "[" + ", ".join(["('x' * 900000) | upper"] * 5) + "] | length",
 ]
 
