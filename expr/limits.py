@@ -7,12 +7,18 @@ guard or task that evaluated it fails, the process goes on):
 
 * integers: at most `MAX_INT_BITS` bits (about 4,200 decimal digits), checked before `**`
   and `*` compute a result (so `(10 ** 9999) ** 9999` is refused at once);
-* sizes: a string or sequence made by `*`, `%`-formatting, `join`, `replace`, `center`,
-  `indent`, `format`, `batch`, `tojson(indent=...)`, `sum` or `range` has at most `MAX_SIZE`
+* sizes: a string or sequence made by `~`, `+`, `*`, `%`-formatting, `join`, `replace`,
+  `center`, `indent`, `format`, `batch`, `tojson(indent=...)`, `sum` or `range`, the text of
+  a printed structure and the text a slow-path template renders have at most `MAX_SIZE`
   characters or items (a repeated sequence counts its nested items: `[[x] * 1000] * 1000`);
+* what one evaluation builds in all: at most `MAX_BUILT` units (a meter: generated code
+  keeps its own, the slow path one per thread);
 * work: the jinja2 slow path (`{% for %}` loops) runs under a budget of `MAX_STEPS` traced
-  Python line events per evaluation; the compiled subset has no loops, and its filters are
-  linear in their (bounded) input;
+  Python line events per evaluation, and `MAX_INPUT_STEPS` for all those one input event of
+  a control VM causes; the compiled subset has no loops, and its filters are linear in their
+  (bounded) input;
+* printing: a function, class, method or object without a text of its own is refused
+  (`check_opaque`: its text is a memory address);
 * nesting: at most `MAX_NESTING` levels of brackets in one expression (checked by the
   compiler, before any parser recurses), and a parse tree at most `MAX_DEPTH` levels high
   (operators, filters, tests, item accesses, calls, signs and `if`/`else` links count one,
