@@ -11,6 +11,7 @@ that is not bounded fails there, not on the machine:
 
     python -m noetlc.bench.poison runaway      # one JSON line per payload
     python -m noetlc.bench.poison poison       # one JSON line: alone, with poison, delay
+    python -m noetlc.bench.poison poison 0.1   # the healthy one 0.1 s after the poison
 
 The file imports only `noetlc.expr` and `noetlc.runtime` public names, so it also measures an
 older checkout (`PYTHONPATH` pointing at it), which is how the figures before the limits were
@@ -174,7 +175,7 @@ async def _wait(backend: Any, execution_id: str, limit: float) -> tuple[str, flo
     return "running", limit
 
 
-async def _scenario(kind: str | None) -> dict[str, Any]:
+async def _scenario(kind: str | None, after: float = 2.0) -> dict[str, Any]:
     from noetlc.runtime.memory_backend import MemoryBackend
     from noetlc.runtime.server import Server
     from noetlc.runtime.worker import Worker
@@ -194,7 +195,7 @@ async def _scenario(kind: str | None) -> dict[str, Any]:
         if kind is not None:
             poison_id = await _submit(backend, "poison", _program(_poison_source(kind)))
             poison_ended = asyncio.create_task(_wait(backend, poison_id, 120))
-            await asyncio.sleep(2.0)
+            await asyncio.sleep(after)
         healthy_id = await _submit(backend, "healthy", healthy_program)
         out["healthy"], out["healthy_s"] = await _wait(backend, healthy_id, 90)
         if poison_id is not None and poison_ended is not None:
@@ -208,19 +209,20 @@ async def _scenario(kind: str | None) -> dict[str, Any]:
     return out
 
 
-def _child_poison(which: str) -> dict[str, Any]:
-    result = asyncio.run(_scenario(None if which == "alone" else which))
+def _child_poison(which: str, after: float) -> dict[str, Any]:
+    result = asyncio.run(_scenario(None if which == "alone" else which, after))
     result["run"] = which
     result["peak_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
     return result
 
 
-def poison() -> dict[str, Any]:
-    """The healthy execution alone, then after each poison: the delay each poison causes."""
-    alone = _in_child(["poison", "alone"])
+def poison(after: float = 2.0) -> dict[str, Any]:
+    """The healthy execution alone, then `after` seconds after each poison: the delay each
+    poison causes."""
+    alone = _in_child(["poison", "alone", "0"])
     out: dict[str, Any] = {"alone": alone}
     for kind in POISON_GUARDS:
-        poisoned = _in_child(["poison", kind])
+        poisoned = _in_child(["poison", kind, str(after)])
         out[kind] = poisoned
         if "healthy_s" in alone and "healthy_s" in poisoned:
             poisoned["delay_s"] = round(max(0.0, poisoned["healthy_s"] - alone["healthy_s"]), 2)
@@ -230,7 +232,10 @@ def poison() -> dict[str, Any]:
 def main(argv: list[str]) -> int:
     if argv[:1] == ["--child"]:
         kind, name = argv[1], argv[2]
-        result = _child_runaway(name) if kind == "runaway" else _child_poison(name)
+        if kind == "runaway":
+            result = _child_runaway(name)
+        else:
+            result = _child_poison(name, float(argv[3]))
         print(json.dumps(result), flush=True)
         return 0
     if argv[:1] == ["runaway"]:
@@ -238,9 +243,9 @@ def main(argv: list[str]) -> int:
             print(json.dumps(line), flush=True)
         return 0
     if argv[:1] == ["poison"]:
-        print(json.dumps(poison()), flush=True)
+        print(json.dumps(poison(float(argv[1]) if len(argv) > 1 else 2.0)), flush=True)
         return 0
-    print("usage: python -m noetlc.bench.poison runaway|poison", file=sys.stderr)
+    print("usage: python -m noetlc.bench.poison runaway|poison [SECONDS]", file=sys.stderr)
     return 2
 
 
