@@ -12,7 +12,9 @@ nodes) and by `load_data` here (plain values, for `--workload` and `--keychain` 
 * an alias re-uses its anchor's value, and the expanded size of the whole document (every
   node, counting an alias as the size of what it names) is at most `MAX_NODES` (NOE007 at the
   alias that went over); a recursive alias (`a: &a [*a]`) is NOE006;
-* integers of more than `MAX_INT_DIGITS` digits are NOE006 (Python refuses to read them).
+* integers of more than `MAX_INT_DIGITS` digits are NOE006 (Python refuses to read them);
+* an explicit `!!timestamp` must be a timestamp (`!!timestamp hello` is NOE006; timestamps,
+  explicit or implicit, stay text).
 
 Errors are `YamlError`s (a `UserError`: a stable code, `file:line:column`, a hint).
 """
@@ -28,6 +30,8 @@ from noetlc.diagnostics.errors import UserError
 
 MAX_NODES = 1_000_000  # nodes of one document after alias expansion
 MAX_INT_DIGITS = 4_300  # the longest integer Python reads from text
+# The integers a compiled program can hold (msgpack: int64 and uint64).
+INT_MIN, INT_MAX = -(2**63), 2**64 - 1
 
 STR = "tag:yaml.org,2002:str"
 INT = "tag:yaml.org,2002:int"
@@ -69,9 +73,18 @@ def construct_scalar(tag: str, text: str) -> Any:
         raise ScalarError(f"an integer of more than {MAX_INT_DIGITS:,} digits")
     try:
         return _CONSTRUCTORS[tag](_CONSTRUCTOR, yaml.ScalarNode(tag, text))
-    except (ValueError, TypeError, yaml.YAMLError):
+    except (ValueError, TypeError, LookupError, yaml.YAMLError):  # `!!bool abc`: a KeyError
         name = tag.rsplit(":", 1)[-1]
         raise ScalarError(f"{text!r} is not a valid !!{name}") from None
+
+
+def check_timestamp(text: str) -> None:
+    """A timestamp stays text, but an explicit `!!timestamp` must be one (`!!timestamp hello`
+    is refused like `!!int abc`; a round-trip reader such as `migrate`'s constructs it)."""
+    try:
+        yaml.SafeLoader.construct_yaml_timestamp(_CONSTRUCTOR, yaml.ScalarNode(TIMESTAMP, text))
+    except (ValueError, TypeError, LookupError, AttributeError, yaml.YAMLError):
+        raise ScalarError(f"{text!r} is not a valid !!timestamp") from None
 
 
 def resolve_tag(tag: str | None, implicit: bool, text: str) -> str:
@@ -189,6 +202,8 @@ class _Builder:
         if isinstance(event, yaml.ScalarEvent):
             tag = resolve_tag(event.tag, event.implicit[0], event.value)
             try:
+                if tag == TIMESTAMP and event.tag is not None:
+                    check_timestamp(event.value)
                 value: Any = construct_scalar(tag, event.value)
             except ScalarError as exc:
                 raise self.fail("NOE006", event, str(exc)) from None

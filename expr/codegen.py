@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from noetlc.expr.library import FILTERS, GLOBALS, TESTS
+from noetlc.expr.library import BUILDING_FILTERS, FILTERS, GLOBALS, TESTS
 from noetlc.expr.limits import MAX_INT_BITS
 from noetlc.expr.namespaces import ROOT_NAMESPACES
 from noetlc.expr.runtime import FORMAT_METHODS, REF_ATTRIBUTES
@@ -51,8 +51,8 @@ _CMP = {
     "in": ast.In,
     "notin": ast.NotIn,
 }
-# `*` and `%` can build huge values from small ones: the runtime's checked helpers.
-_BOUNDED = {"*": "_mul", "%": "_mod"}
+# `*`, `%` and `+` can build huge values: the runtime's checked helpers (`noetlc.expr.limits`).
+_BOUNDED = {"*": "_mul", "%": "_mod", "+": "_add"}  # `+` of two integers is inlined
 _BIN = {
     "+": ast.Add,
     "-": ast.Sub,
@@ -67,6 +67,9 @@ class CodeGen:
     def __init__(self) -> None:
         self.names: set[str] = set()  # free root names (facts for the analyzer)
         self.temps = 0  # walrus temporaries of inlined attribute access
+        # Whether the code builds values (a checked operator, a filter that builds): its
+        # function then starts the evaluation's budget (`limits.begin`) first.
+        self.metered = False
 
     def expr(self, node: Tree | Token) -> ast.expr:
         if isinstance(node, Token):
@@ -129,16 +132,47 @@ class CodeGen:
         result = self.expr(ch[0])
         for i in range(1, len(ch), 2):
             symbol = str(ch[i])
+            if symbol == "+":
+                result = self._add(result, self.expr(ch[i + 1]))
+                continue
             if symbol in _BOUNDED:  # size-checked (`noetlc.expr.limits`)
-                result = _call(_n(_BOUNDED[symbol]), result, self.expr(ch[i + 1]))
+                self.metered = True
+                result = _call(_n(_BOUNDED[symbol]), result, self.expr(ch[i + 1]), _n("_m"))
                 continue
             result = ast.BinOp(left=result, op=_BIN[symbol](), right=self.expr(ch[i + 1]))
         return result
 
+    def _add(self, left: ast.expr, right: ast.expr) -> ast.expr:
+        """`a + b`, inlined for two integers (the common case: `iter.page + 1`), else the
+        size-checked `_add`: `(l + r if type(l := a) is type(r := b) is int else _add(l, r, _m))`
+        (the chained `is` evaluates both sides before it compares)."""
+        self.metered = True
+        if _has_inlined_add(left) or _has_inlined_add(right):
+            # one inlined `+` per path at most: it nests its operands two parentheses deeper
+            # than an operator counts in the parser's depth limit (`limits.MAX_DEPTH`)
+            return _call(_n("_add"), left, right, _n("_m"))
+        self.temps += 2
+        lt, rt = f"_t{self.temps - 1}", f"_t{self.temps}"
+        bind_l = ast.NamedExpr(target=ast.Name(id=lt, ctx=ast.Store()), value=left)
+        bind_r = ast.NamedExpr(target=ast.Name(id=rt, ctx=ast.Store()), value=right)
+        both_int = ast.Compare(
+            left=_call(_n("type"), bind_l),
+            ops=[ast.Is(), ast.Is()],
+            comparators=[_call(_n("type"), bind_r), _n("int")],
+        )
+        inlined = ast.IfExp(
+            test=both_int,
+            body=ast.BinOp(left=_n(lt), op=ast.Add(), right=_n(rt)),
+            orelse=_call(_n("_add"), _n(lt), _n(rt), _n("_m")),
+        )
+        inlined.noetlc_inlined_add = True  # type: ignore[attr-defined]
+        return inlined
+
     def n_concat(self, ch: list[Any]) -> ast.expr:
         if len(ch) == 1:
             return self.expr(ch[0])
-        return joined([self.expr(c) for c in ch])
+        self.metered = True
+        return joined([self.expr(c) for c in ch], self)
 
     def n_power(self, ch: list[Any]) -> ast.expr:
         operands = [c for c in ch if not (isinstance(c, Token) and c.type == "POW")]
@@ -179,7 +213,12 @@ class CodeGen:
             raise Unsupported(f"filter {name!r} is not in the compiled whitelist")
         args, keywords = self._args(ch[2] if len(ch) > 2 else None)
         func = ast.Subscript(value=_n("_F"), slice=_const(name), ctx=ast.Load())
-        return _call(func, self.expr(value), *args, keywords=keywords)
+        if name not in BUILDING_FILTERS:
+            return _call(func, self.expr(value), *args, keywords=keywords)
+        # `_FB`: the same filter, what it built charged to the meter (one call: no deeper)
+        self.metered = True
+        func = ast.Subscript(value=_n("_FB"), slice=_const(name), ctx=ast.Load())
+        return _call(func, _n("_m"), self.expr(value), *args, keywords=keywords)
 
     def _test(self, ch: list[Any]) -> ast.expr:
         value = ch[0]
@@ -220,6 +259,8 @@ class CodeGen:
             raise Unsupported(f"function {name!r} is not in the compiled whitelist")
         args, keywords = self._args(call_args)
         func = ast.Subscript(value=_n("_G"), slice=_const(name), ctx=ast.Load())
+        # `range` is lazy and bounded, `lookup` returns a part of its input, `dict` a mapping
+        # of its (written) keyword arguments or a copy of one: nothing to charge
         return _call(func, *args, keywords=keywords)
 
     # ---- access ----------------------------------------------------------------------
@@ -317,6 +358,10 @@ class CodeGen:
         )
 
 
+def _has_inlined_add(node: ast.expr) -> bool:
+    return any(getattr(n, "noetlc_inlined_add", False) for n in ast.walk(node))
+
+
 def unquote(token: str) -> str:
     """The value of a quoted string token. Jinja's string escapes are Python's, so Python's
     parser reads them; `ast.parse` rather than `ast.literal_eval`, whose recursive nested
@@ -330,10 +375,11 @@ def unquote(token: str) -> str:
     return node.value
 
 
-def function_source(expr: ast.expr) -> str:
+def function_source(expr: ast.expr, metered: bool = False) -> str:
     """Wrap an expression AST into the source of the function the pool stores:
 
         def _e(s):
+            _m = [0]            # when it builds values (`CodeGen.metered`): its meter
             try:
                 return <expr>
             except Exception as e:
@@ -346,13 +392,19 @@ def function_source(expr: ast.expr) -> str:
         name="e",
         body=[ast.Raise(exc=_call(_n("_fail"), _n("e")), cause=_n("e"))],
     )
-    body = ast.Try(body=[ast.Return(value=expr)], handlers=[handler], orelse=[], finalbody=[])
+    body: list[ast.stmt] = [
+        ast.Try(body=[ast.Return(value=expr)], handlers=[handler], orelse=[], finalbody=[])
+    ]
+    if metered:  # the evaluation's meter (`noetlc.expr.limits.charge`)
+        meter = ast.List(elts=[_const(0)], ctx=ast.Load())
+        target = ast.Name(id="_m", ctx=ast.Store())
+        body.insert(0, ast.Assign(targets=[target], value=meter, lineno=1))  # see `lineno` below
     fn = ast.FunctionDef(
         name="_e",
         args=ast.arguments(
             posonlyargs=[], args=[ast.arg(arg="s")], kwonlyargs=[], kw_defaults=[], defaults=[]
         ),
-        body=[body],
+        body=body,
         decorator_list=[],
         returns=None,
         lineno=1,  # `unparse` reads the def's line for type comments
@@ -362,9 +414,25 @@ def function_source(expr: ast.expr) -> str:
     return ast.unparse(ast.Module(body=[fn], type_ignores=[]))
 
 
-def joined(parts: list[ast.expr | str]) -> ast.expr:
-    """An f-string `f"{a!s}text{b!s}"`: str() of each value, as Jinja's `~` and rendering do
-    (an undefined value renders as '')."""
+def joined(parts: list[ast.expr | str], gen: CodeGen) -> ast.expr:
+    """`_sized(_m, f"{a}text{b}")`: str() of each value, as Jinja's `~` and rendering do (an
+    undefined value renders as ''), and the text's size checked and charged
+    (`noetlc.expr.limits.sized`). A string, a number, a boolean or null goes into the f-string
+    as it is (its text is no longer than it); anything else first through `_text`, which
+    refuses a structure whose text would be huge, or an object, before `str()` builds it.
+    So the f-string builds at most the sum of texts already bounded.
+
+    A part that holds an f-string itself (`x ~ (y ~ z)`) makes it `_concat(_m, a, 'text', b)`
+    instead: Python cannot nest f-strings more than a few quote styles deep."""
+    if any(
+        isinstance(node, ast.JoinedStr)
+        for part in parts
+        if not isinstance(part, str)
+        for node in ast.walk(part)
+    ):
+        return _call(
+            _n("_concat"), _n("_m"), *(_const(p) if isinstance(p, str) else p for p in parts)
+        )
     values: list[ast.expr] = []
     for part in parts:
         if isinstance(part, str):
@@ -372,10 +440,17 @@ def joined(parts: list[ast.expr | str]) -> ast.expr:
         elif isinstance(part, ast.Constant) and isinstance(part.value, str):
             values.append(part)
         else:
-            values.append(ast.FormattedValue(value=part, conversion=ord("s"), format_spec=None))
-    return ast.JoinedStr(values=values)
+            gen.temps += 1
+            temp = f"_t{gen.temps}"
+            bind = ast.NamedExpr(target=ast.Name(id=temp, ctx=ast.Store()), value=part)
+            scalar = ast.Compare(
+                left=_call(_n("type"), bind), ops=[ast.In()], comparators=[_n("_SC")]
+            )
+            checked = ast.IfExp(test=scalar, body=_n(temp), orelse=_call(_n("_text"), _n(temp)))
+            values.append(ast.FormattedValue(value=checked, conversion=ord("s"), format_spec=None))
+    return _call(_n("_sized"), _n("_m"), ast.JoinedStr(values=values))
 
 
-def template_source(parts: list[ast.expr | str]) -> str:
-    """Mixed text: one f-string over the literal text and the expressions."""
-    return function_source(joined(parts))
+def template_source(parts: list[ast.expr | str], gen: CodeGen) -> str:
+    """Mixed text: the literal text and the expressions, concatenated."""
+    return function_source(joined(parts, gen), metered=True)

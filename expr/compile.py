@@ -34,7 +34,13 @@ Mode = Literal["guard", "template"]
 
 
 class ExpressionUnsafe(Exception):
-    """Statically visible sandbox violation (e.g. `x.__class__`)."""
+    """Statically visible sandbox violation (e.g. `x.__class__`), or a non-deterministic
+    filter or function (`random`); `hint` says what to write instead, when there is more to
+    say than the diagnostic's default hint."""
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.hint = hint
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,6 +176,13 @@ def _compile_cached(text: str, mode: Mode) -> CompiledExpression:
 
 
 def _compile_uncached(text: Any, mode: Mode, span: Span) -> CompiledExpression:
+    try:
+        return _compile_text(text, mode, span)
+    except parser.Nondeterministic as exc:  # found by jinja2's parser, wherever it ran
+        raise ExpressionUnsafe(str(exc), exc.hint) from None
+
+
+def _compile_text(text: Any, mode: Mode, span: Span) -> CompiledExpression:
     if not isinstance(text, str):
         if mode == "guard":
             return _constant(
@@ -256,7 +269,7 @@ def _compile_single(source: str, expr_text: str, mode: Mode, span: Span) -> Comp
             normalized=expr_text.strip(),
             span=span,
         )
-    code = codegen.function_source(node)
+    code = codegen.function_source(node, gen.metered)
     found = facts.analyze(tree, gen.names)
     return _compiled_code(
         source,
@@ -290,7 +303,7 @@ def _compile_mixed(
         raise ExpressionUnsafe(str(exc)) from None
     except codegen.Unsupported as exc:
         return _slow_template(source, mode, span, str(exc))
-    code = codegen.template_source(parts)
+    code = codegen.template_source(parts, gen)
     event_names: set[str] = set()
     optional: set[str] = set()
     for tree in trees:

@@ -23,7 +23,17 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from noetlc.expr import limits
 from noetlc.expr.limits import MAX_RANGE
 
-__all__ = ["FILTERS", "GLOBALS", "MAX_RANGE", "TESTS", "lookup"]
+__all__ = [
+    "BUILDING_FILTERS",
+    "CHARGED_FILTERS",
+    "FILTERS",
+    "GLOBALS",
+    "MAX_RANGE",
+    "NONDETERMINISTIC_CALLS",
+    "NONDETERMINISTIC_FILTERS",
+    "TESTS",
+    "lookup",
+]
 
 
 # --------------------------------------------------------------------------- filters and tests
@@ -59,6 +69,7 @@ def _f_tojson(value: Any, indent: Any = None) -> str:
     # Jinja's tojson HTML-escapes <, >, &, '; playbooks render into SQL/JSON, not HTML, so we
     # keep Jinja's exact output for compatibility of existing playbooks.
     limits.check_width(indent, "tojson indent")
+    limits.check_printable(value)
     return str(jf.do_tojson(_EVAL_CTX, value, indent))
 
 
@@ -71,6 +82,8 @@ def _f_join(v: Any, d: Any = "", attribute: Any = None) -> str:
     if not isinstance(v, list | tuple):
         v = list(v)
     limits.check_join(v, d)
+    if attribute is None:
+        limits.check_printable(v)
     return str(jf.sync_do_join(_EVAL_CTX, v, d, attribute))
 
 
@@ -128,6 +141,9 @@ def _context() -> Any:
     return _ENV.from_string("").new_context()
 
 
+_STRING = jf.FILTERS["string"]  # jinja2's soft_str (a Markup stays one)
+
+
 def _f_list(value: Any) -> list[Any]:
     return list(value)
 
@@ -137,7 +153,7 @@ FILTERS: dict[str, Callable[..., Any]] = {
     "d": jf.do_default,
     "int": jf.do_int,
     "float": jf.do_float,
-    "string": jf.FILTERS["string"],
+    "string": lambda v: v if type(v) is str else _STRING(limits.check_printable(v)),
     "bool": lambda v: bool(v),
     "length": len,
     "count": len,
@@ -177,6 +193,37 @@ FILTERS: dict[str, Callable[..., Any]] = {
     "dictsort": jf.do_dictsort,
 }
 
+# The filters that return a new string or sequence as long as their input (or longer): one
+# evaluation's budget (`limits.MAX_BUILT`) counts what they build (generated code charges
+# their results, the slow path wraps them). The others return a number, a truth value or one
+# of their input's items.
+BUILDING_FILTERS = frozenset(FILTERS) - {
+    "default",
+    "d",
+    "int",
+    "float",
+    "bool",
+    "length",
+    "count",
+    "first",
+    "last",
+    "min",
+    "max",
+    "round",
+    "abs",
+}
+
+
+def _charging(fn: Callable[..., Any]) -> Callable[..., Any]:
+    def charged(meter: limits.Meter, *args: Any, **kwargs: Any) -> Any:
+        return limits.built(fn(*args, **kwargs), meter)
+
+    return charged
+
+
+# What generated code calls for a building filter: `_FB[name](_m, value, *args)`.
+CHARGED_FILTERS = {name: _charging(FILTERS[name]) for name in BUILDING_FILTERS}
+
 TESTS: dict[str, Callable[..., bool]] = {
     "defined": jt.test_defined,
     "undefined": jt.test_undefined,
@@ -205,6 +252,15 @@ TESTS: dict[str, Callable[..., bool]] = {
     "ge": lambda a, b: bool(a >= b),
     "sameas": jt.test_sameas,
 }
+
+# Non-deterministic filters and functions: a replay of the log would take another branch.
+# Refused at compile time (`noetlc.expr.parser.check_jinja_syntax`), not recorded: a value a
+# playbook needs at random or from the clock comes from the workload or a python task, whose
+# result the log keeps (docs/expressions.md, "Determinism").
+NONDETERMINISTIC_FILTERS = frozenset({"random", "shuffle"})
+NONDETERMINISTIC_CALLS = frozenset(
+    {"now", "utcnow", "today", "time", "uuid", "uuid4", "random", "randint", "shuffle", "lipsum"}
+)
 
 GLOBALS: dict[str, Callable[..., Any]] = {
     "range": limits.bounded_range,

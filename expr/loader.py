@@ -72,4 +72,6 @@ def load_expression(
         )
     if compiled.code_sha256 != sha256:
         raise PoolMismatch(index, source, "the stored code hash differs from the generated code")
-    return build_evaluator(kind, source, code=compiled.code, jinja=compiled.jinja, where=where)
+    return build_evaluator(
+        kind, source, code=compiled.code, jinja=compiled.jinja, where=where, guard=mode == "guard"
+    )

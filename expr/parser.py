@@ -15,9 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import jinja2
+from jinja2 import nodes
 
 from noetlc.expr import grammar_parser
-from noetlc.expr.codegen import Unsupported
+from noetlc.expr.codegen import Unsafe, Unsupported
+from noetlc.expr.library import NONDETERMINISTIC_CALLS, NONDETERMINISTIC_FILTERS
 from noetlc.expr.tree import Tree
 
 # The grammar, the language's reference (`grammar_parser.parse` implements it).
@@ -39,12 +41,39 @@ class ExprPiece:
 _JINJA = jinja2.Environment()
 
 
+NONDETERMINISTIC_HINT = (
+    "pass the value in through the workload, or compute it in a python task: its result is "
+    "recorded in the log and a replay reads it back"
+)
+
+
+class Nondeterministic(Unsafe):
+    """A filter or function whose value changes from run to run."""
+
+    hint = NONDETERMINISTIC_HINT
+
+
 def check_jinja_syntax(template: str) -> None:
-    """Raise ExpressionSyntaxError with Jinja's message if jinja2 rejects the template."""
+    """Raise ExpressionSyntaxError with Jinja's message if jinja2 rejects the template, and
+    `Nondeterministic` if it uses a filter or function of `NONDETERMINISTIC_*`."""
     try:
-        _JINJA.parse(template)
+        tree = _JINJA.parse(template)
     except jinja2.TemplateSyntaxError as exc:
         raise ExpressionSyntaxError(exc.message or "invalid template") from None
+    for node in tree.find_all((nodes.Filter, nodes.Call)):
+        if isinstance(node, nodes.Filter):
+            name, what = node.name, "the filter"
+            if name not in NONDETERMINISTIC_FILTERS:
+                continue
+        else:
+            callee = getattr(node, "node", None)  # a Call's callee
+            if not (isinstance(callee, nodes.Name) and callee.name in NONDETERMINISTIC_CALLS):
+                continue
+            name, what = f"{callee.name}()", "the function"
+        raise Nondeterministic(
+            f"{what} `{name}` is not deterministic: replaying the execution's log could "
+            "take another branch"
+        )
 
 
 def parse_expression(text: str) -> Tree:

@@ -34,16 +34,26 @@ import contextvars
 import functools
 import json
 import math
+import threading
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
-from jinja2 import ChainableUndefined, Undefined
+from jinja2 import ChainableUndefined, Undefined, nodes
+from jinja2.compiler import CodeGenerator, Frame
 from jinja2.exceptions import SecurityError, UndefinedError
 from jinja2.runtime import LoopContext
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from noetlc.expr import limits
-from noetlc.expr.library import FILTERS, GLOBALS, MAX_RANGE, TESTS
+from noetlc.expr.library import (
+    BUILDING_FILTERS,
+    CHARGED_FILTERS,
+    FILTERS,
+    GLOBALS,
+    MAX_RANGE,
+    NONDETERMINISTIC_FILTERS,
+    TESTS,
+)
 from noetlc.expr.limits import ExpressionLimit
 from noetlc.expr.namespaces import BARE_NAME_ORDER
 
@@ -219,30 +229,31 @@ def getslice_(obj: Any, start: Any, stop: Any, step: Any) -> Any:
     return obj[start:stop:step]
 
 
-def concat(*values: Any) -> str:
-    """`a ~ b`: Jinja converts both sides with str(); undefined is ''."""
-    return "".join(map(str, values))
-
-
 def render_value(value: Any) -> str:
-    """How a value renders inside mixed text: str(), undefined as ''."""
-    return str(value)
+    """How a value renders inside mixed text: str(), undefined as '' (bounded)."""
+    return limits.text(value)
 
 
 # The names generated code refers to; `build_evaluator` puts them in each function's globals.
 RUNTIME: dict[str, Any] = {
     "__builtins__": {},
-    "type": type,  # only for the inlined `type(x) is dict` check of attribute access
+    "type": type,  # only for the inlined `type(x) is dict` (attribute) and `is int` (`+`) checks
+    "int": int,
     "Exception": Exception,  # only for the `except` that wraps failures in ExpressionError
     "dict": dict,
     "_name": lookup_name,
     "_attr": getattr_,
     "_item": getitem_,
     "_slice": getslice_,
-    "_concat": concat,
     "_pow": limits.power,
     "_mul": limits.multiply,
     "_mod": limits.modulo,
+    "_add": limits.add,
+    "_sized": limits.sized,
+    "_concat": limits.concat,
+    "_text": limits.text,
+    "_SC": limits.SCALARS,
+    "_FB": CHARGED_FILTERS,
     "_F": FILTERS,
     "_T": TESTS,
     "_G": GLOBALS,
@@ -261,6 +272,25 @@ _SLOW_RESOLVER: contextvars.ContextVar[Resolver | None] = contextvars.ContextVar
 )
 
 
+class _BoundedCodeGenerator(CodeGenerator):
+    """jinja2's code generator with `~` size-checked like the compiled path's (jinja2 joins
+    the operands with its own `str_join`, out of the sandbox's reach)."""
+
+    def _output_child_to_const(self, node: nodes.Expr, frame: Frame, finalize: Any) -> str:
+        # Printed values go through `finalize` at run time, constants too (`{{ false }}`):
+        # a guard's value is what it printed (`_guard_value`), and `finalize` checks it.
+        if not isinstance(node, nodes.TemplateData):
+            raise nodes.Impossible()
+        return str(super()._output_child_to_const(node, frame, finalize))
+
+    def visit_Concat(self, node: nodes.Concat, frame: Frame) -> None:
+        self.write("environment.concat_values(")
+        for arg in node.nodes:
+            self.visit(arg, frame)
+            self.write(", ")
+        self.write(")")
+
+
 class PlaybookSandbox(ImmutableSandboxedEnvironment):
     """jinja2's immutable sandbox with the compiled path's refusals.
 
@@ -271,15 +301,22 @@ class PlaybookSandbox(ImmutableSandboxedEnvironment):
     resolve.
     """
 
-    intercepted_binops = frozenset({"*", "%", "**"})
-    _BINOPS: ClassVar[dict[str, Callable[[Any, Any], Any]]] = {
+    intercepted_binops = frozenset({"*", "%", "**", "+"})
+    _BINOPS: ClassVar[dict[str, Callable[[Any, Any, Any], Any]]] = {
         "*": limits.multiply,
         "%": limits.modulo,
-        "**": limits.power,
+        "+": limits.add,
     }
+    code_generator_class = _BoundedCodeGenerator
+    # The text a template renders, `{% set %}` blocks and macros are joined by `concat`:
+    # counted while a `{% for %}` produces it. `~` goes through `concat_values`.
+    concat = staticmethod(limits.bounded_join)
+    concat_values = staticmethod(limits.slow_concat)
 
     def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
-        return self._BINOPS[operator](left, right)
+        if operator == "**":
+            return limits.power(left, right)
+        return self._BINOPS[operator](left, right, limits.slow_meter())
 
     def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
         if callable(value) and not isinstance(obj, LoopContext):
@@ -324,16 +361,21 @@ class PlaybookSandbox(ImmutableSandboxedEnvironment):
 @functools.lru_cache(maxsize=1)
 def fallback_environment() -> PlaybookSandbox:
     """The slow path's environment: the same globals and filters as compiled code."""
-    env = PlaybookSandbox(undefined=ChainableUndefined)
+    # `finalize` sees every `{{ value }}` a template prints, before jinja2's str()
+    env = PlaybookSandbox(undefined=ChainableUndefined, finalize=_printed)
     # Only the whitelisted globals: no cycler/joiner/lipsum (jinja2's `range` is replaced by
     # ours, which has the same bound). `namespace` stays: `{% set %}` in loops needs it.
     for name in ("cycler", "joiner", "lipsum"):
         env.globals.pop(name, None)
+    for name in NONDETERMINISTIC_FILTERS:  # refused at compile time too, with a hint
+        env.filters.pop(name, None)
     env.globals.update(GLOBALS)
-    env.filters["bool"] = FILTERS["bool"]  # our extension, so both paths agree
-    for name in ("join", "replace", "sum", "tojson"):  # the size-checked versions
+    ours = ("bool", "join", "replace", "sum", "tojson", "string")  # ours, the size-checked
+    for name in ours:
         env.filters[name] = FILTERS[name]
     env.filters.update(limits.bounded_filters(env.filters))
+    # what they build is charged to the evaluation's meter (the others return an item)
+    env.filters.update(limits.charged_filters(env.filters, skip=set(FILTERS) - BUILDING_FILTERS))
     return env
 
 
@@ -357,16 +399,54 @@ def _flatten(s: Scope) -> dict[str, Any]:
     return flat
 
 
-def _slow(text: str, mode: str) -> Evaluator:
+# The values a guard's template printed (`_printed` appends them while a guard renders).
+_PRINTED = threading.local()
+
+
+def _printed(value: Any) -> Any:
+    """jinja2's `finalize`: every `{{ value }}` a template prints passes here first."""
+    limits.check_printable(value)
+    printed = getattr(_PRINTED, "values", None)
+    if printed is not None:
+        printed.append(value)
+    return value
+
+
+def _guard_value(text: str, printed: list[Any]) -> Any:
+    """A guard rendered on the slow path is true or false as the fast path judges it: when
+    the text is one printed value (blocks that print nothing around it), that value itself —
+    so `{% if true %}{% endif %}{{ false }}` is false, not the truthy text "False" —
+    else the text (true unless empty, as for a text condition of the fast path)."""
+    shown = [v for v in printed if not isinstance(v, Undefined) and str(v) != ""]
+    if len(shown) == 1 and text.strip() == str(shown[0]).strip():
+        return shown[0]
+    if not shown and not text.strip():
+        return printed[0] if printed else text  # an undefined value, or nothing at all
+    return text
+
+
+def _slow(text: str, mode: str, guard: bool = False) -> Evaluator:
     def evaluate(s: Scope) -> Any:
         compiled = _fallback_compiled(text, mode)
         token = _SLOW_RESOLVER.set(s.get(RESOLVER_KEY))
         variables = _flatten(s)
+        limits.begin_slow()
         try:
             if mode == "expression":
-                return limits.StepBudget().run(lambda: compiled(**variables))
-            return limits.StepBudget().run(lambda: compiled.render(**variables))
+                value = limits.StepBudget().run(lambda: compiled(**variables))
+                # its value goes to the log as JSON: bounded like printed text
+                return limits.check_printable(value)
+            if not guard:
+                return limits.StepBudget().run(lambda: compiled.render(**variables))
+            printed: list[Any] = []
+            _PRINTED.values = printed
+            try:
+                rendered = limits.StepBudget().run(lambda: compiled.render(**variables))
+            finally:
+                _PRINTED.values = None
+            return _guard_value(rendered, printed)
         finally:
+            limits.end_slow()
             _SLOW_RESOLVER.reset(token)
 
     return evaluate
@@ -376,8 +456,8 @@ def slow_expression(text: str) -> Evaluator:
     return _slow(text, "expression")
 
 
-def slow_template(text: str) -> Evaluator:
-    return _slow(text, "template")
+def slow_template(text: str, guard: bool = False) -> Evaluator:
+    return _slow(text, "template", guard)
 
 
 # --------------------------------------------------------------------------- loading the pool
@@ -405,6 +485,7 @@ def compile_entry(entry: Mapping[str, Any]) -> Evaluator:
         value=entry.get("value"),
         jinja=entry.get("jinja"),
         where=entry.get("where"),
+        guard=entry.get("mode") == "guard",
     )
 
 
@@ -416,11 +497,13 @@ def build_evaluator(
     value: Any = None,
     jinja: str | None = None,
     where: str | None = None,
+    guard: bool = False,
 ) -> Evaluator:
     """One callable. Kinds: `code` (generated source of `def _e(s)`, run with `RUNTIME` as its
     only globals; only ever code this process's code generator made), `const` (a value),
     `jinja_expression` / `jinja_template` (the slow path). `where` ("file:line:col" of the
-    first use) goes into `ExpressionError`."""
+    first use) goes into `ExpressionError`; `guard`: a `when:` (a slow-path template then
+    yields the value it printed, see `_guard_value`)."""
     fail = _failure(source, where or "<expr>")
     if kind == "code":
         if code is None:
@@ -437,7 +520,7 @@ def build_evaluator(
     if kind == "jinja_expression" and jinja is not None:
         return _guarded(slow_expression(jinja), fail)
     if kind == "jinja_template" and jinja is not None:
-        return _guarded(slow_template(jinja), fail)
+        return _guarded(slow_template(jinja, guard), fail)
     raise ValueError(f"unknown expression entry kind {kind!r}")
 
 

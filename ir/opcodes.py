@@ -11,6 +11,7 @@ the same code block), `int`, `float`.
 
 from __future__ import annotations
 
+import reprlib
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -193,7 +194,7 @@ def verify_code(
         head = instruction[0] if instruction else None
         op = by_code.get(head) if type(head) is int else None
         if op is None:
-            problems.append(f"{pc}: unknown opcode {list(instruction[:1])!r}")
+            problems.append(f"{pc}: unknown opcode {shown(list(instruction[:1]))}")
             continue
         if op.program != program:
             problems.append(f"{pc}: {op.mnemonic} is not a {program} instruction")
@@ -215,9 +216,22 @@ def verify_code(
                 ok = _operand_ok(kind, value, pools.get(kind))
             if not ok:
                 problems.append(
-                    f"{pc}: {op.mnemonic} {name}={value!r} is out of range or not a {kind}"
+                    f"{pc}: {op.mnemonic} {name}={shown(value)} is out of range or not a {kind}"
                 )
     return problems
+
+
+# Operands come from untrusted files: a message shows them bounded in depth and length (the
+# built-in repr of a list nested 1,000 deep overflows the stack).
+_SHOWN = reprlib.Repr()
+_SHOWN.maxlevel = 3
+_SHOWN.maxstring = 60
+_SHOWN.maxother = 60
+
+
+def shown(value: object) -> str:
+    """A bounded repr of an untrusted value, for messages."""
+    return _SHOWN.repr(value)
 
 
 _INDEXED = frozenset({"expr", "value", "name", "label"})

@@ -32,7 +32,7 @@ from typing import Any
 
 from noetlc import FORMAT_VERSION, __version__
 from noetlc.ir import nbc
-from noetlc.ir.opcodes import BY_CODE, BY_MNEMONIC, ProgramKind, verify_code
+from noetlc.ir.opcodes import BY_CODE, BY_MNEMONIC, ProgramKind, shown, verify_code
 
 EXPRESSION_KINDS = frozenset({"code", "const", "jinja_expression", "jinja_template"})
 MODES = frozenset({"guard", "template"})
@@ -261,6 +261,8 @@ class Program:
             return _from_payload(cls, payload, source_sha256, compiler)
         except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
             raise invalid([f"malformed payload ({type(exc).__name__}: {exc})"]) from None
+        except RecursionError:
+            raise invalid(["malformed payload (a value is nested too deeply)"]) from None
 
     def check(self) -> None:
         """`verify()`, raising `BytecodeError` NOE704 with the first problems found."""
@@ -268,6 +270,8 @@ class Program:
             problems = self.verify()
         except (TypeError, ValueError, KeyError, IndexError) as exc:  # operands of odd types
             problems = [f"malformed program ({type(exc).__name__}: {exc})"]
+        except RecursionError:  # a value nested deeper than any compiler writes
+            problems = ["malformed program (a value is nested too deeply)"]
         if problems:
             raise invalid(problems)
 
@@ -298,11 +302,11 @@ class Program:
             for key in ("stop_when", "max_in_flight_from"):
                 index = (s.loop or {}).get(key)
                 if index is not None and not (type(index) is int and 0 <= index < n_expr):
-                    add(f"step {s.name!r}: loop {key} {index!r} is not an expression index")
+                    add(f"step {s.name!r}: loop {key} {shown(index)} is not an expression index")
         for i, value in enumerate(self.values):
             for ref in _expression_refs(value):
                 if not (type(ref) is int and 0 <= ref < n_expr):
-                    add(f"value v{i} refers to expression {ref!r}, out of range")
+                    add(f"value v{i} refers to expression {shown(ref)}, out of range")
         places: dict[str, PlaceInfo] = {}
         for p in self.places:
             if p.id in places:
@@ -341,7 +345,7 @@ class Program:
             consumes = [ins[1] for ins in b.code if ins[:1] == (_CONSUME,) and len(ins) == 2]
             for ins in b.code:
                 if ins and ins[0] in _PLACE_OPS and len(ins) == 2 and ins[1] not in places:
-                    add(f"{where}: unknown place {ins[1]!r}")
+                    add(f"{where}: unknown place {shown(ins[1])}")
                 if ins[:1] == (_GUARD_NOT_ANY,) and len(ins) == 2:
                     limit = decisions.get(consumes[0], 0) if consumes else 0
                     if type(ins[1]) is int and not 0 < ins[1] <= limit:

@@ -27,6 +27,7 @@ import base64
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from noetlc.expr.limits import begin_input, end_input
 from noetlc.expr.runtime import REF_KEY
 from noetlc.runtime.programs import decode_program
 from noetlc.runtime.results import References, ResultStore, payload_limit
@@ -214,10 +215,15 @@ class Driver:
         return self.vm.start()
 
     def feed(self, event: Event) -> Step:
-        """One input event: load the references it carries, then let the VM decide."""
+        """One input event: load the references it carries, then let the VM decide (its
+        slow-path evaluations share one budget: `noetlc.expr.limits.begin_input`)."""
         if event.payload:
             self.loaded.load(event)
-        return self.vm.step(event)
+        begin_input()
+        try:
+            return self.vm.step(event)
+        finally:
+            end_input()
 
     def replay(self, records: Iterable[Mapping[str, Any]]) -> Step:
         """Rebuild the VM from a log: `start()` and every recorded input event, in order.

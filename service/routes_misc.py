@@ -97,7 +97,7 @@ def render(body: RenderRequest, request: Request) -> dict[str, Any]:
         raise not_found(f"Execution {execution_id} not found")
     scope = scope_of(service, record)
     scope.update(body.extra_context or {})
-    rendered = render_value(body.template, scope, body.strict)
+    rendered = render_value(body.template, scope, body.strict, [0])
     return {"status": "ok", "rendered": rendered, "context_keys": sorted(scope)}
 
 
@@ -123,25 +123,33 @@ def scope_of(service: Any, record: dict[str, Any]) -> dict[str, Any]:
     return scope
 
 
-def render_value(template: Any, scope: dict[str, Any], strict: bool) -> Any:
+def render_value(template: Any, scope: dict[str, Any], strict: bool, built: list[int]) -> Any:
+    """Each string of `template` is one evaluation, with the expression limits; `built` counts
+    what all of them rendered, so one request builds at most `limits.MAX_BUILT` in all."""
     if isinstance(template, dict):
-        return {k: render_value(v, scope, strict) for k, v in template.items()}
+        return {k: render_value(v, scope, strict, built) for k, v in template.items()}
     if isinstance(template, list):
-        return [render_value(v, scope, strict) for v in template]
+        return [render_value(v, scope, strict, built) for v in template]
     if not isinstance(template, str):
         return template
+    from noetlc.expr import limits
     from noetlc.expr.compile import compile_expression
-    from noetlc.expr.runtime import compile_entry, to_json_value
+    from noetlc.expr.runtime import ExpressionError, compile_entry, to_json_value
 
     try:
         compiled = compile_expression(template, mode="template")
-        return to_json_value(compile_entry(compiled.to_entry())(scope))
+        value = compile_entry(compiled.to_entry())(scope)
+        limits.charge(built, limits.deep_size(value, limits.MAX_BUILT))  # characters and items
+        return to_json_value(value)
     except Exception as exc:
         if not strict:
             return template
+        code = exc.code if isinstance(exc, ExpressionError) else "NOE310"
+        if isinstance(exc, limits.ExpressionLimit):
+            code = "NOE311"
         raise ApiError(
             400,
-            "NOE310",
+            code,
             f"cannot render {template!r}: {exc}",
             "names in scope: " + ", ".join(sorted(scope)),
         ) from None

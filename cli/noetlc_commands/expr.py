@@ -62,6 +62,8 @@ def run(args: argparse.Namespace) -> int:
         return 1
     except ExpressionUnsafe as exc:
         print(f"<expr>:1:1: error[NOE302]: sandbox violation: {exc}", file=sys.stderr)
+        if exc.hint:
+            print(f"  hint: {exc.hint}", file=sys.stderr)
         return 1
     if args.show_code:
         print(compiled.code or f"# slow path (jinja2): {compiled.slow_reason}", file=sys.stderr)

@@ -16,11 +16,13 @@ from typing import Any
 
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.scalarstring import LiteralScalarString
 
 from noetlc.compiler.pipeline import compile_file
 from noetlc.compiler.ynodes import YMap, YNode, YScalar, YSeq
-from noetlc.diagnostics.report import render_text
+from noetlc.diagnostics.report import Diagnostic, Span, render_text
+from noetlc.diagnostics.severity import Severity
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -35,7 +37,13 @@ def run(args: argparse.Namespace) -> int:
         print(render_text(unit.reporter.sorted(), {unit.file: unit.source}), file=sys.stderr)
         return 1
     rewrites = [d for d in unit.reporter.sorted() if d.code.startswith("NOE4")]
-    text = migrate_text(unit.source, unit.document, unit.canonical)
+    try:
+        text = migrate_text(unit.source, unit.document, unit.canonical)
+    except YAMLError as exc:
+        # The round-trip reader (ruamel.yaml) is stricter than the checker's (PyYAML): a tab
+        # inside a plain key, for one. Say where, and how to make the file readable to both.
+        print(render_text([_unreadable(unit.file, exc)], {unit.file: unit.source}), file=sys.stderr)
+        return 1
     for d in rewrites:
         print(f"{d.span}: rewrote {d.message} [{d.code}]", file=sys.stderr)
     if not rewrites:
@@ -46,6 +54,21 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(text)
     return 0
+
+
+def _unreadable(file: str, exc: YAMLError) -> Diagnostic:
+    mark = (exc.problem_mark or exc.context_mark) if isinstance(exc, MarkedYAMLError) else None
+    line, column = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
+    problem = (exc.problem if isinstance(exc, MarkedYAMLError) else None) or str(exc)
+    return Diagnostic(
+        "NOE001",
+        Severity.ERROR,
+        f"migrate's round-trip YAML reader cannot read this ({problem.strip()}); "
+        "`check` can, so the file is valid but cannot be rewritten as it is",
+        Span.point(file, line, column),
+        hint="quote the scalar (a key or value with a tab or an unusual character) and run "
+        "migrate again",
+    )
 
 
 def migrate_text(source: str, document: YMap, canonical: YMap) -> str:

@@ -225,7 +225,8 @@ class _PoolBuilder:
             self.unit.reporter.report("NOE301", f"template syntax error: {exc}", span)
             return None
         except ExpressionUnsafe as exc:
-            hint = _NOETL_LOOP_NAMES.get(next((n for n in _NOETL_LOOP_NAMES if n in str(exc)), ""))
+            loop_name = next((n for n in _NOETL_LOOP_NAMES if n in str(exc)), "")
+            hint = _NOETL_LOOP_NAMES.get(loop_name) or exc.hint
             self.unit.reporter.report("NOE302", f"sandbox violation: {exc}", span, hint=hint)
             return None
         if not compiled.fast:

@@ -18,7 +18,14 @@ import yaml
 from noetlc.compiler.unit import CompilationUnit
 from noetlc.compiler.ynodes import YMap, YNode, YScalar, YSeq
 from noetlc.diagnostics.report import Reporter, Span
-from noetlc.diagnostics.yaml_safe import MAX_NODES, ScalarError, construct_scalar
+from noetlc.diagnostics.yaml_safe import (
+    INT_MAX,
+    INT_MIN,
+    MAX_NODES,
+    ScalarError,
+    check_timestamp,
+    construct_scalar,
+)
 
 _STR = "tag:yaml.org,2002:str"
 _INT = "tag:yaml.org,2002:int"
@@ -418,11 +425,26 @@ class _Composer:
             return YScalar(event.value, span, quoted)
         if tag in (_TIMESTAMP, _MERGE):
             # Timestamps stay text: playbook data must be JSON-compatible.
+            if tag == _TIMESTAMP and event.tag is not None:
+                try:
+                    check_timestamp(event.value)
+                except ScalarError as exc:  # `!!timestamp hello`
+                    self.reporter.report("NOE006", str(exc), span)
             return YScalar(event.value, span, quoted)
         try:
             value = construct_scalar(tag, event.value)
-        except ScalarError as exc:  # `!!int abc`, an integer too long to read
+        except ScalarError as exc:  # `!!int abc`, `!!bool abc`, an integer too long to read
             self.reporter.report("NOE006", str(exc), span)
+            return YScalar(event.value, span, quoted)
+        if type(value) is int and not INT_MIN <= value <= INT_MAX:
+            # The bytecode (msgpack) holds 64-bit integers only; NoETL keeps such ids as text.
+            self.reporter.report(
+                "NOE006",
+                f"the integer {event.value} does not fit in 64 bits (the bytecode stores "
+                f"integers from {INT_MIN:,} to {INT_MAX:,})",
+                span,
+                hint="quote it to keep it as text",
+            )
             return YScalar(event.value, span, quoted)
         if not quoted:
             self.check_coercion(event.value, tag, span)

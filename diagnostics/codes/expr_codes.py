@@ -31,10 +31,15 @@ CODES = (
         """
 Templates may read data, never Python internals: attributes and keys starting with `_`,
 methods and modules are out of reach, in compiled expressions and on the jinja2 path alike.
+Non-deterministic filters and functions (`random`, `now()`, `uuid()`) are refused too: a
+replay of the execution's log evaluates every guard again and must take the same branches;
+pass such a value in through the workload or compute it in a python task (its result is
+recorded in the log).
 
 Example:
 
     input: {cls: "{{ workload.__class__ }}"}
+    when: "{{ [true, false] | random }}"
 """,
         "read the data you need through the playbook's namespaces",
     ),
@@ -129,7 +134,8 @@ Example:
         """
 The expression compiled, but evaluating it raised an error: arithmetic on an undefined
 value, a comparison between incompatible types, a filter given the wrong input, a sandbox
-refusal of a dynamic key. The message names the expression and where it was written.
+refusal of a dynamic key, printing an object that is not data (`{{ range }}`: its text
+would be a memory address). The message names the expression and where it was written.
 
 Example (`ctx.count` is undefined, and undefined values cannot be added to):
 
@@ -144,11 +150,13 @@ Example (`ctx.count` is undefined, and undefined values cannot be added to):
         "an expression went over a resource limit",
         """
 Evaluating the expression would have built a value or done work beyond the limits every
-evaluation has: integers of at most 14,000 bits (about 4,200 digits), strings and sequences
-of at most 1,000,000 characters or items (from `*`, `%`-formatting, `join`, `replace`,
-padding filters such as `center`, `range`), at most 100,000 elements per `range`, and at
-most 2,000,000 steps for a `{% %}` template. The guard or task that evaluated it fails; the
-process and other executions go on.
+evaluation has: integers of at most 14,000 bits (about 4,200 digits; `3 ** 14000` is
+refused before it is computed), strings and sequences of at most 1,000,000 characters or items
+(from `~`, `+`, `*`, `%`-formatting, `join`, `replace`, padding filters such as `center`,
+the text a `{% for %}` renders), at most 8,000,000 units built by one evaluation in all (a
+character is one, an item of a list or mapping four), at most 100,000 elements per `range`, and at most 2,000,000 steps for the
+`{% %}` templates of one evaluation, and of all those one event of the execution causes.
+The guard or task that evaluated it fails; the process and other executions go on.
 
 Example:
 

@@ -94,7 +94,10 @@ Example of a file that is a list instead of a mapping:
         "YAML feature not supported in playbooks",
         """
 Playbooks are plain data: mappings, sequences and scalars. Custom tags (`!!python/object`,
-`!include`), non-scalar mapping keys and multiple documents in one file are rejected.
+`!include`), non-scalar mapping keys and multiple documents in one file are rejected, and so
+is a scalar its explicit tag cannot read (`!!int abc`, `!!bool abc`, `!!timestamp hello`).
+Integers must fit in 64 bits (from -2**63 to 2**64 - 1: what compiled bytecode stores);
+quote a larger one (an id, say) to keep it as text.
 
 Example:
 

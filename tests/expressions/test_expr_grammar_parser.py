@@ -413,6 +413,11 @@ def test_long_chains_are_too_deep_without_recursing(text: str) -> None:
     [
         (lambda n: "x" + " | string" * n, MAX_DEPTH),  # 150 of them compiled, then failed to load
         (lambda n: " ** ".join(["2"] * (n + 1)), MAX_DEPTH),
+        # the size-checked operators and filters (a meter argument, an inlined integer `+`)
+        (lambda n: " + ".join(["x"] * (n + 1)), MAX_DEPTH),
+        (lambda n: " * ".join(["x"] * (n + 1)), MAX_DEPTH),
+        (lambda n: "x" + " | upper" * n, MAX_DEPTH),
+        (lambda n: "x" + " + 1 | int" * n, MAX_DEPTH - 1),  # adds of a filtered literal
         (lambda n: "x" + ".a" * n, MAX_DEPTH // 4),  # an attribute access counts four
         (lambda n: "not " * n + "x", MAX_DEPTH),
     ],

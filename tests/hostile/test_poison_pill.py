@@ -7,6 +7,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
+
+from noetlc.expr import limits
 from noetlc.runtime.memory_backend import MemoryBackend
 from noetlc.runtime.programs import encode_program
 from noetlc.runtime.server import Server
@@ -34,7 +37,13 @@ workflow:
 """
 
 
-def test_a_step_past_the_deadline_fails_its_execution_only() -> None:
+def test_a_step_past_the_deadline_fails_its_execution_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the step budget of one input event would stop SLOW_STEP first (see the next test):
+    # lifted here, the deadline is what is tested
+    monkeypatch.setattr(limits, "MAX_INPUT_STEPS", 10**12)
+
     async def scenario() -> dict[str, Any]:
         backend = MemoryBackend()
         stop = asyncio.Event()
@@ -66,3 +75,30 @@ def test_a_step_past_the_deadline_fails_its_execution_only() -> None:
     assert out["slow"]["status"] == "failed"
     assert out["slow"]["summary"]["error"]["code"] == "NOE859", out["slow"]["summary"]
     assert out["failures"] == 1 and out["refused"] == 1
+
+
+def test_a_step_of_many_heavy_guards_fails_on_its_step_budget() -> None:
+    """Each of SLOW_STEP's guards is within the budget of one evaluation; all of them, caused
+    by one input event, are not: NOE311 long before the server's deadline."""
+
+    async def scenario() -> dict[str, Any]:
+        backend = MemoryBackend()
+        stop = asyncio.Event()
+        server = Server(backend, ttl=5.0, poll=0.05, owner="server-1", step_deadline=None)
+        worker = Worker(backend, concurrency=2, ttl=5.0, poll=0.05)
+        tasks = [asyncio.create_task(server.run(stop)), asyncio.create_task(worker.run(stop))]
+        try:
+            slow = await _submit(backend, "slow", encode_program(_payload(SLOW_STEP)), {})
+            healthy = await _submit(backend, "healthy", encode_program(_payload(HEALTHY)), {"n": 3})
+            return {
+                "slow": await _finished(backend, slow),
+                "healthy": await _finished(backend, healthy),
+            }
+        finally:
+            stop.set()
+            await asyncio.wait_for(asyncio.gather(*tasks), 30)
+
+    out = asyncio.run(scenario())
+    assert out["healthy"]["status"] == "completed"
+    assert out["slow"]["status"] == "failed"
+    assert out["slow"]["summary"]["error"]["code"] == "NOE311", out["slow"]["summary"]
