@@ -68,9 +68,7 @@ BARE_NAME_ORDER: tuple[str, ...] = tuple(
 )
 
 # Names some scope binds without being a namespace (see the module docstring).
-RUNTIME_NAMES: frozenset[str] = frozenset(
-    {"result", "response", "error", "this", "loop", "vars"}
-)
+RUNTIME_NAMES: frozenset[str] = frozenset({"result", "response", "error", "this", "loop", "vars"})
 
 
 def is_reserved(name: str) -> bool:
