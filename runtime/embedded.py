@@ -41,6 +41,7 @@ from noetlc.runtime.driver import (
 )
 from noetlc.runtime.execute import ToolEnv, execute, memo_from_events, noop_only, worker_event
 from noetlc.runtime.group_commit import GroupCommit
+from noetlc.runtime.ownership import OwnershipLost
 from noetlc.runtime.programs import encode_program
 from noetlc.runtime.results import References, payload_limit
 from noetlc.runtime.store import EventStore
@@ -262,6 +263,14 @@ class EmbeddedRuntime:
                     batch.append(self.queue.get_nowait())
                 self._process(batch, external)
             self.group.flush()  # before the summary is stored and returned
+        except OwnershipLost:
+            # another process took the execution over: nothing more is written; the actions
+            # still running are asked to stop and nothing queued starts
+            for flag in self.active.values():
+                if flag is not _INLINE:
+                    flag.set()
+            self.pool.shutdown(wait=False, cancel_futures=True)
+            raise
         finally:
             self.timers.close()
             self.pool.shutdown(wait=True)
@@ -401,7 +410,8 @@ class EmbeddedRuntime:
             return failed
         store = self.store
         if isinstance(store, SQLiteStore):
-            store = SQLiteStore(store.path)  # its own connection: this runs in a pool thread
+            # its own connection (this runs in a pool thread), fenced by the root's lease
+            store = store.sibling()
         stop = self.active.get(action_id)
         try:
             record = store.execution(child_id)

@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from noetlc.diagnostics.errors import UserError
+from noetlc.runtime.ownership import SCHEMA as OWNERS_SCHEMA
+from noetlc.runtime.ownership import Owner, OwnershipLost
 from noetlc.vm.protocol import ENVELOPE, Event
 
 # what `append` takes: the protocol's events (records, dicts with the envelope's fields, are
@@ -251,6 +253,7 @@ class SQLiteStore:
     def __init__(self, path: str) -> None:
         self.path = path
         self._last_seq: dict[str, int] = {}  # executions this store appended to last
+        self._fence: tuple[str, str] | None = None  # (owned execution, lease token)
         try:
             if path != ":memory:":
                 Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -282,6 +285,47 @@ class SQLiteStore:
                     self._db.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
         self._db.execute(f"PRAGMA user_version={_SCHEMA_VERSION}")
 
+    def fence(self, owned: str, token: str) -> None:
+        """Make every later write of this connection conditional on the lease of `owned`
+        (runtime/ownership.py) still holding `token`: checked inside the write transaction, so
+        a process that lost its execution to `resume` commits nothing more (OwnershipLost).
+        A child execution's store is fenced by its root's lease (`sibling`)."""
+        self._db.execute(OWNERS_SCHEMA)
+        self._fence = (owned, token)
+
+    def sibling(self) -> SQLiteStore:
+        """Another connection to the same file (for another thread) under the same fence."""
+        other = SQLiteStore(self.path)
+        other._fence = self._fence
+        return other
+
+    def _check_fence(self) -> None:
+        """Inside a write transaction: raise OwnershipLost unless the lease still holds."""
+        if self._fence is None:
+            return
+        owned, token = self._fence
+        row = self._db.execute(
+            "SELECT token, pid, host, renewed_at FROM owners WHERE execution_id = ?", (owned,)
+        ).fetchone()
+        if row is None or row[0] != token:
+            owner = None if row is None else Owner(int(row[1]), str(row[2]), float(row[3]))
+            raise OwnershipLost(owned, owner)
+
+    def _write(self, sql: str, params: Sequence[Any]) -> sqlite3.Cursor:
+        """One statement in its own transaction, under the fence."""
+        db = self._db
+        if self._fence is None:
+            return db.execute(sql, params)
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            self._check_fence()
+            cursor = db.execute(sql, params)
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        return cursor
+
     def create_execution(
         self,
         execution_id: str,
@@ -291,7 +335,7 @@ class SQLiteStore:
         workload: dict[str, Any] | None = None,
         parent_id: str | None = None,
     ) -> None:
-        self._db.execute(
+        self._write(
             "INSERT OR IGNORE INTO executions (execution_id, playbook, status, created_at,"
             " program, workload, parent_id) VALUES (?, ?, 'running', ?, ?, ?, ?)",
             (
@@ -327,6 +371,7 @@ class SQLiteStore:
             return len(rows)
         db.execute("BEGIN IMMEDIATE")  # the write lock: seq is assigned under it
         try:
+            self._check_fence()
             (last,) = db.execute(
                 "SELECT COALESCE(MAX(seq), 0) FROM events WHERE execution_id = ?", (execution_id,)
             ).fetchone()
@@ -343,7 +388,7 @@ class SQLiteStore:
             rows = self._rows(execution_id, batch, last, known)
             db.executemany(self._INSERT, rows)
             db.execute("COMMIT")
-        except sqlite3.Error:
+        except BaseException:
             db.execute("ROLLBACK")
             raise
         self._last_seq[execution_id] = last + len(rows)
@@ -355,9 +400,10 @@ class SQLiteStore:
         db = self._db
         db.execute("BEGIN IMMEDIATE")
         try:
+            self._check_fence()
             db.executemany(self._INSERT, rows)
             db.execute("COMMIT")
-        except sqlite3.Error:
+        except BaseException:
             db.execute("ROLLBACK")
             raise
 
@@ -413,7 +459,7 @@ class SQLiteStore:
         return rows
 
     def finish_execution(self, execution_id: str, status: str, summary: dict[str, Any]) -> None:
-        self._db.execute(
+        self._write(
             "UPDATE executions SET status = ?, finished_at = ?, summary = ? WHERE execution_id = ?",
             (status, time.time(), json.dumps(summary, default=str), execution_id),
         )
@@ -496,7 +542,7 @@ class SQLiteStore:
         ]
 
     def put_result(self, key: str, data: bytes) -> None:
-        self._db.execute("INSERT OR IGNORE INTO results (key, data) VALUES (?, ?)", (key, data))
+        self._write("INSERT OR IGNORE INTO results (key, data) VALUES (?, ?)", (key, data))
 
     def get_result(self, key: str) -> bytes | None:
         row = self._db.execute("SELECT data FROM results WHERE key = ?", (key,)).fetchone()

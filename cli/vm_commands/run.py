@@ -297,6 +297,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         if lease is not None:
             lease.claim()
+            lease.fence(store)
         announce(execution_id, args.json)
         progress = progress_for(args, len(program.steps))
         try:
