@@ -88,6 +88,9 @@ def client_request(event_id: str, request: Mapping[str, Any]) -> Event | None:
     """A `cancel` or `signal` request of another process as the input event it becomes."""
     if request["kind"] == "cancel":
         name, payload = EventName.EXECUTION_CANCELLED, {"request_id": request["request_id"]}
+        data = request.get("data")
+        if isinstance(data, dict) and isinstance(data.get("reason"), str):
+            payload["reason"] = data["reason"]  # the requester's own words
     elif request["kind"] == "signal":
         name = EventName.SIGNAL_RECEIVED
         payload = {
@@ -248,7 +251,7 @@ def summary(vm: ControlVM, events: int) -> dict[str, Any]:
         "execution_id": vm.execution_id,
         "status": vm.status,
         "steps": {
-            name: {"runs": rec.runs, "status": rec.status, "result": rec.result}
+            name: {"runs": rec.runs, "status": _ended(vm.status, rec.status), "result": rec.result}
             for name, rec in vm.steps.items()
         },
         "ctx": vm.ctx,
@@ -256,6 +259,11 @@ def summary(vm: ControlVM, events: int) -> dict[str, Any]:
         "events": events,
         "error": vm.error if vm.status != "completed" else None,
     }
+
+
+def _ended(execution: str, step: str | None) -> str | None:
+    """A step still `running` when its execution ended was stopped with it: `cancelled`."""
+    return "cancelled" if step == "running" and execution != "running" else step
 
 
 __all__ = [

@@ -178,11 +178,13 @@ class EmbeddedRuntime:
         self.total_events = 0
         self.group = GroupCommit(store, execution_id, on_events)
         self.stop = stop  # a child's: its calling action was cancelled, or its parent ended
-        self.stop_asked = False
+        self.stop_asked = False  # a cancel was queued (one is enough)
+        self.parent_id: str | None = None
 
     # ------------------------------------------------------------------ entry points
 
     async def start(self, workload: dict[str, Any], parent_id: str | None = None) -> dict[str, Any]:
+        self.parent_id = parent_id
         self.store.create_execution(
             self.execution_id,
             self.program.name,
@@ -209,17 +211,21 @@ class EmbeddedRuntime:
         return driver
 
     async def resume(self, workload: dict[str, Any]) -> dict[str, Any]:
+        record = self.store.execution(self.execution_id) or {}
+        self.parent_id = record.get("parent_id")
         events = self.store.read(self.execution_id)
         # the log is a prefix cut at a group boundary: every server event the replay
         # regenerates is in it already
-        rebuilt = self._driver(workload).replay(events)
+        driver = self._driver(workload)
+        rebuilt = driver.replay(events)
         self.total_events = len(events)
         self.memo = memo_from_events(events)
         for event in events:
             request_id = (event.get("payload") or {}).get("request_id")
             if event.get("source") == Source.CLIENT and isinstance(request_id, int):
                 self.last_request = max(self.last_request, request_id)
-        self._log([resumed(str(uuid.uuid4()), len(events))])
+        if not driver.vm.finished():  # else the log ended and only the row lags: no event
+            self._log([resumed(str(uuid.uuid4()), len(events))])
         return await self._loop(rebuilt.commands, started_at=started_times(events))
 
     # ------------------------------------------------------------------ the loop
@@ -288,7 +294,15 @@ class EmbeddedRuntime:
         commands: list[Command] = []
         shrink = self.refs.limit is not None
         secrets = self.keychain.has_secrets
+        vm = driver.vm
         for event in batch:
+            if vm.status != "running":
+                # the execution ended (its terminal event is logged): a late result of an
+                # action that was still running, a second cancel, a signal are not recorded:
+                # nothing follows the terminal event (their effects, if any, are at-least-once)
+                if event.source == _WORKER and event.name in RESULT_NAMES:
+                    self.active.pop(event.action_id or "", None)
+                continue
             worker = event.source == _WORKER
             if worker and secrets:
                 # the VM sees what the log keeps (`***` for a secret), as after a resume and
@@ -443,19 +457,22 @@ class EmbeddedRuntime:
     # ------------------------------------------------------------------ requests
 
     def _poll_requests(self) -> None:
-        if self.stop is not None and self.stop.is_set() and not self.stop_asked:
-            self.stop_asked = True
-            self.queue.put_nowait(
-                cancelled(
-                    f"{self.execution_id}:stopped-by-parent",
-                    "the calling action of the parent was cancelled",
-                )
-            )
+        # the stored requests first: a cancel that carries its requester's reason is the one
+        # recorded when the same requester also set the stop flag (the service does both)
         for request in self.store.requests(self.execution_id, self.last_request):
             self.last_request = request["request_id"]
             event = client_request(f"{self.execution_id}:request:{request['request_id']}", request)
             if event is not None:
+                self.stop_asked |= event.name == _EXECUTION_CANCELLED
                 self.queue.put_nowait(event)
+        if self.stop is not None and self.stop.is_set() and not self.stop_asked:
+            self.stop_asked = True
+            reason = (
+                "the calling action of the parent was cancelled, or the parent ended"
+                if self.parent_id
+                else "the process running the execution stopped it"
+            )
+            self.queue.put_nowait(cancelled(f"{self.execution_id}:stopped-by-parent", reason))
 
 
 def playbook_folder(program: Program) -> Path:
@@ -495,6 +512,7 @@ def _guarded(
 
 
 _WORKER = Source.WORKER.value
+_EXECUTION_CANCELLED = EventName.EXECUTION_CANCELLED.value
 _TIMER_FIRED = EventName.TIMER_FIRED.value
 _RUN = CommandKind.RUN.value
 

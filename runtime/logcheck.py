@@ -104,11 +104,14 @@ def check_log(
     started: set[tuple[str, Any, Any]] = set()  # (name, step_run_id, iteration)
     results: dict[str, int] = {}  # action_id -> seq of its result
     retried: dict[str, int] = {}  # action_id -> seq of its last task.retry
+    expected = 1
     for index, event in enumerate(events, 1):
         seq = event.get("seq")
         name = str(event.get("name"))
-        if seq != index:
-            bad("seq", seq, f"event {index} of the log has seq {seq} (expected {index})")
+        if seq != expected:
+            what = "a gap" if isinstance(seq, int) and seq > expected else "a repeat"
+            bad("seq", seq, f"{what}: seq {seq} where {expected} was expected")
+        expected = seq + 1 if isinstance(seq, int) else expected + 1
         if terminals:
             bad(
                 "after-terminal",
@@ -128,11 +131,11 @@ def check_log(
                 retried[str(event["action_id"])] = int(seq or index)
             continue
         if not any((s, run_id, iteration) in started for s in starters):
-            what = run_id if iteration is None else f"{run_id}[{iteration}]"
+            what = str(run_id) if iteration is None else f"{run_id}[{iteration}]"
             bad("unstarted-result", seq, f"{name} of {what} without {' or '.join(starters)}")
-        action = event.get("action_id")
-        if name in RESULT_NAMES and event.get("source") == _WORKER and action:
-            action = str(action)
+        action_id = event.get("action_id")
+        if name in RESULT_NAMES and event.get("source") == _WORKER and action_id:
+            action = str(action_id)
             before = results.get(action)
             if before is not None and retried.get(action, 0) < before:
                 bad(

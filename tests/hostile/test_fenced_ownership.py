@@ -65,8 +65,11 @@ def _vm(*args: str, cwd: Path) -> subprocess.Popen[str]:
 
 
 def _count(db: Path, name: str) -> int:
-    with sqlite3.connect(db, timeout=30) as conn:
-        (n,) = conn.execute("SELECT COUNT(*) FROM events WHERE name = ?", (name,)).fetchone()
+    try:
+        with sqlite3.connect(db, timeout=30) as conn:
+            (n,) = conn.execute("SELECT COUNT(*) FROM events WHERE name = ?", (name,)).fetchone()
+    except sqlite3.OperationalError:  # the store is being created
+        return 0
     return int(n)
 
 
