@@ -40,6 +40,7 @@ from noetlc.runtime.driver import (
     stored_program,
 )
 from noetlc.runtime.execute import ToolEnv, execute, memo_from_events, noop_only, worker_event
+from noetlc.runtime.family import Family, descendants, lineage
 from noetlc.runtime.group_commit import GroupCommit
 from noetlc.runtime.ownership import OwnershipLost
 from noetlc.runtime.programs import encode_program
@@ -57,6 +58,7 @@ from noetlc.vm.protocol import (
     Event,
     EventName,
     Source,
+    envelope,
     is_input,
 )
 
@@ -79,6 +81,8 @@ def run_embedded(
     keychain_file: str | None = None,
     stop: threading.Event | None = None,
     provider: Callable[[str], Any] | None = None,
+    family: Family | None = None,
+    depth: int = 0,
 ) -> dict[str, Any]:
     """Run a compiled playbook to completion and return its summary. A bad keychain file
     raises `KeychainError` (NOE813) before anything runs. `stop` (a child's calling action's
@@ -98,6 +102,8 @@ def run_embedded(
         keychain_file=keychain_file,
         stop=stop,
         provider=provider,
+        family=family,
+        depth=depth,
     )
     return _run_loop(runtime.start({**(program.workload or {}), **(overrides or {})}, parent_id))
 
@@ -111,6 +117,8 @@ def resume_embedded(
     keychain_file: str | None = None,
     stop: threading.Event | None = None,
     provider: Callable[[str], Any] | None = None,
+    family: Family | None = None,
+    depth: int = 0,
 ) -> dict[str, Any]:
     """Finish an execution whose process died; the caller checked that it is not finished."""
     try:
@@ -126,6 +134,8 @@ def resume_embedded(
         keychain_file=keychain_file,
         stop=stop,
         provider=provider,
+        family=family,
+        depth=depth,
     )
     return _run_loop(runtime.resume(workload))
 
@@ -156,8 +166,12 @@ class EmbeddedRuntime:
         keychain_file: str | None = None,
         stop: threading.Event | None = None,
         provider: Callable[[str], Any] | None = None,
+        family: Family | None = None,
+        depth: int = 0,
     ) -> None:
         self.program = program
+        self.family = family  # the budgets across the root's children (None: found at start)
+        self.depth = depth  # levels below the root
         self.store = store
         self.execution_id = execution_id
         self.on_events = on_events
@@ -185,6 +199,8 @@ class EmbeddedRuntime:
 
     async def start(self, workload: dict[str, Any], parent_id: str | None = None) -> dict[str, Any]:
         self.parent_id = parent_id
+        if self.family is None and parent_id is None:
+            self.family = Family(self.execution_id, self.program.payload)  # a new root
         self.store.create_execution(
             self.execution_id,
             self.program.name,
@@ -198,6 +214,14 @@ class EmbeddedRuntime:
             [requested(self.execution_id, self.program.name, workload, parent_id), *first.events]
         )
         return await self._loop(first.commands)
+
+    def _find_family(self) -> None:
+        """A runtime started without its tree's counts (a resumed root, a child started by
+        another process): its depth and the children its root has, from the store."""
+        if self.family is not None:
+            return
+        root, self.depth = lineage(self.store, self.execution_id)
+        self.family = Family(root, self.program.payload, descendants(self.store, root))
 
     def _driver(self, workload: dict[str, Any]) -> Driver:
         driver = self.driver = Driver(
@@ -213,6 +237,7 @@ class EmbeddedRuntime:
     async def resume(self, workload: dict[str, Any]) -> dict[str, Any]:
         record = self.store.execution(self.execution_id) or {}
         self.parent_id = record.get("parent_id")
+        self._find_family()
         events = self.store.read(self.execution_id)
         # the log is a prefix cut at a group boundary: every server event the replay
         # regenerates is in it already
@@ -427,6 +452,10 @@ class EmbeddedRuntime:
             # its own connection (this runs in a pool thread), fenced by the root's lease
             store = store.sibling()
         stop = self.active.get(action_id)
+        if self.family is None:
+            self._find_family()
+        family = self.family
+        assert family is not None
         try:
             record = store.execution(child_id)
             if record is not None and record["status"] != "running" and record["summary"]:
@@ -439,7 +468,12 @@ class EmbeddedRuntime:
                     call_tool=self.call_tool,
                     keychain_file=self.keychain_file,
                     stop=stop,
+                    family=family,
+                    depth=self.depth + 1,
                 )
+            over = family.admit(self.depth + 1)
+            if over is not None:  # not started: the calling step fails with NOE858
+                return {"execution_id": None, "status": "failed", "result": None, "error": over}
             return run_embedded(
                 payload,
                 workload,
@@ -449,7 +483,13 @@ class EmbeddedRuntime:
                 call_tool=self.call_tool,
                 keychain_file=self.keychain_file,
                 stop=stop,
+                family=family,
+                depth=self.depth + 1,
             )
+        except OwnershipLost:
+            raise
+        except Exception as exc:  # the child's runtime broke (its store, a thread limit)
+            return _fail_child(store, child_id, exc)
         finally:
             if store is not self.store:
                 store.close()
@@ -473,6 +513,32 @@ class EmbeddedRuntime:
                 else "the process running the execution stopped it"
             )
             self.queue.put_nowait(cancelled(f"{self.execution_id}:stopped-by-parent", reason))
+
+
+def _fail_child(store: EventStore, child_id: str, exc: Exception) -> dict[str, Any]:
+    """A child whose runtime raised must not stay `running`: its log gets the one terminal
+    event it lacks (none when it has one) and its row the status; the calling step fails."""
+    from noetlc.runtime.logcheck import terminal_status
+
+    error = {"code": "NOE850", "message": f"{type(exc).__name__}: {exc}", "step": None}
+    summary: dict[str, Any] = {"execution_id": child_id, "status": "failed", "result": None}
+    try:
+        if store.execution(child_id) is not None:
+            status = terminal_status(store.read(child_id))
+            if status is None:
+                status = "failed"
+                failed = envelope(
+                    EventName.EXECUTION_FAILED,
+                    Source.SERVER,
+                    event_id=f"{child_id}:runtime-failed",
+                    payload={"error": error},
+                )
+                store.append(child_id, [failed])
+            summary["status"] = status
+            store.finish_execution(child_id, status, {**summary, "error": error})
+    except Exception:  # the store itself is gone: `resume` of the root finishes the child
+        pass
+    return {**summary, "status": "failed", "error": error}
 
 
 def playbook_folder(program: Program) -> Path:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import json.encoder
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -249,6 +250,24 @@ class MemoryStore:
         pass
 
 
+# One write lock per SQLite file and process: the runtimes of an embedded fan-out (a child
+# execution per pool thread, each on its own connection) queue here for the file's write
+# lock instead of racing for it, where SQLite gives up after its busy timeout ("database is
+# locked") and would leave the losing child `running`. Other processes still meet SQLite's
+# own lock and its busy timeout.
+_WRITE_LOCKS: dict[str, threading.RLock] = {}
+_WRITE_LOCKS_GUARD = threading.Lock()
+
+
+def _write_lock(path: str) -> threading.RLock:
+    key = path if path == ":memory:" else str(Path(path).resolve())
+    with _WRITE_LOCKS_GUARD:
+        lock = _WRITE_LOCKS.get(key)
+        if lock is None:
+            lock = _WRITE_LOCKS[key] = threading.RLock()
+        return lock
+
+
 class SQLiteStore:
     def __init__(self, path: str) -> None:
         self.path = path
@@ -257,6 +276,7 @@ class SQLiteStore:
         try:
             if path != ":memory:":
                 Path(path).parent.mkdir(parents=True, exist_ok=True)
+            self._lock = threading.RLock() if path == ":memory:" else _write_lock(path)
             self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
             self._db.execute("PRAGMA busy_timeout=5000")
             self._db.execute("PRAGMA journal_mode=WAL")
@@ -314,17 +334,18 @@ class SQLiteStore:
     def _write(self, sql: str, params: Sequence[Any]) -> sqlite3.Cursor:
         """One statement in its own transaction, under the fence."""
         db = self._db
-        if self._fence is None:
-            return db.execute(sql, params)
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            self._check_fence()
-            cursor = db.execute(sql, params)
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        return cursor
+        with self._lock:
+            if self._fence is None:
+                return db.execute(sql, params)
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                self._check_fence()
+                cursor = db.execute(sql, params)
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            return cursor
 
     def create_execution(
         self,
@@ -369,6 +390,7 @@ class SQLiteStore:
         else:
             self._last_seq[execution_id] = last + len(rows)
             return len(rows)
+        self._lock.acquire()
         db.execute("BEGIN IMMEDIATE")  # the write lock: seq is assigned under it
         try:
             self._check_fence()
@@ -391,6 +413,8 @@ class SQLiteStore:
         except BaseException:
             db.execute("ROLLBACK")
             raise
+        finally:
+            self._lock.release()
         self._last_seq[execution_id] = last + len(rows)
         return len(rows)
 
@@ -398,14 +422,15 @@ class SQLiteStore:
 
     def _insert(self, rows: list[tuple[Any, ...]]) -> None:
         db = self._db
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            self._check_fence()
-            db.executemany(self._INSERT, rows)
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
+        with self._lock:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                self._check_fence()
+                db.executemany(self._INSERT, rows)
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
 
     @staticmethod
     def _rows(
@@ -517,10 +542,11 @@ class SQLiteStore:
     def request(
         self, execution_id: str, kind: str, name: str | None = None, data: Any = None
     ) -> int:
-        cursor = self._db.execute(
-            "INSERT INTO requests (execution_id, kind, name, data, ts) VALUES (?, ?, ?, ?, ?)",
-            (execution_id, kind, name, json.dumps(data, default=str), time.time()),
-        )
+        with self._lock:
+            cursor = self._db.execute(
+                "INSERT INTO requests (execution_id, kind, name, data, ts) VALUES (?, ?, ?, ?, ?)",
+                (execution_id, kind, name, json.dumps(data, default=str), time.time()),
+            )
         return int(cursor.lastrowid or 0)
 
     def requests(self, execution_id: str, after_id: int = 0) -> list[dict[str, Any]]:
