@@ -242,6 +242,11 @@ class Driver:
             for record in summary_["steps"].values():
                 record["result"] = self.loaded.expand(record["result"])
             summary_["result"] = self.loaded.expand(summary_["result"])
+        refs = self.refs
+        if refs is not None:  # a huge result (a long loop's) is shown by reference
+            for record in summary_["steps"].values():
+                record["result"] = refs.summary_value(record["result"])
+            summary_["result"] = refs.summary_value(summary_["result"])
         return summary_
 
 

@@ -44,10 +44,11 @@ from noetlc.runtime.family import Family, descendants, lineage
 from noetlc.runtime.group_commit import GroupCommit
 from noetlc.runtime.ownership import OwnershipLost
 from noetlc.runtime.programs import encode_program
-from noetlc.runtime.results import References, payload_limit
+from noetlc.runtime.results import References, StorageOverBudget, payload_limit
 from noetlc.runtime.store import EventStore
 from noetlc.runtime.timers import Timers, started_times
 from noetlc.stdlib_tools.keychain import Keychain
+from noetlc.vm.budgets import budgets_of
 from noetlc.vm.control import ControlVM
 from noetlc.vm.pipeline import ToolCall
 from noetlc.vm.program import Program
@@ -182,7 +183,7 @@ class EmbeddedRuntime:
             program.payload.get("keychain") or [], file=keychain_file, provider=provider
         )
         self.env = ToolEnv(self.keychain, playbook_folder(program), self._run_child)
-        self.refs = References(store, payload_limit(program.payload))
+        self.refs = References(store, payload_limit(program.payload), budgets_of(program.payload))
         self.inline = noop_only(program)
         self.driver: Driver | None = None
         self.vm: ControlVM | None = None
@@ -245,6 +246,7 @@ class EmbeddedRuntime:
         rebuilt = driver.replay(events)
         self.total_events = len(events)
         self.memo = memo_from_events(events)
+        self.refs.count_logged(events)
         for event in events:
             request_id = (event.get("payload") or {}).get("request_id")
             if event.get("source") == Source.CLIENT and isinstance(request_id, int):
@@ -317,7 +319,7 @@ class EmbeddedRuntime:
         assert driver is not None
         out: list[Event] = []
         commands: list[Command] = []
-        shrink = self.refs.limit is not None
+        shrink = self.refs.active
         secrets = self.keychain.has_secrets
         vm = driver.vm
         for event in batch:
@@ -334,7 +336,10 @@ class EmbeddedRuntime:
                 # in distributed mode; a result stored by reference is stored redacted
                 event = event._replace(payload=self.keychain.redact(event.payload))
             if shrink and worker:
-                self.refs.shrink_event(event)  # before the VM and the log see it
+                try:
+                    self.refs.shrink_event(event)  # before the VM and the log see it
+                except StorageOverBudget as over:
+                    event = _over_budget(event, over.error)
             out.append(event)
             if worker and event.name in RESULT_NAMES:
                 self.active.pop(event.action_id or "", None)
@@ -513,6 +518,15 @@ class EmbeddedRuntime:
                 else "the process running the execution stopped it"
             )
             self.queue.put_nowait(cancelled(f"{self.execution_id}:stopped-by-parent", reason))
+
+
+def _over_budget(event: Event, error: dict[str, Any]) -> Event:
+    """A worker result past a storage budget, as the failure it becomes (a `task.done`
+    keeps its record without the result)."""
+    if event.name in RESULT_NAMES:
+        name = _LOOP_ITERATION_FAILED if event.iteration is not None else _STEP_FAILED
+        return event._replace(name=name, payload={"error": error})
+    return event._replace(payload={**(event.payload or {}), "outcome": {"error": error}})
 
 
 def _fail_child(store: EventStore, child_id: str, exc: Exception) -> dict[str, Any]:

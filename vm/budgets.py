@@ -25,6 +25,10 @@ DEFAULTS: dict[str, int] = {
     # the root's budgets bound every descendant. Over one, the calling step fails (NOE858)
     "child_depth": 32,  # levels of children below the root
     "child_executions": 2_000,  # child executions of one root, all levels together
+    # storage, counted by the runtime over the results it is handed (runtime/results.py):
+    # over one, the action's result is replaced by the NOE858 error (the step fails)
+    "result_bytes": 64 * 1024 * 1024,  # one step run's or iteration's result (its JSON)
+    "stored_bytes": 1024 * 1024 * 1024,  # all the results of one execution together
 }
 NAMES = tuple(DEFAULTS)
 
