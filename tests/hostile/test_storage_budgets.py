@@ -60,8 +60,15 @@ def _grow(tmp_path: Path, *options: str) -> tuple[int, dict[str, Any], Path]:
     (tmp_path / "growing.yaml").write_text(GROWING)
     db = tmp_path / "noetl.db"
     code = vm_main.main(
-        ["run", str(tmp_path / "growing.yaml"), "--json", "--quiet", "--db", f"sqlite:///{db}"]
-        + list(options)
+        [
+            "run",
+            str(tmp_path / "growing.yaml"),
+            "--json",
+            "--quiet",
+            "--db",
+            f"sqlite:///{db}",
+            *list(options),
+        ]
     )
     return code, {}, db
 
