@@ -92,6 +92,7 @@ class Worker:
 
     async def run(self, stop: asyncio.Event) -> None:
         self._next_heartbeat = time.monotonic() + self.ttl / 3
+        heartbeats = asyncio.create_task(self._heartbeats(stop))
         try:
             while not stop.is_set():
                 try:
@@ -102,7 +103,34 @@ class Worker:
                     warn_retrying(self.owner, exc)
                     await asyncio.sleep(self.poll)
         finally:
+            heartbeats.cancel()
+            await asyncio.gather(heartbeats, return_exceptions=True)
             await self._shutdown()
+
+    async def _heartbeats(self, stop: asyncio.Event) -> None:
+        """Renew the running jobs' leases every ttl/3, by the clock, on a connection of its
+        own: a round is a transaction of several statements, and on a slow database link
+        (200 ms round trips, lost segments) waiting for it let leases expire under jobs that
+        were running fine (tests/postgres/test_pg_partitions.py)."""
+        while not stop.is_set():
+            wait = self._next_heartbeat - time.monotonic()
+            if wait > 0:
+                await asyncio.sleep(min(wait, self.ttl / 3))
+                continue
+            self._next_heartbeat = time.monotonic() + self.ttl / 3
+            leases = [lease for lease, _, _ in self.running.values()]
+            if not leases:
+                continue
+            try:
+                held = await self.db.queue.heartbeat(leases, ttl=self.ttl)
+            except ROUND_RETRYABLE as exc:
+                warn_retrying(self.owner, exc)
+                continue
+            for lease in leases:
+                entry = self.running.get(lease.job_id)
+                if entry is not None and lease.job_id not in held and not entry[2].is_set():
+                    entry[2].set()  # lost: someone else runs it now
+                    self.lost += 1
 
     async def _round(self) -> None:
         """One transaction: pick, run what runs inline, commit; start the other leases;
@@ -118,6 +146,9 @@ class Worker:
 
     async def _round_registered(self, woken: asyncio.Event) -> None:
         self._slot_freed.clear()  # before `free` is counted: a later lent slot wakes the wait
+        # the leases this round takes expire `ttl` after its transaction began (PostgreSQL's
+        # now()), not after it committed: their first renewal counts from here
+        began = time.monotonic()
         free = self._slots() - self._busy()
         idle = not self.running
         self._more = False
@@ -126,20 +157,9 @@ class Worker:
                 flag = threading.Event()
                 task = asyncio.create_task(self._run_job(lease, flag))
                 self.running[lease.job_id] = (lease, task, flag)
-        now = time.monotonic()
         if idle or not self.running:
-            self._next_heartbeat = now + self.ttl / 3  # leases taken now need none yet
-        elif now >= self._next_heartbeat:
-            # due by the clock, not by rounds: a round waits up to the next heartbeat, so
-            # a job running longer than the ttl keeps its lease
-            self._next_heartbeat = now + self.ttl / 3
-            held = await self.db.queue.heartbeat(
-                [lease for lease, _, _ in self.running.values()], ttl=self.ttl
-            )
-            for job_id, (_, _, flag) in self.running.items():
-                if job_id not in held and not flag.is_set():
-                    flag.set()  # lost: someone else runs it now
-                    self.lost += 1
+            self._next_heartbeat = began + self.ttl / 3  # leases taken now need none yet
+        # the leases of running jobs are renewed by `_heartbeats`, by the clock
         if self._finished or (self._more and self._busy() < self._slots()):
             return  # commit them, or lease more, right away
         if self.running:
