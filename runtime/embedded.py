@@ -44,7 +44,12 @@ from noetlc.runtime.family import Family, descendants, lineage
 from noetlc.runtime.group_commit import GroupCommit
 from noetlc.runtime.ownership import OwnershipLost
 from noetlc.runtime.programs import encode_program
-from noetlc.runtime.results import References, StorageOverBudget, payload_limit
+from noetlc.runtime.results import (
+    References,
+    StorageOverBudget,
+    over_budget_event,
+    payload_limit,
+)
 from noetlc.runtime.store import EventStore
 from noetlc.runtime.timers import Timers, started_times
 from noetlc.stdlib_tools.keychain import Keychain
@@ -339,7 +344,7 @@ class EmbeddedRuntime:
                 try:
                     self.refs.shrink_event(event)  # before the VM and the log see it
                 except StorageOverBudget as over:
-                    event = _over_budget(event, over.error)
+                    event = over_budget_event(event, over.error)
             out.append(event)
             if worker and event.name in RESULT_NAMES:
                 self.active.pop(event.action_id or "", None)
@@ -518,15 +523,6 @@ class EmbeddedRuntime:
                 else "the process running the execution stopped it"
             )
             self.queue.put_nowait(cancelled(f"{self.execution_id}:stopped-by-parent", reason))
-
-
-def _over_budget(event: Event, error: dict[str, Any]) -> Event:
-    """A worker result past a storage budget, as the failure it becomes (a `task.done`
-    keeps its record without the result)."""
-    if event.name in RESULT_NAMES:
-        name = _LOOP_ITERATION_FAILED if event.iteration is not None else _STEP_FAILED
-        return event._replace(name=name, payload={"error": error})
-    return event._replace(payload={**(event.payload or {}), "outcome": {"error": error}})
 
 
 def _fail_child(store: EventStore, child_id: str, exc: Exception) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from noetlc.expr.runtime import REF_KEY
 from noetlc.runtime.store import encode_payload
-from noetlc.vm.protocol import Event
+from noetlc.vm.protocol import RESULT_NAMES, Event, EventName
 
 DEFAULT_LIMIT = 1024 * 1024
 # a summary shows a step's result inline up to this size, a reference past it (a loop of
@@ -157,6 +157,19 @@ class References:
         key = hashlib.sha256(data).hexdigest()
         self.store.put_result(key, data)
         return {REF_KEY: {"store": "results", "key": key, "size": len(data), "checksum": key}}
+
+
+def over_budget_event(event: Event, error: dict[str, Any]) -> Event:
+    """A worker result past a storage budget, as the failure it becomes (a `task.done`
+    keeps its record without the result)."""
+    if event.name in RESULT_NAMES:
+        name = (
+            EventName.LOOP_ITERATION_FAILED
+            if event.iteration is not None
+            else EventName.STEP_FAILED
+        )
+        return event._replace(name=name.value, payload={"error": error})
+    return event._replace(payload={**(event.payload or {}), "outcome": {"error": error}})
 
 
 def _over(name: str, count: int, limit: int, what: str, step: str) -> dict[str, Any]:

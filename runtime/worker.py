@@ -39,8 +39,14 @@ from noetlc.runtime.driver import REQUESTED, program_from_requested
 from noetlc.runtime.embedded import playbook_folder
 from noetlc.runtime.execute import EmitEvent, ToolEnv, execute, memo_from_events, noop_only
 from noetlc.runtime.queue import Lease
-from noetlc.runtime.results import References, payload_limit
+from noetlc.runtime.results import (
+    References,
+    StorageOverBudget,
+    over_budget_event,
+    payload_limit,
+)
 from noetlc.stdlib_tools.keychain import Keychain
+from noetlc.vm.budgets import budgets_of
 from noetlc.vm.program import OP, Program
 from noetlc.vm.protocol import Event, EventName
 
@@ -268,8 +274,7 @@ class Worker:
             for index, event in enumerate(emitted):
                 # ids from the action and the lease attempt: a retried append adds nothing
                 event = event._replace(event_id=f"{member[0]}:{lease.attempt}:{index}", ts=now)
-                known.shrink(event)
-                events.append(event)
+                events.append(known.shrink(event))
         return _redact(known, events)
 
     def _collect(self) -> None:
@@ -345,7 +350,12 @@ class Worker:
                     ),
                 ),
                 keychain.namespace(),
-                References(self.results, payload_limit(program.payload)),
+                # one result's budget; an execution's total is counted in embedded mode only
+                References(
+                    self.results,
+                    payload_limit(program.payload),
+                    {"result_bytes": budgets_of(program.payload)["result_bytes"]},
+                ),
             )
             if len(self.executions) > 1000:
                 self.executions.pop(next(iter(self.executions)))
@@ -419,7 +429,7 @@ class Worker:
             event = event._replace(
                 event_id=f"{action_id}:{lease.attempt}:{len(events)}", ts=time.time()
             )
-            known.shrink(event)  # stored before its reference is logged
+            event = known.shrink(event)  # stored before its reference is logged
             events.append(event)
             if eager and event.name == EventName.TASK_DONE and not flag.is_set():
                 try:
@@ -481,16 +491,21 @@ class Known:
         self.keychain = keychain  # the templates' `keychain` namespace
         self.refs = refs
 
-    def shrink(self, event: Event) -> None:
+    def shrink(self, event: Event) -> Event:
         """A result over `limits.max_payload_bytes` goes to the result table; the event
-        keeps its reference (as in embedded mode)."""
-        if self.refs.limit is not None and event.name in SHRUNK:
+        keeps its reference (as in embedded mode). A result over the `result_bytes` budget
+        becomes the action's NOE858 failure (runtime/results.py)."""
+        if self.refs.active and event.name in SHRUNK:
             keychain = self.env.keychain
             if keychain is not None and keychain.has_secrets and isinstance(event.payload, dict):
                 redacted = keychain.redact(event.payload)  # a stored result is redacted too
                 event.payload.clear()
                 event.payload.update(redacted)
-            self.refs.shrink_event(event)
+            try:
+                self.refs.shrink_event(event)
+            except StorageOverBudget as over:
+                return over_budget_event(event, over.error)
+        return event
 
 
 Finished = tuple[Known, list[Event]]
