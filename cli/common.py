@@ -40,7 +40,8 @@ EXIT_CODES: list[tuple[int, str]] = [
     (
         EXIT_ERRORS,
         "the input has errors (diagnostics), a lint finding at --severity, the execution"
-        " failed, a replay diverged, or the database schema is not current",
+        " failed, a replay diverged or found a log invariant broken, or the database schema is not"
+        " current",
     ),
     (
         EXIT_USAGE,

@@ -20,7 +20,7 @@ COMMANDS: Commands = [
     ("run", "run", "run a playbook embedded (one process)"),
     ("status", "status", "list executions, or show one"),
     ("events", "events", "print an execution's events (--follow to wait for more)"),
-    ("replay", "replay", "check that an execution's log replays to the same events"),
+    ("replay", "replay", "check that a log replays to the same events and keeps its invariants"),
     ("resume", "resume", "finish an execution whose process died"),
     ("cancel", "cancel", "cancel a running execution"),
     ("signal", "signal", "deliver a signal to an execution's listener steps"),

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from noetlc.runtime.backend import Backend
 from noetlc.runtime.catalog import CatalogStore
 from noetlc.runtime.programs import requested_event
+from noetlc.vm.budgets import budgets_of, over_budget_error
 from noetlc.vm.protocol import EventName, Source, envelope
 
 if TYPE_CHECKING:
@@ -165,6 +166,10 @@ class ChildRunner:
         workload: dict[str, Any],
     ) -> dict[str, Any]:
         record = await self.db.events.execution(child_id)
+        if record is None:
+            over = await self._over_depth(payload)
+            if over is not None:  # not started: the calling step fails with NOE858
+                return {"execution_id": None, "status": "failed", "result": None, "error": over}
         if record is None or record["status"] == "running":
             # a first start, or a re-run of one that may have died half-way: each step is
             # idempotent (the row and the requested event are kept once, an offer of an
@@ -181,6 +186,22 @@ class ChildRunner:
         finally:
             if self.on_wait is not None:
                 self.on_wait(-1)
+
+    async def _over_depth(self, payload: dict[str, Any]) -> dict[str, Any] | None:
+        """The NOE858 error when a new child would be deeper than `child_depth` below its
+        root (runtime/family.py; here with the child program's budget, the parent links
+        read from the database). The count budget (`child_executions`) is embedded-only."""
+        limit = budgets_of(payload)["child_depth"]
+        if not limit:
+            return None
+        depth, current = 1, self.parent_id
+        while depth <= limit:
+            record = await self.db.events.execution(current)
+            parent = None if record is None else record.get("parent_execution_id")
+            if not parent:
+                return None
+            depth, current = depth + 1, str(parent)
+        return over_budget_error("child_depth", depth, limit, f"a child of {self.parent_id}")
 
     async def _summary(self, child_id: str, action_id: str) -> dict[str, Any]:
         cancel_asked = False

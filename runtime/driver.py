@@ -89,6 +89,9 @@ def client_request(event_id: str, request: Mapping[str, Any]) -> Event | None:
     """A `cancel` or `signal` request of another process as the input event it becomes."""
     if request["kind"] == "cancel":
         name, payload = EventName.EXECUTION_CANCELLED, {"request_id": request["request_id"]}
+        data = request.get("data")
+        if isinstance(data, dict) and isinstance(data.get("reason"), str):
+            payload["reason"] = data["reason"]  # the requester's own words
     elif request["kind"] == "signal":
         name = EventName.SIGNAL_RECEIVED
         payload = {
@@ -245,6 +248,11 @@ class Driver:
             for record in summary_["steps"].values():
                 record["result"] = self.loaded.expand(record["result"])
             summary_["result"] = self.loaded.expand(summary_["result"])
+        refs = self.refs
+        if refs is not None:  # a huge result (a long loop's) is shown by reference
+            for record in summary_["steps"].values():
+                record["result"] = refs.summary_value(record["result"])
+            summary_["result"] = refs.summary_value(summary_["result"])
         return summary_
 
 
@@ -254,7 +262,7 @@ def summary(vm: ControlVM, events: int) -> dict[str, Any]:
         "execution_id": vm.execution_id,
         "status": vm.status,
         "steps": {
-            name: {"runs": rec.runs, "status": rec.status, "result": rec.result}
+            name: {"runs": rec.runs, "status": _ended(vm.status, rec.status), "result": rec.result}
             for name, rec in vm.steps.items()
         },
         "ctx": vm.ctx,
@@ -262,6 +270,11 @@ def summary(vm: ControlVM, events: int) -> dict[str, Any]:
         "events": events,
         "error": vm.error if vm.status != "completed" else None,
     }
+
+
+def _ended(execution: str, step: str | None) -> str | None:
+    """A step still `running` when its execution ended was stopped with it: `cancelled`."""
+    return "cancelled" if step == "running" and execution != "running" else step
 
 
 __all__ = [

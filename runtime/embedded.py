@@ -40,14 +40,22 @@ from noetlc.runtime.driver import (
     stored_program,
 )
 from noetlc.runtime.execute import ToolEnv, execute, memo_from_events, noop_only, worker_event
+from noetlc.runtime.family import Family, descendants, lineage
 from noetlc.runtime.group_commit import GroupCommit
 from noetlc.runtime.ids import snowflake
 from noetlc.runtime.logs import ExecutionLogs, Row
+from noetlc.runtime.ownership import OwnershipLost
 from noetlc.runtime.programs import encode_program
-from noetlc.runtime.results import References, payload_limit
+from noetlc.runtime.results import (
+    References,
+    StorageOverBudget,
+    over_budget_event,
+    payload_limit,
+)
 from noetlc.runtime.store import EventStore
 from noetlc.runtime.timers import Timers, started_times
 from noetlc.stdlib_tools.keychain import Keychain
+from noetlc.vm.budgets import budgets_of
 from noetlc.vm.control import ControlVM
 from noetlc.vm.pipeline import ToolCall
 from noetlc.vm.program import Program
@@ -58,6 +66,7 @@ from noetlc.vm.protocol import (
     Event,
     EventName,
     Source,
+    envelope,
     is_input,
 )
 
@@ -80,6 +89,8 @@ def run_embedded(
     keychain_file: str | None = None,
     stop: threading.Event | None = None,
     provider: Callable[[str], Any] | None = None,
+    family: Family | None = None,
+    depth: int = 0,
 ) -> dict[str, Any]:
     """Run a compiled playbook to completion and return its summary. A bad keychain file
     raises `KeychainError` (NOE813) before anything runs. `stop` (a child's calling action's
@@ -99,6 +110,8 @@ def run_embedded(
         keychain_file=keychain_file,
         stop=stop,
         provider=provider,
+        family=family,
+        depth=depth,
     )
     return _run_loop(runtime.start({**(program.workload or {}), **(overrides or {})}, parent_id))
 
@@ -112,6 +125,8 @@ def resume_embedded(
     keychain_file: str | None = None,
     stop: threading.Event | None = None,
     provider: Callable[[str], Any] | None = None,
+    family: Family | None = None,
+    depth: int = 0,
 ) -> dict[str, Any]:
     """Finish an execution whose process died; the caller checked that it is not finished."""
     try:
@@ -127,6 +142,8 @@ def resume_embedded(
         keychain_file=keychain_file,
         stop=stop,
         provider=provider,
+        family=family,
+        depth=depth,
     )
     return _run_loop(runtime.resume(workload))
 
@@ -157,8 +174,12 @@ class EmbeddedRuntime:
         keychain_file: str | None = None,
         stop: threading.Event | None = None,
         provider: Callable[[str], Any] | None = None,
+        family: Family | None = None,
+        depth: int = 0,
     ) -> None:
         self.program = program
+        self.family = family  # the budgets across the root's children (None: found at start)
+        self.depth = depth  # levels below the root
         self.store = store
         self.execution_id = execution_id
         self.on_events = on_events
@@ -176,7 +197,7 @@ class EmbeddedRuntime:
             logs=self.logs,
             worker="embedded",
         )
-        self.refs = References(store, payload_limit(program.payload))
+        self.refs = References(store, payload_limit(program.payload), budgets_of(program.payload))
         self.inline = noop_only(program)
         self.driver: Driver | None = None
         self.vm: ControlVM | None = None
@@ -186,11 +207,15 @@ class EmbeddedRuntime:
         self.total_events = 0
         self.group = GroupCommit(store, execution_id, on_events)
         self.stop = stop  # a child's: its calling action was cancelled, or its parent ended
-        self.stop_asked = False
+        self.stop_asked = False  # a cancel was queued (one is enough)
+        self.parent_id: str | None = None
 
     # ------------------------------------------------------------------ entry points
 
     async def start(self, workload: dict[str, Any], parent_id: str | None = None) -> dict[str, Any]:
+        self.parent_id = parent_id
+        if self.family is None and parent_id is None:
+            self.family = Family(self.execution_id, self.program.payload)  # a new root
         self.store.create_execution(
             self.execution_id,
             self.program.name,
@@ -205,6 +230,14 @@ class EmbeddedRuntime:
         )
         return await self._loop(first.commands)
 
+    def _find_family(self) -> None:
+        """A runtime started without its tree's counts (a resumed root, a child started by
+        another process): its depth and the children its root has, from the store."""
+        if self.family is not None:
+            return
+        root, self.depth = lineage(self.store, self.execution_id)
+        self.family = Family(root, self.program.payload, descendants(self.store, root))
+
     def _driver(self, workload: dict[str, Any]) -> Driver:
         driver = self.driver = Driver(
             self.program,
@@ -217,17 +250,23 @@ class EmbeddedRuntime:
         return driver
 
     async def resume(self, workload: dict[str, Any]) -> dict[str, Any]:
+        record = self.store.execution(self.execution_id) or {}
+        self.parent_id = record.get("parent_id")
+        self._find_family()
         events = self.store.read(self.execution_id)
         # the log is a prefix cut at a group boundary: every server event the replay
         # regenerates is in it already
-        rebuilt = self._driver(workload).replay(events)
+        driver = self._driver(workload)
+        rebuilt = driver.replay(events)
         self.total_events = len(events)
         self.memo = memo_from_events(events)
+        self.refs.count_logged(events)
         for event in events:
             request_id = (event.get("payload") or {}).get("request_id")
             if event.get("source") == Source.CLIENT and isinstance(request_id, int):
                 self.last_request = max(self.last_request, request_id)
-        self._log([resumed(str(uuid.uuid4()), len(events))])
+        if not driver.vm.finished():  # else the log ended and only the row lags: no event
+            self._log([resumed(str(uuid.uuid4()), len(events))])
         return await self._loop(rebuilt.commands, started_at=started_times(events))
 
     # ------------------------------------------------------------------ the loop
@@ -271,6 +310,14 @@ class EmbeddedRuntime:
                     batch.append(self.queue.get_nowait())
                 self._process(batch, external)
             self.group.flush()  # before the summary is stored and returned
+        except OwnershipLost:
+            # another process took the execution over: nothing more is written; the actions
+            # still running are asked to stop and nothing queued starts
+            for flag in self.active.values():
+                if flag is not _INLINE:
+                    flag.set()
+            self.pool.shutdown(wait=False, cancel_futures=True)
+            raise
         finally:
             self.timers.close()
             self.pool.shutdown(wait=True)
@@ -286,16 +333,27 @@ class EmbeddedRuntime:
         assert driver is not None
         out: list[Event] = []
         commands: list[Command] = []
-        shrink = self.refs.limit is not None
+        shrink = self.refs.active
         secrets = self.keychain.has_secrets
+        vm = driver.vm
         for event in batch:
+            if vm.status != "running":
+                # the execution ended (its terminal event is logged): a late result of an
+                # action that was still running, a second cancel, a signal are not recorded:
+                # nothing follows the terminal event (their effects, if any, are at-least-once)
+                if event.source == _WORKER and event.name in RESULT_NAMES:
+                    self.active.pop(event.action_id or "", None)
+                continue
             worker = event.source == _WORKER
             if worker and secrets:
                 # the VM sees what the log keeps (`***` for a secret), as after a resume and
                 # in distributed mode; a result stored by reference is stored redacted
                 event = event._replace(payload=self.keychain.redact(event.payload))
             if shrink and worker:
-                self.refs.shrink_event(event)  # before the VM and the log see it
+                try:
+                    self.refs.shrink_event(event)  # before the VM and the log see it
+                except StorageOverBudget as over:
+                    event = over_budget_event(event, over.error)
             out.append(event)
             if worker and event.name in RESULT_NAMES:
                 self.active.pop(event.action_id or "", None)
@@ -415,8 +473,13 @@ class EmbeddedRuntime:
             return failed
         store = self.store
         if isinstance(store, SQLiteStore):
-            store = SQLiteStore(store.path)  # its own connection: this runs in a pool thread
+            # its own connection (this runs in a pool thread), fenced by the root's lease
+            store = store.sibling()
         stop = self.active.get(action_id)
+        if self.family is None:
+            self._find_family()
+        family = self.family
+        assert family is not None
         try:
             record = store.execution(child_id)
             if record is not None and record["status"] != "running" and record["summary"]:
@@ -429,7 +492,12 @@ class EmbeddedRuntime:
                     call_tool=self.call_tool,
                     keychain_file=self.keychain_file,
                     stop=stop,
+                    family=family,
+                    depth=self.depth + 1,
                 )
+            over = family.admit(self.depth + 1)
+            if over is not None:  # not started: the calling step fails with NOE858
+                return {"execution_id": None, "status": "failed", "result": None, "error": over}
             return run_embedded(
                 payload,
                 workload,
@@ -439,7 +507,13 @@ class EmbeddedRuntime:
                 call_tool=self.call_tool,
                 keychain_file=self.keychain_file,
                 stop=stop,
+                family=family,
+                depth=self.depth + 1,
             )
+        except OwnershipLost:
+            raise
+        except Exception as exc:  # the child's runtime broke (its store, a thread limit)
+            return _fail_child(store, child_id, exc)
         finally:
             if store is not self.store:
                 store.close()
@@ -447,19 +521,48 @@ class EmbeddedRuntime:
     # ------------------------------------------------------------------ requests
 
     def _poll_requests(self) -> None:
-        if self.stop is not None and self.stop.is_set() and not self.stop_asked:
-            self.stop_asked = True
-            self.queue.put_nowait(
-                cancelled(
-                    f"{self.execution_id}:stopped-by-parent",
-                    "the calling action of the parent was cancelled",
-                )
-            )
+        # the stored requests first: a cancel that carries its requester's reason is the one
+        # recorded when the same requester also set the stop flag (the service does both)
         for request in self.store.requests(self.execution_id, self.last_request):
             self.last_request = request["request_id"]
             event = client_request(f"{self.execution_id}:request:{request['request_id']}", request)
             if event is not None:
+                self.stop_asked |= event.name == _EXECUTION_CANCELLED
                 self.queue.put_nowait(event)
+        if self.stop is not None and self.stop.is_set() and not self.stop_asked:
+            self.stop_asked = True
+            reason = (
+                "the calling action of the parent was cancelled, or the parent ended"
+                if self.parent_id
+                else "the process running the execution stopped it"
+            )
+            self.queue.put_nowait(cancelled(f"{self.execution_id}:stopped-by-parent", reason))
+
+
+def _fail_child(store: EventStore, child_id: str, exc: Exception) -> dict[str, Any]:
+    """A child whose runtime raised must not stay `running`: its log gets the one terminal
+    event it lacks (none when it has one) and its row the status; the calling step fails."""
+    from noetlc.runtime.logcheck import terminal_status
+
+    error = {"code": "NOE850", "message": f"{type(exc).__name__}: {exc}", "step": None}
+    summary: dict[str, Any] = {"execution_id": child_id, "status": "failed", "result": None}
+    try:
+        if store.execution(child_id) is not None:
+            status = terminal_status(store.read(child_id))
+            if status is None:
+                status = "failed"
+                failed = envelope(
+                    EventName.EXECUTION_FAILED,
+                    Source.SERVER,
+                    event_id=f"{child_id}:runtime-failed",
+                    payload={"error": error},
+                )
+                store.append(child_id, [failed])
+            summary["status"] = status
+            store.finish_execution(child_id, status, {**summary, "error": error})
+    except Exception:  # the store itself is gone: `resume` of the root finishes the child
+        pass
+    return {**summary, "status": "failed", "error": error}
 
 
 def playbook_folder(program: Program) -> Path:
@@ -499,6 +602,7 @@ def _guarded(
 
 
 _WORKER = Source.WORKER.value
+_EXECUTION_CANCELLED = EventName.EXECUTION_CANCELLED.value
 _TIMER_FIRED = EventName.TIMER_FIRED.value
 _RUN = CommandKind.RUN.value
 

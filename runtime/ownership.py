@@ -7,6 +7,13 @@ the owner is gone: on the same host, when no process has its pid (an immediate a
 kill); on any host, when the heartbeat is older than `ttl` (a crashed machine, or a pid reused
 by an unrelated process). A live owner is refused with its pid and host (NOE831, exit 4).
 
+Every write of the owner is *fenced* by the lease (`SQLiteStore.fence`): an append, the
+summary, a stored result commit only while the `owners` row still holds this process's token,
+checked inside the write transaction. A process that was stopped (SIGSTOP, a frozen VM) past
+the TTL and taken over by `resume` finds another token at its next commit: it writes nothing,
+stops its actions and exits with NOE833 (exit 4), so the same iterations are never recorded
+twice. `NOETL_LEASE_TTL` (seconds, default 15) sets the TTL.
+
 In-memory stores live in one process and need no lease; distributed executions (PostgreSQL)
 are owned by servers through their own leases.
 """
@@ -24,8 +31,9 @@ from pathlib import Path
 from noetlc.diagnostics.errors import UserError
 
 DEFAULT_TTL = 15.0
+TTL_VARIABLE = "NOETL_LEASE_TTL"
 
-_SCHEMA = """
+SCHEMA = """
 CREATE TABLE IF NOT EXISTS owners (
     execution_id TEXT PRIMARY KEY,
     pid INTEGER NOT NULL,
@@ -38,6 +46,34 @@ CREATE TABLE IF NOT EXISTS owners (
 
 class OwnedError(UserError):
     """The execution is owned by a live process (NOE831): the command lines exit 4."""
+
+
+class OwnershipLost(OwnedError):
+    """This process's lease was taken over while it was stopped (NOE833, exit 4): its write
+    was refused and it must stop."""
+
+    def __init__(self, execution_id: str, owner: Owner | None) -> None:
+        now_owner = (
+            "no process owns it any more (it ended)"
+            if owner is None
+            else f"process {owner.pid} on {owner.host} owns it now"
+        )
+        super().__init__(
+            "NOE833",
+            f"execution {execution_id} was taken over while this process (pid {os.getpid()})"
+            f" was not running: {now_owner}; this process wrote nothing more and stops",
+            "nothing to do: the new owner finishes the execution (`noetl-vm status ID`)",
+        )
+
+
+def default_ttl() -> float:
+    """The lease TTL: `NOETL_LEASE_TTL` seconds when set (a positive number), else 15."""
+    text = os.environ.get(TTL_VARIABLE, "")
+    try:
+        value = float(text)
+    except ValueError:
+        return DEFAULT_TTL
+    return value if 0 < value < float("inf") else DEFAULT_TTL
 
 
 @dataclass(frozen=True)
@@ -69,16 +105,16 @@ def _pid_exists(pid: int) -> bool:
 class Lease:
     """This process's claim on one execution of a SQLite store."""
 
-    def __init__(self, path: str, execution_id: str, ttl: float = DEFAULT_TTL) -> None:
+    def __init__(self, path: str, execution_id: str, ttl: float | None = None) -> None:
         self.path = path
         self.execution_id = execution_id
-        self.ttl = ttl
+        self.ttl = default_ttl() if ttl is None else ttl
         self.token = f"{socket.gethostname()}:{os.getpid()}:{time.time_ns()}"
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     @classmethod
-    def for_url(cls, url: str, execution_id: str, ttl: float = DEFAULT_TTL) -> Lease | None:
+    def for_url(cls, url: str, execution_id: str, ttl: float | None = None) -> Lease | None:
         """The lease for a store URL, or None when the store needs none (memory, PostgreSQL)."""
         if not url.startswith("sqlite:///"):
             return None
@@ -89,7 +125,7 @@ class Lease:
         Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         db = sqlite3.connect(self.path, isolation_level=None, timeout=5.0)
         db.execute("PRAGMA busy_timeout=5000")
-        db.execute(_SCHEMA)
+        db.execute(SCHEMA)
         return db
 
     def owner(self) -> Owner | None:
@@ -136,6 +172,12 @@ class Lease:
             db.close()
         self._thread = threading.Thread(target=self._heartbeat, name="noetl-lease", daemon=True)
         self._thread.start()
+
+    def fence(self, store: object) -> None:
+        """Make the store's writes conditional on this lease (a SQLite store; others need none)."""
+        fence = getattr(store, "fence", None)
+        if fence is not None:
+            fence(self.execution_id, self.token)
 
     def _heartbeat(self) -> None:
         db = self._connect()

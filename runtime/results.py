@@ -13,9 +13,21 @@ from typing import Any, Protocol
 
 from noetlc.expr.runtime import REF_KEY
 from noetlc.runtime.store import encode_payload
-from noetlc.vm.protocol import Event
+from noetlc.vm.protocol import RESULT_NAMES, Event, EventName
 
 DEFAULT_LIMIT = 1024 * 1024
+# a summary shows a step's result inline up to this size, a reference past it (a loop of
+# 100,000 iterations made a 177 MB summary line)
+SUMMARY_INLINE_BYTES = 16 * 1024 * 1024
+
+
+class StorageOverBudget(Exception):
+    """A result goes over the `result_bytes` or `stored_bytes` budget (NOE858): the action's
+    result is replaced by this error, so the log stays bounded and a replay sees the same."""
+
+    def __init__(self, error: dict[str, Any]) -> None:
+        self.error = error
+        super().__init__(error["message"])
 
 
 def payload_limit(payload: dict[str, Any]) -> int | None:
@@ -37,18 +49,30 @@ class ResultStore(Protocol):
 
 
 class References:
-    def __init__(self, store: ResultStore, limit: int | None) -> None:
+    def __init__(
+        self, store: ResultStore, limit: int | None, budgets: dict[str, int] | None = None
+    ) -> None:
         self.store = store
         self.limit = limit
         self.stored = 0
+        # storage budgets (vm/budgets.py; 0: none): one result, and all of an execution's
+        self.max_result = (budgets or {}).get("result_bytes", 0)
+        self.max_total = (budgets or {}).get("stored_bytes", 0)
+        self.total = 0  # bytes of the results measured (inline or by reference)
+        self.by_step: dict[str, list[int]] = {}  # step -> [bytes, results]
+        self.active = limit is not None or bool(self.max_result or self.max_total)
 
-    def shrink(self, value: Any) -> Any:
-        """The value itself, or a reference to it when its JSON is over the limit."""
-        if self.limit is None or value is None or isinstance(value, bool | int | float):
+    def shrink(self, value: Any, step: str | None = None) -> Any:
+        """The value itself, or a reference to it when its JSON is over the limit. Raises
+        `StorageOverBudget` (before storing anything) past a storage budget."""
+        if not self.active or value is None or isinstance(value, bool | int | float):
             return value
         text = encode_payload(value)  # what the store writes, so the limit is the log's size
+        self._count(len(text), step)  # ASCII JSON: characters are bytes
         # the limit is in UTF-8 bytes: an ASCII text has as many as characters
-        if len(text) <= self.limit and (text.isascii() or len(text.encode()) <= self.limit):
+        if self.limit is None or (
+            len(text) <= self.limit and (text.isascii() or len(text.encode()) <= self.limit)
+        ):
             return value
         data = text.encode()
         key = hashlib.sha256(data).hexdigest()
@@ -76,8 +100,87 @@ class References:
         payload = event.payload
         if not isinstance(payload, dict):
             return
+        step = event.step
         if "result" in payload:
-            payload["result"] = self.shrink(payload["result"])
+            payload["result"] = self.shrink(payload["result"], step)
         outcome = payload.get("outcome")
         if isinstance(outcome, dict) and "result" in outcome:
-            payload["outcome"] = {**outcome, "result": self.shrink(outcome["result"])}
+            payload["outcome"] = {**outcome, "result": self.shrink(outcome["result"], step)}
+
+    def _count(self, size: int, step: str | None) -> None:
+        name = step or "?"
+        if self.max_result and size > self.max_result:
+            raise StorageOverBudget(
+                _over(
+                    "result_bytes",
+                    size,
+                    self.max_result,
+                    f"the result of step `{name}` is {size:,} bytes",
+                    name,
+                )
+            )
+        if self.max_total and self.total + size > self.max_total:
+            grown = max(self.by_step.items(), key=lambda kv: kv[1][0], default=(name, [0, 0]))
+            what = (
+                f"the results of this execution reached {self.total + size:,} bytes (step"
+                f" `{grown[0]}` grew most: {grown[1][0]:,} bytes in {grown[1][1]:,} results)"
+            )
+            raise StorageOverBudget(
+                _over("stored_bytes", self.total + size, self.max_total, what, name)
+            )
+        self.total += size
+        counted = self.by_step.setdefault(name, [0, 0])
+        counted[0] += size
+        counted[1] += 1
+
+    def count_logged(self, events: list[dict[str, Any]]) -> None:
+        """Count the results a log already holds (a resumed execution keeps its budget)."""
+        for event in events:
+            payload = event.get("payload")
+            if event.get("source") != "worker" or not isinstance(payload, dict):
+                continue
+            value = payload.get("result")
+            if value is None or isinstance(value, bool | int | float):
+                continue
+            ref = value.get(REF_KEY) if isinstance(value, dict) else None
+            size = int(ref.get("size", 0)) if isinstance(ref, dict) else len(encode_payload(value))
+            self.total += size
+            counted = self.by_step.setdefault(str(event.get("step")), [0, 0])
+            counted[0] += size
+            counted[1] += 1
+
+    def summary_value(self, value: Any) -> Any:
+        """A summary's value: itself, or a reference past `SUMMARY_INLINE_BYTES`."""
+        if value is None or isinstance(value, bool | int | float | str):
+            return value
+        text = encode_payload(value)
+        if len(text) <= SUMMARY_INLINE_BYTES:
+            return value
+        data = text.encode()
+        key = hashlib.sha256(data).hexdigest()
+        self.store.put_result(key, data)
+        return {REF_KEY: {"store": "results", "key": key, "size": len(data), "checksum": key}}
+
+
+def over_budget_event(event: Event, error: dict[str, Any]) -> Event:
+    """A worker result past a storage budget, as the failure it becomes (a `task.done`
+    keeps its record without the result)."""
+    if event.name in RESULT_NAMES:
+        name = (
+            EventName.LOOP_ITERATION_FAILED
+            if event.iteration is not None
+            else EventName.STEP_FAILED
+        )
+        return event._replace(name=name.value, payload={"error": error})
+    return event._replace(payload={**(event.payload or {}), "outcome": {"error": error}})
+
+
+def _over(name: str, count: int, limit: int, what: str, step: str) -> dict[str, Any]:
+    return {
+        "code": "NOE858",
+        "type": "BudgetExceeded",
+        "message": f"{what}, over the {name} budget ({limit:,})",
+        "step": step,
+        "budget": name,
+        "counts": {name: count},
+    }

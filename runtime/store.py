@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -21,6 +22,8 @@ from typing import Any, Protocol
 import orjson
 
 from noetlc.diagnostics.errors import UserError
+from noetlc.runtime.ownership import SCHEMA as OWNERS_SCHEMA
+from noetlc.runtime.ownership import Owner, OwnershipLost
 from noetlc.vm.protocol import ENVELOPE, Event
 
 # what `append` takes: the protocol's events (records, dicts with the envelope's fields, are
@@ -318,12 +321,32 @@ def ensure_sqlite_folder(path: str) -> None:
     )
 
 
+# One write lock per SQLite file and process: the runtimes of an embedded fan-out (a child
+# execution per pool thread, each on its own connection) queue here for the file's write
+# lock instead of racing for it, where SQLite gives up after its busy timeout ("database is
+# locked") and would leave the losing child `running`. Other processes still meet SQLite's
+# own lock and its busy timeout.
+_WRITE_LOCKS: dict[str, threading.RLock] = {}
+_WRITE_LOCKS_GUARD = threading.Lock()
+
+
+def _write_lock(path: str) -> threading.RLock:
+    key = path if path == ":memory:" else str(Path(path).resolve())
+    with _WRITE_LOCKS_GUARD:
+        lock = _WRITE_LOCKS.get(key)
+        if lock is None:
+            lock = _WRITE_LOCKS[key] = threading.RLock()
+        return lock
+
+
 class SQLiteStore:
     def __init__(self, path: str) -> None:
         self.path = path
         self._last_seq: dict[str, int] = {}  # executions this store appended to last
+        self._fence: tuple[str, str] | None = None  # (owned execution, lease token)
         ensure_sqlite_folder(path)
         try:
+            self._lock = threading.RLock() if path == ":memory:" else _write_lock(path)
             self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
             self._db.execute("PRAGMA busy_timeout=5000")
             self._db.execute("PRAGMA journal_mode=WAL")
@@ -352,6 +375,48 @@ class SQLiteStore:
                     self._db.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
         self._db.execute(f"PRAGMA user_version={_SCHEMA_VERSION}")
 
+    def fence(self, owned: str, token: str) -> None:
+        """Make every later write of this connection conditional on the lease of `owned`
+        (runtime/ownership.py) still holding `token`: checked inside the write transaction, so
+        a process that lost its execution to `resume` commits nothing more (OwnershipLost).
+        A child execution's store is fenced by its root's lease (`sibling`)."""
+        self._db.execute(OWNERS_SCHEMA)
+        self._fence = (owned, token)
+
+    def sibling(self) -> SQLiteStore:
+        """Another connection to the same file (for another thread) under the same fence."""
+        other = SQLiteStore(self.path)
+        other._fence = self._fence
+        return other
+
+    def _check_fence(self) -> None:
+        """Inside a write transaction: raise OwnershipLost unless the lease still holds."""
+        if self._fence is None:
+            return
+        owned, token = self._fence
+        row = self._db.execute(
+            "SELECT token, pid, host, renewed_at FROM owners WHERE execution_id = ?", (owned,)
+        ).fetchone()
+        if row is None or row[0] != token:
+            owner = None if row is None else Owner(int(row[1]), str(row[2]), float(row[3]))
+            raise OwnershipLost(owned, owner)
+
+    def _write(self, sql: str, params: Sequence[Any]) -> sqlite3.Cursor:
+        """One statement in its own transaction, under the fence."""
+        db = self._db
+        with self._lock:
+            if self._fence is None:
+                return db.execute(sql, params)
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                self._check_fence()
+                cursor = db.execute(sql, params)
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            return cursor
+
     def create_execution(
         self,
         execution_id: str,
@@ -361,7 +426,7 @@ class SQLiteStore:
         workload: dict[str, Any] | None = None,
         parent_id: str | None = None,
     ) -> None:
-        self._db.execute(
+        self._write(
             "INSERT OR IGNORE INTO executions (execution_id, playbook, status, created_at,"
             " program, workload, parent_id) VALUES (?, ?, 'running', ?, ?, ?, ?)",
             (
@@ -395,8 +460,10 @@ class SQLiteStore:
         else:
             self._last_seq[execution_id] = last + len(rows)
             return len(rows)
+        self._lock.acquire()
         db.execute("BEGIN IMMEDIATE")  # the write lock: seq is assigned under it
         try:
+            self._check_fence()
             (last,) = db.execute(
                 "SELECT COALESCE(MAX(seq), 0) FROM events WHERE execution_id = ?", (execution_id,)
             ).fetchone()
@@ -413,9 +480,11 @@ class SQLiteStore:
             rows = self._rows(execution_id, batch, last, known)
             db.executemany(self._INSERT, rows)
             db.execute("COMMIT")
-        except sqlite3.Error:
+        except BaseException:
             db.execute("ROLLBACK")
             raise
+        finally:
+            self._lock.release()
         self._last_seq[execution_id] = last + len(rows)
         return len(rows)
 
@@ -423,13 +492,15 @@ class SQLiteStore:
 
     def _insert(self, rows: list[tuple[Any, ...]]) -> None:
         db = self._db
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            db.executemany(self._INSERT, rows)
-            db.execute("COMMIT")
-        except sqlite3.Error:
-            db.execute("ROLLBACK")
-            raise
+        with self._lock:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                self._check_fence()
+                db.executemany(self._INSERT, rows)
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
 
     @staticmethod
     def _rows(
@@ -483,7 +554,7 @@ class SQLiteStore:
         return rows
 
     def finish_execution(self, execution_id: str, status: str, summary: dict[str, Any]) -> None:
-        self._db.execute(
+        self._write(
             "UPDATE executions SET status = ?, finished_at = ?, summary = ? WHERE execution_id = ?",
             (status, time.time(), json.dumps(summary, default=str), execution_id),
         )
@@ -541,10 +612,11 @@ class SQLiteStore:
     def request(
         self, execution_id: str, kind: str, name: str | None = None, data: Any = None
     ) -> int:
-        cursor = self._db.execute(
-            "INSERT INTO requests (execution_id, kind, name, data, ts) VALUES (?, ?, ?, ?, ?)",
-            (execution_id, kind, name, json.dumps(data, default=str), time.time()),
-        )
+        with self._lock:
+            cursor = self._db.execute(
+                "INSERT INTO requests (execution_id, kind, name, data, ts) VALUES (?, ?, ?, ?, ?)",
+                (execution_id, kind, name, json.dumps(data, default=str), time.time()),
+            )
         return int(cursor.lastrowid or 0)
 
     def requests(self, execution_id: str, after_id: int = 0) -> list[dict[str, Any]]:
@@ -566,7 +638,7 @@ class SQLiteStore:
         ]
 
     def put_result(self, key: str, data: bytes) -> None:
-        self._db.execute("INSERT OR IGNORE INTO results (key, data) VALUES (?, ?)", (key, data))
+        self._write("INSERT OR IGNORE INTO results (key, data) VALUES (?, ?)", (key, data))
 
     def get_result(self, key: str) -> bytes | None:
         row = self._db.execute("SELECT data FROM results WHERE key = ?", (key,)).fetchone()

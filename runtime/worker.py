@@ -40,8 +40,14 @@ from noetlc.runtime.embedded import playbook_folder
 from noetlc.runtime.execute import EmitEvent, ToolEnv, execute, memo_from_events, noop_only
 from noetlc.runtime.logs import ExecutionLogs, Row
 from noetlc.runtime.queue import Lease
-from noetlc.runtime.results import References, payload_limit
+from noetlc.runtime.results import (
+    References,
+    StorageOverBudget,
+    over_budget_event,
+    payload_limit,
+)
 from noetlc.stdlib_tools.keychain import Keychain
+from noetlc.vm.budgets import budgets_of
 from noetlc.vm.program import OP, Program
 from noetlc.vm.protocol import Event, EventName
 
@@ -93,6 +99,7 @@ class Worker:
 
     async def run(self, stop: asyncio.Event) -> None:
         self._next_heartbeat = time.monotonic() + self.ttl / 3
+        heartbeats = asyncio.create_task(self._heartbeats(stop))
         try:
             while not stop.is_set():
                 try:
@@ -103,7 +110,34 @@ class Worker:
                     warn_retrying(self.owner, exc)
                     await asyncio.sleep(self.poll)
         finally:
+            heartbeats.cancel()
+            await asyncio.gather(heartbeats, return_exceptions=True)
             await self._shutdown()
+
+    async def _heartbeats(self, stop: asyncio.Event) -> None:
+        """Renew the running jobs' leases every ttl/3, by the clock, on a connection of its
+        own: a round is a transaction of several statements, and on a slow database link
+        (200 ms round trips, lost segments) waiting for it let leases expire under jobs that
+        were running fine (tests/postgres/test_pg_partitions.py)."""
+        while not stop.is_set():
+            wait = self._next_heartbeat - time.monotonic()
+            if wait > 0:
+                await asyncio.sleep(min(wait, self.ttl / 3))
+                continue
+            self._next_heartbeat = time.monotonic() + self.ttl / 3
+            leases = [lease for lease, _, _ in self.running.values()]
+            if not leases:
+                continue
+            try:
+                held = await self.db.queue.heartbeat(leases, ttl=self.ttl)
+            except ROUND_RETRYABLE as exc:
+                warn_retrying(self.owner, exc)
+                continue
+            for lease in leases:
+                entry = self.running.get(lease.job_id)
+                if entry is not None and lease.job_id not in held and not entry[2].is_set():
+                    entry[2].set()  # lost: someone else runs it now
+                    self.lost += 1
 
     async def _round(self) -> None:
         """One transaction: pick, run what runs inline, commit; start the other leases;
@@ -119,6 +153,9 @@ class Worker:
 
     async def _round_registered(self, woken: asyncio.Event) -> None:
         self._slot_freed.clear()  # before `free` is counted: a later lent slot wakes the wait
+        # the leases this round takes expire `ttl` after its transaction began (PostgreSQL's
+        # now()), not after it committed: their first renewal counts from here
+        began = time.monotonic()
         free = self._slots() - self._busy()
         idle = not self.running
         self._more = False
@@ -127,20 +164,9 @@ class Worker:
                 flag = threading.Event()
                 task = asyncio.create_task(self._run_job(lease, flag))
                 self.running[lease.job_id] = (lease, task, flag)
-        now = time.monotonic()
         if idle or not self.running:
-            self._next_heartbeat = now + self.ttl / 3  # leases taken now need none yet
-        elif now >= self._next_heartbeat:
-            # due by the clock, not by rounds: a round waits up to the next heartbeat, so
-            # a job running longer than the ttl keeps its lease
-            self._next_heartbeat = now + self.ttl / 3
-            held = await self.db.queue.heartbeat(
-                [lease for lease, _, _ in self.running.values()], ttl=self.ttl
-            )
-            for job_id, (_, _, flag) in self.running.items():
-                if job_id not in held and not flag.is_set():
-                    flag.set()  # lost: someone else runs it now
-                    self.lost += 1
+            self._next_heartbeat = began + self.ttl / 3  # leases taken now need none yet
+        # the leases of running jobs are renewed by `_heartbeats`, by the clock
         if self._finished or (self._more and self._busy() < self._slots()):
             return  # commit them, or lease more, right away
         if self.running:
@@ -249,8 +275,7 @@ class Worker:
             for index, event in enumerate(emitted):
                 # ids from the action and the lease attempt: a retried append adds nothing
                 event = event._replace(event_id=f"{member[0]}:{lease.attempt}:{index}", ts=now)
-                known.shrink(event)
-                events.append(event)
+                events.append(known.shrink(event))
         return _redact(known, events)
 
     def _collect(self) -> None:
@@ -336,7 +361,12 @@ class Worker:
                     worker=self.owner,
                 ),
                 keychain.namespace(),
-                References(self.results, payload_limit(program.payload)),
+                # one result's budget; an execution's total is counted in embedded mode only
+                References(
+                    self.results,
+                    payload_limit(program.payload),
+                    {"result_bytes": budgets_of(program.payload)["result_bytes"]},
+                ),
             )
             if len(self.executions) > 1000:
                 self.executions.pop(next(iter(self.executions)))
@@ -411,7 +441,7 @@ class Worker:
             event = event._replace(
                 event_id=f"{action_id}:{lease.attempt}:{len(events)}", ts=time.time()
             )
-            known.shrink(event)  # stored before its reference is logged
+            event = known.shrink(event)  # stored before its reference is logged
             events.append(event)
             # the action's `task.started` is committed at once (a console shows it running);
             # with several tasks, each finished task too (a re-leased attempt replays it)
@@ -480,16 +510,21 @@ class Known:
         self.keychain = keychain  # the templates' `keychain` namespace
         self.refs = refs
 
-    def shrink(self, event: Event) -> None:
+    def shrink(self, event: Event) -> Event:
         """A result over `limits.max_payload_bytes` goes to the result table; the event
-        keeps its reference (as in embedded mode)."""
-        if self.refs.limit is not None and event.name in SHRUNK:
+        keeps its reference (as in embedded mode). A result over the `result_bytes` budget
+        becomes the action's NOE858 failure (runtime/results.py)."""
+        if self.refs.active and event.name in SHRUNK:
             keychain = self.env.keychain
             if keychain is not None and keychain.has_secrets and isinstance(event.payload, dict):
                 redacted = keychain.redact(event.payload)  # a stored result is redacted too
                 event.payload.clear()
                 event.payload.update(redacted)
-            self.refs.shrink_event(event)
+            try:
+                self.refs.shrink_event(event)
+            except StorageOverBudget as over:
+                return over_budget_event(event, over.error)
+        return event
 
 
 Finished = tuple[Known, list[Event]]

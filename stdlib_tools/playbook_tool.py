@@ -89,11 +89,18 @@ def run(
     else:
         child_error = summary.get("error")
         reason = child_error.get("message") if isinstance(child_error, dict) else child_error
+        # a child that never started (no file, compile errors, a budget across children):
+        # its error's code is the step's (NOE858 for a budget)
+        code = (
+            child_error.get("code") if child_id is None and isinstance(child_error, dict) else None
+        )
         outcome = error(
             "PlaybookError",
             f"the child playbook {target} ended {status}" + (f": {reason}" if reason else ""),
             result=result,
             child_error=child_error,
+            code=code,
+            retryable=False if code == "NOE858" else None,
         )
     outcome["meta"] = {"child_execution_id": child_id, "child_status": status}
     return outcome

@@ -84,3 +84,27 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
 @pytest.fixture(scope="session")
 def conformance_dir() -> Path:
     return CONFORMANCE
+
+
+@pytest.fixture(autouse=True)
+def log_invariants(request: pytest.FixtureRequest) -> Any:
+    """After each runtime, chaos and fault test: the logs it wrote keep their invariants
+    (tests/logcheck_support.py)."""
+    yield
+    from tests.logcheck_support import CHECKED_FOLDERS, check_after_test
+
+    folder = Path(str(request.node.path)).parent.name
+    if folder not in CHECKED_FOLDERS or request.node.get_closest_marker("log_violations"):
+        return
+    report = getattr(request.node, "rep_call", None)
+    if report is None or not report.passed:
+        return  # a failed or skipped test says enough
+    check_after_test(request)
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: Any) -> Any:
+    report = yield
+    if report.when == "call":
+        item.rep_call = report  # type: ignore[attr-defined]
+    return report

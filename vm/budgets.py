@@ -21,6 +21,14 @@ DEFAULTS: dict[str, int] = {
     "step_runs": 25_000,  # step runs (a step entered again by a cycle is a new run)
     "loop_iterations": 100_000,  # loop iterations started, all loops together
     "ctx_size": 50_000_000,  # characters and items held in `ctx` (see `expr.limits.deep_size`)
+    # across child executions (`kind: playbook`), counted by the runtime over a root's tree;
+    # the root's budgets bound every descendant. Over one, the calling step fails (NOE858)
+    "child_depth": 32,  # levels of children below the root
+    "child_executions": 2_000,  # child executions of one root, all levels together
+    # storage, counted by the runtime over the results it is handed (runtime/results.py):
+    # over one, the action's result is replaced by the NOE858 error (the step fails)
+    "result_bytes": 64 * 1024 * 1024,  # one step run's or iteration's result (its JSON)
+    "stored_bytes": 1024 * 1024 * 1024,  # all the results of one execution together
 }
 NAMES = tuple(DEFAULTS)
 
@@ -37,6 +45,17 @@ class OverBudget(Exception):
             "counts": counts,
         }
         super().__init__(self.error["message"])
+
+
+def over_budget_error(name: str, count: int, limit: int, what: str) -> dict[str, Any]:
+    """The NOE858 error of a budget the runtime counts (`what` says what grew)."""
+    return {
+        "code": "NOE858",
+        "message": f"{what} went over the {name} budget ({count:,} > {limit:,})",
+        "step": None,
+        "budget": name,
+        "counts": {name: count},
+    }
 
 
 class BudgetError(ValueError):

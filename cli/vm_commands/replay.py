@@ -1,68 +1,124 @@
-"""Replay an execution's event log through a fresh control VM and check it reproduces the log.
+"""Replay an execution's event log through a fresh control VM and check it reproduces the log,
+then check the log's invariants (runtime/logcheck.py).
 
     noetl-vm replay EXECUTION_ID [--db URL] [--json]
+    noetl-vm replay --all [--db URL] [--json]
 
-EXECUTION_ID may be a unique prefix of the id.
-Exit status: 0 when every recorded server event is reproduced in order, 1 at the first
-divergence (printed with both versions).
+EXECUTION_ID may be a unique prefix of the id. `--all` checks every execution of the store.
+Exit status: 0 when every recorded server event is reproduced in order and the log keeps its
+invariants (one terminal event and nothing after it, each action ended at most once, seq
+gap-free, every result after its start, children ended with their parents, the row agreeing
+with the log); 1 at the first divergence or on a violation (both printed).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
+from noetlc.cli.common import UsageError
 from noetlc.cli.vm_commands.history import add_db, find_execution, open_existing
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("execution_id", metavar="ID", help="the execution to replay")
+    p.add_argument("execution_id", metavar="ID", nargs="?", help="the execution to replay")
+    p.add_argument("--all", action="store_true", help="replay and check every execution")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     add_db(p)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.all == (args.execution_id is not None):
+        raise UsageError(
+            "NOE800",
+            "give an execution id or --all (not both)",
+            "`noetl-vm replay ID` checks one execution, `noetl-vm replay --all` every one",
+        )
+    store = open_existing(args.db)
+    try:
+        if not args.all:
+            record = find_execution(store, args.execution_id, args.db, program=True)
+            out = _one(store, record)
+            _print(out, args.json)
+            return 0 if out["ok"] and not out["violations"] else 1
+        records = store.executions()
+        failed = 0
+        for listed in records:
+            record = store.execution(str(listed["execution_id"])) or listed
+            out = _one(store, record)
+            failed += not (out["ok"] and not out["violations"])
+            _print(out, args.json, brief=True)
+        if not args.json:
+            print(f"replay --all: {len(records) - failed} of {len(records)} executions ok")
+        return 1 if failed else 0
+    finally:
+        store.close()
+
+
+def _one(store: Any, record: dict[str, Any]) -> dict[str, Any]:
+    from noetlc.runtime.logcheck import check_execution
     from noetlc.runtime.programs import decode_program
     from noetlc.runtime.replay import check
     from noetlc.vm.program import Program
 
-    store = open_existing(args.db)
-    try:
-        record = find_execution(store, args.execution_id, args.db, program=True)
-        execution_id = record["execution_id"]
-        events = store.read(execution_id)
-        # results stored by reference are read from the store, as the run read them
-        report = check(
-            Program(decode_program(record["program"])),
-            execution_id,
-            record.get("workload") or {},
-            events,
-            store,
-        )
-    finally:
-        store.close()
-    out = {
+    execution_id = record["execution_id"]
+    events = store.read(execution_id)
+    found = [str(v) for v in check_execution(store, record)]
+    out: dict[str, Any] = {
         "execution_id": execution_id,
-        "ok": report.ok,
         "events": len(events),
-        "inputs": report.inputs,
-        "compared": report.compared,
-        "status": report.vm.status,
         "recorded_status": record["status"],
-        "divergence": report.divergence,
+        "violations": found,
     }
-    if args.json:
+    if record.get("program") is None:
+        # nothing to replay (an older store): the invariants are still checked
+        out.update(ok=False, divergence={"error": "recorded without its program (NOE857)"})
+        out.update(inputs=0, compared=0, status=None)
+        return out
+    # results stored by reference are read from the store, as the run read them
+    report = check(
+        Program(decode_program(record["program"])),
+        execution_id,
+        record.get("workload") or {},
+        events,
+        store,
+    )
+    out.update(
+        ok=report.ok,
+        inputs=report.inputs,
+        compared=report.compared,
+        status=report.vm.status,
+        divergence=report.divergence,
+    )
+    return out
+
+
+def _print(out: dict[str, Any], as_json: bool, brief: bool = False) -> None:
+    if as_json:
         print(json.dumps(out, default=str))
-    elif report.ok:
+        return
+    execution_id = out["execution_id"]
+    d = out.get("divergence")
+    if out["ok"]:
         print(
-            f"replay {execution_id}: ok — {report.inputs} input events reproduce all"
-            f" {report.compared} server events (status {report.vm.status})"
+            f"replay {execution_id}: ok — {out['inputs']} input events reproduce all"
+            f" {out['compared']} server events (status {out['status']})"
         )
+    elif d and "error" in d:
+        print(f"replay {execution_id}: cannot replay: {d['error']}")
     else:
-        d = report.divergence or {}
+        d = d or {}
         print(
             f"replay {execution_id}: DIVERGES at server event {d.get('index')} (seq {d.get('seq')})"
         )
-        print(f"  recorded: {json.dumps(d.get('recorded'), default=str)}")
-        print(f"  replayed: {json.dumps(d.get('replayed'), default=str)}")
-    return 0 if report.ok else 1
+        if not brief:
+            print(f"  recorded: {json.dumps(d.get('recorded'), default=str)}")
+            print(f"  replayed: {json.dumps(d.get('replayed'), default=str)}")
+    violations = out["violations"]
+    if violations:
+        print(f"  {len(violations)} invariant violation(s):")
+        for text in violations[:20]:
+            print(f"    {text}")
+        if len(violations) > 20:
+            print(f"    ... and {len(violations) - 20} more")

@@ -50,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
         lease = Lease.for_url(args.db, execution_id)
         if lease is not None:
             lease.claim()  # refuses a live owner
+            lease.fence(store)
         payload = decode_program(record["program"]).to_payload()
         progress = progress_for(args, len(payload["steps"]))
         try:

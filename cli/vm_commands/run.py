@@ -19,6 +19,7 @@ from typing import Any
 
 from noetlc.cli.common import EXIT_CANCELLED, EXIT_ERRORS, EXIT_OK, UsageError
 from noetlc.cli.vm_commands.history import DEFAULT_URL, default_db
+from noetlc.vm.budgets import NAMES as BUDGET_NAMES
 
 EXIT_FOR_STATUS = {"completed": EXIT_OK, "failed": EXIT_ERRORS, "cancelled": EXIT_CANCELLED}
 
@@ -61,7 +62,7 @@ def add_workload(p: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="NAME=N",
-        help="an execution budget: events, step_runs, loop_iterations or ctx_size (0: none)",
+        help=f"an execution budget, one of {', '.join(BUDGET_NAMES)} (0: none)",
     )
 
 
@@ -344,6 +345,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         if lease is not None:
             lease.claim()
+            lease.fence(store)
         announce(execution_id, args.json)
         progress = progress_for(args, len(program.steps))
         try:

@@ -265,6 +265,10 @@ class Budgets(Closed):
     step_runs: Annotated[int, Field(ge=0)] | None = None
     loop_iterations: Annotated[int, Field(ge=0)] | None = None
     ctx_size: Annotated[int, Field(ge=0)] | None = None
+    child_depth: Annotated[int, Field(ge=0)] | None = None
+    child_executions: Annotated[int, Field(ge=0)] | None = None
+    result_bytes: Annotated[int, Field(ge=0)] | None = None
+    stored_bytes: Annotated[int, Field(ge=0)] | None = None
 
 
 class ExecutorSpec(Open):
@@ -272,7 +276,9 @@ class ExecutorSpec(Open):
     final_step: str | None = None
     policy: dict[str, Any] | None = None
     budgets: Budgets | None = Field(
-        None, description="per-execution budgets: events, step_runs, loop_iterations, ctx_size"
+        None,
+        description="per-execution budgets: events, step_runs, loop_iterations, ctx_size,"
+        " child_depth, child_executions, result_bytes, stored_bytes",
     )
 
 

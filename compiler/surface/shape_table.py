@@ -69,7 +69,16 @@ MODELS: Models = {
     ),
     "Budgets": (
         "forbid",
-        {"ctx_size": 3, "events": 0, "loop_iterations": 2, "step_runs": 1},
+        {
+            "child_depth": 4,
+            "child_executions": 5,
+            "ctx_size": 3,
+            "events": 0,
+            "loop_iterations": 2,
+            "result_bytes": 6,
+            "step_runs": 1,
+            "stored_bytes": 7,
+        },
         (
             (("union", (("ge", 0, ("int",)), ("none",))), False, "events", "events", ("=", None)),
             (
@@ -91,6 +100,34 @@ MODELS: Models = {
                 False,
                 "ctx_size",
                 "ctx_size",
+                ("=", None),
+            ),
+            (
+                ("union", (("ge", 0, ("int",)), ("none",))),
+                False,
+                "child_depth",
+                "child_depth",
+                ("=", None),
+            ),
+            (
+                ("union", (("ge", 0, ("int",)), ("none",))),
+                False,
+                "child_executions",
+                "child_executions",
+                ("=", None),
+            ),
+            (
+                ("union", (("ge", 0, ("int",)), ("none",))),
+                False,
+                "result_bytes",
+                "result_bytes",
+                ("=", None),
+            ),
+            (
+                ("union", (("ge", 0, ("int",)), ("none",))),
+                False,
+                "stored_bytes",
+                "stored_bytes",
                 ("=", None),
             ),
         ),

@@ -298,4 +298,25 @@ Example:
 """,
         "are `noetl-vm server` and `noetl-vm worker` running on this database?",
     ),
+    code(
+        "NOE833",
+        "ownership-lost",
+        "error",
+        "another process took the execution over while this one was not running",
+        """
+Every write of an embedded execution is fenced by its owner's lease: it commits only while
+the store still names this process's lease. A process that was stopped (SIGSTOP, a suspended
+laptop, a frozen VM) longer than the lease's TTL is dead to `noetl-vm resume`, which takes
+the execution over. When the stopped process runs again, its next commit is refused: it
+writes nothing more, asks its running tasks to stop and exits 4. The new owner finishes the
+execution; no iteration is recorded twice. `NOETL_LEASE_TTL` sets the TTL (seconds, 15).
+
+Example:
+
+    noetl-vm run long.yaml &  kill -STOP %1    # stopped for longer than 15 s
+    noetl-vm resume 6f1c                       # takes it over
+    kill -CONT %1                              # error[NOE833]: ... was taken over ...
+""",
+        "nothing to do: the new owner finishes the execution (`noetl-vm status ID`)",
+    ),
 )

@@ -126,7 +126,9 @@ Every execution has budgets, so a cycle that never ends or a runaway loop stops 
 filling memory and disks: events 250,000, step runs 25,000, loop iterations 100,000, ctx size
 50,000,000 characters and items (0 means no limit). The error names the budget and carries
 the counts. One run of a step's tasks (its jumps and retries) is bounded too: 1,000,000
-instructions and 10,000 tool calls. Raise a budget in the playbook or on the command line.
+instructions and 10,000 tool calls. Across child executions (`kind: playbook`), the root's
+`child_depth` (32) and `child_executions` (2,000) bound its whole tree: a call past one fails
+its step with this code. Raise a budget in the playbook or on the command line.
 
 Example:
 

@@ -109,6 +109,8 @@ class PostgresStore:
         event_id = f"{execution_id}:request:{uuid.uuid4().hex}"
         if kind == "cancel":
             label, payload = EventName.EXECUTION_CANCELLED, {}
+            if isinstance(data, dict) and isinstance(data.get("reason"), str):
+                payload["reason"] = data["reason"]  # the requester's own words
         else:
             label, payload = EventName.SIGNAL_RECEIVED, {"name": name, "data": data}
         event = envelope(label, Source.CLIENT, event_id=event_id, ts=time.time(), payload=payload)

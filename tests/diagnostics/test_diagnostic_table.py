@@ -55,6 +55,7 @@ COVERED_ELSEWHERE = {
     "NOE830": "tests/cli/test_cli_first_hour.py::test_undeclared_and_infinite_overrides_are_warned",
     "NOE831": "tests/cli/test_cli_ownership.py::test_resume_refuses_a_live_owner_and_takes_over_a_dead_one",
     "NOE832": "tests/postgres/test_pg_cli_lines.py::test_submit_wait_timeout_is_noe832_and_resume_leaves_it_to_the_servers",
+    "NOE833": "tests/hostile/test_fenced_ownership.py::test_a_process_that_lost_its_execution_writes_nothing_more",
     "NOE850": "tests/vm/test_vm_control.py::test_the_vm_never_raises",
     "NOE852": "tests/vm/test_vm_control.py::test_no_admission_rule",
     "NOE853": "tests/vm/test_vm_control.py::test_unhandled_failure_names_the_task_line",

@@ -1,0 +1,69 @@
+"""Distributed budgets: a playbook that calls itself stops at its `child_depth` budget, a
+result past `result_bytes` is not stored; the step fails with NOE858 and every execution
+ends."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from noetlc.runtime.postgres.cluster_testing import Cluster
+from noetlc.runtime.postgres.store import PostgresStore
+
+ITSELF = """\
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: itself}
+executor: {spec: {budgets: {child_depth: 3}}}
+workflow:
+  - step: start
+    tool: {kind: playbook, path: itself.yaml}
+"""
+
+
+def test_a_distributed_playbook_that_calls_itself_stops_at_its_depth(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    (tmp_path / "itself.yaml").write_text(ITSELF)
+    cluster.server()
+    cluster.worker(concurrency=2)
+    summary = cluster.submit(tmp_path / "itself.yaml", timeout=120)
+    assert summary["status"] == "failed"
+    store = PostgresStore(cluster.url)
+    try:
+        tree = [r for r in store.executions() if r["playbook"] == "itself"]
+        assert len(tree) == 4  # the root and three levels
+        assert {r["status"] for r in tree} == {"failed"}
+        errors = [
+            e["payload"]["error"]
+            for r in tree
+            for e in store.read(r["execution_id"])
+            if e["name"] == "step.failed" and e["payload"]["error"].get("code") == "NOE858"
+        ]
+        assert [e["child_error"]["budget"] for e in errors] == ["child_depth"]
+    finally:
+        store.close()
+
+
+BIG = """\
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: big}
+executor: {spec: {budgets: {result_bytes: 1000000}}}
+workflow:
+  - step: start
+    tool: {kind: python, code: "result = 'z' * 2000000"}
+"""
+
+
+def test_a_distributed_result_past_its_budget_fails_its_step(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    (tmp_path / "big.yaml").write_text(BIG)
+    cluster.server()
+    cluster.worker()
+    summary = cluster.submit(tmp_path / "big.yaml", timeout=120)
+    assert summary["status"] == "failed"
+    [failed] = [e for e in cluster.events(summary["execution_id"]) if e["name"] == "step.failed"]
+    error = failed["payload"]["error"]
+    assert error["code"] == "NOE858" and error["budget"] == "result_bytes"
+    assert "step `start` is 2,000,002 bytes" in error["message"]
