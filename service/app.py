@@ -3,32 +3,29 @@
     from noetlc.service.app import create_app
     app = create_app(Settings(db="memory:", token="t", credential_key=key))
 
-Access: with a token set, every route but `/api/health`, `/health` and the console's static
-files needs `Authorization: Bearer TOKEN` (or `x-session-token: TOKEN`, which NoETL clients
-also send; the console's event stream may pass `?token=`); otherwise 401 NOE870. Errors are
+Access (service/guard.py): the Host and Origin checks, then, with a token set, every route but
+`/api/health`, `/health` and the console's static files needs `Authorization: Bearer TOKEN`
+(or `x-session-token: TOKEN`, which NoETL clients also send; only the event stream may pass
+`?token=`); otherwise 401 NOE870; then the body limit and strict JSON. Errors are
 JSON with a stable code (service/errors.py); a request the schema refuses is 422 NOE872; an
 unknown route 404 NOE871; a bug 500 NOE900 without a trace.
 """
 
 from __future__ import annotations
 
-import secrets
 from contextlib import asynccontextmanager
 from importlib import resources
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from noetlc import __version__
 from noetlc.service import routes_catalog, routes_credentials, routes_executions, routes_misc
-from noetlc.service.errors import BAD_REQUEST, NOT_FOUND, UNAUTHORIZED, ApiError
+from noetlc.service.errors import BAD_REQUEST, NOT_FOUND, ApiError
 from noetlc.service.state import Service, Settings
-
-OPEN_PATHS = ("/api/health", "/health", "/", "/favicon.ico")
-OPEN_PREFIXES = ("/static/", "/docs", "/openapi.json", "/redoc")
 
 
 def create_app(settings: Settings, service: Service | None = None) -> FastAPI:
@@ -46,26 +43,14 @@ def create_app(settings: Settings, service: Service | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     app.state.service = opened
-    token = settings.token
+    from noetlc.service.guard import Guard
 
-    @app.middleware("http")
-    async def authorize(request: Request, call_next: Any) -> Response:
-        path = request.url.path
-        if token and not (path in OPEN_PATHS or path.startswith(OPEN_PREFIXES)):
-            given = _token_of(request)
-            if given is None or not secrets.compare_digest(given.encode(), token.encode()):
-                return JSONResponse(
-                    {
-                        "detail": "missing or wrong bearer token",
-                        "code": UNAUTHORIZED,
-                        "hint": "send `Authorization: Bearer TOKEN` (the token the service was"
-                        " started with)",
-                    },
-                    status_code=401,
-                    headers={"WWW-Authenticate": "Bearer"},
-                )
-        result: Response = await call_next(request)
-        return result
+    app.add_middleware(
+        Guard,
+        token=settings.token,
+        allowed_hosts=settings.allowed_hosts,
+        max_body_bytes=settings.limits.body_bytes,
+    )
 
     @app.exception_handler(ApiError)
     async def api_error(request: Request, exc: ApiError) -> JSONResponse:
@@ -102,16 +87,6 @@ def create_app(settings: Settings, service: Service | None = None) -> FastAPI:
         app.include_router(module.router)
     _mount_console(app)
     return app
-
-
-def _token_of(request: Request) -> str | None:
-    header = request.headers.get("authorization", "")
-    if header.lower().startswith("bearer "):
-        return header[7:].strip()
-    session = request.headers.get("x-session-token")
-    if session:
-        return session.strip()
-    return request.query_params.get("token")
 
 
 def _mount_console(app: FastAPI) -> None:

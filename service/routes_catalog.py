@@ -73,7 +73,10 @@ def find_entry(
 
 @router.post("/register")
 def register_resource(body: RegisterRequest, request: Request) -> dict[str, Any]:
-    entry, created = register(service_of(request).catalog, body.content, body.resource_type)
+    service = service_of(request)
+    entry, created = register(
+        service.catalog, body.content, body.resource_type, service.settings.limits
+    )
     verb = "registered" if created else "already registered (same content)"
     return {
         "status": "success",
@@ -89,11 +92,12 @@ def register_resource(body: RegisterRequest, request: Request) -> dict[str, Any]
 
 @router.post("/register/batch")
 def register_batch(body: BatchRequest, request: Request) -> dict[str, Any]:
-    catalog = service_of(request).catalog
+    service = service_of(request)
+    catalog = service.catalog
     results: list[dict[str, Any]] = []
     for index, item in enumerate(body.items):
         try:
-            entry, _ = register(catalog, item.content, item.resource_type)
+            entry, _ = register(catalog, item.content, item.resource_type, service.settings.limits)
         except ApiError as exc:
             results.append(
                 {

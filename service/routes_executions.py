@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -14,10 +13,10 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from noetlc.service.errors import ApiError, bad_request, error_responses, not_found
+from noetlc.service.errors import TOO_LARGE, ApiError, bad_request, error_responses, not_found
 from noetlc.service.registry import EXECUTABLE
 from noetlc.service.routes_catalog import find_entry, service_of
-from noetlc.service.state import Service
+from noetlc.service.state import PROGRESS_KEPT, Service
 from noetlc.service.views import (
     STATUS,
     StepProgress,
@@ -26,11 +25,6 @@ from noetlc.service.views import (
     status_view,
     summary_of,
 )
-
-# the status of running executions, folded incrementally from their events (the NoETL client
-# polls it): the last 1,024 asked for
-_PROGRESS: dict[str, StepProgress] = {}
-_PROGRESS_LOCK = threading.Lock()
 
 router = APIRouter(prefix="/api", tags=["executions"], responses=error_responses())
 
@@ -75,6 +69,16 @@ def start(
 ) -> dict[str, Any]:
     if entry["kind"] not in EXECUTABLE or entry.get("program") is None:
         raise bad_request(f"Catalog kind '{entry['kind']}' is not executable", None, 422)
+    limit = service.settings.limits.workload_bytes
+    size = len(json.dumps(workload, default=str))
+    if size > limit:
+        raise ApiError(
+            413,
+            TOO_LARGE,
+            f"the workload is {size} bytes of JSON, over the limit of {limit}",
+            "pass large data by reference (a file, a table); `noetl-vm serve"
+            " --max-workload-bytes N` raises the limit",
+        )
     name = (entry["payload"].get("metadata") or {}).get("name") or entry["path"]
     execution_id = service.engine.start(entry["program"], str(name), workload, parent_id)
     service.catalog.record_origin(
@@ -185,15 +189,16 @@ def execution_detail(
 def execution_status(execution_id: str, request: Request) -> dict[str, Any]:
     service = service_of(request)
     record = record_of(service, execution_id)
+    kept = service.progress
     if record.get("summary"):
-        with _PROGRESS_LOCK:
-            _PROGRESS.pop(execution_id, None)
+        with service.progress_lock:
+            kept.pop(execution_id, None)
         return status_view(record)
-    with _PROGRESS_LOCK:
-        progress = _PROGRESS.pop(execution_id, None) or StepProgress()
-        _PROGRESS[execution_id] = progress  # most recent last
-        while len(_PROGRESS) > 1024:
-            _PROGRESS.pop(next(iter(_PROGRESS)))
+    with service.progress_lock:
+        progress = kept.pop(execution_id, None) or StepProgress()
+        kept[execution_id] = progress  # most recent last
+        while len(kept) > PROGRESS_KEPT:
+            kept.pop(next(iter(kept)))
     progress.feed(service.engine.events(execution_id, progress.after))
     return status_view(record, progress)
 

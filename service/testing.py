@@ -25,6 +25,8 @@ def b64(text: str) -> str:
 def settings_for(db: str, **extra: Any) -> Settings:
     extra.setdefault("token", TOKEN)
     extra.setdefault("credential_key", parse_key(new_key(), "test"))
+    extra.setdefault("allowed_hosts", ("testserver",))  # httpx's host name over ASGI
+    extra.setdefault("allow_credential_values", True)
     return Settings(db=db, **extra)
 
 

@@ -4,6 +4,13 @@
 
 const main = document.getElementById("main");
 let token = new URLSearchParams(location.search).get("token") || localStorage.getItem("noetl-token") || "";
+if (new URLSearchParams(location.search).has("token")) {
+  // a token given in the address is kept in this browser, never left in the URL (history,
+  // referrers, screenshots); only the event stream still sends it as ?token= (EventSource
+  // cannot set headers)
+  localStorage.setItem("noetl-token", token);
+  history.replaceState(null, "", location.pathname + location.hash);
+}
 let cleanup = [];
 
 function esc(text) {
