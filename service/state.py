@@ -11,7 +11,6 @@ from noetlc.runtime.catalog import CatalogStore
 from noetlc.runtime.credentials import Cipher, StoreCredentials
 from noetlc.service.engine import Engine
 
-
 PROGRESS_KEPT = 1024
 
 
