@@ -27,7 +27,6 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from functools import cache
 from importlib import resources
-from pathlib import Path
 from typing import Any, Protocol
 
 from noetlc.runtime.sql_files import parse_queries
@@ -347,8 +346,9 @@ class SQLiteCatalog(CatalogTables):
         self.path = path
         self._lock = threading.Lock()
         try:
-            if path != ":memory:":
-                Path(path).parent.mkdir(parents=True, exist_ok=True)
+            from noetlc.runtime.store import private_file
+
+            private_file(path)
             self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
             self._db.execute("PRAGMA busy_timeout=5000")
             if path != ":memory:":

@@ -15,7 +15,7 @@ from noetlc.runtime.credentials import new_key, parse_key
 from noetlc.service.app import create_app
 from noetlc.service.state import Settings
 
-TOKEN = "test-token"
+TOKEN = "test-token-0123456789"
 
 
 def b64(text: str) -> str:

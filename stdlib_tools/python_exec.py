@@ -1,7 +1,7 @@
 """The python tool's executor: runs task code, here or as the body of the isolated child.
 
-Kept free of pydantic, httpx and the keychain, so the `python -c` child of
-`spec.isolation: subprocess` starts fast. `request` is plain JSON: `globals` (what NoETL gives
+Kept free of pydantic, httpx and the keychain, so a task runner process
+(stdlib_tools/task_runner.py) starts fast. `request` is plain JSON: `globals` (what NoETL gives
 task code: `context`, `ctx`, the loop iterator...), `code`, `locals`, `libs`, `auth` (already
 resolved), `expects` and `returns` (the `assert:` contract).
 """
@@ -11,8 +11,6 @@ from __future__ import annotations
 import importlib
 import inspect
 import json
-import sys
-from contextlib import redirect_stdout
 from typing import Any
 
 from noetlc.stdlib_tools.envelope import error, ok
@@ -124,20 +122,3 @@ def _run_code(code: str, namespace: dict[str, Any], local: dict[str, Any]) -> An
         kwargs = local if accepts_any else {k: v for k, v in local.items() if k in params}
         return main(**kwargs)
     return namespace.get("result")
-
-
-def child_main() -> int:
-    """The child process: read the request from stdin, write the outcome as one JSON line.
-
-    The code's own prints go to stderr, so stdout carries nothing but the outcome."""
-    request = json.loads(sys.stdin.read())
-    real_stdout = sys.stdout
-    with redirect_stdout(sys.stderr):
-        outcome = execute(request)
-    try:
-        line = json.dumps(outcome)
-    except (TypeError, ValueError):
-        line = json.dumps(outcome, default=repr)
-    real_stdout.write(line + "\n")
-    real_stdout.flush()
-    return 0

@@ -8,7 +8,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from noetlc.service.testing import asgi_client, b64, register, settings_for, wait_done
+from noetlc.service.testing import TOKEN, asgi_client, b64, register, settings_for, wait_done
 
 REPO = Path(__file__).resolve().parents[2]
 HELLO = (REPO / "examples" / "hello.yaml").read_text(encoding="utf-8")
@@ -24,7 +24,7 @@ async def test_health_needs_no_token_and_everything_else_does(api: httpx.AsyncCl
     assert reply.status_code == 401
     # the NoETL client also sends the token as x-session-token
     reply = await api.get(
-        "/api/executions", headers={"Authorization": "", "x-session-token": "test-token"}
+        "/api/executions", headers={"Authorization": "", "x-session-token": TOKEN}
     )
     assert reply.status_code == 200
 
