@@ -119,5 +119,5 @@ def test_a_token_file_is_read_and_a_command_line_token_is_warned(tmp_path: Path)
         held.listen(1)
         port = str(held.getsockname()[1])
         warned = serve("--token", "x" * 20, "--port", port, "--db", "memory:", cwd=tmp_path)
-    assert "process list" in warned.stderr
+    assert "lists processes" in warned.stderr
     assert warned.returncode == 5 and "error[NOE880]" in warned.stderr
