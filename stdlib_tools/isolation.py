@@ -175,10 +175,16 @@ class Runner:
     ) -> dict[str, Any]:
         """The task's reply `{outcome, stdout, stderr}`, or an `{outcome}` of the failure
         (the runner is then dead or must be retired: `self.alive()` / the outcome says)."""
+        try:
+            data = json.dumps(request, default=str).encode("utf-8")
+        except (TypeError, ValueError, RecursionError) as exc:
+            outcome = error("ToolArgumentError", f"the task's input is not JSON: {exc}")
+            return {"outcome": outcome, "stdout": "", "stderr": ""}
         self.uses += 1
-        data = json.dumps(request, default=str).encode("utf-8")
         assert self.proc.stdin is not None and self.proc.stdout is not None
-        start_cpu = cpu_seconds(self.proc.pid) or 0.0
+        # the CPU baseline is read at the first poll, not here: most tasks end before it
+        # (a task's first POLL seconds of CPU are thus not counted against its limit)
+        start_cpu: float | None = None
         try:
             self.proc.stdin.write(HEADER.pack(len(data)) + data)
             self.proc.stdin.flush()
@@ -222,7 +228,9 @@ class Runner:
                     "Cancelled", "the task was cancelled; its process was killed", retire=True
                 )
             used = cpu_seconds(self.proc.pid)
-            if used is not None and used - start_cpu > self.limits.cpu_seconds:
+            if start_cpu is None:
+                start_cpu = used
+            elif used is not None and used - start_cpu > self.limits.cpu_seconds:
                 return self._failed(
                     "ResourceLimit",
                     f"the task used more than {self.limits.cpu_seconds:g} s of CPU time; its"

@@ -11,6 +11,8 @@ from __future__ import annotations
 import importlib
 import inspect
 import json
+from functools import lru_cache
+from types import CodeType
 from typing import Any
 
 from noetlc.stdlib_tools.envelope import error, ok
@@ -103,15 +105,25 @@ def _import(spec: Any) -> Any:
     return importlib.import_module(f"{module}.{name}")
 
 
-def _run_code(code: str, namespace: dict[str, Any], local: dict[str, Any]) -> Any:
+@lru_cache(maxsize=256)
+def _compiled(code: str) -> tuple[CodeType, bool]:
+    """(code object, whether it is the function-body form); the same task code runs again
+    and again (every iteration of a loop, every execution of a playbook), and compiling it
+    is a fifth of a small task's cost. Code objects are immutable: sharing them is safe."""
     try:
-        compiled = compile(code, _MODULE, "exec")
+        return compile(code, _MODULE, "exec"), False
     except SyntaxError as exc:
         if "outside function" not in str(exc):
             raise
         # NoETL runs task code as a function body: a top-level `return` gives the result
         body = "".join(f"    {line}\n" for line in code.splitlines()) or "    pass\n"
-        exec(compile(f"def __task_body__():\n{body}", _BODY, "exec"), namespace)
+        return compile(f"def __task_body__():\n{body}", _BODY, "exec"), True
+
+
+def _run_code(code: str, namespace: dict[str, Any], local: dict[str, Any]) -> Any:
+    compiled, as_body = _compiled(code)
+    if as_body:
+        exec(compiled, namespace)
         returned = namespace["__task_body__"]()
         return returned if returned is not None else namespace.get("result")
     exec(compiled, namespace)  # the tool runs user code by design

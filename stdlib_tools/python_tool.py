@@ -23,7 +23,6 @@ neither applies.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -186,10 +185,6 @@ def _in_subprocess(request: dict[str, Any], timeout: Any, ctx: ToolContext) -> d
     seconds = float(timeout) if isinstance(timeout, int | float) else None
     code = request.get("code")
     request = {**request, "globals": _materialized(request.get("globals") or {}, code)}
-    try:
-        json.dumps(request, default=str)
-    except (TypeError, ValueError) as exc:
-        return error("ToolArgumentError", f"the task's input is not JSON: {exc}")
     return isolation.run_python(
         request,
         timeout=seconds,

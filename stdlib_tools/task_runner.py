@@ -57,7 +57,10 @@ def _read_exact(stream: Any, size: int) -> bytes | None:
 
 
 def main() -> None:
-    from noetlc.stdlib_tools.isolation import TaskLimits, cpu_seconds, set_limits
+    import contextlib
+    import resource
+
+    from noetlc.stdlib_tools.isolation import TaskLimits, set_limits
 
     limits = TaskLimits(**json.loads(sys.argv[1]))
     inbox = os.fdopen(os.dup(0), "rb", buffering=0)
@@ -68,6 +71,7 @@ def main() -> None:
     set_limits(limits)
     from noetlc.stdlib_tools.python_exec import execute
 
+    here = "/"
     while True:
         header = _read_exact(inbox, HEADER.size)
         if header is None:
@@ -77,13 +81,19 @@ def main() -> None:
         if body is None:
             return
         request = json.loads(body)
-        cwd = request.pop("cwd", None)
-        if cwd:
+        cwd = request.pop("cwd", None) or "/"
+        if cwd != here:
             try:
                 os.chdir(cwd)
+                here = cwd
             except OSError:
                 os.chdir("/")
-        set_limits(limits, cpu_seconds(os.getpid()) or 0.0)
+                here = "/"
+        # this task's CPU time limit, from what the runner used so far (one setrlimit)
+        used = resource.getrusage(resource.RUSAGE_SELF)
+        cpu_limit = int(used.ru_utime + used.ru_stime + limits.cpu_seconds) + 1
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_CPU, (cpu_limit, resource.RLIM_INFINITY))
         out, err = Capped(limits.output_bytes), Capped(limits.output_bytes)
         sys.stdout, sys.stderr = out, err
         try:
