@@ -1,13 +1,21 @@
-"""Catalog routes: register (one or a batch), list, one resource, and a playbook's step graph."""
+"""Catalog routes: register (one or a batch), list (summaries, paged), one resource, delete
+(a version or a path), and a playbook's step graph."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from noetlc.service.errors import ApiError, bad_request, error_responses, not_found
+from noetlc.service.errors import (
+    BAD_REQUEST,
+    TOO_LARGE,
+    ApiError,
+    bad_request,
+    error_responses,
+    not_found,
+)
 from noetlc.service.registry import normalize_kind, public_entry, register
 from noetlc.service.state import Service
 
@@ -30,6 +38,9 @@ class ListRequest(BaseModel):
     model_config = ConfigDict(extra="allow")
     resource_type: str | None = None
     path: str | None = None
+    page: int = Field(1, ge=1, le=1_000_000)
+    page_size: int | None = Field(None, ge=1)
+    include_content: bool = False
 
 
 class ResourceRequest(BaseModel):
@@ -124,25 +135,174 @@ def register_batch(body: BatchRequest, request: Request) -> dict[str, Any]:
     return {"registered": registered, "failed": len(results) - registered, "results": results}
 
 
-def _list(service: Service, resource_type: str | None, path: str | None) -> dict[str, Any]:
+class CatalogSummary(BaseModel):
+    catalog_id: str
+    path: str
+    version: int
+    kind: str
+    created_at: str
+    content_bytes: int
+    findings_count: int
+    # with include_content=true only
+    content: str | None = None
+    payload: Any = None
+    findings: list[dict[str, Any]] | None = None
+
+
+class Pagination(BaseModel):
+    page: int
+    page_size: int
+    total: int
+    total_pages: int
+    has_next: bool
+    has_prev: bool
+
+
+class CatalogList(BaseModel):
+    entries: list[CatalogSummary]
+    pagination: Pagination
+
+
+def pagination(page: int, page_size: int, total: int) -> Pagination:
+    pages = max(1, -(-total // page_size))
+    return Pagination(
+        page=page,
+        page_size=page_size,
+        total=total,
+        total_pages=pages,
+        has_next=page < pages,
+        has_prev=page > 1,
+    )
+
+
+def page_size_of(service: Service, page_size: int | None) -> int:
+    limit = service.settings.limits.page_size
+    if page_size is None:
+        return min(100, limit)
+    if not 1 <= page_size <= limit:
+        raise ApiError(
+            413 if page_size > limit else 422,
+            TOO_LARGE if page_size > limit else BAD_REQUEST,
+            f"page_size must be from 1 to {limit}, got {page_size}",
+            "ask for the next page (`page`); `noetl-vm serve --max-page-size N` raises the limit",
+        )
+    return page_size
+
+
+def _list(
+    service: Service,
+    resource_type: str | None,
+    path: str | None,
+    page: int,
+    page_size: int | None,
+    include_content: bool,
+) -> CatalogList:
+    """Summaries of one page of entries (newest first); the content, payload and findings of
+    each only with `include_content=true`."""
+    import datetime as dt
+
+    size = page_size_of(service, page_size)
     kind = normalize_kind(resource_type) if resource_type else None
-    entries = service.catalog.entries(kind, path)
-    return {"entries": [public_entry(e) for e in entries]}
+    rows, total = service.catalog.summaries(kind, path, size, (page - 1) * size)
+    entries = []
+    for row in rows:
+        created = dt.datetime.fromtimestamp(row["created_at"], dt.UTC).isoformat()
+        summary = CatalogSummary(**{**row, "created_at": created})
+        if include_content:
+            full = service.catalog.entry(catalog_id=row["catalog_id"])
+            if full is not None:
+                summary.content = full["content"]
+                summary.payload = full["payload"]
+                summary.findings = full["findings"]
+        entries.append(summary)
+    return CatalogList(entries=entries, pagination=pagination(page, size, total))
 
 
-@router.post("/list")
-def list_resources(body: ListRequest, request: Request) -> dict[str, Any]:
-    return _list(service_of(request), body.resource_type, body.path)
+PAGE = Query(1, ge=1, le=1_000_000, description="1-based page number")
+PAGE_SIZE = Query(None, ge=1, description="entries per page (100; at most --max-page-size)")
+WITH_CONTENT = Query(False, description="each entry's content, payload and findings too")
 
 
-@router.get("/list/{resource_type}")
-def list_resources_of(resource_type: str, request: Request) -> dict[str, Any]:
-    return _list(service_of(request), resource_type, None)
+@router.post("/list", response_model=CatalogList)
+def list_resources(body: ListRequest, request: Request) -> CatalogList:
+    return _list(
+        service_of(request),
+        body.resource_type,
+        body.path,
+        body.page,
+        body.page_size,
+        body.include_content,
+    )
 
 
-@router.get("/list")
-def list_all(request: Request, path: str | None = None) -> dict[str, Any]:
-    return _list(service_of(request), None, path)
+@router.get("/list/{resource_type}", response_model=CatalogList)
+def list_resources_of(
+    resource_type: str,
+    request: Request,
+    page: int = PAGE,
+    page_size: int | None = PAGE_SIZE,
+    include_content: bool = WITH_CONTENT,
+) -> CatalogList:
+    return _list(service_of(request), resource_type, None, page, page_size, include_content)
+
+
+@router.get("/list", response_model=CatalogList)
+def list_all(
+    request: Request,
+    path: str | None = None,
+    page: int = PAGE,
+    page_size: int | None = PAGE_SIZE,
+    include_content: bool = WITH_CONTENT,
+) -> CatalogList:
+    return _list(service_of(request), None, path, page, page_size, include_content)
+
+
+class Deleted(BaseModel):
+    status: str
+    path: str
+    deleted_versions: list[int]
+    message: str
+
+
+@router.delete("/entries/{catalog_id}", response_model=Deleted)
+def delete_entry(catalog_id: str, request: Request) -> Deleted:
+    """Delete one version. Executions keep the program they ran; rerunning one of the
+    deleted version is refused (404)."""
+    service = service_of(request)
+    entry = service.catalog.entry(catalog_id=catalog_id) if catalog_id.isdigit() else None
+    if entry is None or not service.catalog.delete_entry(catalog_id):
+        raise not_found("Catalog entry not found", "GET /api/catalog/list shows the ids")
+    return Deleted(
+        status="deleted",
+        path=entry["path"],
+        deleted_versions=[entry["version"]],
+        message=f"Resource '{entry['path']}' version '{entry['version']}' deleted.",
+    )
+
+
+@router.delete("", response_model=Deleted)
+def delete_path(
+    request: Request,
+    path: str = Query(min_length=1, description="the entry's path"),
+    version: str | None = Query(None, description="one version (default: every version)"),
+) -> Deleted:
+    """Delete one version of a path (`version=N`) or all of them."""
+    service = service_of(request)
+    if version is not None and version != "":
+        number = parse_version(version)
+        entry = service.catalog.entry(path=path, version=number)
+        if entry is None:
+            raise not_found(f"Catalog entry not found: {path} version {version}")
+        return delete_entry(entry["catalog_id"], request)
+    versions = [s["version"] for s in service.catalog.summaries(None, path, 1_000_000, 0)[0]]
+    if not versions or service.catalog.delete_path(path) == 0:
+        raise not_found(f"Catalog entry not found: {path}", "GET /api/catalog/list shows them")
+    return Deleted(
+        status="deleted",
+        path=path,
+        deleted_versions=sorted(versions),
+        message=f"Resource '{path}': {len(versions)} version(s) deleted.",
+    )
 
 
 @router.post("/resource")

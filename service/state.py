@@ -31,6 +31,8 @@ class Settings:
     db: str = "sqlite:///.noetl/noetl.db"
     token: str | None = None
     credential_key: bytes | None = None
+    # where the key came from, named in NOE874 when a stored value does not decrypt
+    key_source: str = "the key given to the service"
     # `GET /api/credentials/{name}?include_data=true` returns the value only when the
     # service was started to allow it (`--credential-values`)
     allow_credential_values: bool = False
@@ -67,7 +69,7 @@ class Service:
         cipher = Cipher(settings.credential_key) if settings.credential_key else None
         service = cls(settings, catalog, engine, cipher)
         if cipher is not None:
-            engine.credentials = StoreCredentials(catalog, cipher)
+            engine.credentials = StoreCredentials(catalog, cipher, settings.key_source)
         if settings.resume:
             engine.resume_orphans(set(catalog.origins()))
         return service

@@ -264,8 +264,10 @@ def is_secret_name(name: Any) -> bool:
     text = str(name).lower().replace("-", "_")
     if text in PLAIN_NAMES:
         return False
-    return text in SECRET_NAMES or any(part in text for part in SECRET_PARTS) or (
-        text.endswith("_key") and not text.endswith("_id_key")
+    return (
+        text in SECRET_NAMES
+        or any(part in text for part in SECRET_PARTS)
+        or (text.endswith("_key") and not text.endswith("_id_key"))
     )
 
 

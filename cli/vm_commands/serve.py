@@ -159,24 +159,25 @@ def store_key_file(db: str) -> Path | None:
     return None
 
 
-def the_key(args: argparse.Namespace) -> tuple[bytes, str]:
-    """(key, a sentence on where it came from): flag, environment, the key file beside the
-    store, or a new key written there (0600)."""
+def the_key(args: argparse.Namespace) -> tuple[bytes, str, str]:
+    """(key, where it came from, a sentence to print): flag, environment, the key file beside
+    the store, or a new key written there (0600)."""
     from noetlc.runtime.credentials import KEY_ENV, load_key, new_key, parse_key
 
     if args.credential_key_file or os.environ.get(KEY_ENV):
         where = args.credential_key_file or f"${KEY_ENV}"
-        return load_key(args.credential_key_file), f"credential key from {where}"
+        return load_key(args.credential_key_file), where, f"credential key from {where}"
     path = store_key_file(args.db)
     if path is None:  # memory: nothing outlives the process, so neither may the key
-        return parse_key(new_key(), "a new key"), "credential key: a new one for this process"
+        note = "credential key: a new one for this process"
+        return parse_key(new_key(), "a new key"), "a new key for this process", note
     if path.is_file():
-        return load_key(str(path)), f"credential key from {path}"
+        return load_key(str(path)), str(path), f"credential key from {path}"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
-        return load_key(str(path)), f"credential key from {path}"
+        return load_key(str(path)), str(path), f"credential key from {path}"
     except OSError as exc:
         raise UnavailableError(
             "NOE874",
@@ -186,9 +187,11 @@ def the_key(args: argparse.Namespace) -> tuple[bytes, str]:
     text = new_key()
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         f.write(text + "\n")
-    return parse_key(text, str(path)), (
+    return (
+        parse_key(text, str(path)),
+        str(path),
         f"credential key: created {path} (0600); keep it with the store — credentials"
-        " stored under it cannot be read without it"
+        " stored under it cannot be read without it",
     )
 
 
@@ -262,7 +265,7 @@ def run(args: argparse.Namespace) -> int:
     allowed = list(args.allowed_host)
     if not is_loopback(args.host) and args.host not in ("0.0.0.0", "::", "[::]"):
         allowed.append(args.host)  # the address it listens on is a name it serves
-    key, key_note = the_key(args)
+    key, key_source, key_note = the_key(args)
     sock = listen(args.host, args.port)
     lock = lock_store(args.db)
     isolate.start(args, [token] if token else [])
@@ -279,6 +282,7 @@ def run(args: argparse.Namespace) -> int:
         db=args.db,
         token=token,
         credential_key=key,
+        key_source=key_source,
         allow_credential_values=args.credential_values,
         keychain_file=args.keychain,
         allowed_hosts=tuple(allowed),

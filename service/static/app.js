@@ -69,7 +69,7 @@ async function executionsView() {
     </div>
     <table id="executions"><thead><tr><th>Execution</th><th>Status</th><th>Playbook</th>
       <th>Version</th><th>Started</th><th>Duration</th><th>Error</th></tr></thead><tbody></tbody></table>`;
-  const catalog = await api("/api/catalog/list", { method: "POST", body: { resource_type: "playbook" } });
+  const catalog = await api("/api/catalog/list", { method: "POST", body: { resource_type: "playbook", page_size: 500 } });
   const paths = [...new Set(catalog.entries.map((e) => e.path))].sort();
   document.getElementById("run-path").innerHTML = paths.map((p) => `<option>${esc(p)}</option>`).join("");
   document.getElementById("run-form").addEventListener("submit", async (e) => {
@@ -229,7 +229,8 @@ async function executionView(id) {
 // ------------------------------------------------------------------ catalog
 
 async function catalogView(path) {
-  const listed = await api("/api/catalog/list", { method: "POST", body: {} });
+  // summaries (no content): a path's chosen version is fetched alone below
+  const listed = await api("/api/catalog/list", { method: "POST", body: { page_size: 500 } });
   const byPath = {};
   for (const e of listed.entries) (byPath[e.path] = byPath[e.path] || []).push(e);
   if (!path) {
@@ -238,7 +239,7 @@ async function catalogView(path) {
         const versions = byPath[p].sort((a, b) => b.version - a.version);
         return `<tr class="row" data-path="${esc(p)}"><td>${esc(p)}</td><td>${esc(versions[0].kind)}</td>
           <td>${versions.map((v) => "v" + v.version).join(" ")}</td><td>${esc(when(versions[0].created_at))}</td>
-          <td>${(versions[0].findings || []).length}</td></tr>`;
+          <td>${versions[0].findings_count}</td></tr>`;
       }).join("")}</tbody></table>`;
     document.querySelectorAll("#catalog tr.row").forEach((tr) =>
       tr.addEventListener("click", () => { location.hash = "#/catalog/" + encodeURIComponent(tr.dataset.path); }));
@@ -246,7 +247,8 @@ async function catalogView(path) {
   }
   const versions = (byPath[path] || []).sort((a, b) => b.version - a.version);
   const chosen = Number(new URLSearchParams(location.hash.split("?")[1] || "").get("v")) || (versions[0] || {}).version;
-  const entry = versions.find((v) => v.version === chosen);
+  const summary = versions.find((v) => v.version === chosen);
+  const entry = summary && await api("/api/catalog/resource", { method: "POST", body: { catalog_id: summary.catalog_id } });
   if (!entry) { main.innerHTML = `<p class="error">no catalog entry ${esc(path)}</p>`; return; }
   const findings = {};
   for (const f of entry.findings || []) (findings[f.line] = findings[f.line] || []).push(f);

@@ -136,7 +136,7 @@ def test_masking_is_by_field_in_every_encoded_form() -> None:
     import base64
     from urllib.parse import quote
 
-    password = "p@ss/w0rd+\"quoted\"\n"
+    password = 'p@ss/w0rd+"quoted"\n'
     chain = Keychain(
         env={
             "NOETL_KEYCHAIN_PG": json.dumps(
