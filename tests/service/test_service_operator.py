@@ -61,7 +61,7 @@ def running(tmp_path: Path):  # type: ignore[no-untyped-def]
 
 
 def test_the_first_start_creates_a_private_key_beside_the_store(running, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    port, db, folder = running
+    port, _db, folder = running
     key = folder / "credential.key"
     assert key.is_file() and stat.S_IMODE(key.stat().st_mode) == 0o600
     assert str(key) in (tmp_path / "serve.log").read_text()
