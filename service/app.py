@@ -23,7 +23,13 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from noetlc import __version__
-from noetlc.service import routes_catalog, routes_credentials, routes_executions, routes_misc
+from noetlc.service import (
+    routes_catalog,
+    routes_credentials,
+    routes_executions,
+    routes_misc,
+    routes_noetl,
+)
 from noetlc.service.errors import BAD_REQUEST, NOT_FOUND, ApiError
 from noetlc.service.state import Service, Settings
 
@@ -83,7 +89,13 @@ def create_app(settings: Settings, service: Service | None = None) -> FastAPI:
             status_code=500,
         )
 
-    for module in (routes_misc, routes_catalog, routes_executions, routes_credentials):
+    for module in (
+        routes_misc,
+        routes_catalog,
+        routes_executions,
+        routes_credentials,
+        routes_noetl,
+    ):
         app.include_router(module.router)
     _mount_console(app)
     return app
