@@ -70,10 +70,11 @@ def create_app(settings: Settings, service: Service | None = None) -> FastAPI:
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = NOT_FOUND if exc.status_code == 404 else BAD_REQUEST
+        headers = dict(getattr(exc, "headers", None) or {})
+        if exc.status_code == 405:  # every method of every route of this path, not the first's
+            headers["Allow"] = ", ".join(allowed_methods(app, request.url.path))
         return JSONResponse(
-            {"detail": exc.detail, "code": code},
-            status_code=exc.status_code,
-            headers=getattr(exc, "headers", None),
+            {"detail": exc.detail, "code": code}, status_code=exc.status_code, headers=headers
         )
 
     @app.exception_handler(Exception)
@@ -99,6 +100,19 @@ def create_app(settings: Settings, service: Service | None = None) -> FastAPI:
         app.include_router(module.router)
     _mount_console(app)
     return app
+
+
+def allowed_methods(app: FastAPI, path: str) -> list[str]:
+    from starlette.routing import Match, Route
+
+    methods: set[str] = set()
+    scope = {"type": "http", "path": path, "method": "GET"}
+    for route in app.router.routes:
+        if isinstance(route, Route) and route.methods:
+            match, _ = route.matches(scope)
+            if match != Match.NONE:
+                methods |= route.methods
+    return sorted(methods)
 
 
 def _mount_console(app: FastAPI) -> None:

@@ -3,14 +3,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Request
-from pydantic import BaseModel, ConfigDict, Field
+from fastapi import APIRouter, Query
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from noetlc.service.deps import CatalogId, ServiceDep
 from noetlc.service.errors import (
-    BAD_REQUEST,
-    TOO_LARGE,
     ApiError,
     bad_request,
     error_responses,
@@ -20,13 +19,17 @@ from noetlc.service.registry import normalize_kind, public_entry, register
 from noetlc.service.state import Service
 
 MAX_VERSION = 2**31 - 1
+VERSION_PATTERN = r"^([0-9]{1,10}|latest)?$"
 
 router = APIRouter(prefix="/api/catalog", tags=["catalog"], responses=error_responses())
 
 
 class RegisterRequest(BaseModel):
     model_config = ConfigDict(extra="allow")
-    content: str = Field(description="the file's text: standard base64 of its UTF-8, or plain")
+    content: str = Field(
+        pattern=r"\S",
+        description="the file's text: standard base64 of its UTF-8, or plain (not blank)",
+    )
     resource_type: str = "Playbook"
 
 
@@ -43,16 +46,32 @@ class ListRequest(BaseModel):
     include_content: bool = False
 
 
+Version = (
+    Annotated[int, Field(ge=1, le=MAX_VERSION)] | Annotated[str, Field(pattern=VERSION_PATTERN)]
+)
+# a request names an entry by its catalog_id, or by its path (and version)
+BY_ID_OR_PATH = {
+    "anyOf": [
+        {"required": ["path"], "properties": {"path": {"type": "string"}}},
+        {"required": ["catalog_id"], "properties": {"catalog_id": {"type": ["string", "integer"]}}},
+    ]
+}
+
+
+def by_id_or_path(model: Any) -> Any:
+    """The rule BY_ID_OR_PATH states in the schema, enforced (422 NOE872)."""
+    if model.path is None and model.catalog_id is None:
+        raise ValueError("path or catalog_id is required")
+    return model
+
+
 class ResourceRequest(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", json_schema_extra=BY_ID_OR_PATH)
     path: str | None = None
     catalog_id: str | int | None = None
-    version: int | str | None = None
+    version: Version | None = None
 
-
-def service_of(request: Request) -> Service:
-    service: Service = request.app.state.service
-    return service
+    _named = model_validator(mode="after")(by_id_or_path)
 
 
 def parse_version(version: int | str | None) -> int | None:
@@ -63,13 +82,13 @@ def parse_version(version: int | str | None) -> int | None:
         number = version
     elif isinstance(version, str) and version.isascii() and version.isdigit():
         number = int(version)
-    if number is None or not 1 <= number <= MAX_VERSION:
+    if number is None:
         raise bad_request(
             f"version must be an integer from 1 to {MAX_VERSION} or 'latest', got {version!r}",
             None,
             422,
         )
-    return number
+    return number if 1 <= number <= MAX_VERSION else 0  # 0: no version has it (404)
 
 
 def find_entry(
@@ -77,14 +96,14 @@ def find_entry(
 ) -> dict[str, Any] | None:
     if catalog_id is not None and str(catalog_id) != "":
         return service.catalog.entry(catalog_id=str(catalog_id))
-    if not path:
-        raise bad_request("catalog_id or path is required", None, 422)
+    if not path:  # names nothing: no entry (the request schemas require one of the two)
+        return None
     return service.catalog.entry(path=path, version=parse_version(version))
 
 
 @router.post("/register")
-def register_resource(body: RegisterRequest, request: Request) -> dict[str, Any]:
-    service = service_of(request)
+def register_resource(body: RegisterRequest, service: ServiceDep) -> dict[str, Any]:
+    service = service
     entry, created = register(
         service.catalog, body.content, body.resource_type, service.settings.limits
     )
@@ -102,8 +121,8 @@ def register_resource(body: RegisterRequest, request: Request) -> dict[str, Any]
 
 
 @router.post("/register/batch")
-def register_batch(body: BatchRequest, request: Request) -> dict[str, Any]:
-    service = service_of(request)
+def register_batch(body: BatchRequest, service: ServiceDep) -> dict[str, Any]:
+    service = service
     catalog = service.catalog
     results: list[dict[str, Any]] = []
     for index, item in enumerate(body.items):
@@ -176,17 +195,10 @@ def pagination(page: int, page_size: int, total: int) -> Pagination:
 
 
 def page_size_of(service: Service, page_size: int | None) -> int:
+    """The page size asked for (100 by default), at most `--max-page-size`: a larger ask is
+    served the largest page (`pagination.page_size` says which)."""
     limit = service.settings.limits.page_size
-    if page_size is None:
-        return min(100, limit)
-    if not 1 <= page_size <= limit:
-        raise ApiError(
-            413 if page_size > limit else 422,
-            TOO_LARGE if page_size > limit else BAD_REQUEST,
-            f"page_size must be from 1 to {limit}, got {page_size}",
-            "ask for the next page (`page`); `noetl-vm serve --max-page-size N` raises the limit",
-        )
-    return page_size
+    return min(limit, 100 if page_size is None else max(1, page_size))
 
 
 def _list(
@@ -224,9 +236,9 @@ WITH_CONTENT = Query(False, description="each entry's content, payload and findi
 
 
 @router.post("/list", response_model=CatalogList)
-def list_resources(body: ListRequest, request: Request) -> CatalogList:
+def list_resources(body: ListRequest, service: ServiceDep) -> CatalogList:
     return _list(
-        service_of(request),
+        service,
         body.resource_type,
         body.path,
         body.page,
@@ -238,23 +250,23 @@ def list_resources(body: ListRequest, request: Request) -> CatalogList:
 @router.get("/list/{resource_type}", response_model=CatalogList)
 def list_resources_of(
     resource_type: str,
-    request: Request,
+    service: ServiceDep,
     page: int = PAGE,
     page_size: int | None = PAGE_SIZE,
     include_content: bool = WITH_CONTENT,
 ) -> CatalogList:
-    return _list(service_of(request), resource_type, None, page, page_size, include_content)
+    return _list(service, resource_type, None, page, page_size, include_content)
 
 
 @router.get("/list", response_model=CatalogList)
 def list_all(
-    request: Request,
+    service: ServiceDep,
     path: str | None = None,
     page: int = PAGE,
     page_size: int | None = PAGE_SIZE,
     include_content: bool = WITH_CONTENT,
 ) -> CatalogList:
-    return _list(service_of(request), None, path, page, page_size, include_content)
+    return _list(service, None, path, page, page_size, include_content)
 
 
 class Deleted(BaseModel):
@@ -265,10 +277,9 @@ class Deleted(BaseModel):
 
 
 @router.delete("/entries/{catalog_id}", response_model=Deleted)
-def delete_entry(catalog_id: str, request: Request) -> Deleted:
+def delete_entry(catalog_id: CatalogId, service: ServiceDep) -> Deleted:
     """Delete one version. Executions keep the program they ran; rerunning one of the
     deleted version is refused (404)."""
-    service = service_of(request)
     entry = service.catalog.entry(catalog_id=catalog_id) if catalog_id.isdigit() else None
     if entry is None or not service.catalog.delete_entry(catalog_id):
         raise not_found("Catalog entry not found", "GET /api/catalog/list shows the ids")
@@ -282,18 +293,19 @@ def delete_entry(catalog_id: str, request: Request) -> Deleted:
 
 @router.delete("", response_model=Deleted)
 def delete_path(
-    request: Request,
+    service: ServiceDep,
     path: str = Query(min_length=1, description="the entry's path"),
-    version: str | None = Query(None, description="one version (default: every version)"),
+    version: str | None = Query(
+        None, pattern=VERSION_PATTERN, description="one version (default: every version)"
+    ),
 ) -> Deleted:
     """Delete one version of a path (`version=N`) or all of them."""
-    service = service_of(request)
     if version is not None and version != "":
         number = parse_version(version)
         entry = service.catalog.entry(path=path, version=number)
         if entry is None:
             raise not_found(f"Catalog entry not found: {path} version {version}")
-        return delete_entry(entry["catalog_id"], request)
+        return delete_entry(entry["catalog_id"], service)
     versions = [s["version"] for s in service.catalog.summaries(None, path, 1_000_000, 0)[0]]
     if not versions or service.catalog.delete_path(path) == 0:
         raise not_found(f"Catalog entry not found: {path}", "GET /api/catalog/list shows them")
@@ -306,8 +318,8 @@ def delete_path(
 
 
 @router.post("/resource")
-def get_resource(body: ResourceRequest, request: Request) -> dict[str, Any]:
-    entry = find_entry(service_of(request), body.path, body.version, body.catalog_id)
+def get_resource(body: ResourceRequest, service: ServiceDep) -> dict[str, Any]:
+    entry = find_entry(service, body.path, body.version, body.catalog_id)
     if entry is None:
         raise not_found("Catalog entry not found", "`noetl-vm catalog list` shows the paths")
     return public_entry(entry)
@@ -315,14 +327,14 @@ def get_resource(body: ResourceRequest, request: Request) -> dict[str, Any]:
 
 @router.get("/graph")
 def graph(
-    request: Request,
+    service: ServiceDep,
     path: str | None = None,
-    version: str | None = None,
+    version: str | None = Query(None, pattern=VERSION_PATTERN),
     catalog_id: str | None = None,
 ) -> dict[str, Any]:
     """The step graph of a playbook version (the console draws it): steps with their YAML
     line, and arcs."""
-    entry = find_entry(service_of(request), path, version, catalog_id)
+    entry = find_entry(service, path, version, catalog_id)
     if entry is None or entry.get("program") is None:
         raise not_found("Catalog entry not found", "only playbooks have a step graph")
     from noetlc.service.graph import step_graph

@@ -11,6 +11,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 
+from noetlc.service.deps import ServiceDep
 from noetlc.service.errors import FORBIDDEN, ApiError, error_responses, not_found
 from noetlc.service.routes_catalog import (
     PAGE,
@@ -18,7 +19,6 @@ from noetlc.service.routes_catalog import (
     Pagination,
     page_size_of,
     pagination,
-    service_of,
 )
 from noetlc.service.state import Service
 
@@ -27,7 +27,7 @@ router = APIRouter(prefix="/api/credentials", tags=["credentials"], responses=er
 
 class CredentialRequest(BaseModel):
     model_config = ConfigDict(extra="allow", populate_by_name=True)
-    name: str = Field(min_length=1)
+    name: str = Field(min_length=1, pattern=r"\S")
     type: str = Field(default="generic", validation_alias=AliasChoices("type", "credential_type"))
     data: dict[str, Any]
     meta: dict[str, Any] | None = None
@@ -108,8 +108,8 @@ def cipher_of(service: Service) -> Any:
 
 
 @router.post("", response_model=CredentialView, response_model_exclude_none=True)
-def create(body: CredentialRequest, request: Request) -> CredentialView:
-    service = service_of(request)
+def create(body: CredentialRequest, service: ServiceDep) -> CredentialView:
+    service = service
     sealed = cipher_of(service).seal(body.name, body.data)
     tags = body.tags
     if isinstance(tags, str):
@@ -122,13 +122,13 @@ def create(body: CredentialRequest, request: Request) -> CredentialView:
 
 @router.get("", response_model=CredentialList, response_model_exclude_none=True)
 def list_credentials(
-    request: Request,
+    service: ServiceDep,
     type: str | None = None,
     q: str | None = None,
     page: int = PAGE,
     page_size: int | None = PAGE_SIZE,
 ) -> CredentialList:
-    service = service_of(request)
+    service = service
     size = page_size_of(service, page_size)
     items = service.catalog.credentials(type, q)
     chunk = items[(page - 1) * size : page * size]
@@ -143,12 +143,12 @@ def list_credentials(
 def get_credential(
     key: str,
     request: Request,
+    service: ServiceDep,
     include_data: bool = False,
     execution_id: str | None = None,
     catalog_id: str | None = None,
     parent_execution_id: str | None = None,
 ) -> CredentialView:
-    service = service_of(request)
     found = service.catalog.credential(key)
     if found is None:
         raise not_found("Credential not found", "GET /api/credentials lists them")
@@ -170,11 +170,11 @@ def get_credential(
 @router.get("/{key}/reads", response_model=Reads)
 def reads(
     key: str,
-    request: Request,
+    service: ServiceDep,
     page: int = PAGE,
     page_size: int | None = PAGE_SIZE,
 ) -> Reads:
-    service = service_of(request)
+    service = service
     size = page_size_of(service, page_size)
     found = service.catalog.credential(key)
     if found is None:
@@ -189,8 +189,8 @@ def reads(
 
 
 @router.delete("/{key}", response_model=CredentialDeleted)
-def delete(key: str, request: Request) -> CredentialDeleted:
-    found = service_of(request).catalog.delete_credential(key)
+def delete(key: str, service: ServiceDep) -> CredentialDeleted:
+    found = service.catalog.delete_credential(key)
     if found is None:
         raise not_found("Credential not found")
     return CredentialDeleted(

@@ -11,11 +11,19 @@ from typing import Any
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from noetlc.service.errors import TOO_LARGE, ApiError, bad_request, error_responses, not_found
+from noetlc.service.deps import ExecutionId, ServiceDep
+from noetlc.service.errors import (
+    BAD_REQUEST,
+    TOO_LARGE,
+    ApiError,
+    bad_request,
+    error_responses,
+    not_found,
+)
 from noetlc.service.registry import EXECUTABLE
-from noetlc.service.routes_catalog import find_entry, service_of
+from noetlc.service.routes_catalog import BY_ID_OR_PATH, Version, by_id_or_path, find_entry
 from noetlc.service.state import PROGRESS_KEPT, Service
 from noetlc.service.views import (
     STATUS,
@@ -30,14 +38,18 @@ router = APIRouter(prefix="/api", tags=["executions"], responses=error_responses
 
 
 class ExecuteRequest(BaseModel):
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
+    model_config = ConfigDict(extra="allow", populate_by_name=True, json_schema_extra=BY_ID_OR_PATH)
     path: str | None = None
     catalog_id: str | int | None = None
-    version: int | str | None = None
+    version: Version | None = None
     workload: dict[str, Any] = Field(default_factory=dict, alias="workload")
     payload: dict[str, Any] | None = None
-    resource_kind: str | None = None
+    resource_kind: str | None = Field(
+        None, pattern=r"^([Pp]laybook|PLAYBOOK|[Aa]gent|AGENT)$", description="playbook or agent"
+    )
     parent_execution_id: str | int | None = None
+
+    _named = model_validator(mode="after")(by_id_or_path)
 
 
 class CancelRequest(BaseModel):
@@ -95,8 +107,8 @@ def start(
 
 
 @router.post("/execute")
-def execute(body: ExecuteRequest, request: Request) -> dict[str, Any]:
-    service = service_of(request)
+def execute(body: ExecuteRequest, service: ServiceDep) -> dict[str, Any]:
+    service = service
     kind = (body.resource_kind or "playbook").lower()
     if kind not in EXECUTABLE:
         raise bad_request(f"Catalog kind '{body.resource_kind}' is not executable", None, 422)
@@ -124,15 +136,12 @@ def record_of(service: Service, execution_id: str) -> dict[str, Any]:
 
 @router.get("/executions")
 def list_executions(
-    request: Request,
+    service: ServiceDep,
     page: int = Query(1, ge=1, le=1_000_000),
     page_size: int = Query(100, ge=1, le=200),
     status: str | None = Query(None, description="RUNNING, COMPLETED, FAILED or CANCELLED"),
     path: str | None = Query(None, description="only executions of this playbook path"),
 ) -> list[dict[str, Any]]:
-    if (page - 1) * page_size > 5000:
-        raise bad_request("page * page_size is past 5000 executions", None, 422)
-    service = service_of(request)
     origins = service.catalog.origins()
     rows = list(reversed(service.engine.executions()))
     wanted = status.upper() if status else None
@@ -165,15 +174,15 @@ def _events(
 
 @router.get("/executions/{execution_id}")
 def execution_detail(
-    execution_id: str,
-    request: Request,
+    execution_id: ExecutionId,
+    service: ServiceDep,
     page: int = Query(1, ge=1, le=1_000_000),
     page_size: int = Query(100, ge=1, le=500),
     since_event_id: int | None = Query(None, ge=0, le=2**62),
     event_type: str | None = None,
     include_events: bool = True,
 ) -> dict[str, Any]:
-    service = service_of(request)
+    service = service
     record = record_of(service, execution_id)
     out = summary_of(record, service.catalog.origin(execution_id))
     out["summary"] = record.get("summary")
@@ -186,8 +195,8 @@ def execution_detail(
 
 
 @router.get("/executions/{execution_id}/status")
-def execution_status(execution_id: str, request: Request) -> dict[str, Any]:
-    service = service_of(request)
+def execution_status(execution_id: ExecutionId, service: ServiceDep) -> dict[str, Any]:
+    service = service
     record = record_of(service, execution_id)
     kept = service.progress
     if record.get("summary"):
@@ -208,8 +217,9 @@ def execution_status(execution_id: str, request: Request) -> dict[str, Any]:
     responses={200: {"content": {"text/event-stream": {}}}},
 )
 def execution_events(
-    execution_id: str,
+    execution_id: ExecutionId,
     request: Request,
+    service: ServiceDep,
     page: int = Query(1, ge=1, le=1_000_000),
     page_size: int = Query(100, ge=1, le=500),
     since_event_id: int | None = Query(None, ge=0, le=2**62),
@@ -219,7 +229,6 @@ def execution_events(
     """The events, newest first; with `Accept: text/event-stream` (or `stream=true`) a live
     stream instead: each event oldest first as `event: <type>` / `data: <json>`, `id:` its
     event_id (a reconnect sends `Last-Event-ID` and gets the rest), and a final `end` event."""
-    service = service_of(request)
     record = record_of(service, execution_id)
     if stream or "text/event-stream" in request.headers.get("accept", ""):
         last = request.headers.get("last-event-id", "")
@@ -272,9 +281,9 @@ async def _stream(
 
 @router.post("/executions/{execution_id}/cancel")
 def cancel(
-    execution_id: str, request: Request, body: CancelRequest | None = None
+    execution_id: ExecutionId, service: ServiceDep, body: CancelRequest | None = None
 ) -> dict[str, Any]:
-    service = service_of(request)
+    service = service
     body = body or CancelRequest()
     record = record_of(service, execution_id)
     if record["status"] != "running":
@@ -304,8 +313,8 @@ def cancel(
 
 
 @router.post("/executions/{execution_id}/signal")
-def signal(execution_id: str, body: SignalRequest, request: Request) -> dict[str, Any]:
-    service = service_of(request)
+def signal(execution_id: ExecutionId, body: SignalRequest, service: ServiceDep) -> dict[str, Any]:
+    service = service
     record = record_of(service, execution_id)
     if record["status"] != "running":
         raise ApiError(
@@ -324,12 +333,16 @@ def signal(execution_id: str, body: SignalRequest, request: Request) -> dict[str
 
 
 @router.post("/executions/{execution_id}/rerun")
-def rerun(execution_id: str, request: Request, body: RerunRequest | None = None) -> dict[str, Any]:
-    service = service_of(request)
+def rerun(
+    execution_id: ExecutionId, service: ServiceDep, body: RerunRequest | None = None
+) -> dict[str, Any]:
+    service = service
     record = record_of(service, execution_id)
     origin = service.catalog.origin(execution_id)
     if origin is None or origin.get("catalog_id") is None:
-        raise bad_request(
+        raise ApiError(
+            409,
+            BAD_REQUEST,
             f"Execution {execution_id} was not started from the catalog",
             "start it again with POST /api/execute",
         )
@@ -341,8 +354,8 @@ def rerun(execution_id: str, request: Request, body: RerunRequest | None = None)
 
 
 @router.post("/executions/cleanup")
-def cleanup(body: CleanupRequest, request: Request) -> dict[str, Any]:
-    service = service_of(request)
+def cleanup(body: CleanupRequest, service: ServiceDep) -> dict[str, Any]:
+    service = service
     cutoff = time.time() - body.older_than_minutes * 60
     from noetlc.service.views import epoch
 

@@ -22,13 +22,13 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import time
-from typing import Any
+from typing import Any, Literal
 
-from fastapi import APIRouter, Query, Request
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+from fastapi import APIRouter, Query
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 
+from noetlc.service.deps import ExecutionId, ServiceDep
 from noetlc.service.errors import ApiError, bad_request, error_responses
-from noetlc.service.routes_catalog import service_of
 from noetlc.service.state import Service
 from noetlc.service.views import summary_of
 
@@ -98,15 +98,15 @@ def _schema(service: Service, upgrade: bool) -> DbReply:
 
 
 @router.post("/db/init", response_model=DbReply, tags=["db"])
-def db_init(request: Request) -> DbReply:
+def db_init(service: ServiceDep) -> DbReply:
     """`noetl db init`: apply pending schema migrations (idempotent)."""
-    return _schema(service_of(request), upgrade=True)
+    return _schema(service, upgrade=True)
 
 
 @router.get("/db/validate", response_model=DbReply, tags=["db"])
-def db_validate(request: Request) -> DbReply:
+def db_validate(service: ServiceDep) -> DbReply:
     """`noetl db validate`: is the store's schema current?"""
-    return _schema(service_of(request), upgrade=False)
+    return _schema(service, upgrade=False)
 
 
 # ---------------------------------------------------------------------------------- ehdb
@@ -196,14 +196,13 @@ def _limit(limit: int | None, default: int) -> int:
 
 @router.get("/ehdb/executions", response_model=EhdbExecutions, tags=["ehdb"])
 def ehdb_executions(
-    request: Request,
+    service: ServiceDep,
     status: str | None = Query(None, description="RUNNING, COMPLETED, FAILED or CANCELLED"),
     path: str | None = None,
     limit: int | None = Query(None, ge=1, le=QUERY_ROWS),
     offset: int = Query(0, ge=0, le=1_000_000),
 ) -> EhdbExecutions:
     """Executions, newest first (NoETL's read model: no results, errors or workloads)."""
-    service = service_of(request)
     size = _limit(limit, 50)
     wanted = status.upper() if status else None
     rows = []
@@ -217,9 +216,8 @@ def ehdb_executions(
 
 
 @router.get("/ehdb/executions/{execution_id}", response_model=EhdbState, tags=["ehdb"])
-def ehdb_execution(execution_id: str, request: Request) -> EhdbState:
+def ehdb_execution(execution_id: ExecutionId, service: ServiceDep) -> EhdbState:
     """One execution's state; `exists: false` (not 404) for an unknown id, as NoETL answers."""
-    service = service_of(request)
     record = service.engine.execution(execution_id) if execution_id.isdigit() else None
     if record is None:
         return EhdbState(execution_id=execution_id, exists=False)
@@ -250,13 +248,12 @@ def _events(service: Service, execution_id: str, after: int | None, size: int) -
 
 @router.get("/ehdb/executions/{execution_id}/events", response_model=EhdbEvents, tags=["ehdb"])
 def ehdb_execution_events(
-    execution_id: str,
-    request: Request,
+    execution_id: ExecutionId,
+    service: ServiceDep,
     after: int | None = Query(None, ge=0, le=2**62, description="events after this event_id"),
     limit: int | None = Query(None, ge=1, le=QUERY_ROWS),
 ) -> EhdbEvents:
     """One execution's events, oldest first, from `after` on (ids, types, steps, times)."""
-    service = service_of(request)
     size = _limit(limit, 100)
     known = execution_id.isdigit() and service.engine.execution(execution_id) is not None
     events = _events(service, execution_id, after, size) if known else []
@@ -274,8 +271,8 @@ def ehdb_execution_events(
 
 @router.get("/ehdb/tiers/{tier}", response_model=EhdbEvents, tags=["ehdb"])
 def ehdb_tier(
-    tier: str,
-    request: Request,
+    tier: Literal["eventlog"],
+    service: ServiceDep,
     execution: str | None = Query(None, description="one execution's log"),
     execution_id: str | None = None,
     after: int | None = Query(None, ge=0, le=2**62),
@@ -288,7 +285,6 @@ def ehdb_tier(
             f"this service has no {tier!r} tier",
             "noetl-vm serve keeps one tier: eventlog (the event log of its store)",
         )
-    service = service_of(request)
     size = _limit(limit, 100)
     which = execution or execution_id
     if which:
@@ -313,9 +309,27 @@ def ehdb_tier(
 
 
 class QueryRequest(BaseModel):
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
-    query: str | None = Field(None, description="one read-only SQL statement")
-    query_base64: str | None = None
+    model_config = ConfigDict(
+        extra="allow",
+        populate_by_name=True,
+        json_schema_extra={
+            "anyOf": [
+                {"required": ["query"], "properties": {"query": {"type": "string"}}},
+                {"required": ["query_base64"], "properties": {"query_base64": {"type": "string"}}},
+            ]
+        },
+    )
+    query: str | None = Field(None, pattern=r"\S", description="one read-only SQL statement")
+    query_base64: str | None = Field(
+        None, pattern=r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$"
+    )
+
+    @model_validator(mode="after")
+    def _one_query(self) -> QueryRequest:
+        if self.query is None and self.query_base64 is None:
+            raise ValueError("query (or query_base64) is required")
+        return self
+
     db_schema: str | None = Field(
         None, validation_alias=AliasChoices("schema", "db_schema"), description="search_path"
     )
@@ -408,12 +422,11 @@ async def _pg_query(
 
 
 @router.post("/postgres/execute", response_model=QueryReply, tags=["query"])
-def execute_query(body: QueryRequest, request: Request) -> QueryReply:
+def execute_query(body: QueryRequest, service: ServiceDep) -> QueryReply:
     """`noetl query SQL`: read-only SQL against this service's store (its own tables; the
     credential values in it are encrypted)."""
     from noetlc.stdlib_tools.envelope import jsonable
 
-    service = service_of(request)
     sql = _sql_of(body)
     if service.engine.distributed:
         names, rows, cut = asyncio.run(_pg_query(service.settings.db, sql, body.db_schema))

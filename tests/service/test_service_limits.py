@@ -35,8 +35,8 @@ async def test_the_catalog_list_is_paged_summaries(db_url: str) -> None:
         ).json()
         assert len(full["entries"]) == 3  # the default page is capped at the limit
         assert "name: w4" in full["entries"][0]["content"]
-        over = await api.post("/api/catalog/list", json={"page_size": 4})
-        assert over.status_code == 413 and over.json()["code"] == "NOE878"
+        over = (await api.post("/api/catalog/list", json={"page_size": 4})).json()
+        assert len(over["entries"]) == 3 and over["pagination"]["page_size"] == 3  # capped
         for bad in (
             {"page": 0},
             {"page_size": 0},
@@ -87,8 +87,8 @@ async def test_credentials_and_reads_are_paged(db_url: str) -> None:
         assert len(page["items"]) == 2 and page["pagination"]["total"] == 3
         last = (await api.get("/api/credentials", params={"page": 2, "page_size": 2})).json()
         assert len(last["items"]) == 1
-        over = await api.get("/api/credentials", params={"page_size": 3})
-        assert over.status_code == 413
+        over = (await api.get("/api/credentials", params={"page_size": 3})).json()
+        assert len(over["items"]) == 2 and over["pagination"]["page_size"] == 2
         for _ in range(3):
             await api.get("/api/credentials/c0", params={"include_data": "true"})
         reads = (await api.get("/api/credentials/c0/reads", params={"page_size": 2})).json()
