@@ -8,6 +8,7 @@ from typing import Annotated
 
 from fastapi import Depends, Path, Request
 from fastapi.security import HTTPBearer
+from starlette.convertors import Convertor, register_url_convertor
 
 from noetlc.service.state import Service
 
@@ -32,3 +33,19 @@ ExecutionId = Annotated[
 CatalogId = Annotated[
     str, Path(pattern=ID_PATTERN, description="a catalog entry id: a snowflake in decimal")
 ]
+
+
+class Digits(Convertor[str]):
+    """`{execution_id:digits}`: only decimal ids match the route, so `/executions/cleanup`
+    is the cleanup route's (405 for GET), not an execution id that fails validation."""
+
+    regex = "[0-9]{1,20}"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return str(value)
+
+
+register_url_convertor("digits", Digits())

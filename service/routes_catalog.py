@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 
 from noetlc.service.deps import CatalogId, ServiceDep
 from noetlc.service.errors import (
@@ -43,7 +43,7 @@ class ListRequest(BaseModel):
     path: str | None = None
     page: int = Field(1, ge=1, le=1_000_000)
     page_size: int | None = Field(None, ge=1)
-    include_content: bool = False
+    include_content: StrictBool = False
 
 
 Version = (

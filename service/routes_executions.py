@@ -11,7 +11,7 @@ from typing import Any
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 
 from noetlc.service.deps import ExecutionId, ServiceDep
 from noetlc.service.errors import (
@@ -54,7 +54,7 @@ class ExecuteRequest(BaseModel):
 
 class CancelRequest(BaseModel):
     model_config = ConfigDict(extra="allow")
-    cascade: bool = True
+    cascade: StrictBool = True
     reason: str = "User requested cancellation"
 
 
@@ -70,7 +70,7 @@ class RerunRequest(BaseModel):
 
 class CleanupRequest(BaseModel):
     older_than_minutes: int = Field(default=5, ge=1)
-    dry_run: bool = False
+    dry_run: StrictBool = False
 
 
 def start(
@@ -172,7 +172,7 @@ def _events(
     return paginate(views, page, page_size)
 
 
-@router.get("/executions/{execution_id}")
+@router.get("/executions/{execution_id:digits}")
 def execution_detail(
     execution_id: ExecutionId,
     service: ServiceDep,
@@ -194,7 +194,7 @@ def execution_detail(
     return out
 
 
-@router.get("/executions/{execution_id}/status")
+@router.get("/executions/{execution_id:digits}/status")
 def execution_status(execution_id: ExecutionId, service: ServiceDep) -> dict[str, Any]:
     service = service
     record = record_of(service, execution_id)
@@ -213,7 +213,7 @@ def execution_status(execution_id: ExecutionId, service: ServiceDep) -> dict[str
 
 
 @router.get(
-    "/executions/{execution_id}/events",
+    "/executions/{execution_id:digits}/events",
     responses={200: {"content": {"text/event-stream": {}}}},
 )
 def execution_events(
@@ -279,7 +279,7 @@ async def _stream(
             await asyncio.sleep(0.1)
 
 
-@router.post("/executions/{execution_id}/cancel")
+@router.post("/executions/{execution_id:digits}/cancel")
 def cancel(
     execution_id: ExecutionId, service: ServiceDep, body: CancelRequest | None = None
 ) -> dict[str, Any]:
@@ -312,7 +312,7 @@ def cancel(
     }
 
 
-@router.post("/executions/{execution_id}/signal")
+@router.post("/executions/{execution_id:digits}/signal")
 def signal(execution_id: ExecutionId, body: SignalRequest, service: ServiceDep) -> dict[str, Any]:
     service = service
     record = record_of(service, execution_id)
@@ -332,7 +332,7 @@ def signal(execution_id: ExecutionId, body: SignalRequest, service: ServiceDep) 
     }
 
 
-@router.post("/executions/{execution_id}/rerun")
+@router.post("/executions/{execution_id:digits}/rerun")
 def rerun(
     execution_id: ExecutionId, service: ServiceDep, body: RerunRequest | None = None
 ) -> dict[str, Any]:

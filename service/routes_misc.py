@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from noetlc.service.deps import ID_PATTERN, ExecutionId, ServiceDep
 from noetlc.service.errors import ApiError, bad_request, error_responses, not_found
@@ -72,26 +72,11 @@ def delete_vars(execution_id: ExecutionId, service: ServiceDep) -> dict[str, Any
 
 
 class RenderRequest(BaseModel):
-    model_config = ConfigDict(
-        extra="allow",
-        json_schema_extra={
-            "required": ["execution_id", "template"],
-            "properties": {"execution_id": {"type": ["integer", "string"]}},
-        },
-    )
-    execution_id: Annotated[int, Field(ge=0)] | Annotated[str, Field(pattern=ID_PATTERN)] | None = (
-        None
-    )
-    template: Any = Field(default=None)
-
-    @model_validator(mode="after")
-    def _required(self) -> RenderRequest:
-        if self.execution_id is None or "template" not in self.model_fields_set:
-            raise ValueError("execution_id and template are required")
-        return self
-
+    model_config = ConfigDict(extra="allow")
+    execution_id: Annotated[int, Field(ge=0)] | Annotated[str, Field(pattern=ID_PATTERN)]
+    template: Any = Field(description="any JSON: the strings inside are rendered")
     extra_context: dict[str, Any] | None = None
-    strict: bool = True
+    strict: StrictBool = True
 
 
 @router.post("/api/context/render", tags=["context"])

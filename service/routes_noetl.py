@@ -355,9 +355,9 @@ def _sql_of(body: QueryRequest) -> str:
         try:
             text = base64.b64decode(body.query_base64, validate=True).decode("utf-8")
         except (binascii.Error, ValueError):
-            raise bad_request("query_base64 is not base64 of UTF-8 text", None, 422) from None
+            raise _refused("query_base64 is not base64 of UTF-8 text") from None
     if not text or not text.strip():
-        raise bad_request("query is required", "send one read-only SELECT", 422)
+        raise _refused("the query is blank")
     return text.strip()
 
 
