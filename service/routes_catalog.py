@@ -50,7 +50,7 @@ Version = (
     Annotated[int, Field(ge=1, le=MAX_VERSION)] | Annotated[str, Field(pattern=VERSION_PATTERN)]
 )
 # a request names an entry by its catalog_id, or by its path (and version)
-BY_ID_OR_PATH = {
+BY_ID_OR_PATH: dict[str, Any] = {
     "anyOf": [
         {"required": ["path"], "properties": {"path": {"type": "string"}}},
         {"required": ["catalog_id"], "properties": {"catalog_id": {"type": ["string", "integer"]}}},

@@ -51,6 +51,8 @@ class DbReply(BaseModel):
     schema_name: str | None = Field(None, serialization_alias="schema")
     version: int
     valid: bool
+    applied_now: list[str] = Field(default_factory=list)
+    pending: list[str] = Field(default_factory=list)
 
 
 def _schema(service: Service, upgrade: bool) -> DbReply:

@@ -104,7 +104,7 @@ def main() -> None:
             outcome = error(type(exc).__name__, f"the task raised {type(exc).__name__}: {exc}")
         finally:
             sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
-        reply = {"outcome": outcome, "stdout": out.value(), "stderr": err.value()}
+        reply: dict[str, Any] = {"outcome": outcome, "stdout": out.value(), "stderr": err.value()}
         error_type = ((outcome.get("error") or {}).get("type")) if outcome else None
         if error_type in ("MemoryError", "SystemExit", "KeyboardInterrupt"):
             reply["retire"] = True  # the runner's state may be broken: the next task gets another
