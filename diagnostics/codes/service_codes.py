@@ -77,7 +77,10 @@ Example:
         """
 Credentials are encrypted at rest with AES-GCM under a 32-byte key given as base64 or 64 hex
 digits, in the environment variable `NOETL_CREDENTIAL_KEY` or a file named by
-`--credential-key-file`. `noetl-vm serve` does not start without a usable key.
+`--credential-key-file`; without either, `noetl-vm serve` creates `credential.key` (0600)
+beside its store on the first start. A key that does not parse stops `serve` (exit 2); a
+stored credential that the key does not open is refused (409, or the task's error), naming
+where the key came from.
 
 Example:
 
@@ -107,15 +110,16 @@ Example:
         "error",
         "this service does not return credential values",
         """
-The service was started with `--no-credential-values`: `GET /api/credentials/NAME?include_data=true`
-is refused (403). Executions still read the values through the keychain.
+The service was not started with `--credential-values` (the default):
+`GET /api/credentials/NAME?include_data=true` is refused (403). Executions still read the
+values through the keychain.
 
 Example:
 
-    noetl-vm serve --no-credential-values
+    noetl-vm serve
     curl 'http://127.0.0.1:8082/api/credentials/pg_local?include_data=true'
 """,
-        "read the credential through a playbook's keychain, or restart without the flag",
+        "read the credential through a playbook's keychain, or start with --credential-values",
     ),
     code(
         "NOE877",
