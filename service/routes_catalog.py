@@ -15,6 +15,7 @@ from noetlc.service.errors import (
     error_responses,
     not_found,
 )
+from noetlc.service.models import BatchResult, Entry, Registered, StepGraph
 from noetlc.service.registry import normalize_kind, public_entry, register
 from noetlc.service.state import Service
 
@@ -101,7 +102,7 @@ def find_entry(
     return service.catalog.entry(path=path, version=parse_version(version))
 
 
-@router.post("/register")
+@router.post("/register", response_model=Registered)
 def register_resource(body: RegisterRequest, service: ServiceDep) -> dict[str, Any]:
     service = service
     entry, created = register(
@@ -120,7 +121,7 @@ def register_resource(body: RegisterRequest, service: ServiceDep) -> dict[str, A
     }
 
 
-@router.post("/register/batch")
+@router.post("/register/batch", response_model=BatchResult)
 def register_batch(body: BatchRequest, service: ServiceDep) -> dict[str, Any]:
     service = service
     catalog = service.catalog
@@ -317,7 +318,7 @@ def delete_path(
     )
 
 
-@router.post("/resource")
+@router.post("/resource", response_model=Entry)
 def get_resource(body: ResourceRequest, service: ServiceDep) -> dict[str, Any]:
     entry = find_entry(service, body.path, body.version, body.catalog_id)
     if entry is None:
@@ -325,7 +326,7 @@ def get_resource(body: ResourceRequest, service: ServiceDep) -> dict[str, Any]:
     return public_entry(entry)
 
 
-@router.get("/graph")
+@router.get("/graph", response_model=StepGraph)
 def graph(
     service: ServiceDep,
     path: str | None = None,

@@ -22,6 +22,16 @@ from noetlc.service.errors import (
     error_responses,
     not_found,
 )
+from noetlc.service.models import (
+    Cancelled,
+    CleanedUp,
+    EventsPage,
+    ExecutionDetail,
+    ExecutionSummary,
+    Signalled,
+    Started,
+    StatusView,
+)
 from noetlc.service.registry import EXECUTABLE
 from noetlc.service.routes_catalog import BY_ID_OR_PATH, Version, by_id_or_path, find_entry
 from noetlc.service.state import PROGRESS_KEPT, Service
@@ -80,7 +90,13 @@ def start(
     parent_id: str | None,
 ) -> dict[str, Any]:
     if entry["kind"] not in EXECUTABLE or entry.get("program") is None:
-        raise bad_request(f"Catalog kind '{entry['kind']}' is not executable", None, 422)
+        # the request is well formed; the entry it names cannot run
+        raise ApiError(
+            409,
+            BAD_REQUEST,
+            f"Catalog kind '{entry['kind']}' is not executable",
+            "only playbooks (and agents) run",
+        )
     limit = service.settings.limits.workload_bytes
     size = len(json.dumps(workload, default=str))
     if size > limit:
@@ -106,7 +122,7 @@ def start(
     }
 
 
-@router.post("/execute")
+@router.post("/execute", response_model=Started)
 def execute(body: ExecuteRequest, service: ServiceDep) -> dict[str, Any]:
     service = service
     kind = (body.resource_kind or "playbook").lower()
@@ -134,7 +150,7 @@ def record_of(service: Service, execution_id: str) -> dict[str, Any]:
     return record
 
 
-@router.get("/executions")
+@router.get("/executions", response_model=list[ExecutionSummary])
 def list_executions(
     service: ServiceDep,
     page: int = Query(1, ge=1, le=1_000_000),
@@ -172,7 +188,7 @@ def _events(
     return paginate(views, page, page_size)
 
 
-@router.get("/executions/{execution_id:digits}")
+@router.get("/executions/{execution_id:digits}", response_model=ExecutionDetail)
 def execution_detail(
     execution_id: ExecutionId,
     service: ServiceDep,
@@ -194,7 +210,7 @@ def execution_detail(
     return out
 
 
-@router.get("/executions/{execution_id:digits}/status")
+@router.get("/executions/{execution_id:digits}/status", response_model=StatusView)
 def execution_status(execution_id: ExecutionId, service: ServiceDep) -> dict[str, Any]:
     service = service
     record = record_of(service, execution_id)
@@ -214,6 +230,7 @@ def execution_status(execution_id: ExecutionId, service: ServiceDep) -> dict[str
 
 @router.get(
     "/executions/{execution_id:digits}/events",
+    response_model=EventsPage,
     responses={200: {"content": {"text/event-stream": {}}}},
 )
 def execution_events(
@@ -279,7 +296,7 @@ async def _stream(
             await asyncio.sleep(0.1)
 
 
-@router.post("/executions/{execution_id:digits}/cancel")
+@router.post("/executions/{execution_id:digits}/cancel", response_model=Cancelled)
 def cancel(
     execution_id: ExecutionId, service: ServiceDep, body: CancelRequest | None = None
 ) -> dict[str, Any]:
@@ -312,7 +329,7 @@ def cancel(
     }
 
 
-@router.post("/executions/{execution_id:digits}/signal")
+@router.post("/executions/{execution_id:digits}/signal", response_model=Signalled)
 def signal(execution_id: ExecutionId, body: SignalRequest, service: ServiceDep) -> dict[str, Any]:
     service = service
     record = record_of(service, execution_id)
@@ -332,7 +349,7 @@ def signal(execution_id: ExecutionId, body: SignalRequest, service: ServiceDep) 
     }
 
 
-@router.post("/executions/{execution_id:digits}/rerun")
+@router.post("/executions/{execution_id:digits}/rerun", response_model=Started)
 def rerun(
     execution_id: ExecutionId, service: ServiceDep, body: RerunRequest | None = None
 ) -> dict[str, Any]:
@@ -353,7 +370,7 @@ def rerun(
     return start(service, entry, workload, None)
 
 
-@router.post("/executions/cleanup")
+@router.post("/executions/cleanup", response_model=CleanedUp)
 def cleanup(body: CleanupRequest, service: ServiceDep) -> dict[str, Any]:
     service = service
     cutoff = time.time() - body.older_than_minutes * 60

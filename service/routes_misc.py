@@ -9,16 +9,17 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from noetlc.service.deps import ID_PATTERN, ExecutionId, ServiceDep
 from noetlc.service.errors import ApiError, bad_request, error_responses, not_found
+from noetlc.service.models import Health, Rendered, Var, VarDeleted, Vars, VarsDeleted, VarsSet
 
 router = APIRouter(tags=["misc"], responses=error_responses())
 
 
-@router.get("/api/health")
+@router.get("/api/health", response_model=Health)
 def health() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@router.get("/health")
+@router.get("/health", response_model=Health)
 def health_root() -> dict[str, str]:
     return {"status": "ok"}
 
@@ -35,13 +36,13 @@ class SetVars(BaseModel):
     source_step: str | None = None
 
 
-@router.get("/api/vars/{execution_id}", tags=["vars"])
+@router.get("/api/vars/{execution_id}", tags=["vars"], response_model=Vars)
 def get_vars(execution_id: ExecutionId, service: ServiceDep) -> dict[str, Any]:
     values = service.catalog.vars(integer_id(execution_id))
     return {"execution_id": int(execution_id), "variables": values, "count": len(values)}
 
 
-@router.get("/api/vars/{execution_id}/{name}", tags=["vars"])
+@router.get("/api/vars/{execution_id}/{name}", tags=["vars"], response_model=Var)
 def get_var(execution_id: ExecutionId, name: str, service: ServiceDep) -> dict[str, Any]:
     found = service.catalog.var(integer_id(execution_id), name)
     if found is None:
@@ -49,7 +50,7 @@ def get_var(execution_id: ExecutionId, name: str, service: ServiceDep) -> dict[s
     return {**found, "execution_id": int(execution_id), "var_name": name}
 
 
-@router.post("/api/vars/{execution_id}", tags=["vars"])
+@router.post("/api/vars/{execution_id}", tags=["vars"], response_model=VarsSet)
 def set_vars(execution_id: ExecutionId, body: SetVars, service: ServiceDep) -> dict[str, Any]:
     if not body.variables:
         raise bad_request("variables must not be empty")
@@ -59,13 +60,13 @@ def set_vars(execution_id: ExecutionId, body: SetVars, service: ServiceDep) -> d
     return {"execution_id": int(execution_id), "variables_set": len(names), "var_names": names}
 
 
-@router.delete("/api/vars/{execution_id}/{name}", tags=["vars"])
+@router.delete("/api/vars/{execution_id}/{name}", tags=["vars"], response_model=VarDeleted)
 def delete_var(execution_id: ExecutionId, name: str, service: ServiceDep) -> dict[str, Any]:
     deleted = service.catalog.delete_var(integer_id(execution_id), name)
     return {"execution_id": int(execution_id), "var_name": name, "deleted": deleted}
 
 
-@router.delete("/api/vars/{execution_id}", tags=["vars"])
+@router.delete("/api/vars/{execution_id}", tags=["vars"], response_model=VarsDeleted)
 def delete_vars(execution_id: ExecutionId, service: ServiceDep) -> dict[str, Any]:
     count = service.catalog.delete_vars(integer_id(execution_id))
     return {"execution_id": int(execution_id), "deleted_count": count}
@@ -79,7 +80,7 @@ class RenderRequest(BaseModel):
     strict: StrictBool = True
 
 
-@router.post("/api/context/render", tags=["context"])
+@router.post("/api/context/render", tags=["context"], response_model=Rendered)
 def render(body: RenderRequest, service: ServiceDep) -> dict[str, Any]:
     """Evaluate a template (any JSON: strings inside are rendered) in an execution's scope as
     the VM sees it: `workload`, `ctx`, each finished step's result by step name, the

@@ -143,6 +143,10 @@ async def test_execute_errors(api: httpx.AsyncClient) -> None:
     assert wrong_kind.status_code == 422
     assert wrong_kind.json()["code"] == "NOE872"  # the schema lists the executable kinds
     assert "resource_kind" in str(wrong_kind.json()["detail"])
+    await register(api, "kind: Mcp\nmetadata: {name: tools, path: t/mcp}\n")
+    not_runnable = await api.post("/api/execute", json={"path": "t/mcp"})
+    assert not_runnable.status_code == 409  # a well-formed request naming what cannot run
+    assert not_runnable.json()["detail"] == "Catalog kind 'mcp' is not executable"
     not_json = await api.post(
         "/api/execute", content=b"{", headers={"Content-Type": "application/json"}
     )
