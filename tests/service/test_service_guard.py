@@ -4,6 +4,7 @@ the body limit, and NUL / lone surrogate / non-finite numbers refused as 4xx wit
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -150,3 +151,44 @@ async def test_yaml_limits_and_escapes_are_4xx_with_a_code(db_url: str) -> None:
         path = (await register(api, HELLO))["path"]
         heavy = await api.post("/api/execute", json={"path": path, "workload": {"x": "y" * 500}})
         assert heavy.status_code == 413 and heavy.json()["code"] == "NOE878"
+
+
+@pytest.fixture(params=["embedded", "distributed"])
+def any_mode_url(request: pytest.FixtureRequest, db_url: str) -> Iterator[str]:
+    if request.param == "embedded":
+        yield db_url
+        return
+    from noetlc.runtime.postgres.testing import dsn_or_skip, temporary_schema
+
+    dsn_or_skip()
+    with temporary_schema("noetl_guard") as url:
+        yield url
+
+
+MATRIX = [
+    ("POST", "/api/catalog/register", b'{"content": "\\ud800"}'),
+    ("POST", "/api/execute", b'{"path": "examples/hello", "workload": {"n": Infinity}}'),
+    ("POST", "/api/execute", b'{"path": "examples/hello", "workload": {"n": "a\\u0000b"}}'),
+    ("POST", "/api/credentials", b'{"name": "a\\u0000", "data": {}}'),
+    ("POST", "/api/vars/1", b'{"variables": {"x": NaN}}'),
+    ("GET", "/api/executions/12%003", b""),
+    ("GET", "/api/credentials/x%00y", b""),
+    ("GET", "/api/catalog/list?path=a%00b", b""),
+    ("GET", "/api/executions?path=%ED%A0%80", b""),
+]
+
+
+async def test_the_nul_surrogate_infinity_matrix_in_both_modes(any_mode_url: str) -> None:
+    async with asgi_client(settings_for(any_mode_url)) as api:
+        await register(api, HELLO)
+        for method, url, body in MATRIX:
+            reply = await api.request(
+                method, url, content=body or None, headers={"Content-Type": "application/json"}
+            )
+            assert reply.status_code == 400 and reply.json()["code"] == "NOE879", (url, body)
+        # nothing half-done: no execution was created, and the next request is served
+        listed = await api.get("/api/executions")
+        assert listed.status_code == 200 and listed.json() == []
+        yaml_escape = HELLO.replace("name: world", 'name: "\\uD800"')
+        refused = await api.post("/api/catalog/register", json={"content": b64(yaml_escape)})
+        assert refused.status_code == 400 and refused.json()["code"] == "NOE879"
