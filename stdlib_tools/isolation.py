@@ -42,6 +42,7 @@ from typing import Any
 from noetlc.stdlib_tools.envelope import error
 
 MAX_USES = 500
+MAX_IDLE = 8  # used runners kept for the next tasks; more are stopped when they come back
 TAIL = 4000  # characters of each output stream kept in the outcome (`py.stdout`, `py.stderr`)
 POLL = 0.05  # seconds between looks at the cancel flag and the runner's CPU time
 HEADER = struct.Struct(">I")
@@ -306,7 +307,11 @@ class Pool:
             runner.kill()
             return
         with self._lock:
-            self._used.append(runner)
+            keep = len(self._used) < MAX_IDLE
+            if keep:
+                self._used.append(runner)
+        if not keep:
+            runner.kill()
 
     def close(self) -> None:
         with self._lock:
