@@ -31,7 +31,7 @@ from noetlc.service import (
     routes_misc,
     routes_noetl,
 )
-from noetlc.service.errors import BAD_REQUEST, NOT_FOUND, UNAUTHORIZED, ApiError
+from noetlc.service.errors import BAD_REQUEST, NOT_FOUND, ApiError
 from noetlc.service.state import Service, Settings
 
 
