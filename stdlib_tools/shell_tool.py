@@ -72,8 +72,7 @@ def run(
         stderr.append(err)
         if returncode != 0:
             break
-    err_text = "".join(stderr)
-    isolation.deliver(getattr(ctx, "log", None), "".join(stdout), err_text)
+    err_text = "".join(stderr)  # each command's output went to the task's log as it ended
     result = {"stdout": "".join(stdout), "stderr": err_text, "returncode": returncode}
     if returncode != 0:
         last = err_text.strip().splitlines()
