@@ -127,6 +127,10 @@ class _PoolBuilder:
                     self.value(rule.action.set_iter, (*base, "rules", i, "set_iter"))
                 if rule.action.set_ctx is not None:
                     self.value(rule.action.set_ctx, (*base, "rules", i, "set_ctx"))
+                if rule.action.delay_template is not None:
+                    self.value(rule.action.delay_template, (*base, "rules", i, "delay"))
+                if rule.action.max_delay_template is not None:
+                    self.value(rule.action.max_delay_template, (*base, "rules", i, "max_delay"))
 
     def code(self, node: YNode, path: Path) -> None:
         """A python task's code: a constant of the pool whose `where` is its first line's
