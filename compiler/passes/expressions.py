@@ -65,9 +65,11 @@ def run(unit: CompilationUnit) -> None:
 
 # NoETL's loop variables that start with `_` (refused by the sandbox) and what to write instead
 _NOETL_LOOP_NAMES = {
-    "`_index`": "NoETL's `iter._index` is `iter.index` (or `loop_index`) here",
+    "`_index`": "NoETL's `iter._index` is `iter.index` (or `loop_index`) here; it is read in "
+    "a loop step's own templates only",
     "`_first`": "NoETL's `iter._first` is `iter.index == 0` here",
-    "`_last`": "NoETL's `iter._last` is `iter.index == (<the loop's list> | length) - 1` here",
+    "`_last`": "NoETL's `iter._last` is known here when the loop's `in:` is a list or a template "
+    "over `workload` or step results; else write `iter.index == (<the loop's list> | length) - 1`",
 }
 
 

@@ -47,3 +47,25 @@ def test_a_templated_delay_that_is_no_number_fails_the_step_with_its_reason() ->
     assert summary["status"] == "failed"
     assert _delays(events) == []
     assert "retry `delay` evaluated to 'soon'" in str(summary["error"])
+
+
+def test_noetls_private_loop_names_read_the_iterations_index_first_and_last() -> None:
+    summary, _ = _run("loop_private_names.yaml", {})
+    assert summary["status"] == "completed", summary["error"]
+    results = summary["steps"]["over_workload"]["result"]["results"]
+    assert [(r["name"], r["index"], r["first"], r["last"]) for r in results] == [
+        ("Oslo", 0, True, False),
+        ("Lima", 1, False, False),
+        ("Pune", 2, False, True),
+    ]
+    assert "".join(r["label"] for r in results) == "Oslo,Lima,Pune"
+    literal = summary["steps"]["over_literal"]["result"]["results"]
+    assert [(r["first"], r["last"]) for r in literal] == [(True, False), (False, True)]
+
+
+def test_iter_last_over_a_list_iterations_may_change_is_refused_with_a_hint() -> None:
+    path = FIXTURES / "loop_last_unknown.yaml"
+    unit = compile_source(path.read_text(encoding="utf-8"), str(path))
+    errors = [d for d in unit.reporter.diagnostics if d.severity == "error"]
+    assert [(d.code, d.span.line if d.span else None) for d in errors] == [("NOE302", 15)]
+    assert "iter.index == (<the loop's list> | length) - 1" in (errors[0].hint or "")
