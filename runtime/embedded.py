@@ -1,7 +1,7 @@
 """The embedded runtime: one process runs the control VM, the pipeline VM and the tools.
 
-An asyncio loop (uvloop when installed) owns the control VM and the event store. The VM's
-commands run as actions: a pipeline made only of `noop` tasks runs inline, anything else in
+One loop thread owns the control VM and the event store; it waits on a queue (no asyncio:
+runtime/threads.py says why). The VM's commands run as actions: a pipeline made only of `noop` tasks runs inline, anything else in
 a thread pool (tools block; parallel loop iterations really overlap). Workers hand their
 events to the loop as they happen; the loop feeds the input events to the VM and logs them with
 the VM's own events. Logging is group commit (runtime/group_commit.py): events of inline noop
@@ -9,7 +9,7 @@ work wait in an open group, which is committed in one transaction before anythin
 visible happens — a command handed to the thread pool, a cancel sent to a thread, a timer, the
 loop waiting for events, the summary — or when it reaches its size or age bound; a batch with
 events from threads, timers or other processes is committed at once. So every event is durable
-before its effects (the argument is in docs/runtime.md). Timers are loop timers;
+before its effects (the argument is in docs/runtime.md). Timers are due times the loop checks;
 `cancel` and `signal` requests from other processes are read from the store (`noetl-vm
 cancel|signal` write them) every `poll_interval` seconds.
 
@@ -20,12 +20,11 @@ task that finished before the crash is not called again.
 
 from __future__ import annotations
 
-import asyncio
+import queue
 import threading
 import time
 import uuid
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -45,6 +44,7 @@ from noetlc.runtime.logs import ExecutionLogs, Row
 from noetlc.runtime.programs import encode_program
 from noetlc.runtime.results import References, payload_limit
 from noetlc.runtime.store import EventStore
+from noetlc.runtime.threads import Clock, ThreadPool
 from noetlc.runtime.timers import Timers, started_times
 from noetlc.stdlib_tools.keychain import Keychain
 from noetlc.vm.control import ControlVM
@@ -99,7 +99,7 @@ def run_embedded(
         stop=stop,
         provider=provider,
     )
-    return _run_loop(runtime.start({**(program.workload or {}), **(overrides or {})}, parent_id))
+    return runtime.start({**(program.workload or {}), **(overrides or {})}, parent_id)
 
 
 def resume_embedded(
@@ -127,18 +127,7 @@ def resume_embedded(
         stop=stop,
         provider=provider,
     )
-    return _run_loop(runtime.resume(workload))
-
-
-def _run_loop(coroutine: Any) -> dict[str, Any]:
-    try:
-        import uvloop
-
-        result: dict[str, Any] = uvloop.run(coroutine)
-        return result
-    except ImportError:
-        result = asyncio.run(coroutine)
-        return result
+    return runtime.resume(workload)
 
 
 class EmbeddedRuntime:
@@ -189,7 +178,7 @@ class EmbeddedRuntime:
 
     # ------------------------------------------------------------------ entry points
 
-    async def start(self, workload: dict[str, Any], parent_id: str | None = None) -> dict[str, Any]:
+    def start(self, workload: dict[str, Any], parent_id: str | None = None) -> dict[str, Any]:
         self.store.create_execution(
             self.execution_id,
             self.program.name,
@@ -202,7 +191,7 @@ class EmbeddedRuntime:
         self._log(
             [requested(self.execution_id, self.program.name, workload, parent_id), *first.events]
         )
-        return await self._loop(first.commands)
+        return self._loop(first.commands)
 
     def _driver(self, workload: dict[str, Any]) -> Driver:
         driver = self.driver = Driver(
@@ -215,7 +204,7 @@ class EmbeddedRuntime:
         self.vm = driver.vm
         return driver
 
-    async def resume(self, workload: dict[str, Any]) -> dict[str, Any]:
+    def resume(self, workload: dict[str, Any]) -> dict[str, Any]:
         events = self.store.read(self.execution_id)
         # the log is a prefix cut at a group boundary: every server event the replay
         # regenerates is in it already
@@ -227,20 +216,21 @@ class EmbeddedRuntime:
             if event.get("source") == Source.CLIENT and isinstance(request_id, int):
                 self.last_request = max(self.last_request, request_id)
         self._log([resumed(str(uuid.uuid4()), len(events))])
-        return await self._loop(rebuilt.commands, started_at=started_times(events))
+        return self._loop(rebuilt.commands, started_at=started_times(events))
 
     # ------------------------------------------------------------------ the loop
 
-    async def _loop(
+    def _loop(
         self, commands: list[Command], started_at: dict[str, float] | None = None
     ) -> dict[str, Any]:
         vm = self.vm
         assert vm is not None
-        self.loop = asyncio.get_running_loop()
-        self.queue: asyncio.Queue[Event] = asyncio.Queue()
+        # events from pool threads, due timers and requests; a `_Call` runs on this thread
+        self.queue: queue.SimpleQueue[Event | _Call] = queue.SimpleQueue()
         self.inbox: list[Event] = []  # events of inline actions: no queue round trip
-        self.pool = ThreadPoolExecutor(max_workers=self.max_threads, thread_name_prefix="noetl")
-        self.timers = Timers(self.execution_id, self.queue.put_nowait)
+        self.pool = ThreadPool(self.max_threads, thread_name_prefix="noetl")
+        clock = Clock()
+        self.timers = Timers(self.execution_id, self.queue.put, clock.call_later)
         self.timers.started_at = started_at or {}
         try:
             self._dispatch(commands)
@@ -254,25 +244,30 @@ class EmbeddedRuntime:
                 if now >= next_poll:
                     self._poll_requests()
                     next_poll = now + self.poll_interval
+                clock.run_due()  # puts `timer.fired` on the queue
                 external = True  # the batch holds events from threads, timers or requests
                 if self.inbox:
                     batch, self.inbox = self.inbox, []
                     external = not self.queue.empty()
                 elif self.queue.empty():
                     self.group.flush()  # nothing is left to do but wait: the group is done
+                    wait = next_poll - time.monotonic()
+                    due = clock.next_due()
+                    if due is not None:
+                        wait = min(wait, due)
                     try:
-                        batch = [await asyncio.wait_for(self.queue.get(), self.poll_interval)]
-                    except TimeoutError:
+                        batch = [self.queue.get(timeout=max(0.0, wait))]
+                    except queue.Empty:
                         continue
                 else:
                     batch = [self.queue.get_nowait()]
                 while not self.queue.empty():
                     batch.append(self.queue.get_nowait())
-                self._process(batch, external)
+                self._process(_calls_run(batch), external)
             self.group.flush()  # before the summary is stored and returned
         finally:
             self.timers.close()
-            self.pool.shutdown(wait=True)
+            self.pool.shutdown()
         assert self.driver is not None
         summary_ = self.driver.summary(self.total_events)
         if self.keychain.has_secrets:
@@ -374,10 +369,7 @@ class EmbeddedRuntime:
             return
         scope = dict(vm.scope)  # the VM goes on while the thread runs: a snapshot
         flag = self.active[command.action_id] = threading.Event()
-        loop = self.loop
-
-        def emit(event: Event) -> None:
-            loop.call_soon_threadsafe(self.queue.put_nowait, event)
+        emit = self.queue.put  # thread-safe
 
         def wait(seconds: float) -> bool:
             return flag.wait(seconds) if seconds > 0 else flag.is_set()
@@ -387,7 +379,7 @@ class EmbeddedRuntime:
 
     def _store_logs(self, rows: list[Row]) -> None:
         """Task output from a pool thread: stored from the loop (the store's one writer)."""
-        self.loop.call_soon_threadsafe(self.store.append_logs, self.execution_id, rows)
+        self.queue.put(_Call(partial(self.store.append_logs, self.execution_id, rows)))
 
     # ------------------------------------------------------------------ tools
 
@@ -459,6 +451,26 @@ class EmbeddedRuntime:
             event = client_request(f"{self.execution_id}:request:{request['request_id']}", request)
             if event is not None:
                 self.queue.put_nowait(event)
+
+
+class _Call:
+    """Work a pool thread hands to the loop thread (storing task output): not an event."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn: Callable[[], Any]) -> None:
+        self.fn = fn
+
+
+def _calls_run(batch: list[Event | _Call]) -> list[Event]:
+    """Run the batch's calls, in order, on the loop thread; the events that remain."""
+    events: list[Event] = []
+    for item in batch:
+        if type(item) is _Call:
+            item.fn()
+        else:
+            events.append(item)  # type: ignore[arg-type]
+    return events
 
 
 def playbook_folder(program: Program) -> Path:
