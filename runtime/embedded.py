@@ -246,6 +246,8 @@ class EmbeddedRuntime:
                     next_poll = now + self.poll_interval
                 clock.run_due()  # puts `timer.fired` on the queue
                 external = True  # the batch holds events from threads, timers or requests
+                batch: list[Event] = []
+                queued: list[Event | _Call] = []
                 if self.inbox:
                     batch, self.inbox = self.inbox, []
                     external = not self.queue.empty()
@@ -256,14 +258,14 @@ class EmbeddedRuntime:
                     if due is not None:
                         wait = min(wait, due)
                     try:
-                        batch = [self.queue.get(timeout=max(0.0, wait))]
+                        queued.append(self.queue.get(timeout=max(0.0, wait)))
                     except queue.Empty:
                         continue
-                else:
-                    batch = [self.queue.get_nowait()]
                 while not self.queue.empty():
-                    batch.append(self.queue.get_nowait())
-                self._process(_calls_run(batch), external)
+                    queued.append(self.queue.get_nowait())
+                if queued:
+                    batch.extend(_calls_run(queued))
+                self._process(batch, external)
             self.group.flush()  # before the summary is stored and returned
         finally:
             self.timers.close()
@@ -466,10 +468,10 @@ def _calls_run(batch: list[Event | _Call]) -> list[Event]:
     """Run the batch's calls, in order, on the loop thread; the events that remain."""
     events: list[Event] = []
     for item in batch:
-        if type(item) is _Call:
+        if isinstance(item, _Call):
             item.fn()
         else:
-            events.append(item)  # type: ignore[arg-type]
+            events.append(item)
     return events
 
 
