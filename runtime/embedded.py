@@ -365,9 +365,10 @@ class EmbeddedRuntime:
             resolve=self.refs.resolve,
         )
         if self.inline[command.step] and memo is None:
-            # runs now, on this thread, before the VM changes: its scope needs no copy
+            # runs now, on this thread, before the VM changes: it borrows the VM's scope (a
+            # copy per step would grow with every finished step)
             self.active[command.action_id] = _INLINE
-            action(vm.scope, self.inbox.append)
+            action(vm.scope, self.inbox.append, borrow_scope=True)
             return
         scope = dict(vm.scope)  # the VM goes on while the thread runs: a snapshot
         flag = self.active[command.action_id] = threading.Event()
