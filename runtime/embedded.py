@@ -44,7 +44,7 @@ from noetlc.runtime.logs import ExecutionLogs, Row
 from noetlc.runtime.programs import encode_program
 from noetlc.runtime.results import References, payload_limit
 from noetlc.runtime.store import EventStore
-from noetlc.runtime.threads import Clock, ThreadPool
+from noetlc.runtime.threads import Clock, ThreadPool, collector_paused, heap_frozen
 from noetlc.runtime.timers import Timers, started_times
 from noetlc.stdlib_tools.keychain import Keychain
 from noetlc.vm.control import ControlVM
@@ -88,7 +88,8 @@ def run_embedded(
     before the keychain file."""
     from noetlc.runtime.store import MemoryStore
 
-    program = Program(payload)
+    with collector_paused():
+        program = Program(payload)
     runtime = EmbeddedRuntime(
         program,
         store if store is not None else MemoryStore(),
@@ -114,7 +115,8 @@ def resume_embedded(
 ) -> dict[str, Any]:
     """Finish an execution whose process died; the caller checked that it is not finished."""
     try:
-        program, workload = stored_program(store.execution(execution_id))
+        with collector_paused():
+            program, workload = stored_program(store.execution(execution_id))
     except LookupError:
         raise LookupError(execution_id) from None
     runtime = EmbeddedRuntime(
@@ -194,13 +196,14 @@ class EmbeddedRuntime:
         return self._loop(first.commands)
 
     def _driver(self, workload: dict[str, Any]) -> Driver:
-        driver = self.driver = Driver(
-            self.program,
-            self.execution_id,
-            workload,
-            results=self.store,
-            keychain=self.keychain.namespace(),
-        )
+        with collector_paused():  # the VM's tables: a step's worth of objects per step
+            driver = self.driver = Driver(
+                self.program,
+                self.execution_id,
+                workload,
+                results=self.store,
+                keychain=self.keychain.namespace(),
+            )
         self.vm = driver.vm
         return driver
 
@@ -232,44 +235,45 @@ class EmbeddedRuntime:
         clock = Clock()
         self.timers = Timers(self.execution_id, self.queue.put, clock.call_later)
         self.timers.started_at = started_at or {}
-        try:
-            self._dispatch(commands)
-            next_poll = 0.0
-            while not (vm.finished() and not self.active):
-                if vm.finished():
-                    for flag in self.active.values():
-                        if flag is not _INLINE:
-                            flag.set()  # the execution ended: stop what still runs
-                now = time.monotonic()
-                if now >= next_poll:
-                    self._poll_requests()
-                    next_poll = now + self.poll_interval
-                clock.run_due()  # puts `timer.fired` on the queue
-                external = True  # the batch holds events from threads, timers or requests
-                batch: list[Event] = []
-                queued: list[Event | _Call] = []
-                if self.inbox:
-                    batch, self.inbox = self.inbox, []
-                    external = not self.queue.empty()
-                elif self.queue.empty():
-                    self.group.flush()  # nothing is left to do but wait: the group is done
-                    wait = next_poll - time.monotonic()
-                    due = clock.next_due()
-                    if due is not None:
-                        wait = min(wait, due)
-                    try:
-                        queued.append(self.queue.get(timeout=max(0.0, wait)))
-                    except queue.Empty:
-                        continue
-                while not self.queue.empty():
-                    queued.append(self.queue.get_nowait())
-                if queued:
-                    batch.extend(_calls_run(queued))
-                self._process(batch, external)
-            self.group.flush()  # before the summary is stored and returned
-        finally:
-            self.timers.close()
-            self.pool.shutdown()
+        with heap_frozen():  # what lives through the run: no full collection scans it
+            try:
+                self._dispatch(commands)
+                next_poll = 0.0
+                while not (vm.finished() and not self.active):
+                    if vm.finished():
+                        for flag in self.active.values():
+                            if flag is not _INLINE:
+                                flag.set()  # the execution ended: stop what still runs
+                    now = time.monotonic()
+                    if now >= next_poll:
+                        self._poll_requests()
+                        next_poll = now + self.poll_interval
+                    clock.run_due()  # puts `timer.fired` on the queue
+                    external = True  # the batch holds events from threads, timers or requests
+                    batch: list[Event] = []
+                    queued: list[Event | _Call] = []
+                    if self.inbox:
+                        batch, self.inbox = self.inbox, []
+                        external = not self.queue.empty()
+                    elif self.queue.empty():
+                        self.group.flush()  # nothing is left to do but wait: the group is done
+                        wait = next_poll - time.monotonic()
+                        due = clock.next_due()
+                        if due is not None:
+                            wait = min(wait, due)
+                        try:
+                            queued.append(self.queue.get(timeout=max(0.0, wait)))
+                        except queue.Empty:
+                            continue
+                    while not self.queue.empty():
+                        queued.append(self.queue.get_nowait())
+                    if queued:
+                        batch.extend(_calls_run(queued))
+                    self._process(batch, external)
+                self.group.flush()  # before the summary is stored and returned
+            finally:
+                self.timers.close()
+                self.pool.shutdown()
         assert self.driver is not None
         summary_ = self.driver.summary(self.total_events)
         if self.keychain.has_secrets:

@@ -1,20 +1,28 @@
-"""The embedded loop's two helpers: a thread pool and a clock of timers, without asyncio.
+"""The embedded loop's helpers: a thread pool and a clock of timers without asyncio, and the
+cyclic garbage collector kept off what lives through the run.
 
 The embedded runtime's loop is one thread waiting on a queue: tools run in pool threads and
 hand their events to that queue, timers are due times the loop itself checks between waits.
 Neither needs an event loop, so `noetl-vm run` does not import asyncio, which drags in ssl,
 `concurrent.futures` and logging (about a fifth of a cold start, measured with
-`python -X importtime`; docs/performance.md).
+`python -X importtime`; docs/cli.md).
+
+The collector: a run's full collections scanned everything the process holds, the program's
+tables included, so a 10,000-step chain spent a third of its time in three of them
+(`gc.callbacks`; docs/runtime.md). What exists when the run starts lives through it: it is
+frozen (exempt from collections) until the run ends.
 """
 
 from __future__ import annotations
 
+import gc
 import heapq
 import itertools
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 
@@ -110,4 +118,30 @@ class Clock:
                 fn(arg)
 
 
-__all__ = ["Clock", "ThreadPool", "TimerHandle"]
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """No cyclic collection while a program's tables are built: they all live on, and the
+    young collections on the way would scan them for nothing. Reference counting goes on."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+@contextmanager
+def heap_frozen() -> Iterator[None]:
+    """What exists now is left out of collections until the block ends (`gc.freeze`): the
+    run's full collections scan only what the run allocates. Unfreezing at the end returns
+    it to the oldest generation (a nested or concurrent run unfreezing early only costs a
+    scan; freezing never changes what is freed, only when)."""
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
+__all__ = ["Clock", "ThreadPool", "TimerHandle", "collector_paused", "heap_frozen"]
