@@ -10,6 +10,7 @@ Run: `python -m bench -k embedded`.
   transaction at the store's durability level (runtime/group_commit.py, docs/runtime.md).
 * Events per execution, against the floor of one event per tool call.
 * Chains are linear: CPU µs per step of a 10,000-step noop chain against a 100-step one.
+* A server adopting executions of one program: bytes and CPU per execution (one shared copy).
 * Memory per waiting execution: N control VMs of one program, each started and parked on
   its first dispatched step (the state a server keeps while a worker runs the step),
   measured with tracemalloc; compared with `transitions` (N models parked in a state on one
@@ -163,4 +164,53 @@ def test_chain_is_linear(benchmark: Any) -> None:
         against_value=best[short],
         target=target("ratio", "<=", 1.3, "target: ≤ 1.3× the 100-step chain"),
         group="linear",
+    )
+
+
+def adopted(count: int) -> tuple[float, float]:
+    """(bytes, CPU ms) per execution a server adopts: its program from the first event (the
+    same bytes for every execution), a driver, the VM started and parked."""
+    import base64
+
+    from noetlc.runtime.driver import Driver, program_from_requested
+    from noetlc.runtime.programs import encode_program
+
+    data = base64.b64encode(encode_program(payload("chain", 10))).decode()
+    event = {"payload": {"program": data, "workload": {}}}
+    program_from_requested(event)  # the server's first execution of it decodes it
+    tracemalloc.start()
+    before = tracemalloc.take_snapshot()
+    parked = []
+    for _ in range(count):
+        program, workload = program_from_requested(event)
+        parked.append(Driver(program, str(uuid.uuid4()), workload))
+        parked[-1].start()
+    after = tracemalloc.take_snapshot()
+    tracemalloc.stop()
+    size = sum(s.size_diff for s in after.compare_to(before, "filename")) / count
+    start = time.thread_time()
+    for _ in range(count):
+        program, workload = program_from_requested(event)
+        Driver(program, str(uuid.uuid4()), workload).start()
+    return size, (time.thread_time() - start) / count * 1e3
+
+
+def test_adopted_execution(benchmark: Any) -> None:
+    count = 300
+    size, cpu_ms = benchmark.pedantic(adopted, args=(count,), rounds=1, iterations=1)
+    record(
+        benchmark,
+        figure=f"server memory per adopted execution of one program ({count} parked)",
+        value=size,
+        unit="B",
+        target=target("value", "<=", 10_000, "target: ≤ 10 KB"),
+        group="memory",
+    )
+    record(
+        benchmark,
+        figure="server CPU to adopt an execution of a program it holds (decode, driver, start)",
+        value=cpu_ms,
+        unit="ms",
+        target=target("value", "<=", 1.0, "target: ≤ 1 ms"),
+        group="memory",
     )
