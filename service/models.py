@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class Open(BaseModel):
@@ -36,6 +36,7 @@ class ExecutionSummary(Open):
     start_time: str | None = None
     end_time: str | None = None
     duration_seconds: float | None = None
+    duration_human: str | None = None
     progress: int
     result: Any = None
     error: str | None = None
@@ -68,6 +69,20 @@ class ExecutionDetail(ExecutionSummary):
     events_endpoint: str
 
 
+class StepState(Open):
+    state: str
+    runs: int
+    attempts: int
+
+
+class LoopProgress(Open):
+    total: int
+    done: int
+    failed: int
+    in_flight: int
+    running: int
+
+
 class StatusView(Open):
     execution_id: str
     status: str
@@ -75,6 +90,18 @@ class StatusView(Open):
     completed_steps: list[str]
     failed: bool
     completed: bool
+    start_time: str | None = None
+    end_time: str | None = None
+    duration_seconds: float | None = None
+    duration_human: str | None = None
+    # what runs now (service/progress.py)
+    running_steps: list[str] = Field(default_factory=list)
+    scheduled_steps: list[str] = Field(default_factory=list)
+    steps: dict[str, StepState] = Field(default_factory=dict)
+    loops: dict[str, LoopProgress] = Field(default_factory=dict)
+    error: str | None = None
+    error_detail: dict[str, Any] | None = None
+    cancelled: bool | None = None
 
 
 class EventsPage(Open):
@@ -181,3 +208,22 @@ class Rendered(Open):
     status: str
     rendered: Any = None
     context_keys: list[str]
+
+
+class LogRow(Open):
+    seq: int
+    ts: float | None = None
+    step: str | None = None
+    iteration: int | None = None
+    task: str | None = None
+    attempt: int | None = None
+    stream: str | None = None
+    text: str
+
+
+class LogsPage(Open):
+    execution_id: str
+    status: str
+    logs: list[LogRow]
+    next_after: int
+    more: bool
