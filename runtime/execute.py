@@ -312,7 +312,7 @@ def execute(
 _ABSENT = object()
 # What a run writes at the scope's root besides its tasks' and its step's names: execute's own
 # entries and the pipeline VM's (vm/pipeline.py).
-_RUN_NAMES = ("ctx", "args", "event", "iter", RESOLVER_KEY)
+_RUN_NAMES = ("ctx", "args", "event", "iter", "job", "loop", "loop_index", RESOLVER_KEY)
 _PIPELINE_NAMES = ("_attempt", "_task", "outcome", "output", "_prev")
 
 

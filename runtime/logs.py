@@ -17,11 +17,12 @@ runtime's own output.
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
+
+from noetlc.stdlib_tools.text import clean
 
 PER_TASK = 64 * 1024  # characters kept per task call (per attempt)
 PER_EXECUTION = 1024 * 1024  # characters kept per execution (per process running it)
@@ -31,24 +32,6 @@ STREAMS = ("stdout", "stderr")
 
 Row = dict[str, Any]
 Sink = Callable[[list[Row]], None]
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x0c\x0e-\x1f\x7f]")
-
-
-def clean(text: Any) -> str:
-    """`text` as storable, printable text: bytes decoded (bad bytes escaped), surrogates
-    and control characters escaped (`\\r` kept: progress bars)."""
-    if isinstance(text, bytes | bytearray):
-        text = bytes(text).decode("utf-8", "backslashreplace")
-    elif not isinstance(text, str):
-        text = str(text)
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        try:  # bytes smuggled as surrogates (surrogateescape): escape them as bytes
-            text = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-        except UnicodeEncodeError:
-            text = text.encode("utf-8", "backslashreplace").decode("utf-8")
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 class Budget:

@@ -40,6 +40,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from noetlc.stdlib_tools.envelope import error
+from noetlc.stdlib_tools.text import clean
 
 MAX_USES = 500
 MAX_IDLE = 8  # used runners kept for the next tasks; more are stopped when they come back
@@ -68,6 +69,8 @@ _RUNNER = "from noetlc.stdlib_tools.task_runner import main; main()"
 
 @dataclass(frozen=True)
 class TaskLimits:
+    """What one task's child process may use (set with `serve`/`worker`'s `--task-*`)."""
+
     memory_bytes: int = 2 * 1024**3
     cpu_seconds: float = 600.0
     open_files: int = 1024
@@ -76,6 +79,8 @@ class TaskLimits:
 
 @dataclass(frozen=True)
 class Policy:
+    """Where task code runs in this process: inline, or in child processes with limits."""
+
     mode: str = "inline"  # or "process"
     limits: TaskLimits = TaskLimits()
     spare: int = 1
@@ -355,8 +360,8 @@ def run_python(
     deliver(log, reply.get("stdout") or "", reply.get("stderr") or "")
     py = outcome.setdefault("py", {})
     if isinstance(py, dict):
-        py.setdefault("stdout", (reply.get("stdout") or "")[-TAIL:])
-        py.setdefault("stderr", (reply.get("stderr") or "")[-TAIL:])
+        py.setdefault("stdout", clean((reply.get("stdout") or "")[-TAIL:]))
+        py.setdefault("stderr", clean((reply.get("stderr") or "")[-TAIL:]))
     return outcome
 
 

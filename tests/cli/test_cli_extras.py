@@ -58,7 +58,7 @@ def test_check_and_an_embedded_run_need_no_extra(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "extra"),
     [
-        (("serve", "--port", "0"), "service"),
+        (("serve", "--port", "1"), "service"),
         (("db", "status", "--db", "postgresql://u@127.0.0.1:1/x"), "postgres"),
         (("status", "--db", "postgresql://u@127.0.0.1:1/x"), "postgres"),
     ],

@@ -196,9 +196,10 @@ def test_a_file_noetl_fails_is_expected_to_fail(tmp_path: Path) -> None:
     # is a match (the file here is a stand-in with that name)
     name = "corpus/noetl/v10__pagination__pipeline__test_pipeline_error_handling.yaml"
     assert corpus_run.NOETL_OUTCOMES[name][0] == "failed"
-    path = tmp_path / "shared" / name
+    root = tmp_path / "data"  # a stand-in for the third-party folder
+    path = root / name
     path.parent.mkdir(parents=True)
     path.write_text("workflow: [{step: start, tool: {kind: noop}}]\n", encoding="utf-8")
-    [(_, row)] = corpus_run.collect(tmp_path / "shared", tmp_path / "work", None)
+    [(_, row)] = corpus_run.collect(root, tmp_path / "work", None)
     assert (row.file, row.expected) == (name, "failed")
     assert set(corpus_run.KNOWN_DIFFERENCES).isdisjoint(corpus_run.NOETL_OUTCOMES)
