@@ -345,7 +345,8 @@ def differential(seeds: range, keep: int = 5) -> Totals:
         totals.confirmed.update(c for c, _ in v.confirmed)
         totals.refuted.update(c for c, _ in v.refuted)
         if (v.false_errors or v.missed) and len(totals.examples) < keep:
-            totals.examples.append((seed, f"false={v.false_errors} missed={v.missed}"))
+            missed = sorted({(k, s) for k, s, _ in v.missed})
+            totals.examples.append((seed, f"false errors {v.false_errors}, missed {missed}"))
     totals.seconds = time.perf_counter() - start
     return totals
 
