@@ -84,6 +84,42 @@ class Path:
 EMPTY = Path()
 
 
+def reachable_steps(system: System, outcomes: dict[int, list[Outcome]]) -> set[str]:
+    """The steps a live token can reach, joins counted as reached when every branch can get a
+    token (live or dead) and one a live one: an over-approximation (orders and counts are
+    ignored), so a step it leaves out never runs. `outcomes` is the system before reduction
+    (the reduction merges outcomes of equal effect and keeps one path)."""
+    live: set[int] = {system.initial}
+    dead: set[int] = set()
+    todo = [(system.initial, LIVE)]
+    any_branch = system.any_branch
+
+    def arrive(place: int, color: int) -> None:
+        seen = live if color == LIVE else dead
+        if place in seen:
+            return
+        seen.add(place)
+        todo.append((place, color))
+
+    while todo:
+        place, color = todo.pop()
+        if place in outcomes:
+            prods = (
+                [s for o in outcomes[place] for s, _ in o.prods]
+                if color == LIVE
+                else [s for s, _ in system.dead_rules.get(place, ())]
+            )
+            for s in prods:
+                arrive(s // 2, s % 2)
+        elif place in any_branch and color == LIVE:
+            arrive(any_branch[place], LIVE)
+        elif place in system.branch_join:
+            rule = system.joins[system.branch_join[place]]
+            if all(b in live or b in dead for b in rule.branches):
+                arrive(rule.target, LIVE if any(b in live for b in rule.branches) else DEAD)
+    return {system.step_of[p] for p in live if p in system.step_of}
+
+
 def steps_run(paths: list[Path]) -> set[str]:
     """The steps some path starts (admitted, not skipped); shared sub-paths are walked once."""
     seen: set[int] = set()
@@ -142,7 +178,6 @@ class System:
     back: dict[int, frozenset[int]] = field(default_factory=dict)  # entry -> entries
     alternatives: dict[int, int] = field(default_factory=dict)  # merge entry -> predecessors
     counter: dict[int, int] = field(default_factory=dict)  # merge entry -> its count place
-    ran: set[str] = field(default_factory=set)  # steps some explored move runs (filled later)
     any_branch: dict[int, int] = field(default_factory=dict)  # `any` join branch -> its entry
     ran_flag: dict[int, int] = field(default_factory=dict)  # `any` join entry -> has-run place
 
@@ -232,26 +267,38 @@ def _dead_paths(ctx: LintContext, system: System) -> None:
         for nxt in nexts:
             if nxt in preds and (step, nxt) not in back:
                 preds[nxt].add(step)
+    # steps whose arcs can reach a join's branch place (vm/tables.py's fixpoint, computed
+    # backward from the branch places in one pass)
+    feeders: dict[str, set[str]] = {}  # step -> the steps with a route or dead arc to it
     on_path: set[str] = set()
+    for step, ts in routes.items():
+        for t in ts:
+            for place in t.produce:
+                if ".from." in place:
+                    on_path.add(step)
+                elif place.endswith(".entry"):
+                    feeders.setdefault(place[: -len(".entry")], set()).add(step)
+    todo = list(on_path)
+    while todo:
+        for source in feeders.get(todo.pop(), ()):
+            if source not in on_path:
+                on_path.add(source)
+                todo.append(source)
 
     def feeds_join(place: str) -> bool:
         return ".from." in place or (
             place.endswith(".entry") and place[: -len(".entry")] in on_path
         )
 
-    changed = True
-    while changed:
-        changed = False
-        for step, ts in routes.items():
-            if step not in on_path and any(feeds_join(p) for t in ts for p in t.produce):
-                on_path.add(step)
-                changed = True
+    back_of: dict[str, set[str]] = {}
+    for source, target in back:
+        back_of.setdefault(source, set()).add(target)
     index = system.index
     for step, ts in routes.items():
         entry = index.get(f"{step}.entry")
         if entry is None:
             continue
-        backs = {n for s, n in back if s == step}
+        backs = back_of.get(step, set())
         feeds: dict[int, None] = {}
         for t in ts:
             for place in t.produce:

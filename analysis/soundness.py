@@ -28,6 +28,7 @@ from noetlc.analysis import model, scenarios, statespace, structure
 from noetlc.analysis.context import LintContext
 from noetlc.analysis.graphs import cyclic_components
 from noetlc.diagnostics.report import Span, TraceStep
+from noetlc.ir.net import Transition
 
 Kind = Literal["deadlock", "trap", "unbounded"]
 
@@ -85,9 +86,15 @@ def by_scenario(ctx: LintContext) -> SoundnessResult:
     is only visible per scenario."""
     base = check(ctx)
     fixed = scenarios.fixed_guards(ctx)
-    if not fixed or not (base.findings or _cycle_reads(ctx, set(fixed))):
+    if not fixed:
         return base
     cases = scenarios.scenarios(ctx)
+    if cases:
+        # what runs in some scenario, joins aside (O(steps) each): arcs whose guards contradict
+        # every scenario's inputs lead nowhere
+        base.ran &= set().union(*(_reach(ctx, case.values) for case in cases))
+    if not (base.findings or _cycle_reads(ctx, set(fixed))):
+        return base
     if cases is None or len(cases) * max(1, len(ctx.steps)) > MAX_SCENARIO_WORK:
         base.approximate.append("workload guards: too many combinations to check one by one")
         return base
@@ -107,7 +114,27 @@ def by_scenario(ctx: LintContext) -> SoundnessResult:
                 keys.add((f.kind, f.step))
                 merged.findings.append(replace(f, inputs=case.describe(ctx)))
     merged.seconds += base.seconds
+    merged.ran &= base.ran
     return merged
+
+
+def _reach(ctx: LintContext, fixed: dict[int, bool]) -> set[str]:
+    """The steps the step graph reaches by arcs a scenario's fixed guards do not rule out."""
+
+    def passes(t: Transition) -> bool:
+        if t.guard.expr is not None and fixed.get(t.guard.expr) is False:
+            return False
+        return not any(fixed.get(n) is True for n in ctx.negations(t))
+
+    seen = {ctx.net.entry_step}
+    todo = [ctx.net.entry_step]
+    while todo:
+        step = todo.pop()
+        for target, t in ctx.step_graph.get(step, ()):
+            if target not in seen and passes(t):
+                seen.add(target)
+                todo.append(target)
+    return seen
 
 
 MAX_SCENARIO_WORK = 400_000  # scenarios x steps
@@ -136,7 +163,9 @@ def check(
     result = SoundnessResult(approximate=list(system.approximate))
     traps: list[structure.Trap] = []
     growing = structure.growth(system)
-    if reduce and not system.stateful:
+    original = dict(system.outcomes)  # the reduction replaces lists, never edits them
+    reduced = reduce and not system.stateful
+    if reduced:
         # a merge that counts its dead arrivals is state the reductions do not keep
         reduction = structure.reduce(system)
         traps = reduction.traps
@@ -169,15 +198,12 @@ def check(
         result.complete = search.complete
         result.max_tokens = search.max_tokens
         _convert(ctx, system, search, result, {t.step for t in traps})
-        result.ran = model.steps_run(search.moves) | system.ran
-    else:
-        result.ran = model.steps_run(list(_initial_paths(system))) | system.ran
+    if reduced:  # outcomes were merged: the over-approximation says what may run
+        result.ran = model.reachable_steps(system, original)
+    else:  # the search ran on the whole system: its moves say what runs
+        result.ran = model.steps_run(search.moves)
     result.seconds = time.perf_counter() - start
     return result
-
-
-def _initial_paths(system: model.System) -> list[model.Path]:
-    return [o.path for o in system.outcomes.get(system.initial, ())]
 
 
 def _convert(

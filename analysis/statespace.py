@@ -28,7 +28,7 @@ from noetlc.analysis.model import CONTINUE, DEAD, LIVE, Marking, Path, System, a
 
 ENDED = -1  # the execution failed (or ran into an already reported trap)
 COVER_DEPTH = 2_000  # ancestors compared when a move adds tokens
-PER_PLACE = 3  # tokens on one place past which a growing state is not expanded
+PER_PLACE = 2  # tokens on one place past which a growing state is not expanded
 
 
 @dataclass(frozen=True, slots=True)

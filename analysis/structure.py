@@ -34,7 +34,6 @@ from noetlc.analysis.model import (
     System,
     add,
     freeze,
-    steps_run,
 )
 
 MAX_OUTCOMES = 256
@@ -216,7 +215,6 @@ def _self_loops(index: _Producers, node: int, result: Reduction) -> bool:
     if not loops:
         return False
     rest = [o for o in outcomes if not (o.prods == me and o.end == CONTINUE)]
-    system.ran |= steps_run([o.path for o in loops])  # dropped, but they run
     if rest and all(o.end != CONTINUE for o in rest) and any(o.end != TRAPPED for o in rest):
         # no way out but failure: report the loop once, then stop looking at it
         result.traps.append(Trap(system.step_of.get(node, "?"), loops[0].path))

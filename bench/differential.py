@@ -5,7 +5,7 @@ inclusive routing, explicit and inferred AND-joins, back arcs (cycles whose exit
 counter, or only workload: loop-invariant), handled failures, retries and jumps in pipelines,
 loops over a list — whose guards read a few boolean and small-integer workload inputs.
 `oracle(case)` enumerates every combination of those inputs (failure injection is an input
-too: a step fails when its `fail_<step>` input is true), runs the control VM in memory on
+too: a step's python task raises when its `fail_<step>` input is true), runs the control VM in memory on
 each with a step budget, and classifies every run: completed, deadlock (NOE854: a join waits
 with no live producer), livelock (the step budget), failed (an unhandled failure: fine).
 `compare(case, runs, report)` says where lint and the runs disagree:
@@ -145,7 +145,11 @@ def _and_done(when: str | None) -> str:
 def _failing_tool(flag: str, rng: random.Random) -> dict[str, Any]:
     """A task that fails when its input says so; sometimes retried first (the retry is
     exhausted: the failure is the input's, every attempt)."""
-    tool: dict[str, Any] = {"kind": "noop", "args": {"fail": f"{{{{ workload.{flag} }}}}"}}
+    tool: dict[str, Any] = {
+        "kind": "python",
+        "input": {"fail": f"{{{{ workload.{flag} }}}}"},
+        "code": "if fail:\n    raise ValueError('injected failure')\nresult = 1\n",
+    }
     if rng.random() < 0.5:
         tool["spec"] = {
             "policy": {
@@ -196,14 +200,6 @@ def assignments(inputs: dict[str, tuple[Any, ...]]) -> list[dict[str, Any]]:
     return [dict(zip(keys, values, strict=True)) for values in itertools.product(*(inputs[k] for k in keys))]
 
 
-def _call_tool(kind: str, args: dict[str, Any] | None, spec: Any = None, context: Any = None) -> Any:
-    from noetlc.stdlib_tools.registry import call_tool, error
-
-    if kind == "noop" and (args or {}).get("fail") is True:
-        return error("InjectedFailure", "the differential oracle failed this task")
-    return call_tool(kind, args, spec, context)
-
-
 def oracle(case: Case, payload: dict[str, Any] | None = None) -> list[Run]:
     """Every run of the playbook over the inputs' domains, classified."""
     from noetlc.compiler.pipeline import compile_source
@@ -218,7 +214,7 @@ def oracle(case: Case, payload: dict[str, Any] | None = None) -> list[Run]:
     runs: list[Run] = []
     for values in assignments(case.inputs):
         summary = run_embedded(
-            payload, values, MemoryStore(), execution_id="1", call_tool=_call_tool
+            payload, values, MemoryStore(), execution_id="1"
         )
         ran = frozenset(n for n, s in summary["steps"].items() if s.get("runs"))
         error = summary.get("error") or {}
@@ -372,3 +368,88 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+# --------------------------------------------------------------------------- SPIN as a second oracle
+
+
+@dataclass
+class SpinVerdict:
+    deadlocks: set[str]  # joins an execution of the abstract model leaves waiting
+    unreached: set[str]  # steps no execution of the abstract model runs
+    states: int
+
+
+def spin_check(pml: str, workdir: str) -> SpinVerdict:
+    """Verify an exported model with SPIN (`spin -a`, cc, `pan -c0 -e`): every assertion
+    violation (a live token left at a join's branch place) and every unreached step."""
+    import re
+    import subprocess
+    from pathlib import Path
+
+    folder = Path(workdir)
+    (folder / "model.pml").write_text(pml)
+    subprocess.run(["spin", "-a", "model.pml"], cwd=folder, check=True, capture_output=True)
+    subprocess.run(
+        ["cc", "-O1", "-DSAFETY", "-DVECTORSZ=4096", "-o", "pan", "pan.c"],
+        cwd=folder,
+        check=True,
+        capture_output=True,
+    )
+    out = subprocess.run(
+        ["./pan", "-c0", "-e", "-m200000"], cwd=folder, capture_output=True, text=True
+    ).stdout
+    places = {int(m.group(1)): m.group(2) for m in re.finditer(r"#define P_\d+ (\d+) /\* (\S+) \*/", pml)}
+    deadlocks = set()
+    for m in re.finditer(r"assertion violated .*?m\[(\d+)\]==0", out):
+        place = places[int(m.group(1)) // 2 * 2]
+        deadlocks.add(place.split(".from.")[0])
+    lines = pml.splitlines()
+    ran_at: dict[int, str] = {}
+    for i, line in enumerate(lines, 1):
+        m = re.search(r'printf\("ran (\S+)\\n"\)', line)
+        if m:
+            ran_at[i] = m.group(1)
+    missed_lines = {int(m.group(1)) for m in re.finditer(r"model\.pml:(\d+), state \d+, \"printf", out)}
+    steps = set(ran_at.values())
+    reached = {s for i, s in ran_at.items() if i not in missed_lines}
+    stored = re.search(r"(\d+) states, stored", out)
+    return SpinVerdict(deadlocks, steps - reached, int(stored.group(1)) if stored else 0)
+
+
+@dataclass
+class SpinTotals:
+    playbooks: int = 0
+    states: int = 0
+    disagreements: Counter[str] = field(default_factory=Counter)
+    agreed: Counter[str] = field(default_factory=Counter)
+    examples: list[tuple[int, str]] = field(default_factory=list)
+
+
+def spin_differential(seeds: range, workdir: str) -> SpinTotals:
+    """SPIN's verdicts on the exported abstract model against lint's abstract check (every
+    guard either way, no scenarios): the joins that can deadlock (NOE504) and the steps that
+    never run (NOE511/NOE501)."""
+    from noetlc.analysis import promela, soundness
+    from noetlc.analysis.lint import context_of
+    from noetlc.compiler.pipeline import compile_source
+
+    totals = SpinTotals()
+    for seed in seeds:
+        unit = compile_source(generate(seed).text, f"diff{seed}.yaml", until="net")
+        ctx = context_of(unit)
+        assert ctx is not None
+        ours = soundness.check(ctx)
+        spin = spin_check(promela.export(ctx), workdir)
+        totals.playbooks += 1
+        totals.states += spin.states
+        lint_dead = {f.step for f in ours.findings if f.kind == "deadlock"}
+        lint_never = set(ctx.steps) - ours.ran
+        for rule, a, b in (("NOE504", lint_dead, spin.deadlocks), ("NOE511", lint_never, spin.unreached)):
+            if a == b:
+                totals.agreed[rule] += 1
+            else:
+                totals.disagreements[rule] += 1
+                if len(totals.examples) < 5:
+                    totals.examples.append((seed, f"{rule}: lint {sorted(a)}, SPIN {sorted(b)}"))
+    return totals

@@ -20,10 +20,11 @@ def test_json_is_checks_object_with_traces(capsys: pytest.CaptureFixture[str]) -
     assert cli.main(["lint", DEADLOCK, CLEAN, "--format", "json"]) == 1
     data = json.loads(capsys.readouterr().out)
     assert data["files"] == 2 and isinstance(data["states"], int)
-    [diag] = data["diagnostics"]
-    assert diag["code"] == "NOE504" and diag["line"] == 19 and diag["column"] == 11
+    [diag] = [d for d in data["diagnostics"] if d["code"] == "NOE504"]
+    assert diag["line"] == 24 and diag["column"] == 11
     steps = [(t["step"], t["transition"], t["line"]) for t in diag["trace"]]
-    assert ("start", "start->b#1", 12) in steps and ("b", "b->join#0", 18) in steps
+    # b reaches the join twice (its loop fires with the arc to the join), a once
+    assert steps.count(("b", "b->join#0", 22)) == 2 and ("a", "a->join#0", 16) in steps
     assert {s["file"] for s in data["soundness"]} == {DEADLOCK, CLEAN}
 
 
@@ -32,11 +33,11 @@ def test_sarif_carries_rules_and_code_flows(capsys: pytest.CaptureFixture[str]) 
     doc = json.loads(capsys.readouterr().out)
     assert doc["version"] == "2.1.0"
     run = doc["runs"][0]
-    assert [r["id"] for r in run["tool"]["driver"]["rules"]] == ["NOE504"]
-    [result] = run["results"]
+    assert "NOE504" in [r["id"] for r in run["tool"]["driver"]["rules"]]
+    [result] = [r for r in run["results"] if r["ruleId"] == "NOE504"]
     flow = result["codeFlows"][0]["threadFlows"][0]["locations"]
     lines = [loc["location"]["physicalLocation"]["region"]["startLine"] for loc in flow]
-    assert 12 in lines and 18 in lines
+    assert 16 in lines and 22 in lines
 
 
 def test_exit_status_follows_the_severity(capsys: pytest.CaptureFixture[str]) -> None:
