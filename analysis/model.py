@@ -263,8 +263,8 @@ def _dead_paths(ctx: LintContext, system: System) -> None:
         successors[step] = list(nexts)
     back = back_edges((ctx.net.entry_step, *ctx.steps), successors)
     preds: dict[str, set[str]] = {s: set() for s in ctx.steps}
-    for step, nexts in successors.items():
-        for nxt in nexts:
+    for step, targets in successors.items():
+        for nxt in targets:
             if nxt in preds and (step, nxt) not in back:
                 preds[nxt].add(step)
     # steps whose arcs can reach a join's branch place (vm/tables.py's fixpoint, computed
@@ -439,9 +439,9 @@ class _Builder:
                         add(prods, self.system.slot(place, LIVE))
         feeds = self.system.feeds.get(entry, ())
         if feeds and not any(s // 2 in self.system.back.get(entry, ()) for s in prods):
-            for place in feeds:
-                if 2 * place + LIVE not in prods:
-                    add(prods, 2 * place + DEAD)
+            for feed in feeds:
+                if 2 * feed + LIVE not in prods:
+                    add(prods, 2 * feed + DEAD)
         return Outcome(freeze(prods), CONTINUE, prefix + _path(*firing))
 
 

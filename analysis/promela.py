@@ -57,7 +57,7 @@ class _Writer:
             step = s.step_of.get(node, s.places[node])
             for o in outcomes:
                 self.emit(f"  :: atomic {{ m[{2 * node + LIVE}] > 0 -> m[{2 * node + LIVE}]--;")
-                self.emit(f"       printf(\"ran {step}\\n\");", step)
+                self.emit(f'       printf("ran {step}\\n");', step)
                 if o.end != CONTINUE:
                     self.emit("       failed = true }; break")
                     continue
@@ -111,7 +111,9 @@ class _Writer:
                 f"  :: m[{2 * branch + LIVE}] > 0 && m[{flag}] == 0 -> "
                 f"m[{2 * branch + LIVE}]--; m[{flag}] = 1; m[{2 * target + LIVE}]++"
             )
-            self.emit(f"  :: m[{2 * branch + LIVE}] > 0 && m[{flag}] > 0 -> m[{2 * branch + LIVE}]--")
+            self.emit(
+                f"  :: m[{2 * branch + LIVE}] > 0 && m[{flag}] > 0 -> m[{2 * branch + LIVE}]--"
+            )
             self.emit(f"  :: m[{2 * branch + DEAD}] > 0 -> m[{2 * branch + DEAD}]--")
         for node in sorted(s.outcomes):
             slot = 2 * node + DEAD
@@ -123,7 +125,9 @@ class _Writer:
             count = 2 * counter + DEAD
             need = s.alternatives[node]
             self.emit(f"  :: m[{slot}] > 0 -> m[{slot}]--; m[{count}]++;")
-            self.emit(f"     if :: m[{count}] >= {need} -> m[{count}] = 0; {effects} :: else -> skip fi")
+            self.emit(
+                f"     if :: m[{count}] >= {need} -> m[{count}] = 0; {effects} :: else -> skip fi"
+            )
         self.emit("  :: else -> break")
         self.emit("  od")
         self.emit("}")

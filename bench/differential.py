@@ -119,7 +119,9 @@ def generate(seed: int) -> Case:
         step["next"] = {"spec": {"mode": mode}, "arcs": arcs} if len(arcs) > 1 else {"arcs": arcs}
         if rng.random() < 0.1:
             step["loop"] = {"in": "{{ [1, 2] }}", "iterator": "x", "spec": {"mode": "sequential"}}
-    preds = Counter(a["step"] for s in steps.values() for a in (s.get("next") or {}).get("arcs", []))
+    preds = Counter(
+        a["step"] for s in steps.values() for a in (s.get("next") or {}).get("arcs", [])
+    )
     for name, n in preds.items():
         if n >= 2 and name != "start" and rng.random() < 0.4:
             steps[name].setdefault("spec", {})["join"] = rng.choice(("all", "all", "any"))
@@ -197,7 +199,10 @@ def _jumping_tool(rng: random.Random) -> list[dict[str, Any]]:
 
 def assignments(inputs: dict[str, tuple[Any, ...]]) -> list[dict[str, Any]]:
     keys = sorted(inputs)
-    return [dict(zip(keys, values, strict=True)) for values in itertools.product(*(inputs[k] for k in keys))]
+    return [
+        dict(zip(keys, values, strict=True))
+        for values in itertools.product(*(inputs[k] for k in keys))
+    ]
 
 
 def oracle(case: Case, payload: dict[str, Any] | None = None) -> list[Run]:
@@ -211,11 +216,10 @@ def oracle(case: Case, payload: dict[str, Any] | None = None) -> list[Run]:
         if unit.reporter.has_errors:
             raise ValueError(f"generated playbook {case.seed} does not compile")
         payload = unit.payload
+    assert payload is not None
     runs: list[Run] = []
     for values in assignments(case.inputs):
-        summary = run_embedded(
-            payload, values, MemoryStore(), execution_id="1"
-        )
+        summary = run_embedded(payload, values, MemoryStore(), execution_id="1")
         ran = frozenset(n for n, s in summary["steps"].items() if s.get("runs"))
         error = summary.get("error") or {}
         status = summary["status"]
@@ -256,7 +260,9 @@ def compare(
             verdict.missed.append(("deadlock", str(r.step), r.inputs))
         if r.status == "livelock":
             cycle = cycles.get(str(r.step), {str(r.step)})
-            reported = found.get("NOE505", set()) | found.get("NOE510", set()) | found.get("NOE503", set())
+            reported = (
+                found.get("NOE505", set()) | found.get("NOE510", set()) | found.get("NOE503", set())
+            )
             if not (reported & cycle):
                 verdict.missed.append(("livelock", str(r.step), r.inputs))
     for step in steps:
@@ -306,6 +312,7 @@ def lint_case(
         for member in component:
             cycles[member] = set(component)
     full = compile_source(text, file)
+    assert full.payload is not None
     return findings, full.payload, [s.name for s in workflow], cycles
 
 
@@ -399,7 +406,9 @@ def spin_check(pml: str, workdir: str) -> SpinVerdict:
     out = subprocess.run(
         ["./pan", "-c0", "-e", "-m200000"], cwd=folder, capture_output=True, text=True
     ).stdout
-    places = {int(m.group(1)): m.group(2) for m in re.finditer(r"#define P_\d+ (\d+) /\* (\S+) \*/", pml)}
+    places = {
+        int(m.group(1)): m.group(2) for m in re.finditer(r"#define P_\d+ (\d+) /\* (\S+) \*/", pml)
+    }
     deadlocks = set()
     for m in re.finditer(r"assertion violated .*?m\[(\d+)\]==0", out):
         place = places[int(m.group(1)) // 2 * 2]
@@ -407,10 +416,12 @@ def spin_check(pml: str, workdir: str) -> SpinVerdict:
     lines = pml.splitlines()
     ran_at: dict[int, str] = {}
     for i, line in enumerate(lines, 1):
-        m = re.search(r'printf\("ran (\S+)\\n"\)', line)
-        if m:
-            ran_at[i] = m.group(1)
-    missed_lines = {int(m.group(1)) for m in re.finditer(r"model\.pml:(\d+), state \d+, \"printf", out)}
+        found = re.search(r'printf\("ran (\S+)\\n"\)', line)
+        if found:
+            ran_at[i] = found.group(1)
+    missed_lines = {
+        int(m.group(1)) for m in re.finditer(r"model\.pml:(\d+), state \d+, \"printf", out)
+    }
     steps = set(ran_at.values())
     reached = {s for i, s in ran_at.items() if i not in missed_lines}
     stored = re.search(r"(\d+) states, stored", out)
@@ -445,7 +456,10 @@ def spin_differential(seeds: range, workdir: str) -> SpinTotals:
         totals.states += spin.states
         lint_dead = {f.step for f in ours.findings if f.kind == "deadlock"}
         lint_never = set(ctx.steps) - ours.ran
-        for rule, a, b in (("NOE504", lint_dead, spin.deadlocks), ("NOE511", lint_never, spin.unreached)):
+        for rule, a, b in (
+            ("NOE504", lint_dead, spin.deadlocks),
+            ("NOE511", lint_never, spin.unreached),
+        ):
             if a == b:
                 totals.agreed[rule] += 1
             else:

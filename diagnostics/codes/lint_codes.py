@@ -207,13 +207,15 @@ Example:
     code(
         "NOE509",
         "analysis-incomplete",
-        "note",
+        "warning",
         "the soundness check stopped at its state budget",
         """
 After the structural reduction, the explicit state-space search of the remaining net explored
 `--budget-states` states without finishing, so soundness (joins, completion, boundedness) is
-only checked on the part explored. Raise the budget, or simplify the unstructured part of the
-workflow (forks whose branches do not meet at one join).
+only checked on the part explored: no other finding means "nothing found so far", never
+"sound", and steps the search did not reach are not reported as never running (NOE511). Raise
+the budget, or simplify the unstructured part of the workflow (forks whose branches do not
+meet at one join).
 
 Example:
 

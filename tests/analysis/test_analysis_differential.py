@@ -63,9 +63,7 @@ def test_fixture_agrees_with_the_vm(path: Path) -> None:
 
 def test_fixtures_show_what_they_were_added_for() -> None:
     """Each fixture still exercises its bug: the VM deadlocks or loops where it says."""
-    statuses = {
-        p.stem: {r.status for r in oracle(_fixture_case(p))} for p in FIXTURES
-    }
+    statuses = {p.stem: {r.status for r in oracle(_fixture_case(p))} for p in FIXTURES}
     assert statuses["exclusive_into_join"] == {"completed"}
     assert "deadlock" in statuses["join_in_cycle_invariant_guard"]
     assert "completed" in statuses["join_in_cycle_invariant_guard"]
@@ -98,7 +96,9 @@ def test_the_oracle_classifies_every_kind_of_run() -> None:
     assert {"completed", "deadlock", "livelock"} <= seen
 
 
-@pytest.mark.skipif(shutil.which("spin") is None, reason="SPIN is not installed (apt-get install spin)")
+@pytest.mark.skipif(
+    shutil.which("spin") is None, reason="SPIN is not installed (apt-get install spin)"
+)
 @pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler for SPIN's verifier")
 @pytest.mark.parametrize("seed", range(8))
 def test_spin_agrees_with_lint(seed: int, tmp_path: Path) -> None:
