@@ -12,6 +12,9 @@ to protect). In `process` mode:
   A task that declares credentials (`auth:`) gets a runner that has run nothing before, and
   that runner is retired after it, so no other task's code ever shares a process with those
   values; a runner is also retired after a kill, a MemoryError or `MAX_USES` tasks.
+* a plugin kind that asks (`ToolKind(..., isolated=True)`) runs its calls in the same runners
+  (`run_tool`; stdlib_tools/tool_exec.py is their body), given only the keychain entries its
+  `credentials` arguments name.
 * limits (`TaskLimits`): address space (RLIMIT_AS, set in the runner), CPU seconds per task
   (the parent reads the runner's CPU time and kills it past the limit; RLIMIT_CPU backs it
   up), open files (RLIMIT_NOFILE), output bytes (what the task prints and its result), and
@@ -68,6 +71,8 @@ _RUNNER = "from noetlc.stdlib_tools.task_runner import main; main()"
 
 @dataclass(frozen=True)
 class TaskLimits:
+    """What one task may use in its runner; past any, the runner is killed, the task fails."""
+
     memory_bytes: int = 2 * 1024**3
     cpu_seconds: float = 600.0
     open_files: int = 1024
@@ -76,6 +81,8 @@ class TaskLimits:
 
 @dataclass(frozen=True)
 class Policy:
+    """How this process runs task code (`configure`): inline, or in runner processes."""
+
     mode: str = "inline"  # or "process"
     limits: TaskLimits = TaskLimits()
     spare: int = 1
@@ -343,6 +350,32 @@ def run_python(
 ) -> dict[str, Any]:
     """Run a python task's request (python_exec's shape) in a runner; the outcome."""
     fresh = bool(request.get("auth"))
+    return _serve(request, fresh, timeout=timeout, cancelled=cancelled, log=log, cwd=cwd)
+
+
+def run_tool(
+    call: dict[str, Any],
+    *,
+    timeout: float | None,
+    cancelled: Callable[[], bool] | None,
+    log: Callable[[str, str], None] | None,
+    cwd: str | None,
+) -> dict[str, Any]:
+    """Run a plugin tool's call (stdlib_tools/tool_exec.py's shape) in a runner; the outcome.
+    A call given keychain values gets a runner that ran nothing before, retired after it."""
+    fresh = bool(call.get("keychain"))
+    return _serve({"tool": call}, fresh, timeout=timeout, cancelled=cancelled, log=log, cwd=cwd)
+
+
+def _serve(
+    request: dict[str, Any],
+    fresh: bool,
+    *,
+    timeout: float | None,
+    cancelled: Callable[[], bool] | None,
+    log: Callable[[str, str], None] | None,
+    cwd: str | None,
+) -> dict[str, Any]:
     runner = pool().take(fresh)
     try:
         reply = runner.call({**request, "cwd": cwd}, timeout, cancelled)
@@ -353,8 +386,8 @@ def run_python(
     pool().give_back(runner, retire)
     outcome: dict[str, Any] = reply["outcome"]
     deliver(log, reply.get("stdout") or "", reply.get("stderr") or "")
-    py = outcome.setdefault("py", {})
-    if isinstance(py, dict):
+    py = outcome.setdefault("py", {}) if "tool" not in request else None
+    if isinstance(py, dict):  # python tasks' outcomes carry their output's tail
         py.setdefault("stdout", (reply.get("stdout") or "")[-TAIL:])
         py.setdefault("stderr", (reply.get("stderr") or "")[-TAIL:])
     return outcome

@@ -97,7 +97,12 @@ def main() -> None:
         out, err = Capped(limits.output_bytes), Capped(limits.output_bytes)
         sys.stdout, sys.stderr = out, err
         try:
-            outcome = execute(request)
+            if "tool" in request:  # a plugin's call (its kind asked for isolation)
+                from noetlc.stdlib_tools.tool_exec import run_call
+
+                outcome = run_call(request["tool"])
+            else:
+                outcome = execute(request)
         except BaseException as exc:  # SystemExit or KeyboardInterrupt from task code
             from noetlc.stdlib_tools.envelope import error
 
