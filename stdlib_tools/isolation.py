@@ -347,9 +347,12 @@ def run_python(
     cancelled: Callable[[], bool] | None,
     log: Callable[[str, str], None] | None,
     cwd: str | None,
+    secret: bool = False,
 ) -> dict[str, Any]:
-    """Run a python task's request (python_exec's shape) in a runner; the outcome."""
-    fresh = bool(request.get("auth"))
+    """Run a python task's request (python_exec's shape) in a runner; the outcome. A request
+    with credentials (`auth`, or `secret`: the caller found a keychain value in it) gets a
+    runner that ran nothing before, retired after it."""
+    fresh = secret or bool(request.get("auth"))
     return _serve(request, fresh, timeout=timeout, cancelled=cancelled, log=log, cwd=cwd)
 
 
@@ -360,10 +363,12 @@ def run_tool(
     cancelled: Callable[[], bool] | None,
     log: Callable[[str, str], None] | None,
     cwd: str | None,
+    secret: bool = False,
 ) -> dict[str, Any]:
     """Run a plugin tool's call (stdlib_tools/tool_exec.py's shape) in a runner; the outcome.
-    A call given keychain values gets a runner that ran nothing before, retired after it."""
-    fresh = bool(call.get("keychain"))
+    A call given keychain values (or `secret`, one in its arguments) gets a runner that ran
+    nothing before, retired after it."""
+    fresh = secret or bool(call.get("keychain"))
     return _serve({"tool": call}, fresh, timeout=timeout, cancelled=cancelled, log=log, cwd=cwd)
 
 

@@ -200,6 +200,11 @@ class Keychain:
     def has_secrets(self) -> bool:
         return bool(self._substrings or self._exact or self._numbers)
 
+    def mentions(self, obj: Any) -> bool:
+        """Whether a JSON-like object holds a secret this keychain has handed out (what
+        `redact` would mask): a task carrying one gets a process of its own."""
+        return self.has_secrets and self.redact(obj) != obj
+
     def redact(self, obj: Any) -> Any:
         """A copy of a JSON-like object with every secret replaced by `"***"`."""
         if not self.has_secrets:

@@ -142,6 +142,7 @@ def _isolated(
     timeout = spec.get("timeout")
     return isolation.run_tool(
         call,
+        secret=keychain.mentions(args),
         timeout=float(timeout) if isinstance(timeout, int | float) else None,
         cancelled=ctx.cancelled,
         log=ctx.log,
