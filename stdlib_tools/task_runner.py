@@ -58,8 +58,8 @@ class Baseline:
     see docs/runtime.md, "Task isolation")."""
 
     def __init__(self) -> None:
-        import builtins
         import _signal as signal  # the C module: no enum conversion per call
+        import builtins
         import threading
 
         self.environ = dict(os.environ)
@@ -74,8 +74,8 @@ class Baseline:
         }
 
     def restore(self) -> bool:
-        import builtins
         import _signal as signal  # the C module: no enum conversion per call
+        import builtins
         import threading
 
         if threading.active_count() > self.threads:
@@ -134,7 +134,6 @@ def main() -> None:
     from noetlc.stdlib_tools.python_exec import execute
 
     baseline = Baseline()
-    here = "/"
     while True:
         header = _read_exact(inbox, HEADER.size)
         if header is None:
@@ -145,13 +144,10 @@ def main() -> None:
             return
         request = json.loads(body)
         cwd = request.pop("cwd", None) or "/"
-        if cwd != here:
-            try:
-                os.chdir(cwd)
-                here = cwd
-            except OSError:
-                os.chdir("/")
-                here = "/"
+        try:  # every time: the task before may have moved elsewhere (one system call)
+            os.chdir(cwd)
+        except OSError:
+            os.chdir("/")
         # this task's CPU time limit, from what the runner used so far (one setrlimit)
         used = resource.getrusage(resource.RUSAGE_SELF)
         cpu_limit = int(used.ru_utime + used.ru_stime + limits.cpu_seconds) + 1

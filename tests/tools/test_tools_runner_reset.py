@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -36,8 +37,11 @@ def _pid() -> int:
     return pid
 
 
-def test_environment_builtins_path_and_umask_are_put_back(process_mode: None) -> None:
-    first = _pid()
+def test_environment_builtins_path_and_umask_are_put_back(
+    process_mode: None, tmp_path: Path
+) -> None:
+    here = ToolContext(workdir=tmp_path)
+    first = call_tool("python", {"code": PID}, None, here)["result"]
     changed = call_tool(
         "python",
         {
@@ -46,8 +50,11 @@ def test_environment_builtins_path_and_umask_are_put_back(process_mode: None) ->
             "builtins.left_behind = 1\n"
             "sys.path.insert(0, '/nowhere')\n"
             "os.umask(0)\n"
+            "os.chdir('/')\n"
             "result = os.getpid()"
         },
+        None,
+        here,
     )
     assert changed["result"] == first  # the same runner
     seen = call_tool(
@@ -56,11 +63,14 @@ def test_environment_builtins_path_and_umask_are_put_back(process_mode: None) ->
             "code": "import os, sys, builtins\n"
             "mask = os.umask(0o22); os.umask(mask)\n"
             "result = [os.getpid(), 'LEFT_BEHIND' in os.environ,"
-            " hasattr(builtins, 'left_behind'), '/nowhere' in sys.path, mask]"
+            " hasattr(builtins, 'left_behind'), '/nowhere' in sys.path, mask, os.getcwd()]"
         },
+        None,
+        here,
     )["result"]
     assert seen[0] == first  # still the same runner, and nothing of the task before
     assert seen[1:4] == [False, False, False] and seen[4] != 0
+    assert seen[5] == str(tmp_path)  # in its playbook's folder, wherever the last one went
 
 
 @pytest.mark.parametrize(
