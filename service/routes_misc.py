@@ -8,9 +8,9 @@ from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from noetlc.service.deps import ID_PATTERN, ExecutionId, ServiceDep
-from noetlc.service.routes_catalog import PAGE, PAGE_SIZE, Pagination, page_size_of, pagination
 from noetlc.service.errors import ApiError, bad_request, error_responses, not_found
 from noetlc.service.models import Health, Rendered, Var, VarDeleted, Vars, VarsDeleted, VarsSet
+from noetlc.service.routes_catalog import PAGE, PAGE_SIZE, Pagination, page_size_of, pagination
 
 router = APIRouter(tags=["misc"], responses=error_responses())
 

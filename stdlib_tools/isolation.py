@@ -1,8 +1,9 @@
 """Task code away from the process that runs it: python tasks in warm child processes, shell
 tasks with a clean environment, both under resource limits.
 
-`noetl-vm serve`, `server` and `worker` call `configure("process", ...)` at start; `noetl-vm
-run` and library use keep `inline` (the user's own code on the user's own terminal, nothing
+`noetl-vm serve`, `server` and `worker` call `configure("process", ...)` at start, and a service
+object made any other way (`create_app`) holds `process` mode while it is open (`hold`,
+`release`); `noetl-vm run` and library use keep `inline` (the user's own code on the user's own terminal, nothing
 to protect). In `process` mode:
 
 * a python task runs in a runner: a `python` child started with a clean environment (`clean_env`:
@@ -104,6 +105,38 @@ def configure(mode: str, limits: TaskLimits | None = None, spare: int = 1) -> No
 
 def policy() -> Policy:
     return _policy
+
+
+_held = 0
+_before: Policy | None = None
+_hold_lock = threading.Lock()
+
+
+def hold() -> None:
+    """Run task code in `process` mode until as many `release` calls (a service object opened
+    in this process holds it while it is open, service/state.py). A `process`
+    mode configured already (`serve`, with its limits) is left as it is."""
+    global _held, _before
+    with _hold_lock:
+        _held += 1
+        if _held > 1:
+            return
+        _before = _policy
+        if _policy.mode != "process":
+            configure("process", _policy.limits, _policy.spare)
+
+
+def release() -> None:
+    """The end of a `hold`: the last one puts back the mode that was before the first."""
+    global _held, _before
+    with _hold_lock:
+        _held = max(0, _held - 1)
+        if _held > 0 or _before is None:
+            return
+        before, _before = _before, None
+        if before.mode != "process":
+            pool().close()
+            configure(before.mode, before.limits, before.spare)
 
 
 def clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
