@@ -90,7 +90,7 @@ CREATE TABLE IF NOT EXISTS logs (
 );
 CREATE INDEX IF NOT EXISTS logs_by_execution ON logs (execution_id, seq);
 """
-_SCHEMA_VERSION = 3
+SCHEMA_VERSION = 3
 # the task-log columns after (seq, execution_id), as rows (runtime/logs.py) name them
 LOG_COLUMNS = ("ts", "step", "iteration", "task", "attempt", "action_id", "stream", "text")
 
@@ -374,7 +374,7 @@ class SQLiteStore:
 
     def _upgrade(self) -> None:
         (version,) = self._db.execute("PRAGMA user_version").fetchone()
-        if version >= _SCHEMA_VERSION:
+        if version >= SCHEMA_VERSION:
             return
         self._db.executescript(_SCHEMA)
         # a store written by an earlier noetlc: add the columns it lacks (nothing is lost)
@@ -386,7 +386,7 @@ class SQLiteStore:
             for column in columns:
                 if column.split()[0] not in have:
                     self._db.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
-        self._db.execute(f"PRAGMA user_version={_SCHEMA_VERSION}")
+        self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
 
     def fence(self, owned: str, token: str) -> None:
         """Make every later write of this connection conditional on the lease of `owned`

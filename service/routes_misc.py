@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool
 from noetlc.service.deps import ID_PATTERN, ExecutionId, ServiceDep
 from noetlc.service.errors import ApiError, bad_request, error_responses, not_found
 from noetlc.service.models import Health, Rendered, Var, VarDeleted, Vars, VarsDeleted, VarsSet
+from noetlc.service.routes_catalog import PAGE, PAGE_SIZE, Pagination, page_size_of, pagination
 
 router = APIRouter(tags=["misc"], responses=error_responses())
 
@@ -36,10 +37,28 @@ class SetVars(BaseModel):
     source_step: str | None = None
 
 
-@router.get("/api/vars/{execution_id}", tags=["vars"], response_model=Vars)
-def get_vars(execution_id: ExecutionId, service: ServiceDep) -> dict[str, Any]:
+class VarsPage(Vars):
+    """One page of an execution's variables, by name; `count` is this page's."""
+
+    pagination: Pagination
+
+
+@router.get("/api/vars/{execution_id}", tags=["vars"], response_model=VarsPage)
+def get_vars(
+    execution_id: ExecutionId,
+    service: ServiceDep,
+    page: int = PAGE,
+    page_size: int | None = PAGE_SIZE,
+) -> VarsPage:
     values = service.catalog.vars(integer_id(execution_id))
-    return {"execution_id": int(execution_id), "variables": values, "count": len(values)}
+    size = page_size_of(service, page_size)
+    names = list(values)[(page - 1) * size : page * size]  # the store lists them by name
+    return VarsPage(
+        execution_id=int(execution_id),
+        variables={name: values[name] for name in names},
+        count=len(names),
+        pagination=pagination(page, size, len(values)),
+    )
 
 
 @router.get("/api/vars/{execution_id}/{name}", tags=["vars"], response_model=Var)

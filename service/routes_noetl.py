@@ -80,21 +80,21 @@ def _schema(service: Service, upgrade: bool) -> DbReply:
             applied_now=done,
             pending=pending,
         )
-    from noetlc.runtime.store import _SCHEMA_VERSION
+    from noetlc.runtime.store import SCHEMA_VERSION
 
     store = service.engine.store
     db = getattr(store, "_db", None)
     version = int(db.execute("PRAGMA user_version").fetchone()[0]) if db is not None else 0
-    valid = db is None or version >= _SCHEMA_VERSION
+    valid = db is None or version >= SCHEMA_VERSION
     backend = "sqlite" if db is not None else "memory"
     return DbReply(
         status="ok" if valid else "error",
         message="schema is current (a SQLite store upgrades itself when opened)"
         if valid
-        else f"schema version {version}, this release needs {_SCHEMA_VERSION}",
+        else f"schema version {version}, this release needs {SCHEMA_VERSION}",
         backend=backend,
         schema_name=None,
-        version=version if db is not None else _SCHEMA_VERSION,
+        version=version if db is not None else SCHEMA_VERSION,
         valid=valid,
     )
 

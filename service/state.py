@@ -42,6 +42,10 @@ class Settings:
     # Host names served besides the loopback names (`*`: any); see service/guard.py
     allowed_hosts: tuple[str, ...] = ()
     limits: Limits = field(default_factory=Limits)
+    # python and shell tasks (and plugins that ask) run in runner processes while the service
+    # is open, however it was made (`serve`, or `create_app` in another program); False only
+    # for an embedding that trusts every playbook it runs (docs/runtime.md, "Task isolation")
+    isolate_tasks: bool = True
 
 
 @dataclass
@@ -55,6 +59,8 @@ class Service:
     # client polls it): the last PROGRESS_KEPT asked for, most recent last
     progress: dict[str, Any] = field(default_factory=dict)
     progress_lock: threading.Lock = field(default_factory=threading.Lock)
+    # this service holds the task isolation mode (`isolation.hold`) until it is closed
+    isolating: bool = False
 
     @classmethod
     def open(cls, settings: Settings) -> Service:
@@ -68,10 +74,19 @@ class Service:
             raise
         cipher = Cipher(settings.credential_key) if settings.credential_key else None
         service = cls(settings, catalog, engine, cipher)
+        if settings.isolate_tasks:
+            from noetlc.stdlib_tools import isolation
+
+            isolation.hold()  # before resuming: a resumed execution runs task code too
+            service.isolating = True
         if cipher is not None:
             engine.credentials = StoreCredentials(catalog, cipher, settings.key_source)
         if settings.resume:
-            engine.resume_orphans(set(catalog.origins()))
+            try:
+                engine.resume_orphans(set(catalog.origins()))
+            except BaseException:
+                service.close()
+                raise
         return service
 
     def close(self) -> None:
@@ -79,3 +94,8 @@ class Service:
             self.engine.close()
         finally:
             self.catalog.close()
+            if self.isolating:
+                from noetlc.stdlib_tools import isolation
+
+                self.isolating = False
+                isolation.release()

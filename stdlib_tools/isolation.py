@@ -1,8 +1,9 @@
 """Task code away from the process that runs it: python tasks in warm child processes, shell
 tasks with a clean environment, both under resource limits.
 
-`noetl-vm serve`, `server` and `worker` call `configure("process", ...)` at start; `noetl-vm
-run` and library use keep `inline` (the user's own code on the user's own terminal, nothing
+`noetl-vm serve`, `server` and `worker` call `configure("process", ...)` at start, and a service
+object made any other way (`create_app`) holds `process` mode while it is open (`hold`,
+`release`); `noetl-vm run` and library use keep `inline` (the user's own code on the user's own terminal, nothing
 to protect). In `process` mode:
 
 * a python task runs in a runner: a `python` child started with a clean environment (`clean_env`:
@@ -12,6 +13,9 @@ to protect). In `process` mode:
   A task that declares credentials (`auth:`) gets a runner that has run nothing before, and
   that runner is retired after it, so no other task's code ever shares a process with those
   values; a runner is also retired after a kill, a MemoryError or `MAX_USES` tasks.
+* a plugin kind that asks (`ToolKind(..., isolated=True)`) runs its calls in the same runners
+  (`run_tool`; stdlib_tools/tool_exec.py is their body), given only the keychain entries its
+  `credentials` arguments name.
 * limits (`TaskLimits`): address space (RLIMIT_AS, set in the runner), CPU seconds per task
   (the parent reads the runner's CPU time and kills it past the limit; RLIMIT_CPU backs it
   up), open files (RLIMIT_NOFILE), output bytes (what the task prints and its result), and
@@ -69,7 +73,7 @@ _RUNNER = "from noetlc.stdlib_tools.task_runner import main; main()"
 
 @dataclass(frozen=True)
 class TaskLimits:
-    """What one task's child process may use (set with `serve`/`worker`'s `--task-*`)."""
+    """What one task may use in its runner; past any, the runner is killed, the task fails."""
 
     memory_bytes: int = 2 * 1024**3
     cpu_seconds: float = 600.0
@@ -79,7 +83,7 @@ class TaskLimits:
 
 @dataclass(frozen=True)
 class Policy:
-    """Where task code runs in this process: inline, or in child processes with limits."""
+    """How this process runs task code (`configure`): inline, or in runner processes."""
 
     mode: str = "inline"  # or "process"
     limits: TaskLimits = TaskLimits()
@@ -102,6 +106,38 @@ def configure(mode: str, limits: TaskLimits | None = None, spare: int = 1) -> No
 
 def policy() -> Policy:
     return _policy
+
+
+_held = 0
+_before: Policy | None = None
+_hold_lock = threading.Lock()
+
+
+def hold() -> None:
+    """Run task code in `process` mode until as many `release` calls (a service object opened
+    in this process holds it while it is open, service/state.py). A `process`
+    mode configured already (`serve`, with its limits) is left as it is."""
+    global _held, _before
+    with _hold_lock:
+        _held += 1
+        if _held > 1:
+            return
+        _before = _policy
+        if _policy.mode != "process":
+            configure("process", _policy.limits, _policy.spare)
+
+
+def release() -> None:
+    """The end of a `hold`: the last one puts back the mode that was before the first."""
+    global _held, _before
+    with _hold_lock:
+        _held = max(0, _held - 1)
+        if _held > 0 or _before is None:
+            return
+        before, _before = _before, None
+        if before.mode != "process":
+            pool().close()
+            configure(before.mode, before.limits, before.spare)
 
 
 def clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -345,9 +381,40 @@ def run_python(
     cancelled: Callable[[], bool] | None,
     log: Callable[[str, str], None] | None,
     cwd: str | None,
+    secret: bool = False,
 ) -> dict[str, Any]:
-    """Run a python task's request (python_exec's shape) in a runner; the outcome."""
-    fresh = bool(request.get("auth"))
+    """Run a python task's request (python_exec's shape) in a runner; the outcome. A request
+    with credentials (`auth`, or `secret`: the caller found a keychain value in it) gets a
+    runner that ran nothing before, retired after it."""
+    fresh = secret or bool(request.get("auth"))
+    return _serve(request, fresh, timeout=timeout, cancelled=cancelled, log=log, cwd=cwd)
+
+
+def run_tool(
+    call: dict[str, Any],
+    *,
+    timeout: float | None,
+    cancelled: Callable[[], bool] | None,
+    log: Callable[[str, str], None] | None,
+    cwd: str | None,
+    secret: bool = False,
+) -> dict[str, Any]:
+    """Run a plugin tool's call (stdlib_tools/tool_exec.py's shape) in a runner; the outcome.
+    A call given keychain values (or `secret`, one in its arguments) gets a runner that ran
+    nothing before, retired after it."""
+    fresh = secret or bool(call.get("keychain"))
+    return _serve({"tool": call}, fresh, timeout=timeout, cancelled=cancelled, log=log, cwd=cwd)
+
+
+def _serve(
+    request: dict[str, Any],
+    fresh: bool,
+    *,
+    timeout: float | None,
+    cancelled: Callable[[], bool] | None,
+    log: Callable[[str, str], None] | None,
+    cwd: str | None,
+) -> dict[str, Any]:
     runner = pool().take(fresh)
     try:
         reply = runner.call({**request, "cwd": cwd}, timeout, cancelled)
@@ -358,8 +425,8 @@ def run_python(
     pool().give_back(runner, retire)
     outcome: dict[str, Any] = reply["outcome"]
     deliver(log, reply.get("stdout") or "", reply.get("stderr") or "")
-    py = outcome.setdefault("py", {})
-    if isinstance(py, dict):
+    py = outcome.setdefault("py", {}) if "tool" not in request else None
+    if isinstance(py, dict):  # python tasks' outcomes carry their output's tail
         py.setdefault("stdout", clean((reply.get("stdout") or "")[-TAIL:]))
         py.setdefault("stderr", clean((reply.get("stderr") or "")[-TAIL:]))
     return outcome

@@ -91,6 +91,7 @@ class Keychain:
         file: str | Path | None = None,
         env: Mapping[str, str] | None = None,
         provider: Callable[[str], Any] | None = None,
+        no_file: bool = False,
     ) -> None:
         """`declared`: the playbook's root `keychain:` entries. `file`: `--keychain FILE`
         (must exist); without it `.noetl/keychain.yaml` is read when present. `env`: the
@@ -104,7 +105,7 @@ class Keychain:
         if file is not None:
             self._file: dict[str, Any] = load_file(file)
             self._file_name = str(file)
-        elif DEFAULT_FILE.is_file():
+        elif not no_file and DEFAULT_FILE.is_file():
             self._file = load_file(DEFAULT_FILE)
             self._file_name = str(DEFAULT_FILE)
         else:
@@ -117,6 +118,12 @@ class Keychain:
         self._exact: set[str] = set()
         self._numbers: set[int | float] = set()
         self._pattern: re.Pattern[str] | None = None
+
+    @classmethod
+    def only(cls, values: Mapping[str, Any]) -> Keychain:
+        """A keychain of these entries and nothing else (no environment, no file): what the
+        process of an isolated plugin tool receives (stdlib_tools/tool_exec.py)."""
+        return cls(env={}, provider=dict(values).get, no_file=True)
 
     # ------------------------------------------------------------------ resolution
 
@@ -192,6 +199,11 @@ class Keychain:
     @property
     def has_secrets(self) -> bool:
         return bool(self._substrings or self._exact or self._numbers)
+
+    def mentions(self, obj: Any) -> bool:
+        """Whether a JSON-like object holds a secret this keychain has handed out (what
+        `redact` would mask): a task carrying one gets a process of its own."""
+        return self.has_secrets and self.redact(obj) != obj
 
     def redact(self, obj: Any) -> Any:
         """A copy of a JSON-like object with every secret replaced by `"***"`."""

@@ -57,6 +57,7 @@ class ToolKind:
         "_schema_name",
         "credentials",
         "inline",
+        "isolated",
         "module",
         "name",
         "origin",
@@ -83,6 +84,12 @@ class ToolKind:
     """Set on a kind that is known by name only: the plugin it needs and the service it uses."""
     origin: str
     """`noetlc` for built-in kinds, else the distribution that registered the kind."""
+    isolated: bool
+    """A plugin asks that its calls run like python and shell tasks where task code is kept
+    away from the service (`isolation.configure("process")`, or the task's `spec.isolation:
+    subprocess`): in a warm runner process with a clean environment and the task limits,
+    given only the keychain entries its `credentials` arguments name (stdlib_tools/
+    tool_exec.py)."""
     plain_args: bool
     """The executor reads its arguments only through attributes, `model_dump` and `model_extra`:
     arguments the generated table accepts reach it as `shape_check.Args` objects, without
@@ -100,6 +107,7 @@ class ToolKind:
         plugin: str | None = None,
         origin: str = "noetlc",
         plain_args: bool = False,
+        isolated: bool = False,
     ) -> None:
         values = {
             "name": name,
@@ -113,6 +121,7 @@ class ToolKind:
             "plugin": plugin,
             "origin": origin,
             "plain_args": plain_args,
+            "isolated": isolated,
         }
         for key, value in values.items():
             object.__setattr__(self, key, value)

@@ -64,7 +64,7 @@ def run(
     from noetlc.stdlib_tools.isolation import policy
 
     if spec.get("isolation") == "subprocess" or policy().mode == "process":
-        return _in_subprocess(request, spec.get("timeout"), ctx)
+        return _in_subprocess(request, spec.get("timeout"), ctx, keychain)
     with captured(ctx.log):  # the task's prints go to its log, not this process's output
         return execute(request)
 
@@ -180,8 +180,12 @@ def _auth(auth: dict[str, Any] | str | None, keychain: Keychain) -> dict[str, An
 # --------------------------------------------------------------------------- isolation
 
 
-def _in_subprocess(request: dict[str, Any], timeout: Any, ctx: ToolContext) -> dict[str, Any]:
-    """The request run in a warm runner process (stdlib_tools/isolation.py)."""
+def _in_subprocess(
+    request: dict[str, Any], timeout: Any, ctx: ToolContext, keychain: Keychain
+) -> dict[str, Any]:
+    """The request run in a warm runner process (stdlib_tools/isolation.py); one that carries
+    a keychain value (its `auth:`, or a template that put one in its code or inputs) gets a
+    runner of its own."""
     from noetlc.stdlib_tools import isolation
 
     seconds = float(timeout) if isinstance(timeout, int | float) else None
@@ -189,6 +193,7 @@ def _in_subprocess(request: dict[str, Any], timeout: Any, ctx: ToolContext) -> d
     request = {**request, "globals": _materialized(request.get("globals") or {}, code)}
     return isolation.run_python(
         request,
+        secret=bool(request.get("auth")) or keychain.mentions(request),
         timeout=seconds,
         cancelled=ctx.cancelled,
         log=getattr(ctx, "log", None),

@@ -23,7 +23,7 @@ from noetlc.diagnostics.extras import missing_extra
 from noetlc.stdlib_tools.context import RunPlaybook, ToolContext
 from noetlc.stdlib_tools.envelope import error, ok
 from noetlc.stdlib_tools.keychain import Keychain, KeychainError
-from noetlc.stdlib_tools.kinds import lookup, runner
+from noetlc.stdlib_tools.kinds import ToolKind, lookup, runner
 
 __all__ = ["RunPlaybook", "ToolContext", "call_tool", "default_keychain"]
 
@@ -92,16 +92,65 @@ def _dispatch(
         )
     if kind == "noop":
         return ok(args.get("result") if args.get("result") is not None else args.get("input"))
-    run = runner(record)
-    if run is None:
+    if record.module is None:
         return error("ToolUnavailable", f"`{kind}` tasks are run by the pipeline VM, not as a tool")
     parsed = record.build_args(args)  # valid as they are: no pydantic (`ToolKind.plain_args`)
     if parsed is None:
-        parsed = _validate(record.schema, args)
+        parsed = validate_args(record.schema, args)
+    if record.isolated and _isolating(spec):
+        return _isolated(record, args, spec, ctx, keychain)
+    run = runner(record)
+    assert run is not None
     return run(parsed, spec, ctx, keychain)
 
 
-def _validate(schema: Any, args: dict[str, Any]) -> Any:
+def _isolating(spec: dict[str, Any]) -> bool:
+    from noetlc.stdlib_tools.isolation import policy
+
+    return spec.get("isolation") == "subprocess" or policy().mode == "process"
+
+
+def _isolated(
+    record: ToolKind,
+    args: dict[str, Any],
+    spec: dict[str, Any],
+    ctx: ToolContext,
+    keychain: Keychain,
+) -> dict[str, Any]:
+    """A plugin's call in a warm runner process (its kind asked: `ToolKind.isolated`), with
+    the keychain entries its `credentials` arguments name, resolved here, and nothing else."""
+    from noetlc.stdlib_tools import isolation
+
+    names: list[str] = []
+    for arg in record.credentials:
+        value = args.get(arg)
+        refs = value.values() if isinstance(value, dict) else [value]
+        names.extend(ref for ref in refs if isinstance(ref, str) and ref not in names)
+    call = {
+        "kind": record.name,
+        "args": args,
+        "spec": spec,
+        "context": {
+            "execution_id": ctx.execution_id,
+            "action_id": ctx.action_id,
+            "step": ctx.step,
+            "task": ctx.task,
+            "attempt": ctx.attempt,
+        },
+        "keychain": {name: keychain.resolve(name) for name in names},
+    }
+    timeout = spec.get("timeout")
+    return isolation.run_tool(
+        call,
+        secret=keychain.mentions(args),
+        timeout=float(timeout) if isinstance(timeout, int | float) else None,
+        cancelled=ctx.cancelled,
+        log=ctx.log,
+        cwd=str(ctx.workdir),
+    )
+
+
+def validate_args(schema: Any, args: dict[str, Any]) -> Any:
     """The arguments validated, keys the kind does not take left out. NoETL's tool models
     accept extra keys and its executors read only theirs (noetl/core/dsl/engine/models/tools.py,
     `ToolSpec`: `extra = "allow"`), so an unknown key is ignored here too; the compiler warns

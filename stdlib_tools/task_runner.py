@@ -46,6 +46,68 @@ class Capped(io.TextIOBase):
         return text + ("\n[output cut at the task's output limit]\n" if self.cut else "")
 
 
+class Baseline:
+    """What a task may change in its runner that the next task (maybe of another execution)
+    would see, as it was before the first task; `restore` puts it back after each task.
+
+    Restored (cheap: a comparison when nothing changed): `os.environ`, the `builtins`
+    namespace, `sys.path`, the working directory (set per task anyway), the `os.umask`.
+    Refused (the runner is retired, `restore` returns False): threads the task left running,
+    a trace or profile function, signal handlers it installed, child processes it left.
+    Kept, on purpose: imported modules (a re-import per task would cost what the pool saves;
+    see docs/runtime.md, "Task isolation")."""
+
+    def __init__(self) -> None:
+        import _signal as signal  # the C module: no enum conversion per call
+        import builtins
+        import threading
+
+        self.environ = dict(os.environ)
+        self.raw_environ = _raw_environ()
+        self.builtins = dict(vars(builtins))
+        self.path = list(sys.path)
+        self.threads = threading.active_count()
+        self.umask = os.umask(0o077)
+        os.umask(self.umask)
+        self.signals = {
+            sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGALRM)
+        }
+
+    def restore(self) -> bool:
+        import _signal as signal  # the C module: no enum conversion per call
+        import builtins
+        import threading
+
+        if threading.active_count() > self.threads:
+            return False  # a thread of the task's: nothing is touched under it
+        if getattr(os.environ, "_data", os.environ) != self.raw_environ:  # encoded: 100× faster
+            os.environ.clear()
+            os.environ.update(self.environ)
+        names = vars(builtins)
+        if names != self.builtins:
+            names.clear()
+            names.update(self.builtins)
+        if sys.path != self.path:
+            sys.path[:] = self.path
+        os.umask(self.umask)
+        if sys.gettrace() is not None or sys.getprofile() is not None:
+            return False
+        if any(signal.getsignal(s) != h for s, h in self.signals.items()):
+            return False
+        while True:  # children the task left: ended ones are reaped, a running one retires
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return True
+            if pid == 0:
+                return False
+
+
+def _raw_environ() -> dict[Any, Any]:
+    """CPython's encoded copy of the environment (what `os.environ` decodes on each read)."""
+    return dict(getattr(os.environ, "_data", os.environ))
+
+
 def _read_exact(stream: Any, size: int) -> bytes | None:
     data = b""
     while len(data) < size:
@@ -71,7 +133,7 @@ def main() -> None:
     set_limits(limits)
     from noetlc.stdlib_tools.python_exec import execute
 
-    here = "/"
+    baseline = Baseline()
     while True:
         header = _read_exact(inbox, HEADER.size)
         if header is None:
@@ -82,13 +144,10 @@ def main() -> None:
             return
         request = json.loads(body)
         cwd = request.pop("cwd", None) or "/"
-        if cwd != here:
-            try:
-                os.chdir(cwd)
-                here = cwd
-            except OSError:
-                os.chdir("/")
-                here = "/"
+        try:  # every time: the task before may have moved elsewhere (one system call)
+            os.chdir(cwd)
+        except OSError:
+            os.chdir("/")
         # this task's CPU time limit, from what the runner used so far (one setrlimit)
         used = resource.getrusage(resource.RUSAGE_SELF)
         cpu_limit = int(used.ru_utime + used.ru_stime + limits.cpu_seconds) + 1
@@ -97,7 +156,12 @@ def main() -> None:
         out, err = Capped(limits.output_bytes), Capped(limits.output_bytes)
         sys.stdout, sys.stderr = out, err
         try:
-            outcome = execute(request)
+            if "tool" in request:  # a plugin's call (its kind asked for isolation)
+                from noetlc.stdlib_tools.tool_exec import run_call
+
+                outcome = run_call(request["tool"])
+            else:
+                outcome = execute(request)
         except BaseException as exc:  # SystemExit or KeyboardInterrupt from task code
             from noetlc.stdlib_tools.envelope import error
 
@@ -108,6 +172,8 @@ def main() -> None:
         error_type = ((outcome.get("error") or {}).get("type")) if outcome else None
         if error_type in ("MemoryError", "SystemExit", "KeyboardInterrupt"):
             reply["retire"] = True  # the runner's state may be broken: the next task gets another
+        if not baseline.restore():
+            reply["retire"] = True  # the task left something running that would see the next
         try:
             data = json.dumps(reply).encode("utf-8")
         except (TypeError, ValueError):

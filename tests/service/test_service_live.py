@@ -90,7 +90,13 @@ async def test_the_event_stream_follows_a_run_to_its_end(served_api: httpx.Async
 
 async def test_vars(api: httpx.AsyncClient) -> None:
     base = "/api/vars/42"
-    assert (await api.get(base)).json() == {"execution_id": 42, "variables": {}, "count": 0}
+    empty = (await api.get(base)).json()
+    assert {k: empty[k] for k in ("execution_id", "variables", "count")} == {
+        "execution_id": 42,
+        "variables": {},
+        "count": 0,
+    }
+    assert empty["pagination"]["total"] == 0 and empty["pagination"]["total_pages"] == 1
     put = await api.post(base, json={"variables": {"x": 1, "y": {"a": [1]}}, "source_step": "s"})
     assert put.json() == {"execution_id": 42, "variables_set": 2, "var_names": ["x", "y"]}
     one = (await api.get(f"{base}/y")).json()
@@ -98,6 +104,7 @@ async def test_vars(api: httpx.AsyncClient) -> None:
     assert (await api.get(f"{base}/y")).json()["access_count"] == 2
     listed = (await api.get(base)).json()
     assert listed["count"] == 2 and listed["variables"]["x"]["type"] == "user_defined"
+    assert listed["pagination"]["page_size"] == 100 and listed["pagination"]["total"] == 2
     assert (await api.delete(f"{base}/x")).json() == {
         "execution_id": 42,
         "var_name": "x",
@@ -190,3 +197,23 @@ async def test_a_restarted_service_finishes_what_it_left_running(tmp_path: Path)
             }
     finally:
         second.stop()
+
+
+async def test_vars_are_paged_by_name(api: httpx.AsyncClient) -> None:
+    base = "/api/vars/7"
+    names = [f"v{i:02d}" for i in range(7)]
+    await api.post(base, json={"variables": {n: i for i, n in enumerate(reversed(names))}})
+    seen: list[str] = []
+    for page in (1, 2, 3):
+        body = (await api.get(base, params={"page": page, "page_size": 3})).json()
+        assert body["count"] == len(body["variables"])
+        pages = body["pagination"]
+        assert (pages["total"], pages["total_pages"]) == (7, 3)
+        assert pages["has_next"] == (page < 3) and pages["has_prev"] == (page > 1)
+        seen.extend(body["variables"])
+    assert seen == names  # every variable once, in name order
+    past = (await api.get(base, params={"page": 9, "page_size": 3})).json()
+    assert past["variables"] == {} and past["count"] == 0
+    for bad in ({"page": 0}, {"page_size": 0}, {"page": "x"}):
+        refused = await api.get(base, params=bad)
+        assert refused.status_code == 422 and refused.json()["code"] == "NOE872"
