@@ -42,6 +42,13 @@ class EventLog(Protocol):
         """Store the events not stored yet; their (event_id, seq) in seq order."""
         ...
 
+    async def append_if(
+        self, execution_id: str, events: Sequence[EventLike], last_seq: int | None = None
+    ) -> list[tuple[str, int]] | None:
+        """`append`, only while the log has no terminal event at its end and, when `last_seq`
+        is given, ends at `last_seq`; None, nothing appended, otherwise."""
+        ...
+
     async def append_and_enqueue(
         self, execution_id: str, events: Sequence[EventLike], jobs: Sequence[JobSpec]
     ) -> list[tuple[str, int]]:

@@ -233,12 +233,14 @@ class ChildRunner:
         state = await self.db.queue.get(job[0])
         if state is None or state.status != "cancelled":
             return False
+        # a request the child's owning server answers with its one terminal event (nothing
+        # once the child's log has ended)
         cancel = envelope(
-            EventName.EXECUTION_CANCELLED,
+            EventName.CANCEL_REQUESTED,
             Source.CLIENT,
             event_id=f"{child_id}:cancelled-with:{action_id}",
             ts=time.time(),
             payload={"reason": "the parent's calling job was cancelled"},
         )
-        await self.db.events.append(child_id, [cancel])
+        await self.db.events.append_if(child_id, [cancel])
         return True

@@ -24,6 +24,7 @@ Timers are runtime/timers.py's `Timers` (both runtimes arm them on their asyncio
 from __future__ import annotations
 
 import base64
+import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -102,6 +103,19 @@ def client_request(event_id: str, request: Mapping[str, Any]) -> Event | None:
     else:
         return None
     return envelope(name, Source.CLIENT, event_id=event_id, payload=payload)
+
+
+def cancel_requested(event_id: str, reason: str | None) -> Event:
+    """A distributed cancel request: the owning server answers it with `execution.cancelled`
+    (runtime/server.py `_cancel`)."""
+    payload = {} if reason is None else {"reason": reason}
+    return envelope(
+        EventName.CANCEL_REQUESTED,
+        Source.CLIENT,
+        event_id=event_id,
+        ts=time.time(),
+        payload=payload,
+    )
 
 
 def cancelled(event_id: str, reason: str) -> Event:
@@ -281,6 +295,7 @@ __all__ = [
     "REQUESTED",
     "Driver",
     "LoadedResults",
+    "cancel_requested",
     "cancelled",
     "client_request",
     "program_from_requested",

@@ -29,7 +29,7 @@ from noetlc.runtime.backend import (
 from noetlc.runtime.memory_queue import MemoryJobQueue, MemoryOwnership
 from noetlc.runtime.queue import DEFAULT_POOL, JobSpec, Lease
 from noetlc.runtime.store import MemoryStore, stored_record
-from noetlc.vm.protocol import Event
+from noetlc.vm.protocol import TERMINAL_NAMES, Event
 
 
 class MemoryNotifications(Waiters):
@@ -92,6 +92,16 @@ class MemoryEventLog:
         return stored
 
     async def append(self, execution_id: str, events: Sequence[EventLike]) -> list[tuple[str, int]]:
+        return self.append_now(execution_id, events)
+
+    async def append_if(
+        self, execution_id: str, events: Sequence[EventLike], last_seq: int | None = None
+    ) -> list[tuple[str, int]] | None:
+        log = self._logs.get(execution_id)
+        if log is None:
+            raise LookupError(f"cannot append events to execution {execution_id!r}")
+        if (log and log[-1]["name"] in TERMINAL_NAMES) or last_seq not in (None, len(log)):
+            return None
         return self.append_now(execution_id, events)
 
     async def append_and_enqueue(

@@ -23,6 +23,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, TypeVar
 
 from noetlc.diagnostics.errors import UserError
@@ -257,6 +258,9 @@ class Server:
         # (except the iterations a stored bundle holds: its job runs them); the noop steps
         # they start run here, so under the same deadline as any other VM step
         outstanding = rebuilt.commands
+        request = _pending_cancel(events)
+        if request is not None:
+            outstanding = []  # cancelled below: nothing is enqueued again
         # no server event logged: no job either (a round commits its jobs with its events)
         held = await covering_jobs(self.db.queue, execution_id, outstanding) if recorded else {}
         if held:
@@ -274,6 +278,9 @@ class Server:
             await self._refuse(execution_id, owned.after_seq, exc)
             return
         await self._commit(owned, out, commands, jobs)
+        if request is not None and not owned.vm.finished():
+            await self._cancel(owned, request, [])
+            return
         await self._close_if_finished(owned)
 
     async def advance(self, owned: Owned) -> bool:
@@ -288,7 +295,7 @@ class Server:
         as it did between feeding and committing; a crash loses that round either way and
         the next owner decides it again from the log."""
         last_seq, events = await self.db.events.read_inputs(
-            owned.execution_id, owned.after_seq, INPUT_SOURCES, INPUT_NAMES
+            owned.execution_id, owned.after_seq, INPUT_SOURCES, SERVER_READS
         )
         if last_seq <= owned.after_seq:
             # nothing new: a commit still in flight wakes the server when it lands
@@ -298,19 +305,10 @@ class Server:
                 return False
             return not await self._settle(owned)
         owned.after_seq = last_seq
-        inputs = []
-        bundles = owned.bundles
-        for record in events:
-            event = Event.from_record(record)
-            if owned.appended_inline and event.event_id in owned.appended_inline:
-                owned.appended_inline.discard(event.event_id)  # ours: the VM has it already
-                continue
-            if bundles:
-                bundles.done(event.action_id)
-            if is_input(event):
-                if event.name == EventName.TIMER_FIRED:
-                    owned.timers.fired(event)
-                inputs.append(event)
+        inputs, request = _inputs(owned, events)
+        if request is not None:
+            await self._cancel(owned, request, inputs)
+            return False
 
         def feed() -> tuple[list[Event], list[Command], list[JobSpec]]:
             commands: list[Command] = []
@@ -331,6 +329,45 @@ class Server:
         # in flight) or by the commit's landing (`_start_commit`), which tells whether
         # others appended meanwhile
         return False
+
+    async def _cancel(self, owned: Owned, request: Event, inputs: list[Event]) -> None:
+        """Answer a cancel request with the log's one terminal event, so that nothing can
+        follow it: the execution's jobs are cancelled first (from then on no worker result or
+        fenced append is accepted) and its timers closed; the inputs that came before are
+        fed and the server events they cause appended (no job is enqueued any more); then
+        `execution.cancelled` is appended only if the log still ends where this server last
+        read it (`append_if`), else what came meanwhile (a signal, a result committed just
+        before the jobs were cancelled) is read and fed first."""
+        execution_id = owned.execution_id
+        owned.timers.close()
+        await self.db.queue.cancel_execution(execution_id)
+        await self._settle(owned)  # the last round's commit lands first
+        cancel = envelope(
+            EventName.EXECUTION_CANCELLED,
+            Source.CLIENT,
+            event_id=f"{request.event_id}:cancelled",
+            ts=time.time(),
+            payload={**(request.payload or {}), "request_event_id": request.event_id},
+        )
+        last_seq: int | None = None
+        while not owned.vm.finished():
+            if inputs:
+                out = await self._within_deadline(execution_id, partial(_feed, owned, inputs))
+                if out:
+                    owned.server_events += sum(1 for e in out if e.source == Source.SERVER)
+                    await self.db.events.append(execution_id, out)
+            elif last_seq is not None:
+                cancel = cancel._replace(ts=time.time())
+                if await self.db.events.append_if(execution_id, [cancel], last_seq) is not None:
+                    owned.driver.feed(cancel)
+                    owned.after_seq = last_seq + 1
+                    break
+            last_seq, events = await self.db.events.read_inputs(
+                execution_id, owned.after_seq, INPUT_SOURCES, SERVER_READS
+            )
+            owned.after_seq = max(owned.after_seq, last_seq)
+            inputs, _ = _inputs(owned, events)
+        await self._close_if_finished(owned)
 
     def _inline_steps(self, program: Any) -> dict[str, bool]:
         """The steps whose pipeline runs inside the server's round: noop-only ones (no I/O, no
@@ -496,7 +533,8 @@ class Server:
         """A due `timer.fired` is appended to the log (and wakes us: we read it as input)."""
 
         async def append_and_wake(event: Event) -> None:
-            await self.db.events.append(execution_id, [event])
+            # never after the log's terminal event (a timer due as the execution ends)
+            await self.db.events.append_if(execution_id, [event])
             self._wake.set()
 
         def deliver(event: Event) -> None:
@@ -553,8 +591,8 @@ class Server:
             ts=time.time(),
             payload={"error": error},
         )
-        await self.db.events.append(execution_id, [failed])
         await self.db.queue.cancel_execution(execution_id)
+        await self.db.events.append_if(execution_id, [failed])  # not past another end
         summary = {
             "execution_id": execution_id,
             "status": "failed",
@@ -582,6 +620,49 @@ INLINE_ACTIONS = 1000
 
 # the action events that carry results (stored by reference when large, as a worker does)
 SHRUNK = frozenset({EventName.TASK_DONE, EventName.STEP_DONE, EventName.LOOP_ITERATION_DONE})
+
+
+# what a server reads of its executions' logs: the VM's inputs and the cancel requests
+SERVER_READS = INPUT_NAMES | {EventName.CANCEL_REQUESTED.value}
+_CANCEL_REQUESTED = EventName.CANCEL_REQUESTED.value
+
+
+def _inputs(owned: Owned, records: list[dict[str, Any]]) -> tuple[list[Event], Event | None]:
+    """The input events of `records` the VM has not had yet, and the first cancel request
+    among them (None: none)."""
+    inputs = []
+    request = None
+    bundles = owned.bundles
+    for record in records:
+        event = Event.from_record(record)
+        if owned.appended_inline and event.event_id in owned.appended_inline:
+            owned.appended_inline.discard(event.event_id)  # ours: the VM has it already
+            continue
+        if bundles:
+            bundles.done(event.action_id)
+        if is_input(event):
+            if event.name == EventName.TIMER_FIRED:
+                owned.timers.fired(event)
+            inputs.append(event)
+        elif request is None and event.name == _CANCEL_REQUESTED:
+            request = event
+    return inputs, request
+
+
+def _pending_cancel(records: list[dict[str, Any]]) -> Event | None:
+    """A log's cancel request not answered yet (a server died before its answer)."""
+    for record in records:
+        if record["name"] == _CANCEL_REQUESTED:
+            return Event.from_record(record)
+    return None
+
+
+def _feed(owned: Owned, inputs: list[Event]) -> list[Event]:
+    """Feed inputs once a cancel is asked for: the events they cause, no command run."""
+    out: list[Event] = []
+    for event in inputs:
+        out.extend(owned.driver.feed(event).events)
+    return out
 
 
 def _snapshot(vm: ControlVM, commands: list[Command]) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -33,7 +33,7 @@ from noetlc.runtime.postgres.notify import Notifications
 from noetlc.runtime.postgres.queries import q
 from noetlc.runtime.queue import JobSpec
 from noetlc.runtime.store import encode_payload as encode_json
-from noetlc.vm.protocol import ENVELOPE, Event
+from noetlc.vm.protocol import ENVELOPE, TERMINAL_NAMES, Event
 
 COPY_THRESHOLD = 64
 _TEXT_FIELDS = ("name", "source", "step", "step_run_id", "task_run_id", "parent_id", "action_id")
@@ -153,6 +153,32 @@ class PostgresEventLog:
                     return await _append_copy(conn, execution_id, rows)
                 columns = envelope_arrays(rows)
                 stored = await conn.fetch(q("append_events"), execution_id, *columns)
+                return [(r["out_event_id"], r["out_seq"]) for r in stored]
+
+        try:
+            return await with_retry(self._url, run)
+        except asyncpg.NoDataFoundError:
+            raise _never_created(execution_id) from None
+
+    async def append_if(
+        self,
+        execution_id: str,
+        events: Sequence[Event | Mapping[str, Any]],
+        last_seq: int | None = None,
+    ) -> list[tuple[str, int]] | None:
+        """`append`, only while the log has not ended (its last event is not a terminal one)
+        and, when `last_seq` is given, nobody appended past it: None, and nothing appended,
+        otherwise. What a cancel appends (docs/distributed.md, "Cancel and signal")."""
+        rows = _unique(events)
+
+        async def run() -> list[tuple[str, int]] | None:
+            async with self._pool.acquire() as conn, conn.transaction():
+                end = await conn.fetchrow(q("lock_log_end"), execution_id)
+                if end is None:
+                    raise asyncpg.NoDataFoundError(execution_id)
+                if end["name"] in TERMINAL_NAMES or last_seq not in (None, end["last_seq"]):
+                    return None
+                stored = await conn.fetch(q("append_events"), execution_id, *envelope_arrays(rows))
                 return [(r["out_event_id"], r["out_seq"]) for r in stored]
 
         try:

@@ -166,3 +166,20 @@ async def test_a_completion_whose_lease_is_no_longer_current_is_refused_with_its
     assert state is not None and state.status == "done"
     assert await queue.append_fenced(live, said(live, 4)) is False  # finished: no lease now
     assert len(await log.read("x")) == 4
+
+
+async def test_a_conditional_append_refuses_an_ended_log_or_a_moved_end(cluster: Any) -> None:
+    """`append_if` (what a cancel, a signal and a timer append): nothing after the log's
+    terminal event, nothing when the log moved past the `last_seq` its writer read."""
+    log = cluster.events
+    await log.create_execution("x", "p")
+    await log.append("x", [_event("a")])
+    assert await log.append_if("x", [_event("b")], last_seq=2) is None  # it ends at 1
+    assert await log.append_if("x", [_event("b")], last_seq=1) == [("b", 2)]
+    assert await log.append_if("x", [_event("c")]) == [("c", 3)]
+    end = _event("end", EventName.EXECUTION_CANCELLED, Source.CLIENT)
+    assert await log.append_if("x", [end], last_seq=3) == [("end", 4)]
+    signal = _event("sig", EventName.SIGNAL_RECEIVED, Source.CLIENT)
+    assert await log.append_if("x", [signal]) is None
+    assert await log.append_if("x", [_event("d")], last_seq=4) is None
+    assert [e["event_id"] for e in await log.read("x")] == ["a", "b", "c", "end"]

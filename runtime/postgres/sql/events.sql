@@ -76,3 +76,12 @@ SELECT x.last_seq, e.event_id, e.execution_id, e.seq, e.ts, e.name, e.source, e.
   ) e ON true
  WHERE x.execution_id = $1
  ORDER BY e.seq;
+
+-- name: lock_log_end
+-- A conditional append (`append_if`) reads the log's end under the counter row's lock, which
+-- every append takes: nothing is appended between this read and the append that follows.
+SELECT x.last_seq, e.name
+  FROM executions x
+  LEFT JOIN events e ON e.execution_id = x.execution_id AND e.seq = x.last_seq
+ WHERE x.execution_id = $1
+   FOR UPDATE OF x;
