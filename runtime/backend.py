@@ -38,6 +38,13 @@ class EventLog(Protocol):
         self, execution_id: str, playbook: str, parent_execution_id: str | None = None
     ) -> None: ...
 
+    async def create_child(
+        self, execution_id: str, playbook: str, parent_id: str, root_id: str, limit: int
+    ) -> int | None:
+        """`create_execution` of a child unless its root's tree holds `limit` executions (0:
+        no limit); None when created (or it existed), else the count it would reach."""
+        ...
+
     async def append(self, execution_id: str, events: Sequence[EventLike]) -> list[tuple[str, int]]:
         """Store the events not stored yet; their (event_id, seq) in seq order."""
         ...

@@ -70,6 +70,26 @@ class MemoryEventLog:
         self._logs[execution_id] = []
         self._ids[execution_id] = set()
 
+    async def create_child(
+        self, execution_id: str, playbook: str, parent_id: str, root_id: str, limit: int
+    ) -> int | None:
+        if execution_id not in self._executions and limit:
+            below: dict[str, list[str]] = {}
+            for record in self._executions.values():
+                if record["parent_execution_id"]:
+                    below.setdefault(record["parent_execution_id"], []).append(
+                        record["execution_id"]
+                    )
+            count, todo = 1, [root_id]
+            while todo:
+                children = below.get(todo.pop(), [])
+                count += len(children)
+                todo.extend(children)
+            if count > limit:
+                return count
+        await self.create_execution(execution_id, playbook, parent_id)
+        return None
+
     def append_now(self, execution_id: str, events: Sequence[EventLike]) -> list[tuple[str, int]]:
         record = self._executions.get(execution_id)
         if record is None:

@@ -186,6 +186,28 @@ class PostgresEventLog:
         except asyncpg.NoDataFoundError:
             raise _never_created(execution_id) from None
 
+    async def create_child(
+        self, execution_id: str, playbook: str, parent_id: str, root_id: str, limit: int
+    ) -> int | None:
+        """Create a child execution's row unless its root's tree holds `limit` executions
+        already (0: no limit): None when created (or it existed), else the count the tree
+        would reach. Counted and created under one lock per root, so workers starting
+        children of one tree together cannot go past the budget."""
+
+        async def run() -> int | None:
+            async with self._pool.acquire() as conn, conn.transaction():
+                await conn.execute(q("lock_tree"), root_id)
+                if await conn.fetchval(q("execution_exists"), execution_id):
+                    return None
+                if limit:
+                    count = int(await conn.fetchval(q("count_tree"), root_id)) + 1
+                    if count > limit:
+                        return count
+                await conn.execute(q("create_execution"), execution_id, playbook, parent_id)
+                return None
+
+        return await with_retry(self._url, run)
+
     async def append_and_enqueue(
         self,
         execution_id: str,

@@ -67,3 +67,69 @@ def test_a_distributed_result_past_its_budget_fails_its_step(
     error = failed["payload"]["error"]
     assert error["code"] == "NOE858" and error["budget"] == "result_bytes"
     assert "step `start` is 2,000,002 bytes" in error["message"]
+
+
+FAN = """\
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: fan}
+executor: {spec: {budgets: {child_executions: 5}}}
+workload: {items: [1, 2, 3]}
+workflow:
+  - step: start
+    loop: {in: "{{ workload.items }}", iterator: x, spec: {mode: parallel, max_in_flight: 3}}
+    tool: {kind: playbook, path: middle.yaml}
+"""
+
+MIDDLE = """\
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: middle}
+workflow:
+  - step: start
+    tool: {kind: playbook, path: leaf.yaml}
+"""
+
+LEAF = """\
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: leaf}
+workflow:
+  - step: start
+    tool: {kind: noop, result: 1}
+"""
+
+
+def test_a_distributed_fan_out_stops_at_its_roots_child_executions(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """Three callers of a child that calls another: six executions below the root, with a
+    budget of five (the root's, though the children set none). Whichever start comes sixth
+    (workers start them in parallel) is refused: its calling step fails with NOE858, every
+    execution ends and the tree never holds more than five."""
+    for name, text in (("fan", FAN), ("middle", MIDDLE), ("leaf", LEAF)):
+        (tmp_path / f"{name}.yaml").write_text(text)
+    cluster.server()
+    cluster.worker(concurrency=4)
+    summary = cluster.submit(tmp_path / "fan.yaml", timeout=120)
+    assert summary["status"] == "failed"
+    store = PostgresStore(cluster.url)
+    try:
+        tree, ids = [], {summary["execution_id"]}
+        for record in store.executions():  # parents before their children
+            if record["parent_id"] in ids:
+                tree.append(record)
+                ids.add(record["execution_id"])
+        assert len(tree) == 5
+        assert {r["status"] for r in tree} <= {"completed", "failed"}
+        errors = [
+            e["payload"]["error"]
+            for execution_id in ids  # the root's calls too
+            for e in store.read(execution_id)
+            if e["name"] in ("step.failed", "loop.iteration.failed")
+            and e["payload"]["error"].get("child_error")
+        ]
+        refused = [e["child_error"] for e in errors if e["child_error"].get("budget")]
+        assert [(e["budget"], e["code"]) for e in refused] == [("child_executions", "NOE858")]
+    finally:
+        store.close()

@@ -183,3 +183,18 @@ async def test_a_conditional_append_refuses_an_ended_log_or_a_moved_end(cluster:
     assert await log.append_if("x", [signal]) is None
     assert await log.append_if("x", [_event("d")], last_seq=4) is None
     assert [e["event_id"] for e in await log.read("x")] == ["a", "b", "c", "end"]
+
+
+async def test_create_child_counts_the_roots_whole_tree(cluster: Any) -> None:
+    """`create_child` (a distributed `kind: playbook` start): the root's tree, all levels,
+    holds `limit` executions at most; an existing child is not counted again."""
+    log = cluster.events
+    await log.create_execution("root", "p")
+    assert await log.create_child("a", "p", "root", "root", 3) is None
+    assert await log.create_child("b", "p", "a", "root", 3) is None
+    assert await log.create_child("a", "p", "root", "root", 3) is None  # exists: not counted
+    assert await log.create_child("c", "p", "b", "root", 3) is None
+    assert await log.create_child("d", "p", "root", "root", 3) == 4  # the 4th is refused
+    assert await log.execution("d") is None
+    assert await log.create_child("d", "p", "root", "root", 0) is None  # 0: no limit
+    assert (await log.execution("d"))["parent_execution_id"] == "root"

@@ -85,3 +85,19 @@ SELECT x.last_seq, e.name
   LEFT JOIN events e ON e.execution_id = x.execution_id AND e.seq = x.last_seq
  WHERE x.execution_id = $1
    FOR UPDATE OF x;
+
+-- name: lock_tree
+-- `create_child`: one child start at a time per root execution (the count and the insert)
+SELECT pg_advisory_xact_lock(hashtext('noetl.tree:' || $1));
+
+-- name: execution_exists
+SELECT 1 FROM executions WHERE execution_id = $1;
+
+-- name: count_tree
+-- The executions below a root, all levels (the `child_executions` budget counts them).
+WITH RECURSIVE tree(execution_id) AS (
+    SELECT execution_id FROM executions WHERE parent_execution_id = $1
+    UNION ALL
+    SELECT x.execution_id FROM executions x JOIN tree t ON x.parent_execution_id = t.execution_id
+)
+SELECT count(*) FROM tree;
