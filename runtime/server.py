@@ -118,6 +118,8 @@ class Server:
         self._next_claim = 0.0
         self.offered = True
         self._background: set[asyncio.Future[Any]] = set()
+        # execution id -> its adoption or round in progress (`tick`)
+        self._busy: dict[str, asyncio.Task[bool]] = {}
         # set by our own appends made outside `tick` (timers, a round's commit landing)
         self._wake = asyncio.Event()
         # reference-first results the control VMs read (arcs, step args, the summary)
@@ -136,7 +138,7 @@ class Server:
                 self._wake.clear()
                 try:
                     try:
-                        progressed = await self.tick()
+                        progressed = await self.tick(ROUND_SLICE)
                     except RETRYABLE as exc:
                         # the database went away: keep our state, try again (the leases
                         # may be lost meanwhile; renew() tells)
@@ -161,6 +163,10 @@ class Server:
                     notes.unregister(EXECUTIONS, ANY_KEY, wake_offers)
         finally:
             keeper.cancel()
+            for task in list(self._busy.values()):  # a VM step past the stop: dropped
+                task.cancel()
+            if self._busy:
+                await asyncio.wait(list(self._busy.values()), timeout=5.0)
             for owned in self.owned.values():
                 owned.timers.close()
                 with contextlib.suppress(Exception):
@@ -169,40 +175,73 @@ class Server:
                 await self.db.owners.release(self.owner, list(self.owned))
             self.results.close()
 
-    async def tick(self) -> bool:
-        """One round: claim, renew, advance every owned execution, reap. True if any work."""
+    async def tick(self, slice_: float | None = None) -> bool:
+        """One round: claim, renew, advance every owned execution, reap. True if any work.
+
+        Each execution's adoption or round is a task of its own (one at a time per
+        execution): with `slice_`, the round waits that long for them and goes on, so one
+        execution whose VM step is slow (a poison guard, up to its budget) does not hold the
+        others' rounds — its task ends in the background and wakes the server. Without,
+        the round waits for every task (what a test that drives `tick` expects)."""
         progressed = False
         now = time.monotonic()
         await self._renew_due()
+        started: list[asyncio.Task[bool]] = []
         if self.offered or now >= self._next_claim:
             # claims cost a round trip: only when offers were announced, or once per poll
             self.offered = False
             self._next_claim = now + self.poll
             claims = await self.db.owners.claim(self.owner, limit=self.claim_limit, ttl=self.ttl)
             for claim in claims:
-                if claim.execution_id not in self.owned:
-                    await self.adopt(claim.execution_id)
-                    progressed = True
+                execution_id = claim.execution_id
+                if execution_id not in self.owned and execution_id not in self._busy:
+                    started.append(self._run_for(execution_id, self._adopted(execution_id)))
             if len(claims) == self.claim_limit:
                 self.offered = True  # there may be more
         for execution_id in list(self.owned):
             owned = self.owned.get(execution_id)
-            if owned is None:  # its lease was lost meanwhile
+            if owned is None or execution_id in self._busy:  # lost meanwhile, or busy
                 continue
-            try:
-                progressed |= await self.advance(owned)
-            except RETRYABLE:
-                raise
-            except Exception as exc:  # this execution only: the server goes on
-                self._drop(execution_id)
-                with contextlib.suppress(Exception):
-                    await self._settle(owned)  # its last round lands before the refusal
-                await self._refuse(execution_id, owned.after_seq, exc)
-                progressed = True
+            started.append(self._run_for(execution_id, self._advance_or_refuse(owned)))
+        if started:
+            done, _ = await asyncio.wait(started, timeout=slice_)
+            for task in done:
+                progressed |= task.result()
         if now >= self._next_reap:
             self._next_reap = now + min(self.ttl / 3, 5.0)
             progressed |= await self.reap()
         return progressed
+
+    def _run_for(self, execution_id: str, work: Any) -> asyncio.Task[bool]:
+        """Run an execution's adoption or round as a task; the server is woken when it ends
+        (a database error is raised there: the round is retried, as `run` does)."""
+        task: asyncio.Task[bool] = asyncio.ensure_future(work)
+        self._busy[execution_id] = task
+
+        def ended(_: asyncio.Future[bool]) -> None:
+            self._busy.pop(execution_id, None)
+            self._wake.set()
+
+        task.add_done_callback(ended)
+        task.add_done_callback(_retrieved)
+        return task
+
+    async def _adopted(self, execution_id: str) -> bool:
+        await self.adopt(execution_id)
+        return True
+
+    async def _advance_or_refuse(self, owned: Owned) -> bool:
+        try:
+            return await self.advance(owned)
+        except RETRYABLE as exc:
+            warn_retrying(self.owner, exc)  # our state is kept: the next round tries again
+            return False
+        except Exception as exc:  # this execution only: the server goes on
+            self._drop(owned.execution_id)
+            with contextlib.suppress(Exception):
+                await self._settle(owned)  # its last round lands before the refusal
+            await self._refuse(owned.execution_id, owned.after_seq, exc)
+            return True
 
     async def _renew_due(self) -> None:
         """Renew the ownership leases when a third of the ttl has passed."""
@@ -614,6 +653,9 @@ class Server:
     async def reap(self) -> bool:
         return await reap_expired(self.db)
 
+
+# how long a round waits for the executions' tasks before it goes on without the slow ones
+ROUND_SLICE = 0.05
 
 # inline actions per round at most (one transaction): the rest are enqueued for the workers
 INLINE_ACTIONS = 1000
