@@ -45,6 +45,11 @@ class EventLog(Protocol):
         no limit); None when created (or it existed), else the count it would reach."""
         ...
 
+    async def reserve_bytes(self, execution_id: str, size: int, limit: int) -> int | None:
+        """Reserve `size` bytes of the execution's results within `limit` (`stored_bytes`):
+        None when granted, else the total they would reach (runtime/stored_budget.py)."""
+        ...
+
     async def append(self, execution_id: str, events: Sequence[EventLike]) -> list[tuple[str, int]]:
         """Store the events not stored yet; their (event_id, seq) in seq order."""
         ...

@@ -90,6 +90,16 @@ class MemoryEventLog:
         await self.create_execution(execution_id, playbook, parent_id)
         return None
 
+    async def reserve_bytes(self, execution_id: str, size: int, limit: int) -> int | None:
+        record = self._executions.get(execution_id)
+        if record is None:
+            return None
+        total = int(record.get("stored_bytes", 0)) + size
+        if total > limit:
+            return total
+        record["stored_bytes"] = total
+        return None
+
     def append_now(self, execution_id: str, events: Sequence[EventLike]) -> list[tuple[str, int]]:
         record = self._executions.get(execution_id)
         if record is None:

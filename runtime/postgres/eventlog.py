@@ -208,6 +208,19 @@ class PostgresEventLog:
 
         return await with_retry(self._url, run)
 
+    async def reserve_bytes(self, execution_id: str, size: int, limit: int) -> int | None:
+        """Reserve `size` bytes of the execution's results within `limit` (its
+        `stored_bytes`): None when granted, else the total they would reach."""
+
+        async def run() -> int | None:
+            async with self._pool.acquire() as conn:
+                row = await conn.fetchrow(q("reserve_bytes"), execution_id, size, limit)
+            if row is None or row["granted"] is not None or row["before"] is None:
+                return None  # an unknown execution: nothing to bound
+            return int(row["before"]) + size
+
+        return await with_retry(self._url, run)
+
     async def append_and_enqueue(
         self,
         execution_id: str,

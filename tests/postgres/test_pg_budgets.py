@@ -133,3 +133,37 @@ def test_a_distributed_fan_out_stops_at_its_roots_child_executions(
         assert [(e["budget"], e["code"]) for e in refused] == [("child_executions", "NOE858")]
     finally:
         store.close()
+
+
+GROW = """\
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: grow}
+executor: {spec: {budgets: {stored_bytes: 1000000}}}
+workload: {items: [1, 2, 3, 4, 5, 6, 7, 8]}
+workflow:
+  - step: start
+    loop: {in: "{{ workload.items }}", iterator: x, spec: {mode: parallel, max_in_flight: 8}}
+    tool: {kind: python, code: "result = 'g' * 300000"}
+"""
+
+
+def test_a_distributed_executions_results_stop_at_stored_bytes(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """Eight results of 300 KB, a budget of 1 MB, two workers handing them in: at most three
+    are logged, the others fail their iteration with NOE858 naming `stored_bytes`, and the
+    execution ends."""
+    (tmp_path / "grow.yaml").write_text(GROW)
+    cluster.server()
+    cluster.worker(concurrency=4)
+    cluster.worker(concurrency=4)
+    summary = cluster.submit(tmp_path / "grow.yaml", timeout=120)
+    assert summary["status"] == "failed"
+    events = cluster.events(summary["execution_id"])
+    done = [e for e in events if e["name"] == "loop.iteration.done"]
+    failed = [e["payload"]["error"] for e in events if e["name"] == "loop.iteration.failed"]
+    assert 1 <= len(done) <= 3 and failed
+    assert {(e["code"], e["budget"]) for e in failed} == {("NOE858", "stored_bytes")}
+    assert "the results of this execution reached" in failed[0]["message"]
+    assert "step `start`'s result: 300,002 bytes" in failed[0]["message"]

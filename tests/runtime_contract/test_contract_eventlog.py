@@ -198,3 +198,14 @@ async def test_create_child_counts_the_roots_whole_tree(cluster: Any) -> None:
     assert await log.execution("d") is None
     assert await log.create_child("d", "p", "root", "root", 0) is None  # 0: no limit
     assert (await log.execution("d"))["parent_execution_id"] == "root"
+
+
+async def test_reserve_bytes_grants_within_the_budget_only(cluster: Any) -> None:
+    """`reserve_bytes` (a distributed execution's `stored_bytes`): granted while the total
+    stays within the limit; refused with the total it would reach, nothing counted."""
+    log = cluster.events
+    await log.create_execution("x", "p")
+    assert await log.reserve_bytes("x", 600, 1000) is None
+    assert await log.reserve_bytes("x", 500, 1000) == 1100  # refused: 600 stay reserved
+    assert await log.reserve_bytes("x", 400, 1000) is None  # exactly the budget
+    assert await log.reserve_bytes("x", 1, 1000) == 1001

@@ -101,3 +101,14 @@ WITH RECURSIVE tree(execution_id) AS (
     SELECT x.execution_id FROM executions x JOIN tree t ON x.parent_execution_id = t.execution_id
 )
 SELECT count(*) FROM tree;
+
+-- name: reserve_bytes
+-- Reserve $2 bytes of an execution's results against its `stored_bytes` budget $3: granted
+-- (the new total) only while the total stays within it; `before` is the total without them.
+WITH granted AS (
+    UPDATE executions SET stored_bytes = stored_bytes + $2
+     WHERE execution_id = $1 AND stored_bytes + $2 <= $3
+    RETURNING stored_bytes
+)
+SELECT (SELECT stored_bytes FROM granted) AS granted,
+       (SELECT stored_bytes FROM executions WHERE execution_id = $1) AS before;
