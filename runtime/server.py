@@ -77,6 +77,8 @@ class Owned:
     committing: asyncio.Future[bool] | None = None
     # the job of each action of a bundle in flight (a cancel names actions; runtime/bundles.py)
     bundles: BundleIndex = field(default_factory=BundleIndex)
+    # its jobs were cancelled because it ended (before the terminal event was appended)
+    ended: bool = False
 
     @property
     def vm(self) -> ControlVM:
@@ -380,6 +382,7 @@ class Server:
         execution_id = owned.execution_id
         owned.timers.close()
         await self.db.queue.cancel_execution(execution_id)
+        owned.ended = True
         await self._settle(owned)  # the last round's commit lands first
         cancel = envelope(
             EventName.EXECUTION_CANCELLED,
@@ -519,7 +522,13 @@ class Server:
                 e.event_id for e in events if e.source != Source.SERVER and e.event_id
             )
         owned.bundles.add(jobs)  # before any later round can cancel their actions
-        task = asyncio.ensure_future(self._store(owned, owned.after_seq, events, commands, jobs))
+        # the round that ends the execution cancels its jobs before its terminal event is
+        # appended: no worker result is accepted after it, so none lands after it
+        ends = owned.vm.finished() and not owned.ended
+        owned.ended |= ends
+        task = asyncio.ensure_future(
+            self._store(owned, owned.after_seq, events, commands, jobs, ends)
+        )
         task.add_done_callback(_retrieved)  # a dropped execution's commit may fail unawaited
         task.add_done_callback(lambda _: self._wake.set())  # the waiting round reads again
         return task
@@ -531,8 +540,11 @@ class Server:
         events: list[Event],
         commands: list[Command],
         jobs: list[JobSpec],
+        ends: bool = False,
     ) -> bool:
         caught_up = True
+        if ends:
+            await self.db.queue.cancel_execution(owned.execution_id)
         if events or jobs:
             stored = await self.db.events.append_and_enqueue(owned.execution_id, events, jobs)
             caught_up = bool(stored) and stored[0][1] == after + 1
@@ -588,7 +600,8 @@ class Server:
         if not vm.finished():
             return
         # whatever ended it, nothing of it may still run (embedded mode stops its threads)
-        await self.db.queue.cancel_execution(owned.execution_id)
+        if not owned.ended:
+            await self.db.queue.cancel_execution(owned.execution_id)
         record = await self.db.events.execution(owned.execution_id)
         events = int(record["last_seq"]) if record else owned.after_seq
         summary_ = owned.driver.summary(events)  # values, not references, as in embedded mode
