@@ -24,7 +24,6 @@ Timers are runtime/timers.py's `Timers` (both runtimes arm them on their asyncio
 from __future__ import annotations
 
 import base64
-import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
