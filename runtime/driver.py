@@ -108,13 +108,8 @@ def cancel_requested(event_id: str, reason: str | None) -> Event:
     """A distributed cancel request: the owning server answers it with `execution.cancelled`
     (runtime/server.py `_cancel`)."""
     payload = {} if reason is None else {"reason": reason}
-    return envelope(
-        EventName.CANCEL_REQUESTED,
-        Source.CLIENT,
-        event_id=event_id,
-        ts=time.time(),
-        payload=payload,
-    )
+    # stamped by the store when appended
+    return envelope(EventName.CANCEL_REQUESTED, Source.CLIENT, event_id=event_id, payload=payload)
 
 
 def cancelled(event_id: str, reason: str) -> Event:
