@@ -9,6 +9,8 @@ Run: `python -m bench -k embedded`.
   SQLite run commits as the runtime does: inline noop work in groups, each group one
   transaction at the store's durability level (runtime/group_commit.py, docs/runtime.md).
 * Events per execution, against the floor of one event per tool call.
+* Chains are linear: CPU µs per step of a 10,000-step noop chain against a 100-step one.
+* A server adopting executions of one program: bytes and CPU per execution (one shared copy).
 * Memory per waiting execution: N control VMs of one program, each started and parked on
   its first dispatched step (the state a server keeps while a worker runs the step),
   measured with tracemalloc; compared with `transitions` (N models parked in a state on one
@@ -125,5 +127,90 @@ def test_memory_per_waiting_execution(benchmark: Any) -> None:
         against_value=theirs,
         target=target("value", "<", 10_000, "target: < 10 KB"),
         fair=fair,
+        group="memory",
+    )
+
+
+def _cpu_us_per_step(compiled: Any, steps: int) -> float:
+    """CPU time of the loop thread per step of one in-memory run (the load of the machine
+    moves it far less than wall time)."""
+    start = time.thread_time()
+    run(compiled, open_store("memory:"))
+    return (time.thread_time() - start) / steps * 1e6
+
+
+def test_chain_is_linear(benchmark: Any) -> None:
+    """µs per step of a long noop chain against a 100-step one, measured back to back in
+    this process (rounds alternate): a per-step cost that grows with the finished steps (a
+    scope copy per step, full collections scanning the program) shows as a ratio above 1."""
+    short, long = 100, 2_000 if quick() else 10_000
+    programs = {n: payload("chain", n) for n in (short, long)}
+    best = {n: float("inf") for n in programs}
+
+    def rounds() -> None:
+        for _ in range(3):
+            for n, compiled in programs.items():
+                best[n] = min(best[n], _cpu_us_per_step(compiled, n))
+
+    for compiled in programs.values():
+        run(compiled, open_store("memory:"))  # warm: code objects, caches
+    benchmark.pedantic(rounds, rounds=1, iterations=1)
+    record(
+        benchmark,
+        figure=f"{long:,}-step noop chain, CPU µs per step, in-memory log",
+        value=best[long],
+        unit="µs",
+        against=f"the {short}-step chain, the same run",
+        against_value=best[short],
+        target=target("ratio", "<=", 1.3, "target: ≤ 1.3× the 100-step chain"),
+        group="linear",
+    )
+
+
+def adopted(count: int) -> tuple[float, float]:
+    """(bytes, CPU ms) per execution a server adopts: its program from the first event (the
+    same bytes for every execution), a driver, the VM started and parked."""
+    import base64
+
+    from noetlc.runtime.driver import Driver, program_from_requested
+    from noetlc.runtime.programs import encode_program
+
+    data = base64.b64encode(encode_program(payload("chain", 10))).decode()
+    event = {"payload": {"program": data, "workload": {}}}
+    program_from_requested(event)  # the server's first execution of it decodes it
+    tracemalloc.start()
+    before = tracemalloc.take_snapshot()
+    parked = []
+    for _ in range(count):
+        program, workload = program_from_requested(event)
+        parked.append(Driver(program, str(uuid.uuid4()), workload))
+        parked[-1].start()
+    after = tracemalloc.take_snapshot()
+    tracemalloc.stop()
+    size = sum(s.size_diff for s in after.compare_to(before, "filename")) / count
+    start = time.thread_time()
+    for _ in range(count):
+        program, workload = program_from_requested(event)
+        Driver(program, str(uuid.uuid4()), workload).start()
+    return size, (time.thread_time() - start) / count * 1e3
+
+
+def test_adopted_execution(benchmark: Any) -> None:
+    count = 300
+    size, cpu_ms = benchmark.pedantic(adopted, args=(count,), rounds=1, iterations=1)
+    record(
+        benchmark,
+        figure=f"server memory per adopted execution of one program ({count} parked)",
+        value=size,
+        unit="B",
+        target=target("value", "<=", 10_000, "target: ≤ 10 KB"),
+        group="memory",
+    )
+    record(
+        benchmark,
+        figure="server CPU to adopt an execution of a program it holds (decode, driver, start)",
+        value=cpu_ms,
+        unit="ms",
+        target=target("value", "<=", 1.0, "target: ≤ 1 ms"),
         group="memory",
     )

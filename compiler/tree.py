@@ -46,6 +46,9 @@ class Action:
     delay: float = 0.0
     max_delay: float | None = None
     jitter: float = 0.0  # fraction of the delay, 0 = none
+    # `delay`/`max_delay` written as templates: evaluated when the rule retries
+    delay_template: YNode | None = None
+    max_delay_template: YNode | None = None
     set_iter: YMap | None = None
     set_ctx: YMap | None = None
     span: Span = _span()

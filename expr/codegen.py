@@ -15,7 +15,7 @@ from typing import Any
 from noetlc.expr.library import BUILDING_FILTERS, FILTERS, GLOBALS, TESTS
 from noetlc.expr.limits import MAX_INT_BITS
 from noetlc.expr.namespaces import ROOT_NAMESPACES
-from noetlc.expr.runtime import FORMAT_METHODS, REF_ATTRIBUTES
+from noetlc.expr.runtime import FORMAT_METHODS, MAPPING_METHODS, REF_ATTRIBUTES
 from noetlc.expr.tree import Token, Tree
 
 MAX_INT_DIGITS = MAX_INT_BITS * 3 // 10  # decimal digits of the largest allowed integer
@@ -247,11 +247,24 @@ class CodeGen:
         if not (isinstance(target, Tree) and target.data == "name"):
             if isinstance(target, Tree) and target.data == "getattr":
                 method = str(target.children[1])
+                if method in MAPPING_METHODS:
+                    args, keywords = self._args(call_args)
+                    if keywords:
+                        raise Unsafe(f"`.{method}()` takes its arguments by position")
+                    self.metered = True
+                    return _call(
+                        _n("_method"),
+                        _n("_m"),
+                        self.expr(target.children[0]),
+                        _const(method),
+                        ast.Tuple(elts=args, ctx=ast.Load()),
+                        _n("s"),
+                    )
                 if method in FORMAT_METHODS:
                     raise Unsafe(f"string formatting (`.{method}()`) is not allowed")
                 raise Unsafe(
-                    f"method calls (`.{method}()`) are not allowed; use a filter "
-                    f"(`x | items`, `x | upper`)"
+                    f"method calls (`.{method}()`) are not allowed (a mapping's get, keys, "
+                    f"values and items aside); use a filter (`x | upper`, `x | list`)"
                 )
             raise Unsupported("calls of computed values are not compiled")
         name = str(target.children[0])

@@ -225,6 +225,50 @@ def getitem_(obj: Any, key: Any, s: Scope | None = None) -> Any:
     return ChainableUndefined(obj=obj, name=key)
 
 
+# The read-only mapping methods templates may call (NoETL renders with jinja2's unsandboxed
+# `Environment`, noetl/core/dsl/engine/executor/base.py, where every method is reachable; its
+# playbooks call these). Anything else stays refused.
+MAPPING_METHODS = frozenset({"get", "keys", "values", "items"})
+
+
+def call_method(
+    meter: limits.Meter | None, obj: Any, name: str, args: tuple[Any, ...], s: Scope | None
+) -> Any:
+    """`m.get(key[, default])`, `m.keys()`, `m.values()`, `m.items()` of a mapping, as Python
+    has them (the views as lists; what they build is charged to the evaluation's budget).
+    A key starting with `_` is refused as `m[key]` refuses it; a method of anything other than
+    a mapping is refused, undefined fails as reading undefined does."""
+    if type(obj) is dict:
+        target = _resolved(obj, s)
+        if target is not _MISSING:
+            obj = target
+    if isinstance(obj, Undefined):
+        obj._fail_with_undefined_error()
+    if not isinstance(obj, Mapping):
+        raise SecurityError(
+            f"`.{name}()` is called on {type(obj).__name__}: only a mapping's "
+            f"{', '.join(sorted(MAPPING_METHODS))} methods are allowed"
+        )
+    if name == "get":
+        if not 1 <= len(args) <= 2:
+            raise TypeError(f"`.get()` takes a key and an optional default, got {len(args)}")
+        key = args[0]
+        if isinstance(key, str) and key.startswith("_"):
+            raise SecurityError(f"access to key {key!r} is not allowed")
+        default = args[1] if len(args) == 2 else None
+        try:
+            return obj.get(key, default)
+        except TypeError:  # an unhashable key is in no mapping
+            return default
+    if args:
+        raise TypeError(f"`.{name}()` takes no arguments, got {len(args)}")
+    if name == "keys":
+        return limits.built(list(obj.keys()), meter)
+    if name == "values":
+        return limits.built(list(obj.values()), meter)
+    return limits.built(list(obj.items()), meter)
+
+
 def getslice_(obj: Any, start: Any, stop: Any, step: Any) -> Any:
     return obj[start:stop:step]
 
@@ -245,6 +289,7 @@ RUNTIME: dict[str, Any] = {
     "_attr": getattr_,
     "_item": getitem_,
     "_slice": getslice_,
+    "_method": call_method,
     "_pow": limits.power,
     "_mul": limits.multiply,
     "_mod": limits.modulo,
@@ -275,6 +320,25 @@ _SLOW_RESOLVER: contextvars.ContextVar[Resolver | None] = contextvars.ContextVar
 class _BoundedCodeGenerator(CodeGenerator):
     """jinja2's code generator with `~` size-checked like the compiled path's (jinja2 joins
     the operands with its own `str_join`, out of the sandbox's reach)."""
+
+    def visit_Call(self, node: nodes.Call, frame: Frame, forward_caller: bool = False) -> None:
+        # `m.get(k)`: the method of the mapping even when it has a key `get`, as on the
+        # compiled path (and in jinja2, where an attribute wins over a key)
+        target = node.node
+        if (
+            isinstance(target, nodes.Getattr)
+            and target.attr in MAPPING_METHODS
+            and not node.kwargs
+            and node.dyn_args is None
+            and node.dyn_kwargs is None
+        ):
+            self.write("environment.call_method(")
+            self.visit(target.node, frame)
+            self.write(f", {target.attr!r}")
+            self.signature(node, frame)
+            self.write(")")
+            return
+        super().visit_Call(node, frame, forward_caller=forward_caller)
 
     def _output_child_to_const(self, node: nodes.Expr, frame: Frame, finalize: Any) -> str:
         # Printed values go through `finalize` at run time, constants too (`{{ false }}`):
@@ -317,6 +381,12 @@ class PlaybookSandbox(ImmutableSandboxedEnvironment):
         if operator == "**":
             return limits.power(left, right)
         return self._BINOPS[operator](left, right, limits.slow_meter())
+
+    def call_method(self, obj: Any, name: str, *args: Any) -> Any:
+        """`m.get(k)`, `m.keys()`, ... (the generated code's call of a mapping method)."""
+        resolver = _SLOW_RESOLVER.get()
+        scope = None if resolver is None else {RESOLVER_KEY: resolver}
+        return call_method(limits.slow_meter(), obj, name, args, scope)
 
     def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
         if callable(value) and not isinstance(obj, LoopContext):

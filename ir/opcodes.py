@@ -174,6 +174,13 @@ OPCODES: tuple[Opcode, ...] = (
         (("value", "value"),),
         "task-level `set:` with `ctx.` keys: execution writes applied when the outcome is ok",
     ),
+    Opcode(
+        46,
+        "RETRY_DELAYS",
+        "pipeline",
+        (("delay", "value"), ("max_delay", "value")),
+        "evaluate a retry's `delay`/`max_delay` written as templates; the next RETRY uses them",
+    ),
 )
 
 BY_CODE: dict[int, Opcode] = {op.code: op for op in OPCODES}

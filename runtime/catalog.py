@@ -48,6 +48,11 @@ class CatalogStore(Protocol):
         findings: list[dict[str, Any]],
     ) -> tuple[dict[str, Any], bool]: ...
     def entries(self, kind: str | None = None, path: str | None = None) -> list[dict[str, Any]]: ...
+    def summaries(
+        self, kind: str | None, path: str | None, limit: int, offset: int
+    ) -> tuple[list[dict[str, Any]], int]: ...
+    def delete_entry(self, catalog_id: str) -> bool: ...
+    def delete_path(self, path: str) -> int: ...
     def entry(
         self, path: str | None = None, version: int | None = None, catalog_id: str | None = None
     ) -> dict[str, Any] | None: ...
@@ -192,6 +197,35 @@ class CatalogTables(ABC):
     def entries(self, kind: str | None = None, path: str | None = None) -> list[dict[str, Any]]:
         return [entry_record(r) for r in self._fetch("catalog_entries", kind, path)]
 
+    def summaries(
+        self, kind: str | None, path: str | None, limit: int, offset: int
+    ) -> tuple[list[dict[str, Any]], int]:
+        """One page of entries without their content (newest first), and how many match."""
+        rows = self._fetch("catalog_summaries", kind, path, limit, offset)
+        total = int(self._fetch("catalog_count", kind, path)[0][0])
+        page = [
+            {
+                "catalog_id": str(r[0]),
+                "path": r[1],
+                "version": int(r[2]),
+                "kind": r[3],
+                "created_at": float(r[4]),
+                "content_bytes": int(r[5] or 0),
+                "findings_count": len(json.loads(r[6]) if isinstance(r[6], str) else r[6] or []),
+            }
+            for r in rows
+        ]
+        return page, total
+
+    def delete_entry(self, catalog_id: str) -> bool:
+        """Delete one version. Executions keep the program they ran (it is stored with each
+        execution), and their origin still names the deleted version."""
+        return self._execute("catalog_delete_entry", str(catalog_id)) > 0
+
+    def delete_path(self, path: str) -> int:
+        """Delete every version of a path; how many there were."""
+        return self._execute("catalog_delete_path", path)
+
     def entry(
         self, path: str | None = None, version: int | None = None, catalog_id: str | None = None
     ) -> dict[str, Any] | None:
@@ -327,6 +361,9 @@ class SQLiteCatalog(CatalogTables):
         self._lock = threading.Lock()
         ensure_sqlite_folder(path)
         try:
+            from noetlc.runtime.store import private_file
+
+            private_file(path)
             self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
             self._db.execute("PRAGMA busy_timeout=5000")
             if path != ":memory:":

@@ -96,16 +96,25 @@ class StoreCredentials:
     """Keychain entries from the credential store: the decrypted data of the credential with
     the entry's name, each read recorded (who, which execution, when)."""
 
-    def __init__(self, catalog: Any, cipher: Cipher) -> None:
+    def __init__(self, catalog: Any, cipher: Cipher, source: str = f"${KEY_ENV}") -> None:
         self.catalog = catalog
         self.cipher = cipher
+        self.source = source  # where the key came from, for NOE874
 
     def get(self, name: str, who: str, execution_id: str | None) -> Any:
         found = self.catalog.credential(name)
         if found is None:
             return None
         self.catalog.record_read(found, who, execution_id)
-        return self.cipher.open(found["name"], found["data"])
+        try:
+            return self.cipher.open(found["name"], found["data"])
+        except Exception as exc:  # cryptography's InvalidTag: another key sealed it
+            raise CredentialKeyError(
+                "NOE874",
+                f"credential '{found['name']}' cannot be decrypted with the credential key from"
+                f" {self.source} ({type(exc).__name__}): it was stored under another key",
+                "give this process the key the credential was stored with, or store it again",
+            ) from None
 
     def provider(self, who: str, execution_id: str | None) -> Any:
         """`Keychain(provider=...)` for one execution."""

@@ -24,6 +24,9 @@ Timers are runtime/timers.py's `Timers` (both runtimes arm them on their asyncio
 from __future__ import annotations
 
 import base64
+import hashlib
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -49,10 +52,36 @@ MAX_LOADED_VALUES = 256
 MAX_LOADED_BYTES = 64 * 1024 * 1024
 
 
+# Decoded programs by the SHA-256 of their container bytes: the executions of one program
+# share one decoded, verified copy (its expressions compiled, its VM tables built once), so
+# a server holding many waiting executions keeps only their state. Bounded: least recently
+# used programs are dropped (an execution keeps its own reference).
+SHARED_PROGRAMS = 64
+_programs: OrderedDict[bytes, Program] = OrderedDict()
+_programs_lock = threading.Lock()
+
+
+def shared_program(data: bytes) -> Program:
+    """The decoded program of container bytes, shared with every execution of the same bytes;
+    `BytecodeError` (NOE70x) when they are not a valid program (never cached)."""
+    key = hashlib.sha256(data).digest()
+    with _programs_lock:
+        program = _programs.get(key)
+        if program is not None:
+            _programs.move_to_end(key)
+            return program
+    program = Program(decode_program(data))  # outside the lock: decoding takes milliseconds
+    with _programs_lock:
+        _programs[key] = program
+        while len(_programs) > SHARED_PROGRAMS:
+            _programs.popitem(last=False)
+    return program
+
+
 def program_from_requested(event: Mapping[str, Any]) -> tuple[Program, dict[str, Any]]:
     """The program and workload a submission recorded in its first event."""
     payload = event["payload"]
-    program = Program(decode_program(base64.b64decode(payload["program"])))
+    program = shared_program(base64.b64decode(payload["program"]))
     return program, dict(payload.get("workload") or {})
 
 

@@ -1,7 +1,7 @@
 """The embedded runtime: one process runs the control VM, the pipeline VM and the tools.
 
-An asyncio loop (uvloop when installed) owns the control VM and the event store. The VM's
-commands run as actions: a pipeline made only of `noop` tasks runs inline, anything else in
+One loop thread owns the control VM and the event store; it waits on a queue (no asyncio:
+runtime/threads.py says why). The VM's commands run as actions: a pipeline made only of `noop` tasks runs inline, anything else in
 a thread pool (tools block; parallel loop iterations really overlap). Workers hand their
 events to the loop as they happen; the loop feeds the input events to the VM and logs them with
 the VM's own events. Logging is group commit (runtime/group_commit.py): events of inline noop
@@ -9,7 +9,7 @@ work wait in an open group, which is committed in one transaction before anythin
 visible happens — a command handed to the thread pool, a cancel sent to a thread, a timer, the
 loop waiting for events, the summary — or when it reaches its size or age bound; a batch with
 events from threads, timers or other processes is committed at once. So every event is durable
-before its effects (the argument is in docs/runtime.md). Timers are loop timers;
+before its effects (the argument is in docs/runtime.md). Timers are due times the loop checks;
 `cancel` and `signal` requests from other processes are read from the store (`noetl-vm
 cancel|signal` write them) every `poll_interval` seconds.
 
@@ -20,12 +20,11 @@ task that finished before the crash is not called again.
 
 from __future__ import annotations
 
-import asyncio
+import queue
 import threading
 import time
 import uuid
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -53,6 +52,7 @@ from noetlc.runtime.results import (
     payload_limit,
 )
 from noetlc.runtime.store import EventStore
+from noetlc.runtime.threads import Clock, ThreadPool, collector_paused, heap_frozen
 from noetlc.runtime.timers import Timers, started_times
 from noetlc.stdlib_tools.keychain import Keychain
 from noetlc.vm.budgets import budgets_of
@@ -100,7 +100,8 @@ def run_embedded(
     before the keychain file."""
     from noetlc.runtime.store import MemoryStore
 
-    program = Program(payload)
+    with collector_paused():
+        program = Program(payload)
     runtime = EmbeddedRuntime(
         program,
         store if store is not None else MemoryStore(),
@@ -113,7 +114,7 @@ def run_embedded(
         family=family,
         depth=depth,
     )
-    return _run_loop(runtime.start({**(program.workload or {}), **(overrides or {})}, parent_id))
+    return runtime.start({**(program.workload or {}), **(overrides or {})}, parent_id)
 
 
 def resume_embedded(
@@ -130,7 +131,8 @@ def resume_embedded(
 ) -> dict[str, Any]:
     """Finish an execution whose process died; the caller checked that it is not finished."""
     try:
-        program, workload = stored_program(store.execution(execution_id))
+        with collector_paused():
+            program, workload = stored_program(store.execution(execution_id))
     except LookupError:
         raise LookupError(execution_id) from None
     runtime = EmbeddedRuntime(
@@ -145,18 +147,7 @@ def resume_embedded(
         family=family,
         depth=depth,
     )
-    return _run_loop(runtime.resume(workload))
-
-
-def _run_loop(coroutine: Any) -> dict[str, Any]:
-    try:
-        import uvloop
-
-        result: dict[str, Any] = uvloop.run(coroutine)
-        return result
-    except ImportError:
-        result = asyncio.run(coroutine)
-        return result
+    return runtime.resume(workload)
 
 
 class EmbeddedRuntime:
@@ -212,7 +203,7 @@ class EmbeddedRuntime:
 
     # ------------------------------------------------------------------ entry points
 
-    async def start(self, workload: dict[str, Any], parent_id: str | None = None) -> dict[str, Any]:
+    def start(self, workload: dict[str, Any], parent_id: str | None = None) -> dict[str, Any]:
         self.parent_id = parent_id
         if self.family is None and parent_id is None:
             self.family = Family(self.execution_id, self.program.payload)  # a new root
@@ -228,7 +219,7 @@ class EmbeddedRuntime:
         self._log(
             [requested(self.execution_id, self.program.name, workload, parent_id), *first.events]
         )
-        return await self._loop(first.commands)
+        return self._loop(first.commands)
 
     def _find_family(self) -> None:
         """A runtime started without its tree's counts (a resumed root, a child started by
@@ -239,17 +230,18 @@ class EmbeddedRuntime:
         self.family = Family(root, self.program.payload, descendants(self.store, root))
 
     def _driver(self, workload: dict[str, Any]) -> Driver:
-        driver = self.driver = Driver(
-            self.program,
-            self.execution_id,
-            workload,
-            results=self.store,
-            keychain=self.keychain.namespace(),
-        )
+        with collector_paused():  # the VM's tables: a step's worth of objects per step
+            driver = self.driver = Driver(
+                self.program,
+                self.execution_id,
+                workload,
+                results=self.store,
+                keychain=self.keychain.namespace(),
+            )
         self.vm = driver.vm
         return driver
 
-    async def resume(self, workload: dict[str, Any]) -> dict[str, Any]:
+    def resume(self, workload: dict[str, Any]) -> dict[str, Any]:
         record = self.store.execution(self.execution_id) or {}
         self.parent_id = record.get("parent_id")
         self._find_family()
@@ -267,60 +259,69 @@ class EmbeddedRuntime:
                 self.last_request = max(self.last_request, request_id)
         if not driver.vm.finished():  # else the log ended and only the row lags: no event
             self._log([resumed(str(uuid.uuid4()), len(events))])
-        return await self._loop(rebuilt.commands, started_at=started_times(events))
+        return self._loop(rebuilt.commands, started_at=started_times(events))
 
     # ------------------------------------------------------------------ the loop
 
-    async def _loop(
+    def _loop(
         self, commands: list[Command], started_at: dict[str, float] | None = None
     ) -> dict[str, Any]:
         vm = self.vm
         assert vm is not None
-        self.loop = asyncio.get_running_loop()
-        self.queue: asyncio.Queue[Event] = asyncio.Queue()
+        # events from pool threads, due timers and requests; a `_Call` runs on this thread
+        self.queue: queue.SimpleQueue[Event | _Call] = queue.SimpleQueue()
         self.inbox: list[Event] = []  # events of inline actions: no queue round trip
-        self.pool = ThreadPoolExecutor(max_workers=self.max_threads, thread_name_prefix="noetl")
-        self.timers = Timers(self.execution_id, self.queue.put_nowait)
+        self.pool = ThreadPool(self.max_threads, thread_name_prefix="noetl")
+        clock = Clock()
+        self.timers = Timers(self.execution_id, self.queue.put, clock.call_later)
         self.timers.started_at = started_at or {}
-        try:
-            self._dispatch(commands)
-            next_poll = 0.0
-            while not (vm.finished() and not self.active):
-                if vm.finished():
-                    for flag in self.active.values():
-                        if flag is not _INLINE:
-                            flag.set()  # the execution ended: stop what still runs
-                now = time.monotonic()
-                if now >= next_poll:
-                    self._poll_requests()
-                    next_poll = now + self.poll_interval
-                external = True  # the batch holds events from threads, timers or requests
-                if self.inbox:
-                    batch, self.inbox = self.inbox, []
-                    external = not self.queue.empty()
-                elif self.queue.empty():
-                    self.group.flush()  # nothing is left to do but wait: the group is done
-                    try:
-                        batch = [await asyncio.wait_for(self.queue.get(), self.poll_interval)]
-                    except TimeoutError:
-                        continue
-                else:
-                    batch = [self.queue.get_nowait()]
-                while not self.queue.empty():
-                    batch.append(self.queue.get_nowait())
-                self._process(batch, external)
-            self.group.flush()  # before the summary is stored and returned
-        except OwnershipLost:
-            # another process took the execution over: nothing more is written; the actions
-            # still running are asked to stop and nothing queued starts
-            for flag in self.active.values():
-                if flag is not _INLINE:
-                    flag.set()
-            self.pool.shutdown(wait=False, cancel_futures=True)
-            raise
-        finally:
-            self.timers.close()
-            self.pool.shutdown(wait=True)
+        with heap_frozen():  # what lives through the run: no full collection scans it
+            try:
+                self._dispatch(commands)
+                next_poll = 0.0
+                while not (vm.finished() and not self.active):
+                    if vm.finished():
+                        for flag in self.active.values():
+                            if flag is not _INLINE:
+                                flag.set()  # the execution ended: stop what still runs
+                    now = time.monotonic()
+                    if now >= next_poll:
+                        self._poll_requests()
+                        next_poll = now + self.poll_interval
+                    clock.run_due()  # puts `timer.fired` on the queue
+                    external = True  # the batch holds events from threads, timers or requests
+                    batch: list[Event] = []
+                    queued: list[Event | _Call] = []
+                    if self.inbox:
+                        batch, self.inbox = self.inbox, []
+                        external = not self.queue.empty()
+                    elif self.queue.empty():
+                        self.group.flush()  # nothing is left to do but wait: the group is done
+                        wait = next_poll - time.monotonic()
+                        due = clock.next_due()
+                        if due is not None:
+                            wait = min(wait, due)
+                        try:
+                            queued.append(self.queue.get(timeout=max(0.0, wait)))
+                        except queue.Empty:
+                            continue
+                    while not self.queue.empty():
+                        queued.append(self.queue.get_nowait())
+                    if queued:
+                        batch.extend(_calls_run(queued))
+                    self._process(batch, external)
+                self.group.flush()  # before the summary is stored and returned
+            except OwnershipLost:
+                # another process took the execution over: nothing more is written; the
+                # actions still running are asked to stop and nothing queued starts
+                for flag in self.active.values():
+                    if flag is not _INLINE:
+                        flag.set()
+                self.pool.cancel_pending()
+                raise
+            finally:
+                self.timers.close()
+                self.pool.shutdown()
         assert self.driver is not None
         summary_ = self.driver.summary(self.total_events)
         if self.keychain.has_secrets:
@@ -427,16 +428,14 @@ class EmbeddedRuntime:
             resolve=self.refs.resolve,
         )
         if self.inline[command.step] and memo is None:
-            # runs now, on this thread, before the VM changes: its scope needs no copy
+            # runs now, on this thread, before the VM changes: it borrows the VM's scope (a
+            # copy per step would grow with every finished step)
             self.active[command.action_id] = _INLINE
-            action(vm.scope, self.inbox.append)
+            action(vm.scope, self.inbox.append, borrow_scope=True)
             return
         scope = dict(vm.scope)  # the VM goes on while the thread runs: a snapshot
         flag = self.active[command.action_id] = threading.Event()
-        loop = self.loop
-
-        def emit(event: Event) -> None:
-            loop.call_soon_threadsafe(self.queue.put_nowait, event)
+        emit = self.queue.put  # thread-safe
 
         def wait(seconds: float) -> bool:
             return flag.wait(seconds) if seconds > 0 else flag.is_set()
@@ -446,7 +445,7 @@ class EmbeddedRuntime:
 
     def _store_logs(self, rows: list[Row]) -> None:
         """Task output from a pool thread: stored from the loop (the store's one writer)."""
-        self.loop.call_soon_threadsafe(self.store.append_logs, self.execution_id, rows)
+        self.queue.put(_Call(partial(self.store.append_logs, self.execution_id, rows)))
 
     # ------------------------------------------------------------------ tools
 
@@ -563,6 +562,26 @@ def _fail_child(store: EventStore, child_id: str, exc: Exception) -> dict[str, A
     except Exception:  # the store itself is gone: `resume` of the root finishes the child
         pass
     return {**summary, "status": "failed", "error": error}
+
+
+class _Call:
+    """Work a pool thread hands to the loop thread (storing task output): not an event."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn: Callable[[], Any]) -> None:
+        self.fn = fn
+
+
+def _calls_run(batch: list[Event | _Call]) -> list[Event]:
+    """Run the batch's calls, in order, on the loop thread; the events that remain."""
+    events: list[Event] = []
+    for item in batch:
+        if isinstance(item, _Call):
+            item.fn()
+        else:
+            events.append(item)
+    return events
 
 
 def playbook_folder(program: Program) -> Path:

@@ -164,15 +164,25 @@ def execute(
     env: ToolEnv = DEFAULT_ENV,
     resolve: Callable[[dict[str, Any]], Any] | None = None,
     handed_at: float | None = None,
+    borrow_scope: bool = False,
 ) -> Event:
     """Run the command; emit its events; return the terminal event (also emitted).
     Tools run through the registry with a `ToolContext` from `env`, unless `call_tool` is
     given (tests). `resolve` (reference-first results, from the result store) replaces the
     scope's own resolver: the pipeline may read any stored result, the control VM only those
     its input events brought. `handed_at`: when the action was handed to this worker (the
-    lease, or the submission to the thread pool), told by the first `task.started`."""
+    lease, or the submission to the thread pool), told by the first `task.started`.
+    `borrow_scope`: `scope` is lent for this call and nobody reads it meanwhile (the embedded
+    loop's inline runs of noop-only steps, which it waits for): the run writes its own names
+    into it and puts the old values back when it ends, instead of copying a scope that gains
+    an entry per finished step (a copy per step made a chain quadratic)."""
     info = program.steps[step]
-    run_scope = dict(scope)
+    saved: list[tuple[str, Any]] | None = None
+    if borrow_scope:
+        run_scope = scope
+        saved = [(key, scope.get(key, _ABSENT)) for key in _written(program, step)]
+    else:
+        run_scope = dict(scope)
     run_scope["ctx"] = dict(scope.get("ctx") or {})
     run_scope["args"] = args
     run_scope.pop("event", None)
@@ -275,6 +285,12 @@ def execute(
                 program, info, run_scope, call_tool, on_task_event, memo, wait, private_scope=True
             )
     finally:
+        if saved is not None:
+            for key, value in saved:
+                if value is _ABSENT:
+                    run_scope.pop(key, None)
+                else:
+                    run_scope[key] = value
         if action_log is not None:
             action_log.flush()  # before the terminal event: the output is there when it ends
     if iteration is None:
@@ -291,6 +307,20 @@ def execute(
     terminal = worker_event(name, step, step_run_id, action_id, iteration, payload)
     emit(terminal)
     return terminal
+
+
+_ABSENT = object()
+# What a run writes at the scope's root besides its tasks' and its step's names: execute's own
+# entries and the pipeline VM's (vm/pipeline.py).
+_RUN_NAMES = ("ctx", "args", "event", "iter", RESOLVER_KEY)
+_PIPELINE_NAMES = ("_attempt", "_task", "outcome", "output", "_prev")
+
+
+def _written(program: Program, step: str) -> list[str]:
+    """The root names a run of `step` may write into its scope."""
+    info = program.steps[step]
+    tasks = [program.names[i[1]] for i in info.pipeline if i[0] == OP["TASK"]]
+    return [*_RUN_NAMES, *_PIPELINE_NAMES, info.name, *tasks]
 
 
 def noop_only(program: Program) -> dict[str, bool]:

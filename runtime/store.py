@@ -11,7 +11,9 @@ or `sqlite:///path/to/file.db` (the default for `noetl-vm run` is `sqlite:///.no
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sqlite3
 import threading
 import time
@@ -339,6 +341,16 @@ def _write_lock(path: str) -> threading.RLock:
         return lock
 
 
+def private_file(path: str) -> None:
+    """Create a store file readable by its owner only (0600) before SQLite opens it: it holds
+    every execution's data, and the service's credentials (encrypted). SQLite gives its -wal
+    and -shm files the database file's permissions. An existing file is left as it is."""
+    if path == ":memory:" or path.startswith("file:"):
+        return
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+
+
 class SQLiteStore:
     def __init__(self, path: str) -> None:
         self.path = path
@@ -347,6 +359,7 @@ class SQLiteStore:
         ensure_sqlite_folder(path)
         try:
             self._lock = threading.RLock() if path == ":memory:" else _write_lock(path)
+            private_file(path)
             self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
             self._db.execute("PRAGMA busy_timeout=5000")
             self._db.execute("PRAGMA journal_mode=WAL")

@@ -7,10 +7,9 @@ when that was and arms the timer for the time that remains.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Protocol
 
 from noetlc.vm.protocol import Command, CommandKind, Event, EventName, Source, envelope
 
@@ -43,17 +42,37 @@ def timer(execution_id: str, command: Command, started_at: dict[str, float]) -> 
     return delay, event
 
 
+class Handle(Protocol):
+    def cancel(self) -> None: ...
+
+
+CallLater = Callable[[float, Callable[[Event], None], Event], Handle]
+
+
+def _asyncio_call_later(delay: float, fn: Callable[[Event], None], event: Event) -> Handle:
+    import asyncio  # the server's loop; the embedded runtime brings its own clock
+
+    return asyncio.get_running_loop().call_later(delay, fn, event)
+
+
 class Timers:
-    """One execution's armed timers (asyncio loop timers): `timer` commands arm one, `cancel`
-    commands and `timer.fired` disarm it. `deliver` gets the `timer.fired` event when it is due
-    (the embedded loop's queue; a server appends it to the log)."""
+    """One execution's armed timers: `timer` commands arm one, `cancel` commands and
+    `timer.fired` disarm it. `deliver` gets the `timer.fired` event when it is due (the
+    embedded loop's queue; a server appends it to the log). `call_later` arms a timer: the
+    running asyncio loop's (the server) unless given (the embedded loop's clock)."""
 
-    __slots__ = ("deliver", "execution_id", "handles", "started_at")
+    __slots__ = ("call_later", "deliver", "execution_id", "handles", "started_at")
 
-    def __init__(self, execution_id: str, deliver: Callable[[Event], None]) -> None:
+    def __init__(
+        self,
+        execution_id: str,
+        deliver: Callable[[Event], None],
+        call_later: CallLater | None = None,
+    ) -> None:
         self.execution_id = execution_id
         self.deliver = deliver
-        self.handles: dict[str, asyncio.TimerHandle] = {}  # step_run_id -> its timer
+        self.call_later = call_later or _asyncio_call_later
+        self.handles: dict[str, Handle] = {}  # step_run_id -> its timer
         self.started_at: dict[str, float] = {}  # listener step runs: when they started
 
     def noted(self, events: Iterable[Event], now: float) -> None:
@@ -66,8 +85,7 @@ class Timers:
         """Arm a `timer` command; disarm the timer a `cancel` command stops."""
         if command.kind == CommandKind.TIMER:
             delay, event = timer(self.execution_id, command, self.started_at)
-            loop = asyncio.get_running_loop()
-            self.handles[command.step_run_id] = loop.call_later(delay, self.deliver, event)
+            self.handles[command.step_run_id] = self.call_later(delay, self.deliver, event)
         elif command.kind == CommandKind.CANCEL:
             self.disarm(command.step_run_id)
 

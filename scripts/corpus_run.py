@@ -32,12 +32,15 @@ For each YAML file whose root `kind` is a playbook (`Playbook`, or none):
    configuration (`noetl_e2e_playbook_test_config.yaml`) states — `execution_status` and the
    `result_checks` of `step_validations` — else `completed` (a playbook it gives a
    `requires_setup` runs after that setup playbook of its folder, on the same database; one
-   whose setup is not there and that fails without it is skipped); files under
+   whose setup is not there and that fails without it is skipped), except where NoETL's
+   current engine gives another outcome (`NOETL_OUTCOMES`, each with its reason read in
+   NoETL's source: a playbook that fails there and here is a match); files under
    `broken_playbooks/`
    (to be rejected), files named broken/should_fail/should_error (to fail) and those the
    configuration expects to fail are written to fail.
 
-Prints one line per file and the totals; `--json` writes every row. Exit status 0 always
+Prints one line per file and the totals (a failure listed in `KNOWN_DIFFERENCES` is printed
+with the reason it is not NoETL's outcome yet); `--json` writes every row. Exit status 0 always
 (this is a report); the test `tests/tools/test_corpus_runs.py` asserts on the rows.
 """
 
@@ -95,6 +98,62 @@ SHELL_BUILTINS = {
     "until", "break", "continue", "let", "declare", "readonly", "time", "tr", "cut", "xargs",
     "tee", "basename", "dirname", "find", "seq",
 }  # fmt: skip
+
+
+# What NoETL's current engine does with a file where that is not what its configuration or its
+# name says, read in NoETL's source (noetl/noetl, the module named): the run is compared with
+# this outcome (a playbook that fails on NoETL and fails here is a match).
+NOETL_OUTCOMES: dict[str, tuple[str, str]] = {
+    "corpus/noetl/v10__pagination__pipeline__test_pipeline_error_handling.yaml": (
+        "failed",
+        "NoETL's task sequence gives every error result of the http tool `error.kind: "
+        "tool_error` (its http executor sets no `error_kind`: noetl/tools/http/executor.py, "
+        "noetl/worker/task_sequence_executor.py), so the `server_error` retry rule of "
+        "test_retry_transient never matches and its `output.status == 'error'` rule fails the "
+        "step: the execution fails (here it fails later, at test_fail_auth's `do: fail`)",
+    ),
+    "noetl-e2e/noetl@de0c1f73/tests/fixtures/playbooks/pagination/loop_with_pagination/"
+    "test_loop_with_pagination.yaml": (
+        "failed",
+        "fetch_page's python task reads `{{ fetch_page.fetch }}`, its own step by name before "
+        "that step has a result: NoETL's task sequence renders a task with the earlier tasks' "
+        "results by their names (`fetch`) over the execution's context, where `fetch_page` is "
+        "not yet (noetl/worker/task_sequence_executor.py, `render_ctx.update(ctx.results)`), so "
+        "the task fails there on the first page as it does here",
+    ),
+}
+# Files whose outcome here is not NoETL's, and why (gaps and deliberate refusals): still
+# counted as failed, the reason printed beside the error.
+KNOWN_DIFFERENCES: dict[str, str] = {
+    "corpus/noetl/v2case__pagination__pipeline__test_pipeline_error_handling.yaml": (
+        "test_fail_auth's catch fails the pipe on every error (`do: fail` in both branches) and "
+        "its `finally` routes to generate_report; in noetlc's migration the `do: fail` fails "
+        "the step, so the `finally` route is not taken (the execution fails); NoETL's current engine refuses `case` blocks "
+        "(noetl/core/dsl/engine/parser/validation.py), the older one's route is not known here"
+    ),
+    "corpus/noetl/v2case__pagination__basic__test_pagination_basic.yaml": (
+        "validate_results reads the paging step's result as the collected pages: NoETL's older "
+        "engine gave a `collect`+`retry` step the merged pages as its result; noetlc's migration "
+        "collects them into `ctx.pages` and the step's result is the last call's envelope; "
+        "NoETL's current engine refuses `case` blocks (noetl/core/dsl/engine/parser/validation.py)"
+    ),
+    "noetl-e2e/noetl@3d6c7cca/tests/fixtures/playbooks/pagination/loop_with_pagination/"
+    "test_loop_with_pagination.yaml": (
+        "check_results reads `validate_results.data.result.command_0.rows`, the older engine's "
+        "postgres event shape; NoETL's current postgres tool gives the last statement's "
+        "`{rows, ...}` (noetl/tools/postgres/response.py, collapse_results_to_last_command), "
+        "where `.result` is undefined too"
+    ),
+    "noetl-e2e/e2e/fixtures/playbooks/pagination/fetch_load_test/test_fetch_load.yaml": (
+        "a policy `set:` reads `output.data.meta.page` after an http task, whose `output.data` is "
+        "the envelope (the body is `output.data.data`): noetlc fails the step (a template error, "
+        "never a silent value); NoETL logs the failed render, keeps the template's text "
+        "(noetl/worker/task_sequence_executor.py, `set` rendering) and stops after page 1"
+    ),
+    "corpus/noetl/v10__pft_flow_test__test_pft_flow_v2.yaml": (
+        "its cursor loops over 23 steps run past the runner's 90 s limit; not analysed yet"
+    ),
+}
 
 
 @dataclass
@@ -511,6 +570,9 @@ def collect(
                 row.expected = "rejected"
             elif WRITTEN_TO_FAIL.search(Path(rel).name) and row.expected == "completed":
                 row.expected = "failed"
+            noetl = NOETL_OUTCOMES.get(row.file)
+            if noetl is not None:
+                row.expected = noetl[0]
             row.written_to_fail = row.expected != "completed"
             items.append((path, row))
     return items
@@ -751,14 +813,24 @@ def main(argv: list[str] | None = None) -> int:
         global RUN_TIMEOUT
         RUN_TIMEOUT = args.timeout
     rows = run_corpus(args.shared, only=args.only, jobs=args.jobs)
+    known = 0
     for row in rows:
         detail = row.reason if row.outcome == "skipped" else (row.error or "")
         mark = " (written to fail)" if row.written_to_fail else ""
-        print(f"{row.outcome:8} {row.file}{mark}  {detail[:160]}")
+        if row.file in NOETL_OUTCOMES:
+            mark = f" (NoETL: {NOETL_OUTCOMES[row.file][0]})"
+        if row.outcome in ("failed", "rejected") and row.file in KNOWN_DIFFERENCES:
+            known += 1
+            detail = f"{detail[:120]} [known: {KNOWN_DIFFERENCES[row.file][:200]}]"
+        print(f"{row.outcome:8} {row.file}{mark}  {detail[:360]}")
     totals: dict[str, int] = {}
     for row in rows:
         totals[row.outcome] = totals.get(row.outcome, 0) + 1
-    print("totals: " + ", ".join(f"{k} {v}" for k, v in sorted(totals.items())))
+    print(
+        "totals: "
+        + ", ".join(f"{k} {v}" for k, v in sorted(totals.items()))
+        + (f" ({known} of them known differences, listed in KNOWN_DIFFERENCES)" if known else "")
+    )
     if args.json:
         args.json.write_text(json.dumps([asdict(r) for r in rows], indent=1))
     return 0

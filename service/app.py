@@ -3,23 +3,23 @@
     from noetlc.service.app import create_app
     app = create_app(Settings(db="memory:", token="t", credential_key=key))
 
-Access: with a token set, every route but `/api/health`, `/health` and the console's static
-files needs `Authorization: Bearer TOKEN` (or `x-session-token: TOKEN`, which NoETL clients
-also send; the console's event stream may pass `?token=`); otherwise 401 NOE870. Errors are
+Access (service/guard.py): the Host and Origin checks, then, with a token set, every route but
+`/api/health`, `/health` and the console's static files needs `Authorization: Bearer TOKEN`
+(or `x-session-token: TOKEN`, which NoETL clients also send; only the event stream may pass
+`?token=`); otherwise 401 NOE870; then the body limit and strict JSON. Errors are
 JSON with a stable code (service/errors.py); a request the schema refuses is 422 NOE872; an
 unknown route 404 NOE871; a bug 500 NOE900 without a trace.
 """
 
 from __future__ import annotations
 
-import secrets
 from contextlib import asynccontextmanager
 from importlib import resources
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from noetlc import __version__
@@ -29,12 +29,10 @@ from noetlc.service import (
     routes_credentials,
     routes_executions,
     routes_misc,
+    routes_noetl,
 )
-from noetlc.service.errors import BAD_REQUEST, NOT_FOUND, UNAUTHORIZED, ApiError
+from noetlc.service.errors import BAD_REQUEST, NOT_FOUND, ApiError
 from noetlc.service.state import Service, Settings
-
-OPEN_PATHS = ("/api/health", "/health", "/", "/favicon.ico")
-OPEN_PREFIXES = ("/static/", "/docs", "/openapi.json", "/redoc")
 
 
 def create_app(settings: Settings, service: Service | None = None) -> FastAPI:
@@ -52,26 +50,14 @@ def create_app(settings: Settings, service: Service | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     app.state.service = opened
-    token = settings.token
+    from noetlc.service.guard import Guard
 
-    @app.middleware("http")
-    async def authorize(request: Request, call_next: Any) -> Response:
-        path = request.url.path
-        if token and not (path in OPEN_PATHS or path.startswith(OPEN_PREFIXES)):
-            given = _token_of(request)
-            if given is None or not secrets.compare_digest(given.encode(), token.encode()):
-                return JSONResponse(
-                    {
-                        "detail": "missing or wrong bearer token",
-                        "code": UNAUTHORIZED,
-                        "hint": "send `Authorization: Bearer TOKEN` (the token the service was"
-                        " started with)",
-                    },
-                    status_code=401,
-                    headers={"WWW-Authenticate": "Bearer"},
-                )
-        result: Response = await call_next(request)
-        return result
+    app.add_middleware(
+        Guard,
+        token=settings.token,
+        allowed_hosts=settings.allowed_hosts,
+        max_body_bytes=settings.limits.body_bytes,
+    )
 
     @app.exception_handler(ApiError)
     async def api_error(request: Request, exc: ApiError) -> JSONResponse:
@@ -85,10 +71,11 @@ def create_app(settings: Settings, service: Service | None = None) -> FastAPI:
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = NOT_FOUND if exc.status_code == 404 else BAD_REQUEST
+        headers = dict(getattr(exc, "headers", None) or {})
+        if exc.status_code == 405:  # every method of every route of this path, not the first's
+            headers["Allow"] = ", ".join(allowed_methods(app, request.url.path))
         return JSONResponse(
-            {"detail": exc.detail, "code": code},
-            status_code=exc.status_code,
-            headers=getattr(exc, "headers", None),
+            {"detail": exc.detail, "code": code}, status_code=exc.status_code, headers=headers
         )
 
     @app.exception_handler(Exception)
@@ -110,20 +97,24 @@ def create_app(settings: Settings, service: Service | None = None) -> FastAPI:
         routes_executions,
         routes_credentials,
         routes_console,
+        routes_noetl,
     ):
         app.include_router(module.router)
     _mount_console(app)
     return app
 
 
-def _token_of(request: Request) -> str | None:
-    header = request.headers.get("authorization", "")
-    if header.lower().startswith("bearer "):
-        return header[7:].strip()
-    session = request.headers.get("x-session-token")
-    if session:
-        return session.strip()
-    return request.query_params.get("token")
+def allowed_methods(app: FastAPI, path: str) -> list[str]:
+    from starlette.routing import Match, Route
+
+    methods: set[str] = set()
+    scope = {"type": "http", "path": path, "method": "GET"}
+    for route in app.router.routes:
+        if isinstance(route, Route) and route.methods:
+            match, _ = route.matches(scope)
+            if match != Match.NONE:
+                methods |= route.methods
+    return sorted(methods)
 
 
 def _mount_console(app: FastAPI) -> None:

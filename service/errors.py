@@ -16,6 +16,9 @@ NOT_FOUND = "NOE871"
 BAD_REQUEST = "NOE872"
 REFUSED_PLAYBOOK = "NOE873"
 FORBIDDEN = "NOE876"
+FOREIGN_ORIGIN = "NOE877"
+TOO_LARGE = "NOE878"
+INVALID_TEXT = "NOE879"
 
 
 class ApiError(Exception):
@@ -64,11 +67,13 @@ def error_responses() -> dict[int | str, dict[str, Any]]:
         hint: str | None = None
 
     described = {
-        400: "a request the route cannot serve",
+        400: "a request the route cannot serve; NUL, lone surrogates, NaN/Infinity (NOE879)",
         401: "no valid bearer token (NOE870)",
-        403: "refused by the service's settings (NOE876)",
+        403: "refused by the service's settings (NOE876), or from a foreign page (NOE877)",
         404: "no such execution, entry, credential or route (NOE871)",
         409: "the execution's state does not allow it",
+        413: "the body or a part of it is over a limit (NOE878)",
+        421: "a Host name the service does not serve (NOE877)",
         422: "the body or parameters do not validate (NOE872), or a refused playbook (NOE873)",
         500: "a bug (NOE900), never with a trace",
         503: "the service lacks a setting the route needs",

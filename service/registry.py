@@ -15,7 +15,15 @@ import binascii
 from typing import Any
 
 from noetlc.runtime.catalog import CatalogStore
-from noetlc.service.errors import REFUSED_PLAYBOOK, ApiError, bad_request
+from noetlc.service.errors import (
+    INVALID_TEXT,
+    REFUSED_PLAYBOOK,
+    TOO_LARGE,
+    ApiError,
+    bad_request,
+)
+from noetlc.service.guard import text_problem, value_problem
+from noetlc.service.state import Limits
 
 KIND_ALIASES = {
     "playbook": "playbook",
@@ -108,13 +116,42 @@ def compile_playbook(text: str, path: str) -> tuple[bytes, list[dict[str, Any]]]
 
 
 def register(
-    catalog: CatalogStore, content: str, resource_type: str | None
+    catalog: CatalogStore,
+    content: str,
+    resource_type: str | None,
+    limits: Limits | None = None,
 ) -> tuple[dict[str, Any], bool]:
     """Store one resource; (the entry, whether this call created its version)."""
     if not isinstance(content, str) or not content.strip():
         raise bad_request("content is required", "send the file's text (base64 or plain)", 422)
+    limits = limits or Limits()
     text = decode_content(content)
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > limits.yaml_bytes:
+        raise ApiError(
+            413,
+            TOO_LARGE,
+            f"the document is {size} bytes, over the limit of {limits.yaml_bytes}",
+            "`noetl-vm serve --max-yaml-bytes N` raises the limit",
+        )
+    check_text(text, "the document")
     document = read_document(text)
+    depth = nesting(document, limits.yaml_depth)
+    if depth > limits.yaml_depth:
+        raise ApiError(
+            413,
+            TOO_LARGE,
+            f"the document nests deeper than {limits.yaml_depth} levels",
+            "`noetl-vm serve --max-yaml-depth N` raises the limit",
+        )
+    problem = value_problem(document)
+    if problem:  # YAML escapes (`"\uD800"`, `"\0"`) or `.inf` the JSON body could not carry
+        raise ApiError(
+            400,
+            INVALID_TEXT,
+            f"the document {problem}",
+            "playbooks are UTF-8 text without NUL characters, lone surrogates or .inf/.nan",
+        )
     path = document_path(document)
     declared = document.get("kind") if isinstance(document, dict) else None
     kind = normalize_kind(declared if isinstance(declared, str) else resource_type)
@@ -136,6 +173,34 @@ def register(
             )
         program, findings = compile_playbook(text, path)
     return catalog.register(path, kind, text, document, program, findings)
+
+
+def check_text(text: str, what: str) -> None:
+    problem = text_problem(text)
+    if problem:
+        raise ApiError(
+            400,
+            INVALID_TEXT,
+            f"{what} has {problem}",
+            "playbooks are UTF-8 text without NUL characters or lone surrogates",
+        )
+
+
+def nesting(value: Any, limit: int) -> int:
+    """How deep `value` nests (counting stops past `limit`: no recursion on hostile input)."""
+    deepest = 0
+    seen: set[int] = set()  # YAML aliases share nodes: each is walked once
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list) and id(item) not in seen:
+            seen.add(id(item))
+            deepest = max(deepest, depth)
+            if depth > limit:
+                return depth
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+    return deepest
 
 
 def public_entry(entry: dict[str, Any], *, with_findings: bool = True) -> dict[str, Any]:

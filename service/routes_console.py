@@ -13,8 +13,9 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import StreamingResponse
 
 from noetlc.runtime.logs import log_rows_view
+from noetlc.service.deps import ExecutionId, ServiceDep
 from noetlc.service.errors import error_responses, not_found
-from noetlc.service.routes_catalog import service_of
+from noetlc.service.models import LogsPage, StepGraph
 from noetlc.service.routes_executions import record_of
 from noetlc.service.state import Service
 from noetlc.service.views import STATUS
@@ -23,12 +24,14 @@ router = APIRouter(prefix="/api", tags=["console"], responses=error_responses())
 
 
 @router.get(
-    "/executions/{execution_id}/logs",
+    "/executions/{execution_id:digits}/logs",
+    response_model=LogsPage,
     responses={200: {"content": {"text/event-stream": {}}}},
 )
 def execution_logs(
-    execution_id: str,
+    execution_id: ExecutionId,
     request: Request,
+    service: ServiceDep,
     step: str | None = Query(None, max_length=1000, description="only this step's output"),
     iteration: int | None = Query(None, ge=0, le=2**31 - 1, description="only this iteration"),
     after: int = Query(0, ge=0, le=2**62, description="rows after this `seq` (the cursor)"),
@@ -40,7 +43,6 @@ def execution_logs(
     where cut; escaped; redacted). `next_after` is the cursor of the next page. With
     `follow=true` (or `Accept: text/event-stream`) a live stream: `event: log` per row, a
     final `event: end` once the execution ended and every row was sent."""
-    service = service_of(request)
     record = record_of(service, execution_id)
     if follow or "text/event-stream" in request.headers.get("accept", ""):
         return StreamingResponse(
@@ -95,10 +97,9 @@ def _sse(row: dict[str, Any]) -> str:
     return f"id: {row['seq']}\nevent: log\ndata: {json.dumps(row)}\n\n"
 
 
-@router.get("/executions/{execution_id}/graph")
-def execution_graph(execution_id: str, request: Request) -> dict[str, Any]:
+@router.get("/executions/{execution_id:digits}/graph", response_model=StepGraph)
+def execution_graph(execution_id: ExecutionId, service: ServiceDep) -> dict[str, Any]:
     """The step graph of the program the execution runs (as `GET /api/catalog/graph`)."""
-    service = service_of(request)
     record = record_of(service, execution_id)
     if not record.get("program"):
         raise not_found(f"Execution {execution_id} has no stored program")

@@ -5,20 +5,37 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 import time
 from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 
-from noetlc.service.errors import ApiError, bad_request, error_responses, not_found
+from noetlc.service.deps import ExecutionId, ServiceDep
+from noetlc.service.errors import (
+    BAD_REQUEST,
+    TOO_LARGE,
+    ApiError,
+    bad_request,
+    error_responses,
+    not_found,
+)
+from noetlc.service.models import (
+    Cancelled,
+    CleanedUp,
+    EventsPage,
+    ExecutionDetail,
+    ExecutionSummary,
+    Signalled,
+    Started,
+    StatusView,
+)
 from noetlc.service.progress import StepProgress
 from noetlc.service.registry import EXECUTABLE
-from noetlc.service.routes_catalog import find_entry, service_of
-from noetlc.service.state import Service
+from noetlc.service.routes_catalog import BY_ID_OR_PATH, Version, by_id_or_path, find_entry
+from noetlc.service.state import PROGRESS_KEPT, Service
 from noetlc.service.views import (
     STATUS,
     epoch,
@@ -28,28 +45,27 @@ from noetlc.service.views import (
     summary_of,
 )
 
-# the status of running executions, folded incrementally from their events (the NoETL client
-# polls it): the last 1,024 asked for
-_PROGRESS: dict[str, StepProgress] = {}
-_PROGRESS_LOCK = threading.Lock()
-
 router = APIRouter(prefix="/api", tags=["executions"], responses=error_responses())
 
 
 class ExecuteRequest(BaseModel):
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
+    model_config = ConfigDict(extra="allow", populate_by_name=True, json_schema_extra=BY_ID_OR_PATH)
     path: str | None = None
     catalog_id: str | int | None = None
-    version: int | str | None = None
+    version: Version | None = None
     workload: dict[str, Any] = Field(default_factory=dict, alias="workload")
     payload: dict[str, Any] | None = None
-    resource_kind: str | None = None
+    resource_kind: str | None = Field(
+        None, pattern=r"^([Pp]laybook|PLAYBOOK|[Aa]gent|AGENT)$", description="playbook or agent"
+    )
     parent_execution_id: str | int | None = None
+
+    _named = model_validator(mode="after")(by_id_or_path)
 
 
 class CancelRequest(BaseModel):
     model_config = ConfigDict(extra="allow")
-    cascade: bool = True
+    cascade: StrictBool = True
     reason: str = "User requested cancellation"
 
 
@@ -65,7 +81,7 @@ class RerunRequest(BaseModel):
 
 class CleanupRequest(BaseModel):
     older_than_minutes: int = Field(default=5, ge=1)
-    dry_run: bool = False
+    dry_run: StrictBool = False
 
 
 def start(
@@ -75,7 +91,23 @@ def start(
     parent_id: str | None,
 ) -> dict[str, Any]:
     if entry["kind"] not in EXECUTABLE or entry.get("program") is None:
-        raise bad_request(f"Catalog kind '{entry['kind']}' is not executable", None, 422)
+        # the request is well formed; the entry it names cannot run
+        raise ApiError(
+            409,
+            BAD_REQUEST,
+            f"Catalog kind '{entry['kind']}' is not executable",
+            "only playbooks (and agents) run",
+        )
+    limit = service.settings.limits.workload_bytes
+    size = len(json.dumps(workload, default=str))
+    if size > limit:
+        raise ApiError(
+            413,
+            TOO_LARGE,
+            f"the workload is {size} bytes of JSON, over the limit of {limit}",
+            "pass large data by reference (a file, a table); `noetl-vm serve"
+            " --max-workload-bytes N` raises the limit",
+        )
     name = (entry["payload"].get("metadata") or {}).get("name") or entry["path"]
     execution_id = service.engine.start(entry["program"], str(name), workload, parent_id)
     service.catalog.record_origin(
@@ -91,9 +123,9 @@ def start(
     }
 
 
-@router.post("/execute")
-def execute(body: ExecuteRequest, request: Request) -> dict[str, Any]:
-    service = service_of(request)
+@router.post("/execute", response_model=Started)
+def execute(body: ExecuteRequest, service: ServiceDep) -> dict[str, Any]:
+    service = service
     kind = (body.resource_kind or "playbook").lower()
     if kind not in EXECUTABLE:
         raise bad_request(f"Catalog kind '{body.resource_kind}' is not executable", None, 422)
@@ -119,9 +151,9 @@ def record_of(service: Service, execution_id: str) -> dict[str, Any]:
     return record
 
 
-@router.get("/executions")
+@router.get("/executions", response_model=list[ExecutionSummary])
 def list_executions(
-    request: Request,
+    service: ServiceDep,
     page: int = Query(1, ge=1, le=1_000_000),
     page_size: int = Query(100, ge=1, le=200),
     status: str | None = Query(None, description="RUNNING, COMPLETED, FAILED or CANCELLED"),
@@ -132,9 +164,6 @@ def list_executions(
     since: float | None = Query(None, ge=0, le=1e11, description="started at or after (epoch s)"),
     until: float | None = Query(None, ge=0, le=1e11, description="started before (epoch s)"),
 ) -> list[dict[str, Any]]:
-    if (page - 1) * page_size > 5000:
-        raise bad_request("page * page_size is past 5000 executions", None, 422)
-    service = service_of(request)
     origins = service.catalog.origins()
     rows = list(reversed(service.engine.executions()))
     wanted = status.upper() if status else None
@@ -189,17 +218,17 @@ def _events(
     return paginate(views, page, page_size)
 
 
-@router.get("/executions/{execution_id}")
+@router.get("/executions/{execution_id:digits}", response_model=ExecutionDetail)
 def execution_detail(
-    execution_id: str,
-    request: Request,
+    execution_id: ExecutionId,
+    service: ServiceDep,
     page: int = Query(1, ge=1, le=1_000_000),
     page_size: int = Query(100, ge=1, le=500),
     since_event_id: int | None = Query(None, ge=0, le=2**62),
     event_type: str | None = None,
     include_events: bool = True,
 ) -> dict[str, Any]:
-    service = service_of(request)
+    service = service
     record = record_of(service, execution_id)
     out = summary_of(record, service.catalog.origin(execution_id))
     out["summary"] = record.get("summary")
@@ -211,32 +240,35 @@ def execution_detail(
     return out
 
 
-@router.get("/executions/{execution_id}/status")
-def execution_status(execution_id: str, request: Request) -> dict[str, Any]:
-    service = service_of(request)
+@router.get("/executions/{execution_id:digits}/status", response_model=StatusView)
+def execution_status(execution_id: ExecutionId, service: ServiceDep) -> dict[str, Any]:
+    service = service
     record = record_of(service, execution_id)
+    kept = service.progress
     if record.get("summary"):
-        with _PROGRESS_LOCK:
-            _PROGRESS.pop(execution_id, None)
+        with service.progress_lock:
+            kept.pop(execution_id, None)
         ended = StepProgress()
         ended.feed(service.engine.events(execution_id))
         return status_view(record, ended)
-    with _PROGRESS_LOCK:
-        progress = _PROGRESS.pop(execution_id, None) or StepProgress()
-        _PROGRESS[execution_id] = progress  # most recent last
-        while len(_PROGRESS) > 1024:
-            _PROGRESS.pop(next(iter(_PROGRESS)))
+    with service.progress_lock:
+        progress = kept.pop(execution_id, None) or StepProgress()
+        kept[execution_id] = progress  # most recent last
+        while len(kept) > PROGRESS_KEPT:
+            kept.pop(next(iter(kept)))
     progress.feed(service.engine.events(execution_id, progress.after))
     return status_view(record, progress)
 
 
 @router.get(
-    "/executions/{execution_id}/events",
+    "/executions/{execution_id:digits}/events",
+    response_model=EventsPage,
     responses={200: {"content": {"text/event-stream": {}}}},
 )
 def execution_events(
-    execution_id: str,
+    execution_id: ExecutionId,
     request: Request,
+    service: ServiceDep,
     page: int = Query(1, ge=1, le=1_000_000),
     page_size: int = Query(100, ge=1, le=500),
     since_event_id: int | None = Query(None, ge=0, le=2**62),
@@ -246,7 +278,6 @@ def execution_events(
     """The events, newest first; with `Accept: text/event-stream` (or `stream=true`) a live
     stream instead: each event oldest first as `event: <type>` / `data: <json>`, `id:` its
     event_id (a reconnect sends `Last-Event-ID` and gets the rest), and a final `end` event."""
-    service = service_of(request)
     record = record_of(service, execution_id)
     if stream or "text/event-stream" in request.headers.get("accept", ""):
         last = request.headers.get("last-event-id", "")
@@ -300,11 +331,11 @@ def _sse(event: dict[str, Any], origin: dict[str, Any] | None) -> str:
     return f"id: {event['seq']}\nevent: {view['event_type']}\ndata: {data}\n\n"
 
 
-@router.post("/executions/{execution_id}/cancel")
+@router.post("/executions/{execution_id:digits}/cancel", response_model=Cancelled)
 def cancel(
-    execution_id: str, request: Request, body: CancelRequest | None = None
+    execution_id: ExecutionId, service: ServiceDep, body: CancelRequest | None = None
 ) -> dict[str, Any]:
-    service = service_of(request)
+    service = service
     body = body or CancelRequest()
     record = record_of(service, execution_id)
     if record["status"] != "running":
@@ -333,9 +364,9 @@ def cancel(
     }
 
 
-@router.post("/executions/{execution_id}/signal")
-def signal(execution_id: str, body: SignalRequest, request: Request) -> dict[str, Any]:
-    service = service_of(request)
+@router.post("/executions/{execution_id:digits}/signal", response_model=Signalled)
+def signal(execution_id: ExecutionId, body: SignalRequest, service: ServiceDep) -> dict[str, Any]:
+    service = service
     record = record_of(service, execution_id)
     if record["status"] != "running":
         raise ApiError(
@@ -353,13 +384,17 @@ def signal(execution_id: str, body: SignalRequest, request: Request) -> dict[str
     }
 
 
-@router.post("/executions/{execution_id}/rerun")
-def rerun(execution_id: str, request: Request, body: RerunRequest | None = None) -> dict[str, Any]:
-    service = service_of(request)
+@router.post("/executions/{execution_id:digits}/rerun", response_model=Started)
+def rerun(
+    execution_id: ExecutionId, service: ServiceDep, body: RerunRequest | None = None
+) -> dict[str, Any]:
+    service = service
     record = record_of(service, execution_id)
     origin = service.catalog.origin(execution_id)
     if origin is None or origin.get("catalog_id") is None:
-        raise bad_request(
+        raise ApiError(
+            409,
+            BAD_REQUEST,
             f"Execution {execution_id} was not started from the catalog",
             "start it again with POST /api/execute",
         )
@@ -370,9 +405,9 @@ def rerun(execution_id: str, request: Request, body: RerunRequest | None = None)
     return start(service, entry, workload, None)
 
 
-@router.post("/executions/cleanup")
-def cleanup(body: CleanupRequest, request: Request) -> dict[str, Any]:
-    service = service_of(request)
+@router.post("/executions/cleanup", response_model=CleanedUp)
+def cleanup(body: CleanupRequest, service: ServiceDep) -> dict[str, Any]:
+    service = service
     cutoff = time.time() - body.older_than_minutes * 60
     stale = [
         str(r["execution_id"])

@@ -2,23 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Request
-from pydantic import BaseModel, ConfigDict, Field
+from fastapi import APIRouter
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
+from noetlc.service.deps import ID_PATTERN, ExecutionId, ServiceDep
 from noetlc.service.errors import ApiError, bad_request, error_responses, not_found
-from noetlc.service.routes_catalog import service_of
+from noetlc.service.models import Health, Rendered, Var, VarDeleted, Vars, VarsDeleted, VarsSet
 
 router = APIRouter(tags=["misc"], responses=error_responses())
 
 
-@router.get("/api/health")
+@router.get("/api/health", response_model=Health)
 def health() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@router.get("/health")
+@router.get("/health", response_model=Health)
 def health_root() -> dict[str, str]:
     return {"status": "ok"}
 
@@ -30,57 +31,57 @@ def integer_id(execution_id: str) -> str:
 
 
 class SetVars(BaseModel):
-    variables: dict[str, Any]
+    variables: dict[str, Any] = Field(min_length=1)
     var_type: Literal["user_defined", "step_result", "computed", "iterator_state"] = "user_defined"
     source_step: str | None = None
 
 
-@router.get("/api/vars/{execution_id}", tags=["vars"])
-def get_vars(execution_id: str, request: Request) -> dict[str, Any]:
-    values = service_of(request).catalog.vars(integer_id(execution_id))
+@router.get("/api/vars/{execution_id}", tags=["vars"], response_model=Vars)
+def get_vars(execution_id: ExecutionId, service: ServiceDep) -> dict[str, Any]:
+    values = service.catalog.vars(integer_id(execution_id))
     return {"execution_id": int(execution_id), "variables": values, "count": len(values)}
 
 
-@router.get("/api/vars/{execution_id}/{name}", tags=["vars"])
-def get_var(execution_id: str, name: str, request: Request) -> dict[str, Any]:
-    found = service_of(request).catalog.var(integer_id(execution_id), name)
+@router.get("/api/vars/{execution_id}/{name}", tags=["vars"], response_model=Var)
+def get_var(execution_id: ExecutionId, name: str, service: ServiceDep) -> dict[str, Any]:
+    found = service.catalog.var(integer_id(execution_id), name)
     if found is None:
         raise not_found(f"Variable '{name}' not found for execution {execution_id}")
     return {**found, "execution_id": int(execution_id), "var_name": name}
 
 
-@router.post("/api/vars/{execution_id}", tags=["vars"])
-def set_vars(execution_id: str, body: SetVars, request: Request) -> dict[str, Any]:
+@router.post("/api/vars/{execution_id}", tags=["vars"], response_model=VarsSet)
+def set_vars(execution_id: ExecutionId, body: SetVars, service: ServiceDep) -> dict[str, Any]:
     if not body.variables:
         raise bad_request("variables must not be empty")
-    names = service_of(request).catalog.set_vars(
+    names = service.catalog.set_vars(
         integer_id(execution_id), body.variables, body.var_type, body.source_step
     )
     return {"execution_id": int(execution_id), "variables_set": len(names), "var_names": names}
 
 
-@router.delete("/api/vars/{execution_id}/{name}", tags=["vars"])
-def delete_var(execution_id: str, name: str, request: Request) -> dict[str, Any]:
-    deleted = service_of(request).catalog.delete_var(integer_id(execution_id), name)
+@router.delete("/api/vars/{execution_id}/{name}", tags=["vars"], response_model=VarDeleted)
+def delete_var(execution_id: ExecutionId, name: str, service: ServiceDep) -> dict[str, Any]:
+    deleted = service.catalog.delete_var(integer_id(execution_id), name)
     return {"execution_id": int(execution_id), "var_name": name, "deleted": deleted}
 
 
-@router.delete("/api/vars/{execution_id}", tags=["vars"])
-def delete_vars(execution_id: str, request: Request) -> dict[str, Any]:
-    count = service_of(request).catalog.delete_vars(integer_id(execution_id))
+@router.delete("/api/vars/{execution_id}", tags=["vars"], response_model=VarsDeleted)
+def delete_vars(execution_id: ExecutionId, service: ServiceDep) -> dict[str, Any]:
+    count = service.catalog.delete_vars(integer_id(execution_id))
     return {"execution_id": int(execution_id), "deleted_count": count}
 
 
 class RenderRequest(BaseModel):
     model_config = ConfigDict(extra="allow")
-    execution_id: int | str | None = None
-    template: Any = Field(default=None)
+    execution_id: Annotated[int, Field(ge=0)] | Annotated[str, Field(pattern=ID_PATTERN)]
+    template: Any = Field(description="any JSON: the strings inside are rendered")
     extra_context: dict[str, Any] | None = None
-    strict: bool = True
+    strict: StrictBool = True
 
 
-@router.post("/api/context/render", tags=["context"])
-def render(body: RenderRequest, request: Request) -> dict[str, Any]:
+@router.post("/api/context/render", tags=["context"], response_model=Rendered)
+def render(body: RenderRequest, service: ServiceDep) -> dict[str, Any]:
     """Evaluate a template (any JSON: strings inside are rendered) in an execution's scope as
     the VM sees it: `workload`, `ctx`, each finished step's result by step name, the
     execution's variables under `vars`, and `extra_context` on top."""
@@ -91,7 +92,6 @@ def render(body: RenderRequest, request: Request) -> dict[str, Any]:
     execution_id = str(body.execution_id)
     if not execution_id.isdigit():
         raise bad_request(f"execution_id must be an integer value, got {execution_id!r}")
-    service = service_of(request)
     record = service.engine.execution(execution_id)
     if record is None:
         raise not_found(f"Execution {execution_id} not found")

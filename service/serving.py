@@ -32,15 +32,23 @@ def free_port() -> int:
 class Served:
     """`noetl-vm serve --db URL` on 127.0.0.1:PORT, stopped with SIGTERM (then SIGKILL)."""
 
-    def __init__(self, db: str, cwd: Path, key: str, token: str | None = None) -> None:
+    def __init__(
+        self,
+        db: str,
+        cwd: Path,
+        key: str,
+        token: str | None = None,
+        extra: list[str] | None = None,
+    ) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.token = token
         env = {**os.environ, "NOETL_CREDENTIAL_KEY": key}
+        env.pop("NOETL_API_TOKEN", None)
+        if token:  # from the environment: a token on the command line is in the process list
+            env["NOETL_API_TOKEN"] = token
         args = [sys.executable, "-m", "noetlc.cli.vm_main", "serve", "--port", str(self.port)]
-        args += ["--db", db]
-        if token:
-            args += ["--token", token]
+        args += ["--db", db, *(extra or [])]
         self.log = cwd / f"serve-{self.port}.log"
         self.proc = subprocess.Popen(
             args, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=self.log.open("w")

@@ -5,10 +5,25 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+from typing import Any
 
 from noetlc.runtime.catalog import CatalogStore
 from noetlc.runtime.credentials import Cipher, StoreCredentials
 from noetlc.service.engine import Engine
+
+PROGRESS_KEPT = 1024
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one request may ask of the service (docs/api.md, "Limits"); each is a
+    `noetl-vm serve --max-...` flag."""
+
+    body_bytes: int = 16 * 1024 * 1024
+    yaml_bytes: int = 4 * 1024 * 1024
+    yaml_depth: int = 64
+    workload_bytes: int = 1024 * 1024
+    page_size: int = 500
 
 
 @dataclass
@@ -16,11 +31,17 @@ class Settings:
     db: str = "sqlite:///.noetl/noetl.db"
     token: str | None = None
     credential_key: bytes | None = None
-    # `GET /api/credentials/{name}?include_data=true` returns the value only when allowed
-    allow_credential_values: bool = True
+    # where the key came from, named in NOE874 when a stored value does not decrypt
+    key_source: str = "the key given to the service"
+    # `GET /api/credentials/{name}?include_data=true` returns the value only when the
+    # service was started to allow it (`--credential-values`)
+    allow_credential_values: bool = False
     keychain_file: str | None = None
     # embedded: finish the executions a previous service on this store left running
     resume: bool = True
+    # Host names served besides the loopback names (`*`: any); see service/guard.py
+    allowed_hosts: tuple[str, ...] = ()
+    limits: Limits = field(default_factory=Limits)
 
 
 @dataclass
@@ -30,6 +51,10 @@ class Service:
     engine: Engine
     cipher: Cipher | None
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # the status of running executions, folded incrementally from their events (the NoETL
+    # client polls it): the last PROGRESS_KEPT asked for, most recent last
+    progress: dict[str, Any] = field(default_factory=dict)
+    progress_lock: threading.Lock = field(default_factory=threading.Lock)
 
     @classmethod
     def open(cls, settings: Settings) -> Service:
@@ -44,7 +69,7 @@ class Service:
         cipher = Cipher(settings.credential_key) if settings.credential_key else None
         service = cls(settings, catalog, engine, cipher)
         if cipher is not None:
-            engine.credentials = StoreCredentials(catalog, cipher)
+            engine.credentials = StoreCredentials(catalog, cipher, settings.key_source)
         if settings.resume:
             engine.resume_orphans(set(catalog.origins()))
         return service

@@ -15,7 +15,7 @@ from noetlc.runtime.credentials import new_key, parse_key
 from noetlc.service.app import create_app
 from noetlc.service.state import Settings
 
-TOKEN = "test-token"
+TOKEN = "test-token-0123456789"
 
 
 def b64(text: str) -> str:
@@ -25,6 +25,8 @@ def b64(text: str) -> str:
 def settings_for(db: str, **extra: Any) -> Settings:
     extra.setdefault("token", TOKEN)
     extra.setdefault("credential_key", parse_key(new_key(), "test"))
+    extra.setdefault("allowed_hosts", ("testserver",))  # httpx's host name over ASGI
+    extra.setdefault("allow_credential_values", True)
     return Settings(db=db, **extra)
 
 

@@ -11,10 +11,13 @@ A playbook declares entries at the root (`keychain: [{name: pg_main, kind: postg
    in the working directory when it exists.
 
 Extra fields of a declaration (`host`, `port`, ...) are defaults under a mapping value: they are
-written in the playbook, so they are not secret. Every value a provider gave is: `redact`
-replaces each secret string, and each string field of a secret mapping of 4 characters or more,
-by `"***"` wherever it occurs (secrets shorter than 4 characters only where a whole string
-equals them, so a one-letter secret does not blank every text).
+written in the playbook, so they are not secret. Of a value a provider gave, the secret parts
+are (`secret_parts`): a plain string (a URL: its password alone), and in a mapping the fields
+named like a secret (password, token, key, secret, private key...) and the password of a URL
+inside; user, host, port and database names are not. `redact` replaces each secret of 4
+characters or more, in its plain, URL-encoded, base64 and JSON-escaped forms, by `"***"`
+wherever it occurs (secrets shorter than 4 characters only where a whole string equals them,
+so a one-letter secret does not blank every text).
 """
 
 from __future__ import annotations
@@ -164,24 +167,19 @@ class Keychain:
     # ------------------------------------------------------------------ redaction
 
     def register(self, value: Any) -> None:
-        """Treat `value` as secret: a string, a number, or the strings and numbers inside a
-        mapping/list. A number of at least `MIN_NUMBER` characters is masked where it appears
-        as a number and inside text (`"pin 98765432 refused"`); shorter ones are not (they
-        would mask the counts and indexes of every event)."""
+        """Treat the secret parts of `value` as secret (`secret_parts`): each in its plain,
+        URL-encoded, base64 and JSON-escaped forms. A number of at least `MIN_NUMBER`
+        characters is masked where it appears as a number and inside text (`"pin 98765432
+        refused"`); shorter ones are not (they would mask the counts and indexes of every
+        event)."""
         found: list[tuple[str, bool]] = []
         numbers: list[int | float] = []
-        if isinstance(value, str):
-            found.append((value, True))
-            password = _url_password(value)
-            if password:
-                found.append((password, True))
-        else:
-            for leaf in _leaves(value):
-                if isinstance(leaf, str):
-                    found.append((leaf, False))
-                elif len(str(leaf)) >= MIN_NUMBER:  # short numbers are counts and indexes
-                    numbers.append(leaf)
-                    found.append((str(leaf), False))
+        for part, whole in secret_parts(value):
+            if isinstance(part, str):
+                found.extend((form, whole) for form in encoded_forms(part))
+            elif len(str(part)) >= MIN_NUMBER:  # short numbers are counts and indexes
+                numbers.append(part)
+                found.append((str(part), False))
         with self._lock:
             self._numbers.update(numbers)
             for text, whole in found:
@@ -231,32 +229,119 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _leaves(value: Any) -> Iterable[Any]:
-    """The strings (with a URL's password) and numbers inside a value."""
-    if isinstance(value, str):
-        yield from _strings(value)
-    elif _is_number(value):
-        yield value
-    elif isinstance(value, Mapping):
-        for v in value.values():
-            yield from _leaves(v)
-    elif isinstance(value, list | tuple):
-        for v in value:
-            yield from _leaves(v)
+# field names whose values are secret (lower-cased, `-` as `_`): exact names, and parts
+SECRET_NAMES = frozenset({"key", "pass", "pin", "auth", "authorization", "cookie", "signature"})
+SECRET_PARTS = (
+    "password",
+    "passwd",
+    "passphrase",
+    "pwd",
+    "secret",
+    "token",
+    "private_key",
+    "privatekey",
+    "api_key",
+    "apikey",
+    "access_key",
+    "secret_key",
+    "client_secret",
+    "credential",
+)
+# fields that say where and who, never secret (a mapping with none of SECRET_NAMES/PARTS
+# treats every other field as secret: an unknown shape is masked whole)
+PLAIN_NAMES = frozenset(
+    {
+        "user", "username", "login", "host", "hostname", "port", "database", "dbname", "db",
+        "schema", "name", "type", "kind", "region", "project", "project_id", "account",
+        "sslmode", "driver", "scheme", "protocol", "path", "url", "uri", "dsn", "endpoint",
+        "bucket", "catalog", "warehouse", "role", "client_id", "key_id", "access_key_id",
+        "email", "tenant", "tenant_id", "auth_uri", "token_uri", "description",
+    }
+)  # fmt: skip
 
 
-def _strings(value: Any) -> Iterable[str]:
+def is_secret_name(name: Any) -> bool:
+    text = str(name).lower().replace("-", "_")
+    if text in PLAIN_NAMES:
+        return False
+    return (
+        text in SECRET_NAMES
+        or any(part in text for part in SECRET_PARTS)
+        or (text.endswith("_key") and not text.endswith("_id_key"))
+    )
+
+
+def secret_parts(value: Any) -> list[tuple[Any, bool]]:
+    """The parts of a credential value that are secret, each with whether it is the whole
+    value: a plain string is secret whole, except a URL, whose password alone is; in a
+    mapping, the fields named like a secret (password, token, key, secret, private key...,
+    at any depth) and the password of any URL inside; user, host, port, database names are
+    not. A mapping with no secret-named field treats its fields as secret, but for the
+    PLAIN_NAMES ones."""
     if isinstance(value, str):
-        yield value
         password = _url_password(value)
-        if password:
-            yield password
-    elif isinstance(value, Mapping):
-        for v in value.values():
-            yield from _strings(v)
-    elif isinstance(value, list | tuple):
-        for v in value:
-            yield from _strings(v)
+        return [(password, True)] if password else [(value, True)]
+    if _is_number(value):
+        return [(value, True)]
+    if not isinstance(value, Mapping | list | tuple):
+        return []
+    named: list[tuple[Any, bool]] = []
+    other: list[tuple[Any, bool]] = []
+    users: list[str] = []
+    passwords: list[str] = []
+
+    def walk(item: Any, secret: bool, field: str | None) -> None:
+        if isinstance(item, Mapping):
+            for k, v in item.items():
+                walk(v, secret or is_secret_name(k), str(k))
+        elif isinstance(item, list | tuple):
+            for v in item:
+                walk(v, secret, field)
+        elif isinstance(item, str) or _is_number(item):
+            if secret:
+                named.append((item, False))
+                if isinstance(item, str) and field and "pass" in field.lower():
+                    passwords.append(item)
+                return
+            password = _url_password(item) if isinstance(item, str) else None
+            if password:
+                named.append((password, False))
+            elif field is None or str(field).lower().replace("-", "_") not in PLAIN_NAMES:
+                other.append((item, False))
+            if isinstance(item, str) and field and field.lower() in ("user", "username", "login"):
+                users.append(item)
+
+    walk(value, False, None)
+    if not named:
+        return other
+    # `user:password` as HTTP basic auth sends it (its base64 is one of the encoded forms)
+    named.extend((f"{u}:{p}", False) for u in users for p in passwords)
+    return named
+
+
+def encoded_forms(text: str) -> list[str]:
+    """A secret as it may appear in what is written: plain, URL-encoded (path and form
+    style), base64 (standard and URL-safe, with and without padding) and JSON-escaped."""
+    import base64
+    import json as json_module
+    from urllib.parse import quote, quote_plus
+
+    forms = [text]
+    if len(text) < MIN_SUBSTRING:
+        return forms
+    raw = text.encode("utf-8", "surrogatepass")
+    for encoded in (
+        quote(text, safe=""),
+        quote_plus(text),
+        base64.b64encode(raw).decode("ascii"),
+        base64.urlsafe_b64encode(raw).decode("ascii"),
+        json_module.dumps(text)[1:-1],
+        json_module.dumps(text, ensure_ascii=False)[1:-1],
+    ):
+        for form in (encoded, encoded.rstrip("=")):
+            if form not in forms and len(form) >= MIN_SUBSTRING:
+                forms.append(form)
+    return forms
 
 
 def _url_password(text: str) -> str | None:

@@ -1,7 +1,7 @@
 """The python tool's executor: runs task code, here or as the body of the isolated child.
 
-Kept free of pydantic, httpx and the keychain, so the `python -c` child of
-`spec.isolation: subprocess` starts fast. `request` is plain JSON: `globals` (what NoETL gives
+Kept free of pydantic, httpx and the keychain, so a task runner process
+(stdlib_tools/task_runner.py) starts fast. `request` is plain JSON: `globals` (what NoETL gives
 task code: `context`, `ctx`, the loop iterator...), `code`, `locals`, `libs`, `auth` (already
 resolved), `expects` and `returns` (the `assert:` contract).
 """
@@ -11,8 +11,8 @@ from __future__ import annotations
 import importlib
 import inspect
 import json
-import sys
-from contextlib import redirect_stdout
+from functools import lru_cache
+from types import CodeType
 from typing import Any
 
 from noetlc.stdlib_tools.envelope import error, ok
@@ -129,15 +129,25 @@ def _import(spec: Any) -> Any:
     return importlib.import_module(f"{module}.{name}")
 
 
-def _run_code(code: str, namespace: dict[str, Any], local: dict[str, Any]) -> Any:
+@lru_cache(maxsize=256)
+def _compiled(code: str) -> tuple[CodeType, bool]:
+    """(code object, whether it is the function-body form); the same task code runs again
+    and again (every iteration of a loop, every execution of a playbook), and compiling it
+    is a fifth of a small task's cost. Code objects are immutable: sharing them is safe."""
     try:
-        compiled = compile(code, _MODULE, "exec")
+        return compile(code, _MODULE, "exec"), False
     except SyntaxError as exc:
         if "outside function" not in str(exc):
             raise
         # NoETL runs task code as a function body: a top-level `return` gives the result
         body = "".join(f"    {line}\n" for line in code.splitlines()) or "    pass\n"
-        exec(compile(f"def __task_body__():\n{body}", _BODY, "exec"), namespace)
+        return compile(f"def __task_body__():\n{body}", _BODY, "exec"), True
+
+
+def _run_code(code: str, namespace: dict[str, Any], local: dict[str, Any]) -> Any:
+    compiled, as_body = _compiled(code)
+    if as_body:
+        exec(compiled, namespace)
         returned = namespace["__task_body__"]()
         return returned if returned is not None else namespace.get("result")
     exec(compiled, namespace)  # the tool runs user code by design
@@ -148,20 +158,3 @@ def _run_code(code: str, namespace: dict[str, Any], local: dict[str, Any]) -> An
         kwargs = local if accepts_any else {k: v for k, v in local.items() if k in params}
         return main(**kwargs)
     return namespace.get("result")
-
-
-def child_main() -> int:
-    """The child process: read the request from stdin, write the outcome as one JSON line.
-
-    The code's own prints go to stderr, so stdout carries nothing but the outcome."""
-    request = json.loads(sys.stdin.read())
-    real_stdout = sys.stdout
-    with redirect_stdout(sys.stderr):
-        outcome = execute(request)
-    try:
-        line = json.dumps(outcome)
-    except (TypeError, ValueError):
-        line = json.dumps(outcome, default=repr)
-    real_stdout.write(line + "\n")
-    real_stdout.flush()
-    return 0

@@ -12,20 +12,17 @@ code as a function body — `return`s a value at the top level. `libs: {alias: m
 `assert: {expects, returns}` checks inputs before and result keys after. An exception is an
 error outcome with `py.exception_type`.
 
-`spec.isolation: subprocess` runs the same code in `python -c` (JSON in on stdin, the outcome as
-JSON on stdout; what the code prints goes to the child's stderr, returned as `py.stderr`), so
-`spec.timeout` can stop it: the child is killed and the outcome is a `Timeout` error; a cancel of
-the action (or a worker shutting down) kills it too (a `Cancelled` error). In-process code
-cannot be interrupted, so there neither applies.
+In the service, its servers and workers (isolation mode `process`, stdlib_tools/isolation.py),
+and wherever a task says `spec.isolation: subprocess`, the code runs in a warm runner process
+with a clean environment and resource limits; what it prints is captured (`py.stdout`,
+`py.stderr`, and the runtime's task log), `spec.timeout` can stop it: the runner is killed and
+the outcome is a `Timeout` error; a cancel of the action (or a worker shutting down) kills it
+too (a `Cancelled` error). In-process code (`noetl-vm run`) cannot be interrupted, so there
+neither applies.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-import time
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -39,11 +36,6 @@ from noetlc.stdlib_tools.script_source import ScriptError, load
 
 if TYPE_CHECKING:  # the executor takes pydantic models or `shape_check.Args`
     from noetlc.stdlib_tools.schemas import PythonArgs
-
-STDERR_TAIL = 4000
-_CHILD = (
-    "import sys; from noetlc.stdlib_tools.python_exec import child_main; sys.exit(child_main())"
-)
 
 
 def run(
@@ -69,7 +61,9 @@ def run(
         "expects": args.assert_.expects if args.assert_ else [],
         "returns": args.assert_.returns if args.assert_ else [],
     }
-    if spec.get("isolation") == "subprocess":
+    from noetlc.stdlib_tools.isolation import policy
+
+    if spec.get("isolation") == "subprocess" or policy().mode == "process":
         return _in_subprocess(request, spec.get("timeout"), ctx)
     with captured(ctx.log):  # the task's prints go to its log, not this process's output
         return execute(request)
@@ -187,81 +181,38 @@ def _auth(auth: dict[str, Any] | str | None, keychain: Keychain) -> dict[str, An
 
 
 def _in_subprocess(request: dict[str, Any], timeout: Any, ctx: ToolContext) -> dict[str, Any]:
+    """The request run in a warm runner process (stdlib_tools/isolation.py)."""
+    from noetlc.stdlib_tools import isolation
+
     seconds = float(timeout) if isinstance(timeout, int | float) else None
-    request = {**request, "globals": _materialized(request.get("globals") or {})}
-    try:
-        payload = json.dumps(request, default=str)
-    except (TypeError, ValueError) as exc:
-        return error("ToolArgumentError", f"the task's input is not JSON: {exc}")
-    child = subprocess.Popen(
-        [sys.executable, "-c", _CHILD],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=ctx.workdir,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    code = request.get("code")
+    request = {**request, "globals": _materialized(request.get("globals") or {}, code)}
+    return isolation.run_python(
+        request,
+        timeout=seconds,
+        cancelled=ctx.cancelled,
+        log=getattr(ctx, "log", None),
+        cwd=str(ctx.workdir),
     )
-    deadline = None if seconds is None else time.monotonic() + seconds
-    sent: str | None = payload
-    while True:
-        # a cancelled action (or a worker shutting down) kills the child at once
-        step = CANCEL_POLL if ctx.cancelled is not None else None
-        if deadline is not None:
-            left = max(0.0, deadline - time.monotonic())
-            step = left if step is None else min(step, left)
-        try:
-            out, err = child.communicate(sent, timeout=step)
-            break
-        except subprocess.TimeoutExpired:
-            sent = None  # written already: communicate() keeps it
-            if deadline is not None and time.monotonic() >= deadline:
-                return _killed(child, "Timeout", f"did not finish within {seconds:g} s")
-            if ctx.cancelled is not None and ctx.cancelled():
-                return _killed(child, "Cancelled", "was cancelled")
-    outcome: Any
-    try:
-        outcome = json.loads(out.strip().splitlines()[-1])
-    except (IndexError, json.JSONDecodeError):
-        outcome = error(
-            "SubprocessError",
-            f"the python task's process exited with code {child.returncode} without an outcome",
-        )
-    if not isinstance(outcome, dict) or "status" not in outcome:
-        outcome = error("SubprocessError", "the python task's process wrote no outcome")
-    if ctx.log is not None and err:
-        ctx.log("stderr", err)  # the child's prints (its stdout carries the outcome)
-    outcome.setdefault("py", {})["stderr"] = _tail(err)
-    outcome["py"]["exit_code"] = child.returncode
-    result: dict[str, Any] = outcome
-    return result
 
 
-CANCEL_POLL = 0.1  # seconds between looks at the cancel flag
+def _materialized(globals_: dict[str, Any], code: Any) -> dict[str, Any]:
+    """The globals as plain JSON-able values for the child process (stored results loaded).
 
-
-def _killed(child: subprocess.Popen[str], kind: str, why: str) -> dict[str, Any]:
-    child.kill()
-    _, err = child.communicate()
-    outcome = error(
-        kind, f"the python task {why}; its process was killed", retryable=kind == "Timeout"
-    )
-    outcome["py"] = {"exception_type": kind, "stderr": _tail(err)}
-    return outcome
-
-
-def _materialized(globals_: dict[str, Any]) -> dict[str, Any]:
-    """The globals as plain JSON-able values for the child process (stored results loaded)."""
+    The keychain namespace never goes (a task receives the values its own `auth:` and
+    templates name, nothing else); `context` goes only to code that names it (loading every
+    stored result for each task would make a long chain quadratic)."""
     out = dict(globals_)
     context = out.get("context")
     if isinstance(context, ScopeView):
-        out["context"] = {k: context[k] for k in context if isinstance(k, str)}
+        if isinstance(code, str) and "context" in code:
+            out["context"] = {
+                k: context[k] for k in context if isinstance(k, str) and k not in HIDDEN
+            }
+        else:
+            out["context"] = {}
     return out
 
 
-def _tail(text: str | bytes | None) -> str:
-    if text is None:
-        return ""
-    if isinstance(text, bytes):
-        text = text.decode("utf-8", "replace")
-    return text[-STDERR_TAIL:]
+# scope names task code in a child process does not receive
+HIDDEN = frozenset({"keychain"})

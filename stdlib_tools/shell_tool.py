@@ -16,9 +16,12 @@ import os
 import shutil
 import signal
 import subprocess
+import tempfile
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+from noetlc.stdlib_tools import isolation
 from noetlc.stdlib_tools.context import ToolContext
 from noetlc.stdlib_tools.envelope import error, ok
 from noetlc.stdlib_tools.keychain import Keychain
@@ -35,7 +38,10 @@ def run(
     cwd = ctx.workdir / args.cwd if args.cwd else ctx.workdir
     if not Path(cwd).is_dir():
         return error("ToolArgumentError", f"`cwd:` {cwd} is not a directory")
-    env = dict(os.environ)
+    policy = isolation.policy()
+    # in the service and its workers a task does not see their environment (the credential
+    # key, the API token): only the names isolation.clean_env keeps, and its own `env:`
+    env = isolation.clean_env() if policy.mode == "process" else dict(os.environ)
     env.update({str(k): "" if v is None else str(v) for k, v in (args.env or {}).items()})
     timeout = args.timeout if args.timeout is not None else _number(spec.get("timeout"))
     commands: list[str | list[str]]
@@ -49,7 +55,7 @@ def run(
     stderr: list[str] = []
     returncode = 0
     for command in commands:
-        done = _run_one(command, cwd, env, timeout)
+        done = _run_one(command, cwd, env, timeout, policy)
         if done is None:
             outcome = error(
                 "Timeout",
@@ -66,7 +72,7 @@ def run(
         stderr.append(err)
         if returncode != 0:
             break
-    err_text = "".join(stderr)
+    err_text = "".join(stderr)  # each command's output went to the task's log as it ended
     result = {"stdout": "".join(stdout), "stderr": err_text, "returncode": returncode}
     if returncode != 0:
         last = err_text.strip().splitlines()
@@ -81,37 +87,55 @@ def run(
 
 
 def _run_one(
-    command: str | list[str], cwd: Path, env: dict[str, str], timeout: float | None
+    command: str | list[str],
+    cwd: Path,
+    env: dict[str, str],
+    timeout: float | None,
+    policy: isolation.Policy,
 ) -> tuple[str, str, int] | None:
     """(stdout, stderr, returncode), or None on timeout (the process group is killed: with
-    `bash -c`, grandchildren would otherwise keep the pipes open and the wait would hang)."""
-    try:
-        process = subprocess.Popen(
-            command,
-            shell=isinstance(command, str),
-            executable=SHELL if isinstance(command, str) else None,
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            errors="replace",
-            start_new_session=True,
-        )
-    except OSError as exc:  # an argument vector naming a program that does not exist
-        return "", f"{exc.strerror}: {exc.filename or command}\n", 127
-    try:
-        out, err = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _kill_group(process)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            process.communicate(timeout=KILL_GRACE)
-        return None
-    return out, err, process.returncode
+    `bash -c`, grandchildren would otherwise keep the pipes open and the wait would hang).
+
+    The output goes to temporary files, not pipes: in `process` mode only the first
+    `output_bytes` of each are read back, however much the command writes."""
+    limits = policy.limits if policy.mode == "process" else None
+    with tempfile.TemporaryFile() as out_file, tempfile.TemporaryFile() as err_file:
+        try:
+            process = subprocess.Popen(
+                command,
+                shell=isinstance(command, str),
+                executable=SHELL if isinstance(command, str) else None,
+                cwd=cwd,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=out_file,
+                stderr=err_file,
+                start_new_session=True,
+                preexec_fn=None if limits is None else partial(isolation.set_limits, limits),
+            )
+        except OSError as exc:  # an argument vector naming a program that does not exist
+            return "", f"{exc.strerror}: {exc.filename or command}\n", 127
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(process)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=KILL_GRACE)
+            return None
+        cap = None if limits is None else limits.output_bytes
+        return _read(out_file, cap), _read(err_file, cap), process.returncode
 
 
-def _kill_group(process: subprocess.Popen[str]) -> None:
+def _read(file: Any, cap: int | None) -> str:
+    file.seek(0)
+    data = file.read() if cap is None else file.read(cap + 1)
+    text: str = data[: cap if cap is not None else len(data)].decode("utf-8", "replace")
+    if cap is not None and len(data) > cap:
+        text += "\n[output cut at the task's output limit]\n"
+    return text
+
+
+def _kill_group(process: subprocess.Popen[Any]) -> None:
     try:
         os.killpg(process.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):

@@ -9,7 +9,9 @@ It records `task.*` events through `emit` and never raises: errors become a fail
 
 from __future__ import annotations
 
+import math
 import random
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -81,6 +83,7 @@ def run_pipeline(
     current_task_pc = 0
     outcome: dict[str, Any] = {}
     writes: list[tuple[str, Any]] = []
+    delays: tuple[float | None, float | None] | None = None  # RETRY_DELAYS -> the next RETRY
 
     def apply_ctx(key: str, value: Any) -> None:
         writes.append((key, value))
@@ -197,8 +200,21 @@ def run_pipeline(
                 pc += 1
             elif op == OP["CONTINUE"]:
                 pc = step.next_task_pc[current_task_pc]
+            elif op == OP["RETRY_DELAYS"]:
+                try:
+                    delays = (
+                        _seconds(program.value(instruction[1], scope), "delay"),
+                        _seconds(program.value(instruction[2], scope), "max_delay"),
+                    )
+                except (ValueError, TypeError) as exc:
+                    return finish(False, error={"type": "TemplateError", "message": str(exc)})
+                pc += 1
             elif op == OP["RETRY"]:
                 limit, backoff, delay, max_delay, jitter = instruction[1:6]
+                if delays is not None:  # written as templates, evaluated just before
+                    delay = delays[0] if delays[0] is not None else delay
+                    max_delay = delays[1] if delays[1] is not None else max_delay
+                    delays = None
                 if attempts.get(current_task_pc, 1) >= limit:
                     if outcome.get("status") == "ok":
                         pc = step.next_task_pc[current_task_pc]
@@ -267,6 +283,27 @@ def _over_budget(executed: int, calls: int) -> dict[str, Any]:
 def _apply(target: dict[str, Any], writes: Any) -> None:
     if isinstance(writes, dict):
         target.update(writes)
+
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
+_UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
+
+
+def _seconds(value: Any, what: str) -> float | None:
+    """A retry delay evaluated from its template: a number of seconds (or such text, or a
+    duration `5s`); null (`default(none)`) keeps the written default; anything else fails."""
+    if value is None:
+        return None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        if value < 0 or not math.isfinite(value):
+            raise ValueError(f"the retry `{what}` is {value!r}: not a number of seconds")
+        return float(value)
+    match = _DURATION.match(value) if isinstance(value, str) else None
+    if match is None:
+        raise ValueError(
+            f"the retry `{what}` evaluated to {str(value)[:60]!r}: not a number of seconds"
+        )
+    return float(match.group(1)) * _UNIT[match.group(2)]
 
 
 def _backoff(

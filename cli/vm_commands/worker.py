@@ -15,6 +15,7 @@ import asyncio
 import sys
 
 from noetlc.cli.common import UsageError
+from noetlc.cli.vm_commands import isolate
 from noetlc.cli.vm_commands.server import (
     MIN_POLL,
     add_db_required,
@@ -49,6 +50,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--keychain", metavar="FILE", help="a YAML/JSON file of keychain entries")
     add_log_level(p)
+    isolate.add_arguments(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -59,6 +61,7 @@ def run(args: argparse.Namespace) -> int:
     if args.concurrency < 1:
         raise UsageError("NOE800", "--concurrency must be at least 1")
     check_keychain_file(args.keychain)
+    isolate.start(args, [])  # task code runs in child processes without our secrets
 
     def make(db: object) -> Worker:
         return Worker(

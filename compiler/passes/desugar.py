@@ -17,6 +17,7 @@ from noetlc.compiler.desugar import (
     incoming_result,
     labelled_tasks,
     loop_keys,
+    loop_vars,
     retry,
     root_identity,
     routing_steps,
@@ -38,6 +39,7 @@ DESUGAR_PASSES: list[tuple[str, Pass]] = [
     ("unsupported", unsupported.run),
     ("step_when", step_when.run),
     ("loop_keys", loop_keys.run),
+    ("loop_vars", loop_vars.run),
     ("retry", retry.run),
     ("vars_block", vars_block.run),
     ("sink", sink.run),
@@ -80,7 +82,7 @@ def migrate_passes() -> list[tuple[str, Pass]]:
 
 # Rewrites of NoETL's own canonical constructs: `noetlc migrate` prints them as written (the
 # `print` option), since NoETL runs them; a compile always applies them.
-CANONICAL_REWRITES = frozenset({"cursor_loop"})
+CANONICAL_REWRITES = frozenset({"cursor_loop", "loop_vars"})
 
 
 def run(unit: CompilationUnit) -> None:

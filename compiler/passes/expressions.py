@@ -65,9 +65,11 @@ def run(unit: CompilationUnit) -> None:
 
 # NoETL's loop variables that start with `_` (refused by the sandbox) and what to write instead
 _NOETL_LOOP_NAMES = {
-    "`_index`": "NoETL's `iter._index` is `iter.index` (or `loop_index`) here",
+    "`_index`": "NoETL's `iter._index` is `iter.index` (or `loop_index`) here; it is read in "
+    "a loop step's own templates only",
     "`_first`": "NoETL's `iter._first` is `iter.index == 0` here",
-    "`_last`": "NoETL's `iter._last` is `iter.index == (<the loop's list> | length) - 1` here",
+    "`_last`": "NoETL's `iter._last` is known here when the loop's `in:` is a list or a template "
+    "over `workload` or step results; else write `iter.index == (<the loop's list> | length) - 1`",
 }
 
 
@@ -127,6 +129,10 @@ class _PoolBuilder:
                     self.value(rule.action.set_iter, (*base, "rules", i, "set_iter"))
                 if rule.action.set_ctx is not None:
                     self.value(rule.action.set_ctx, (*base, "rules", i, "set_ctx"))
+                if rule.action.delay_template is not None:
+                    self.value(rule.action.delay_template, (*base, "rules", i, "delay"))
+                if rule.action.max_delay_template is not None:
+                    self.value(rule.action.max_delay_template, (*base, "rules", i, "max_delay"))
 
     def code(self, node: YNode, path: Path) -> None:
         """A python task's code: a constant of the pool whose `where` is its first line's

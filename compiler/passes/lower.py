@@ -189,6 +189,19 @@ class Lowerer:
                         self.values.add(action.set_ctx, (*tpath, "rules", r_index, "set_ctx")),
                     )
                 if action.do == "retry":
+                    if action.delay_template is not None or action.max_delay_template is not None:
+                        where = (*tpath, "rules", r_index)
+                        self.emit(
+                            block,
+                            "RETRY_DELAYS",
+                            apos,
+                            None
+                            if action.delay_template is None
+                            else self.values.add(action.delay_template, (*where, "delay")),
+                            None
+                            if action.max_delay_template is None
+                            else self.values.add(action.max_delay_template, (*where, "max_delay")),
+                        )
                     self.emit(
                         block,
                         "RETRY",

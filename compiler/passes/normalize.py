@@ -498,6 +498,8 @@ class Normalizer:
         delay = _number(then.get("delay"))
         to_node = then.get("to")
         max_delay = _number(then.get("max_delay"))
+        delay_template = _templated(then.get("delay"))
+        max_delay_template = _templated(then.get("max_delay"))
         return tree.Action(
             do=do,  # type: ignore[arg-type]
             to=_text(then.get("to")),
@@ -506,6 +508,8 @@ class Normalizer:
             delay=float(delay) if delay is not None else 0.0,
             max_delay=float(max_delay) if max_delay is not None else None,
             jitter=jitter,
+            delay_template=delay_template,
+            max_delay_template=max_delay_template,
             set_iter=set_iter,
             set_ctx=set_ctx,
             span=then.span,
@@ -634,6 +638,15 @@ def _number(node: YNode | None) -> float | None:
         and not isinstance(node.value, bool)
     ):
         return float(node.value)
+    return None
+
+
+def _templated(node: YNode | None) -> YNode | None:
+    """A retry delay written as a template (`"{{ _err.retry_after | default(2) }}"`): NoETL
+    renders the policy's `then` before reading its numbers (noetl/worker/task_sequence_executor.py),
+    so it is evaluated when the rule retries (`RETRY_DELAYS`), never read as 0 s."""
+    if isinstance(node, YScalar) and isinstance(node.value, str) and "{{" in node.value:
+        return node
     return None
 
 

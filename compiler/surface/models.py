@@ -39,7 +39,7 @@ class Then(Closed):
     attempts: int | Template | None = Field(None, description="retry: total tries")
     backoff: Literal["none", "linear", "exponential", "fixed"] | None = None
     delay: float | Template | None = Field(None, description="retry: seconds before the next try")
-    max_delay: float | None = None
+    max_delay: float | Template | None = Field(None, description="retry: the longest wait")
     jitter: bool | float | None = None
     set_iter: dict[str, Any] | None = None
     set_ctx: dict[str, Any] | None = None

@@ -643,7 +643,13 @@ MODELS: Models = {
                 ("=", None),
             ),
             (("union", (("float",), ("str",), ("none",))), False, "delay", "delay", ("=", None)),
-            (("union", (("float",), ("none",))), False, "max_delay", "max_delay", ("=", None)),
+            (
+                ("union", (("float",), ("str",), ("none",))),
+                False,
+                "max_delay",
+                "max_delay",
+                ("=", None),
+            ),
             (("union", (("bool",), ("float",), ("none",))), False, "jitter", "jitter", ("=", None)),
             (
                 ("union", (("dict", ("any",)), ("none",))),

@@ -30,7 +30,9 @@ CODES = (
         "an expression reaches outside the sandbox",
         """
 Templates may read data, never Python internals: attributes and keys starting with `_`,
-methods and modules are out of reach, in compiled expressions and on the jinja2 path alike.
+methods and modules are out of reach, in compiled expressions and on the jinja2 path alike
+(a mapping's read-only `get`, `keys`, `values` and `items` aside, as NoETL's templates call
+them).
 Non-deterministic filters and functions (`random`, `now()`, `uuid()`) are refused too: a
 replay of the execution's log evaluates every guard again and must take the same branches;
 pass such a value in through the workload or compute it in a python task (its result is

@@ -1,4 +1,4 @@
-"""NOE870–NOE879: the HTTP service (`noetl-vm serve`) and its catalog and credential store."""
+"""NOE870–NOE883: the HTTP service (`noetl-vm serve`) and its catalog and credential store."""
 
 from noetlc.diagnostics.codes import code
 
@@ -77,7 +77,10 @@ Example:
         """
 Credentials are encrypted at rest with AES-GCM under a 32-byte key given as base64 or 64 hex
 digits, in the environment variable `NOETL_CREDENTIAL_KEY` or a file named by
-`--credential-key-file`. `noetl-vm serve` does not start without a usable key.
+`--credential-key-file`; without either, `noetl-vm serve` creates `credential.key` (0600)
+beside its store on the first start. A key that does not parse stops `serve` (exit 2); a
+stored credential that the key does not open is refused (409, or the task's error), naming
+where the key came from.
 
 Example:
 
@@ -107,14 +110,134 @@ Example:
         "error",
         "this service does not return credential values",
         """
-The service was started with `--no-credential-values`: `GET /api/credentials/NAME?include_data=true`
-is refused (403). Executions still read the values through the keychain.
+The service was not started with `--credential-values` (the default):
+`GET /api/credentials/NAME?include_data=true` is refused (403). Executions still read the
+values through the keychain.
 
 Example:
 
-    noetl-vm serve --no-credential-values
+    noetl-vm serve
     curl 'http://127.0.0.1:8082/api/credentials/pg_local?include_data=true'
 """,
-        "read the credential through a playbook's keychain, or restart without the flag",
+        "read the credential through a playbook's keychain, or start with --credential-values",
+    ),
+    code(
+        "NOE877",
+        "api-foreign-origin",
+        "error",
+        "a Host name the service does not serve, or a change requested by another site's page",
+        """
+The service answers only the Host names it serves: the loopback names (localhost, 127.0.0.1,
+::1) and those given with `--allowed-host`. A web page that points its own DNS name at
+127.0.0.1 (DNS rebinding) sends its own name as Host: 421. A request that changes something
+(POST, PUT, PATCH, DELETE) with an `Origin` header of a host the service does not serve — a
+page of another site posting through the operator's browser, even as text/plain — is 403.
+
+Example:
+
+    curl -H 'Host: attacker.example' http://127.0.0.1:8082/api/credentials
+""",
+        "start `noetl-vm serve --allowed-host NAME` for a name it should serve",
+    ),
+    code(
+        "NOE878",
+        "api-over-limit",
+        "error",
+        "the request or a part of it is over one of the service's limits",
+        """
+Every request is bounded: the body (`--max-body-bytes`, 16 MiB), a registered document
+(`--max-yaml-bytes`, 4 MiB; `--max-yaml-depth`, 64 levels), an execution's workload
+(`--max-workload-bytes`, 1 MiB) and list pages (`--max-page-size`, 500). The reply is 413.
+
+Example:
+
+    curl -X POST http://127.0.0.1:8082/api/catalog/register -d @fifty-megabytes.json
+""",
+        "send less (large data by reference), or raise the limit with its `--max-...` flag",
+    ),
+    code(
+        "NOE879",
+        "api-invalid-text",
+        "error",
+        "NUL, a lone surrogate or a non-finite number where the service stores text and JSON",
+        """
+Paths, ids, query parameters and JSON bodies are stored and sent back as UTF-8 JSON: a NUL
+character (`\\u0000`, `%00`), a lone UTF-16 surrogate (`\\ud800`), or `NaN`/`Infinity`
+(which JSON does not have) cannot be, so the request is refused with 400 before anything is
+stored. A registered YAML document is checked the same way after reading (`"\\uD800"`,
+`"\\0"`, `.inf`).
+
+Example:
+
+    curl -X POST http://127.0.0.1:8082/api/execute -d '{"path": "p", "workload": {"n": Infinity}}'
+""",
+        "send UTF-8 text without NUL characters or lone surrogates, and finite numbers",
+    ),
+    code(
+        "NOE880",
+        "serve-cannot-listen",
+        "error",
+        "`noetl-vm serve` cannot listen on the address and port",
+        """
+The port is in use (often by another `noetl-vm serve`), needs privileges (below 1024), or the
+address is not one of this machine's. `serve` exits 5 without starting.
+
+Example:
+
+    noetl-vm serve --port 8082 &
+    noetl-vm serve --port 8082
+""",
+        "pick another --port (or --host), or stop the process that holds it",
+    ),
+    code(
+        "NOE881",
+        "serve-store-in-use",
+        "error",
+        "another `noetl-vm serve` already serves this SQLite store",
+        """
+An embedded service runs executions in its own process: two on one SQLite file would both
+resume the same executions. The second is refused (exit 5) and names the first one's pid. A
+PostgreSQL store is meant to be shared by several `serve` processes and is not locked.
+
+Example:
+
+    noetl-vm serve --db sqlite:///work.db --port 8082 &
+    noetl-vm serve --db sqlite:///work.db --port 8083
+""",
+        "use the running service, stop it first, or give this one another --db",
+    ),
+    code(
+        "NOE882",
+        "serve-weak-token",
+        "error",
+        "the API token is blank, too short or not printable",
+        """
+A bearer token is the only thing between the network and the API: blank tokens (`--token " "`)
+and tokens shorter than 16 characters are refused (exit 2), as are tokens with control
+characters. Give it in `NOETL_API_TOKEN` or a file (`--token-file FILE`): `--token T` works but
+shows T to anyone who lists processes.
+
+Example:
+
+    NOETL_API_TOKEN=abc noetl-vm serve
+""",
+        'make one with `python -c "import secrets;print(secrets.token_urlsafe(32))"`',
+    ),
+    code(
+        "NOE883",
+        "api-query-refused",
+        "error",
+        "the SQL of `POST /api/query` is not a read-only query that finishes in time",
+        """
+`noetl query` (and `POST /api/query`) runs SQL against the service's own store in a read-only
+transaction (PostgreSQL) or a read-only connection (SQLite) with a statement timeout: a
+statement that writes, fails or runs past the timeout is refused with 400 and the database's
+message.
+
+Example:
+
+    noetl query "DELETE FROM noetl_events"
+""",
+        "send one read-only SELECT; narrow it with WHERE and LIMIT",
     ),
 )

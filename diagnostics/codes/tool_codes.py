@@ -198,6 +198,31 @@ Example:
         "pass the value through `input:` and use it as a variable",
     ),
     code(
+        "NOE610",
+        "child-playbook-waited-for",
+        "warning",
+        "a playbook task without `return_step`: NoETL does not wait for the child, noetlc does",
+        """
+NoETL's playbook tool without `return_step:` starts the child execution and returns at once
+with `{execution_id, status: started}`: the parent goes on while the child runs, and a child
+that fails does not fail the parent. noetlc always waits for the child: the task's result is
+the child's result, and a child that fails fails the task. A playbook that only starts
+children ends the same way (later, and failing when a child fails); one that reads
+`{{ step.execution_id }}` of the call reads the child's result instead. Say that the parent
+waits with `return_step:` (the child's step whose result the task gives), as NoETL's own
+playbooks that read a child's result do.
+
+Example:
+
+    - step: run_child
+      tool:
+        kind: playbook
+        path: children/load_users
+""",
+        "add `return_step: <the child's last step>` to wait for the child, as NoETL does with "
+        "it; noetlc waits either way",
+    ),
+    code(
         "NOE609",
         "result-storage-choice",
         "note",

@@ -20,6 +20,7 @@ from typing import Any
 
 import asyncpg
 
+from noetlc.runtime.logcheck import TERMINAL
 from noetlc.runtime.postgres.arrays import (
     ENVELOPE_NUMBERS,
     column_arrays,
@@ -39,6 +40,9 @@ COPY_THRESHOLD = 64
 _TEXT_FIELDS = ("name", "source", "step", "step_run_id", "task_run_id", "parent_id", "action_id")
 # the envelope (vm/protocol.py) in column order: one definition for SQLite and PostgreSQL
 _COLUMNS = ("execution_id", "seq", *ENVELOPE, "payload")
+_NAME = ENVELOPE.index("name")  # a row's event name (rows are the envelope, then the payload)
+# the events that end an execution: nothing is appended after one (migration 0008)
+TERMINAL_NAMES = frozenset(TERMINAL)
 
 
 def _text(value: Any) -> str | None:
@@ -354,13 +358,18 @@ async def _append_copy(
     conn: asyncpg.Connection, execution_id: str, rows: list[tuple[Any, ...]]
 ) -> list[tuple[str, int]]:
     """The protocol of noetl_append_events, for large batches: lock the counter row, drop the
-    ids already stored, COPY the rest with their seqs, move the counter, notify."""
+    ids already stored and everything after a terminal event (migration 0008), COPY the rest
+    with their seqs, move the counter, notify."""
     async with conn.transaction():
-        last = await conn.fetchval(
-            "SELECT last_seq FROM executions WHERE execution_id = $1 FOR UPDATE", execution_id
+        row = await conn.fetchrow(
+            "SELECT last_seq, ended_seq FROM executions WHERE execution_id = $1 FOR UPDATE",
+            execution_id,
         )
-        if last is None:
+        if row is None:
             raise asyncpg.NoDataFoundError(f"unknown execution {execution_id}")
+        last, ended = row["last_seq"], row["ended_seq"]
+        if ended is not None:
+            return []  # the execution has ended: nothing more is logged
         stored = {
             r[0]
             for r in await conn.fetch(
@@ -369,15 +378,26 @@ async def _append_copy(
                 [row[0] for row in rows],
             )
         }
-        fresh = [row for row in rows if row[0] not in stored]
+        fresh: list[tuple[Any, ...]] = []
+        seen: set[str] = set()
+        terminal = None
+        for row in rows:
+            if row[0] in stored or row[0] in seen:
+                continue
+            seen.add(row[0])
+            fresh.append(row)
+            if row[_NAME] in TERMINAL_NAMES:
+                terminal = last + len(fresh)
+                break  # the batch up to and with its first terminal event
         if not fresh:
             return []
         records = [(execution_id, last + i + 1, *row) for i, row in enumerate(fresh)]
         await conn.copy_records_to_table("events", records=records, columns=list(_COLUMNS))
         await conn.execute(
-            "UPDATE executions SET last_seq = $2 WHERE execution_id = $1",
+            "UPDATE executions SET last_seq = $2, ended_seq = $3 WHERE execution_id = $1",
             execution_id,
             last + len(records),
+            terminal,
         )
         await conn.execute("SELECT pg_notify('noetl_events', $1)", execution_id)
     return [(r[2], r[1]) for r in records]

@@ -60,7 +60,11 @@ CREATE TABLE IF NOT EXISTS api_executions (
 SELECT catalog_id FROM catalog WHERE path = ?1 AND digest = ?2 ORDER BY version DESC LIMIT 1
 
 -- name: catalog_next_version
-SELECT COALESCE(MAX(version), 0) + 1 FROM catalog WHERE path = ?1
+-- past the versions executions ran too: a deleted version's number is not given again
+SELECT COALESCE(MAX(version), 0) + 1 FROM (
+    SELECT version FROM catalog WHERE path = ?1
+    UNION ALL SELECT version FROM api_executions WHERE path = ?1
+)
 
 -- name: catalog_insert
 INSERT INTO catalog (catalog_id, path, version, kind, digest, content, payload, program,
@@ -72,6 +76,22 @@ SELECT catalog_id, path, version, kind, content, payload, findings, created_at
 FROM catalog
 WHERE (?1 IS NULL OR kind = ?1) AND (?2 IS NULL OR path = ?2)
 ORDER BY created_at DESC, version DESC
+
+-- name: catalog_summaries
+SELECT catalog_id, path, version, kind, created_at, length(content), findings
+FROM catalog
+WHERE (?1 IS NULL OR kind = ?1) AND (?2 IS NULL OR path = ?2)
+ORDER BY created_at DESC, version DESC
+LIMIT ?3 OFFSET ?4
+
+-- name: catalog_count
+SELECT count(*) FROM catalog WHERE (?1 IS NULL OR kind = ?1) AND (?2 IS NULL OR path = ?2)
+
+-- name: catalog_delete_entry
+DELETE FROM catalog WHERE catalog_id = ?1
+
+-- name: catalog_delete_path
+DELETE FROM catalog WHERE path = ?1
 
 -- name: catalog_entry_by_id
 SELECT catalog_id, path, version, kind, content, payload, findings, created_at, program

@@ -13,7 +13,7 @@ import pytest
 
 from noetlc.compiler.pipeline import compile_source
 from noetlc.runtime import driver as driver_module
-from noetlc.runtime.embedded import EmbeddedRuntime, _run_loop
+from noetlc.runtime.embedded import EmbeddedRuntime
 from noetlc.runtime.stores import open_store
 from noetlc.vm.program import Program
 
@@ -50,7 +50,7 @@ def _run(tmp_path: Path, runs: int) -> tuple[dict[str, Any], EmbeddedRuntime, in
     runtime = EmbeddedRuntime(Program(unit.payload), store, str(uuid.uuid4()))
     tracemalloc.start()
     try:
-        summary = _run_loop(runtime.start({"stop": False}))
+        summary = runtime.start({"stop": False})
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()

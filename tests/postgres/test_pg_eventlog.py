@@ -53,6 +53,23 @@ async def test_append_is_idempotent_and_numbers_from_one(db, size):
     assert len(await log.read("x", limit=2)) == 2
 
 
+@pytest.mark.parametrize("size", [3, COPY_THRESHOLD + 10], ids=["function", "copy"])
+async def test_nothing_is_appended_after_the_terminal_event(db, size):
+    """A worker that starts or finishes an action while the server ends the execution (or a
+    cancel racing the server's own end) cannot write past the end: the store drops it."""
+    log = db.events
+    await log.create_execution("x", "playbook")
+    end = {"event_id": "end", "name": "execution.failed", "payload": {}}
+    # in one batch: the events up to and with the first terminal event are stored
+    stored = await log.append("x", [*evs("a", size), end, *evs("late", 2)])
+    assert [seq for _, seq in stored] == list(range(1, size + 2))
+    # later batches, a second terminal event included, are dropped whole
+    cancel = {"event_id": "cancel", "name": "execution.cancelled", "payload": {}}
+    assert await log.append("x", [*evs("b", size), cancel]) == []
+    names = [e["name"] for e in await log.read("x")]
+    assert names[-1] == "execution.failed" and len(names) == size + 1
+
+
 async def test_concurrent_appenders_get_gap_free_sequences(db):
     log = db.events
     await log.create_execution("x", "playbook")

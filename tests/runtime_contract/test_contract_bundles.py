@@ -120,7 +120,9 @@ workflow:
         import time
         if x == 2:
             raise ValueError("two")
-        time.sleep(0.3)
+        # the failed iteration's own bundle (0..3) ends soon; the others are still running
+        # (or queued) when its failure decides the step, however loaded the machine is
+        time.sleep(0.3 if x < 4 else 6)
         result = x
 """
 

@@ -91,7 +91,8 @@ def test_task_output_is_stored_redacted_and_never_printed(
     assert text[("start", "stderr")] == "hello err\n"
     assert "s3cr3t-value" not in "".join(text.values())
     assert "secret is ***" in text[("start", "stdout")]
-    assert "from the child" in text[("child", "stderr")]  # the child's prints go to stderr
+    # a child process's prints keep their stream (its outcome travels apart from them)
+    assert "from the child" in text[("child", "stdout")]
     items = sorted(r["iteration"] for r in rows if r["step"] == "each" and r["stream"] == "stdout")
     assert items == [0, 1, 2]
     assert [r["text"] for r in store.read_logs(execution_id, step="each", iteration=1)] == [

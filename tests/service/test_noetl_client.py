@@ -93,7 +93,8 @@ def _mode_url(mode: str, tmp_path: Path) -> Iterator[tuple[str, list[subprocess.
 def test_the_noetl_client_drives_the_service(client_bin: Path, tmp_path: Path, mode: str) -> None:
     (tmp_path / "home").mkdir()
     for db, _procs in _mode_url(mode, tmp_path):
-        served = Served(db, tmp_path, new_key())
+        # the client's `get credential` asks for the value: this service allows it
+        served = Served(db, tmp_path, new_key(), extra=["--credential-values"])
         try:
             noetl = Session(
                 client_bin, served, tmp_path / "home", artifacts_dir() / f"noetl-client-{mode}.txt"
@@ -173,6 +174,35 @@ def _session(noetl: Session, tmp_path: Path) -> None:
     assert missing.returncode == 0 and "404" in missing.stderr
     unknown = noetl("run", "no/such/playbook", "-r", "distributed", cwd=tmp_path)
     assert unknown.returncode == 1 and "404" in unknown.stderr
+    _rest_of_the_client(noetl, tmp_path, execution_id)
+
+
+def _rest_of_the_client(noetl: Session, tmp_path: Path, execution_id: str) -> None:
+    """`db validate|init`, `ehdb query ...`, `query SQL`: NoETL's answers are JSON or tables."""
+    validated = noetl("db", "validate", cwd=tmp_path)
+    assert validated.returncode == 0 and '"valid": true' in validated.stdout, validated
+    initialized = noetl("db", "init", cwd=tmp_path)
+    assert initialized.returncode == 0 and '"status": "ok"' in initialized.stdout
+    listed = noetl("ehdb", "query", "executions", "--status", "COMPLETED", cwd=tmp_path)
+    assert listed.returncode == 0 and execution_id in listed.stdout
+    state = noetl("ehdb", "query", "execution", execution_id, "--json", cwd=tmp_path)
+    assert state.returncode == 0 and '"exists": true' in state.stdout
+    events = noetl("ehdb", "query", "events", execution_id, "--limit", "3", cwd=tmp_path)
+    assert events.returncode == 0 and "step" in events.stdout
+    rows = noetl(
+        "query",
+        f"SELECT execution_id, status FROM executions WHERE execution_id = '{execution_id}'",
+        cwd=tmp_path,
+    )
+    assert rows.returncode == 0 and execution_id in rows.stdout and "completed" in rows.stdout
+    as_json = noetl(
+        "query", "SELECT count(*) AS n FROM executions", "--format", "json", cwd=tmp_path
+    )
+    assert as_json.returncode == 0 and '"n"' in as_json.stdout and '"result"' in as_json.stdout
+    written = noetl("query", "DELETE FROM executions", cwd=tmp_path)
+    assert "NOE883" in written.stdout + written.stderr
+    still = noetl("query", "SELECT count(*) AS n FROM executions", "--format", "json", cwd=tmp_path)
+    assert still.stdout == as_json.stdout  # nothing was deleted
 
 
 def _wait(noetl: Session, execution_id: str, cwd: Path, timeout: float = 60) -> dict:

@@ -8,7 +8,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from noetlc.service.testing import asgi_client, b64, register, settings_for, wait_done
+from noetlc.service.testing import TOKEN, asgi_client, b64, register, settings_for, wait_done
 
 REPO = Path(__file__).resolve().parents[2]
 HELLO = (REPO / "examples" / "hello.yaml").read_text(encoding="utf-8")
@@ -24,7 +24,7 @@ async def test_health_needs_no_token_and_everything_else_does(api: httpx.AsyncCl
     assert reply.status_code == 401
     # the NoETL client also sends the token as x-session-token
     reply = await api.get(
-        "/api/executions", headers={"Authorization": "", "x-session-token": "test-token"}
+        "/api/executions", headers={"Authorization": "", "x-session-token": TOKEN}
     )
     assert reply.status_code == 200
 
@@ -141,7 +141,12 @@ async def test_execute_errors(api: httpx.AsyncClient) -> None:
     assert (await api.post("/api/execute", json={})).status_code == 422
     wrong_kind = await api.post("/api/execute", json={"path": "x", "resource_kind": "mcp"})
     assert wrong_kind.status_code == 422
-    assert wrong_kind.json()["detail"] == "Catalog kind 'mcp' is not executable"
+    assert wrong_kind.json()["code"] == "NOE872"  # the schema lists the executable kinds
+    assert "resource_kind" in str(wrong_kind.json()["detail"])
+    await register(api, "kind: Mcp\nmetadata: {name: tools, path: t/mcp}\n")
+    not_runnable = await api.post("/api/execute", json={"path": "t/mcp"})
+    assert not_runnable.status_code == 409  # a well-formed request naming what cannot run
+    assert not_runnable.json()["detail"] == "Catalog kind 'mcp' is not executable"
     not_json = await api.post(
         "/api/execute", content=b"{", headers={"Content-Type": "application/json"}
     )

@@ -262,6 +262,48 @@ def test_the_executions_list_and_the_catalog(browser: Any, served: Served) -> No
     page.close()
 
 
+LONELY = (
+    "apiVersion: noetl.io/v2\nkind: Playbook\nmetadata: {name: lonely, path: t/lonely}\n"
+    "workflow:\n  - step: start\n    tool: {kind: noop}\n"
+    "  - step: orphan\n    tool: {kind: noop}\n"
+)
+
+
+def test_the_address_token_is_kept_and_the_catalog_reads_summaries(
+    browser: Any, served: Served
+) -> None:
+    """A `?token=` in the address is stored and taken out of the URL (only the event stream
+    sends it as a parameter); the catalog lists summaries (`findings_count`) and fetches the
+    chosen version's content and findings alone."""
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    registered = httpx.post(
+        f"{served.url}/api/catalog/register",
+        json={"content": b64(LONELY)},
+        headers=headers,
+        timeout=60,
+    )
+    assert registered.status_code == 200, registered.text
+    findings = registered.json()["findings"]
+    assert findings, "an unreachable step is a lint finding"
+    page, errors = _page(browser)
+    asked: list[str] = []
+    page.on("request", lambda request: asked.append(request.url))
+    page.goto(f"{served.url}/?token={TOKEN}#/catalog")
+    page.wait_for_selector("#catalog tr.row[data-path='t/lonely']")
+    assert "token" not in page.url and page.url.endswith("#/catalog")
+    assert page.evaluate("localStorage.getItem('noetl-token')") == TOKEN
+    cells = page.locator("#catalog tr.row[data-path='t/lonely'] td")
+    assert cells.nth(4).text_content() == str(len(findings))
+    page.goto(f"{served.url}/#/catalog/t%2Flonely")  # the stored token, none in the address
+    page.wait_for_selector("#findings a[data-line]")
+    assert page.locator("#findings a[data-line]").count() == len(findings)
+    assert page.locator("#source .src-line").count() == len(LONELY.splitlines())
+    api_calls = [url for url in asked if "/api/" in url]
+    assert api_calls and not [url for url in api_calls if "token=" in url]
+    assert errors == []
+    page.close()
+
+
 def test_10000_steps_are_collapsed_and_laid_out_without_freezing(
     browser: Any, served: Served
 ) -> None:

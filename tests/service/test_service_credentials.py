@@ -134,3 +134,32 @@ def test_keys_come_from_the_environment_or_a_file(tmp_path: Path) -> None:
         assert info.value.code == "NOE874"
     with pytest.raises(CredentialKeyError):
         load_key(str(tmp_path / "missing"), env={})
+
+
+async def test_a_wrong_key_is_a_clear_error_naming_its_source(db_url: str) -> None:
+    from noetlc.runtime.credentials import new_key, parse_key
+    from noetlc.service.testing import asgi_client, settings_for, wait_done
+
+    async with asgi_client(settings_for(db_url)) as api:
+        made = await api.post("/api/credentials", json={"name": "pg", "data": {"password": "x1"}})
+        assert made.status_code == 200
+    other = settings_for(db_url, credential_key=parse_key(new_key(), "t"))
+    other.key_source = "/srv/noetl/credential.key"
+    async with asgi_client(other) as api:
+        reply = await api.get("/api/credentials/pg", params={"include_data": "true"})
+        assert reply.status_code == 409 and reply.json()["code"] == "NOE874"
+        assert "/srv/noetl/credential.key" in reply.json()["detail"]
+        playbook = (
+            "apiVersion: noetl.io/v2\nkind: Playbook\nmetadata: {name: k, path: t/k}\n"
+            "keychain: [{name: pg, kind: credential}]\n"
+            "workflow:\n  - step: start\n    tool: {kind: python, auth: pg, code: 'result = 1'}\n"
+        )
+        import base64
+
+        body = {"content": base64.b64encode(playbook.encode()).decode()}
+        assert (await api.post("/api/catalog/register", json=body)).status_code == 200
+        started = await api.post("/api/execute", json={"path": "t/k"})
+        status = await wait_done(api, started.json()["execution_id"])
+        detail = (await api.get(f"/api/executions/{started.json()['execution_id']}")).json()
+        text = json.dumps(detail["summary"])
+        assert status["failed"] and "NOE874" in text and "/srv/noetl/credential.key" in text

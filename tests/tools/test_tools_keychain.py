@@ -99,7 +99,7 @@ def test_redaction_copies_and_masks_every_secret_string() -> None:
     }
     redacted = chain.redact(event)
     assert redacted == {
-        "payload": ["connect *** failed", "auth ***"],
+        "payload": ["connect postgresql://app:***@h/db failed", "auth ***"],
         "***": {"n": 1, "t": "Bearer ***", "s": "***", "word": "abcdef"},
         "region": "eu",  # shorter than 4 characters and a field of a mapping: not masked
     }
@@ -130,3 +130,52 @@ def test_the_secrets_tool_defaults_to_the_task_name_and_reads_plain_env(
     assert chain.redact("x plain-env-secret") == "x ***"
     nameless = call_tool("secrets", {}, None, ToolContext(keychain=chain))
     assert nameless["error"]["type"] == "ToolArgumentError"
+
+
+def test_masking_is_by_field_in_every_encoded_form() -> None:
+    import base64
+    from urllib.parse import quote
+
+    password = 'p@ss/w0rd+"quoted"\n'
+    chain = Keychain(
+        env={
+            "NOETL_KEYCHAIN_PG": json.dumps(
+                {
+                    "user": "analyst",
+                    "host": "db.internal",
+                    "port": 5432,
+                    "database": "sales",
+                    "password": password,
+                    "dsn": f"postgresql://analyst:{quote(password, safe='')}@db.internal:5432/sales",
+                    "nested": {"private_key": "-----BEGIN KEY-----\nabcdef\n-----END KEY-----"},
+                    "api_token": "tok-0123456789",
+                }
+            )
+        }
+    )
+    chain.resolve("pg")
+    forms = [
+        password,
+        quote(password, safe=""),
+        base64.b64encode(password.encode()).decode(),
+        json.dumps(password)[1:-1],
+        base64.b64encode(f"analyst:{password}".encode()).decode(),  # basic auth
+        "-----BEGIN KEY-----\nabcdef\n-----END KEY-----",
+        json.dumps("-----BEGIN KEY-----\nabcdef\n-----END KEY-----")[1:-1],
+        "tok-0123456789",
+    ]
+    for form in forms:
+        masked = chain.redact(f"[{form}]")
+        assert form not in masked, (form, masked)
+    text = "postgresql://analyst:***@db.internal:5432/sales user analyst port 5432 db sales"
+    shown = chain.redact(
+        f"postgresql://analyst:{quote(password, safe='')}@db.internal:5432/sales"
+        " user analyst port 5432 db sales"
+    )
+    assert shown == text  # user, host, port and database stay readable
+
+
+def test_a_mapping_of_unknown_fields_is_masked_whole_but_for_plain_names() -> None:
+    chain = Keychain(env={"NOETL_KEYCHAIN_X": '{"value": "opaque-123", "host": "h.example"}'})
+    chain.resolve("x")
+    assert chain.redact("opaque-123 at h.example") == "*** at h.example"

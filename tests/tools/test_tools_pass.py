@@ -67,7 +67,7 @@ REJECTED = [
     ("kind: python\ninput: {}", [("NOE602", 7, 13)]),
     ("kind: postgres\ncommand: SELECT 1", [("NOE602", 7, 13)]),
     ("kind: shell\nenv: {}", [("NOE602", 7, 13)]),
-    ("kind: playbook\nargs: {}", [("NOE602", 7, 13)]),
+    ("kind: playbook\nargs: {}", [("NOE602", 7, 13), ("NOE610", 7, 13)]),
     ("kind: http\nurl: https://x\nmethod: FETCH", [("NOE603", 9, 7)]),
     ("kind: http\nurl: https://x\ntimeout: soon", [("NOE603", 9, 7)]),
     ("kind: http\nurl: https://x\nparams: [1]", [("NOE603", 9, 7)]),

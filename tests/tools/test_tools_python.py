@@ -61,7 +61,7 @@ def test_isolated_code_runs_in_a_child_and_its_prints_do_not_break_the_outcome()
     out = call_tool("python", {"code": code, "input": {"n": 4}}, ISOLATED)
     assert out["status"] == "ok", out
     assert out["result"]["n"] == 4 and out["result"]["pid"] != __import__("os").getpid()
-    assert out["py"]["stderr"] == "chatter\n"
+    assert out["py"]["stdout"] == "chatter\n"
 
 
 def test_isolated_exceptions_and_libs() -> None:

@@ -7,7 +7,11 @@ SELECT pg_advisory_xact_lock(hashtext('noetl.catalog:' || $1))
 SELECT catalog_id FROM catalog WHERE path = $1 AND digest = $2 ORDER BY version DESC LIMIT 1
 
 -- name: catalog_next_version
-SELECT COALESCE(MAX(version), 0) + 1 FROM catalog WHERE path = $1
+-- past the versions executions ran too: a deleted version's number is not given again
+SELECT COALESCE(MAX(version), 0) + 1 FROM (
+    SELECT version FROM catalog WHERE path = $1
+    UNION ALL SELECT version FROM api_executions WHERE path = $1
+) AS known
 
 -- name: catalog_insert
 INSERT INTO catalog (catalog_id, path, version, kind, digest, content, payload, program,
@@ -19,6 +23,23 @@ SELECT catalog_id, path, version, kind, content, payload::text, findings::text, 
 FROM catalog
 WHERE ($1::text IS NULL OR kind = $1) AND ($2::text IS NULL OR path = $2)
 ORDER BY created_at DESC, version DESC
+
+-- name: catalog_summaries
+SELECT catalog_id, path, version, kind, created_at, octet_length(content), findings::text
+FROM catalog
+WHERE ($1::text IS NULL OR kind = $1) AND ($2::text IS NULL OR path = $2)
+ORDER BY created_at DESC, version DESC
+LIMIT $3 OFFSET $4
+
+-- name: catalog_count
+SELECT count(*) FROM catalog
+WHERE ($1::text IS NULL OR kind = $1) AND ($2::text IS NULL OR path = $2)
+
+-- name: catalog_delete_entry
+DELETE FROM catalog WHERE catalog_id = $1
+
+-- name: catalog_delete_path
+DELETE FROM catalog WHERE path = $1
 
 -- name: catalog_entry_by_id
 SELECT catalog_id, path, version, kind, content, payload::text, findings::text, created_at,

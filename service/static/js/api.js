@@ -2,6 +2,13 @@
 export const state = {
   token: new URLSearchParams(location.search).get("token") || localStorage.getItem("noetl-token") || "",
 };
+if (new URLSearchParams(location.search).has("token")) {
+  // a token given in the address is kept in this browser, never left in the URL (history,
+  // referrers, screenshots); only the event stream still sends it as ?token= (EventSource
+  // cannot set headers, and the service accepts ?token= nowhere else)
+  localStorage.setItem("noetl-token", state.token);
+  history.replaceState(null, "", location.pathname + location.hash);
+}
 
 export function esc(text) {
   return String(text === undefined || text === null ? "" : text)
@@ -27,6 +34,21 @@ export async function api(path, options) {
     throw new Error((body.code ? body.code + ": " : "") + detail + (body.hint ? " (" + body.hint + ")" : ""));
   }
   return body;
+}
+
+// Every catalog summary (no content: `catalogEntry` fetches one version's), page by page.
+export async function catalogSummaries(filter) {
+  const entries = [];
+  for (let page = 1; ; page++) {
+    const reply = await api("/api/catalog/list", { method: "POST", body: Object.assign({}, filter, { page, page_size: 500 }) });
+    entries.push(...reply.entries);
+    if (!reply.pagination.has_next) return entries;
+  }
+}
+
+// One catalog version with its content, payload and findings.
+export function catalogEntry(catalogId) {
+  return api("/api/catalog/resource", { method: "POST", body: { catalog_id: catalogId } });
 }
 
 // A server-sent event stream with the token; `on` maps event names to handlers.

@@ -1,21 +1,22 @@
 // The catalog: paths with search; one playbook: its versions (with a diff between two), its
 // source with line numbers and highlighting at full height, its lint findings with hints
 // linked to their lines, and Run.
-import { api, esc, when } from "./api.js";
+import { catalogEntry, catalogSummaries, esc, when } from "./api.js";
 import { diffLines } from "./diff.js";
 import { sourceLines } from "./yaml.js";
 
 export async function catalogView(main, path, params) {
-  const listed = await api("/api/catalog/list", { method: "POST", body: {} });
+  // summaries (no content): the chosen version is fetched alone below
+  const listed = await catalogSummaries({});
   const byPath = {};
-  for (const e of listed.entries) (byPath[e.path] = byPath[e.path] || []).push(e);
+  for (const e of listed) (byPath[e.path] = byPath[e.path] || []).push(e);
   if (!path) return listView(main, byPath);
   const versions = (byPath[path] || []).sort((a, b) => b.version - a.version);
   const chosen = Number(params.get("v")) || (versions[0] || {}).version;
-  const entry = versions.find((v) => v.version === chosen);
-  if (!entry) { main.innerHTML = `<p class="error">no catalog entry ${esc(path)}</p>`; return; }
-  const content = entry.content !== undefined ? entry.content
-    : (await api("/api/catalog/resource", { method: "POST", body: { catalog_id: entry.catalog_id } })).content;
+  const summary = versions.find((v) => v.version === chosen);
+  if (!summary) { main.innerHTML = `<p class="error">no catalog entry ${esc(path)}</p>`; return; }
+  const entry = await catalogEntry(summary.catalog_id);
+  const content = entry.content;
   const findings = entry.findings || [];
   const marks = {};
   for (const f of findings) if (f.line) marks[f.line] = f.severity === "error" ? "finding-error" : "finding";
@@ -46,10 +47,11 @@ export async function catalogView(main, path, params) {
   const a = main.querySelector("#diff-a"), b = main.querySelector("#diff-b");
   a.value = String(versions.length > 1 ? versions[1].version : chosen);
   b.value = String(chosen);
+  const texts = { [entry.catalog_id]: content };
   const text = async (version) => {
     const v = versions.find((x) => x.version === Number(version));
-    if (v.content !== undefined) return v.content;
-    return (await api("/api/catalog/resource", { method: "POST", body: { catalog_id: v.catalog_id } })).content;
+    if (!(v.catalog_id in texts)) texts[v.catalog_id] = (await catalogEntry(v.catalog_id)).content;
+    return texts[v.catalog_id];
   };
   const showDiff = async () => {
     const rows = diffLines(await text(a.value), await text(b.value));
@@ -75,7 +77,7 @@ function listView(main, byPath) {
       const run = versions[0].kind === "playbook" ? `<a href="#/executions?run=${encodeURIComponent(p)}">Run</a>` : "";
       return `<tr class="row" data-path="${esc(p)}"><td><a href="#/catalog/${encodeURIComponent(p)}">${esc(p)}</a></td><td>${esc(versions[0].kind)}</td>
         <td>${versions.map((v) => "v" + v.version).join(" ")}</td><td>${esc(when(versions[0].created_at))}</td>
-        <td>${(versions[0].findings || []).length}</td><td>${run}</td></tr>`;
+        <td>${esc(versions[0].findings_count)}</td><td>${run}</td></tr>`;
     }).join("");
   };
   main.querySelector("#cat-search").addEventListener("input", draw);

@@ -1,6 +1,6 @@
 // One execution, live over its event stream: a header with status, duration and the error;
 // the step graph; the selected step's panel; the timeline.
-import { api, badge, esc, seconds, stream, when } from "./api.js";
+import { api, badge, catalogEntry, esc, seconds, stream, when } from "./api.js";
 import { createGraph } from "./graph.js";
 import { EVENT_NAMES, feed, newModel, progressLabel, settle } from "./model.js";
 import { stepPanel } from "./steppanel.js";
@@ -18,8 +18,7 @@ export async function executionView(main, id, onLeave) {
   const [graph, source] = await Promise.all([
     api(`/api/executions/${encodeURIComponent(id)}/graph`).catch(() => null),
     detail.catalog_id
-      ? api("/api/catalog/resource", { method: "POST", body: { catalog_id: detail.catalog_id } })
-        .then((e) => e.content).catch(() => null)
+      ? catalogEntry(detail.catalog_id).then((e) => e.content).catch(() => null)
       : Promise.resolve(null),
   ]);
   const model = newModel();

@@ -1,6 +1,6 @@
 // The executions list: paginated, searchable (text, status, start time range), with end time,
 // duration and the error; and Run: a catalog playbook with a workload edited as JSON.
-import { api, badge, esc, when } from "./api.js";
+import { api, badge, catalogEntry, catalogSummaries, esc, when } from "./api.js";
 import { workloadEditor } from "./workload.js";
 
 const PAGE = 50;
@@ -30,19 +30,23 @@ export async function executionsView(main, params, onLeave) {
     <table id="executions"><thead><tr><th>Execution</th><th>Status</th><th>Playbook</th><th>Version</th>
       <th>Started</th><th>Ended</th><th>Duration</th><th>Error</th></tr></thead><tbody></tbody></table>`;
   const editor = workloadEditor(document.getElementById("run-editor"));
-  const catalog = await api("/api/catalog/list", { method: "POST", body: { resource_type: "playbook" } });
+  const catalog = await catalogSummaries({ resource_type: "playbook" });
   const latest = {};
-  for (const e of catalog.entries) if (!latest[e.path] || latest[e.path].version < e.version) latest[e.path] = e;
+  for (const e of catalog) if (!latest[e.path] || latest[e.path].version < e.version) latest[e.path] = e;
   const paths = Object.keys(latest).sort();
   const select = document.getElementById("run-path");
   select.innerHTML = paths.map((p) => `<option>${esc(p)}</option>`).join("");
   if (params.get("run") && latest[params.get("run")]) select.value = params.get("run");
-  const defaults = () => {
-    const entry = latest[select.value];
+  // the list holds summaries: the chosen playbook's workload comes from its entry
+  const defaults = async () => {
+    const summary = latest[select.value];
+    const path = select.value;
+    const entry = summary ? await catalogEntry(summary.catalog_id).catch(() => null) : null;
+    if (select.value !== path) return;  // another playbook was chosen meanwhile
     editor.set(entry && entry.payload && entry.payload.workload ? entry.payload.workload : {});
   };
   select.addEventListener("change", defaults);
-  defaults();
+  await defaults();
   document.getElementById("run-form").addEventListener("submit", async (e) => {
     e.preventDefault();
     const note = document.getElementById("run-note");

@@ -35,6 +35,5 @@ async function route() {
   }
 }
 
-if (state.token) localStorage.setItem("noetl-token", state.token);
 window.addEventListener("hashchange", route);
 route();
