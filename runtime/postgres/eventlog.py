@@ -34,7 +34,7 @@ from noetlc.runtime.postgres.notify import Notifications
 from noetlc.runtime.postgres.queries import q
 from noetlc.runtime.queue import JobSpec
 from noetlc.runtime.store import encode_payload as encode_json
-from noetlc.vm.protocol import ENVELOPE, TERMINAL_NAMES, Event
+from noetlc.vm.protocol import ENVELOPE, Event
 
 COPY_THRESHOLD = 64
 _TEXT_FIELDS = ("name", "source", "step", "step_run_id", "task_run_id", "parent_id", "action_id")
