@@ -38,8 +38,27 @@ class EventLog(Protocol):
         self, execution_id: str, playbook: str, parent_execution_id: str | None = None
     ) -> None: ...
 
+    async def create_child(
+        self, execution_id: str, playbook: str, parent_id: str, root_id: str, limit: int
+    ) -> int | None:
+        """`create_execution` of a child unless its root's tree holds `limit` executions (0:
+        no limit); None when created (or it existed), else the count it would reach."""
+        ...
+
+    async def reserve_bytes(self, execution_id: str, size: int, limit: int) -> int | None:
+        """Reserve `size` bytes of the execution's results within `limit` (`stored_bytes`):
+        None when granted, else the total they would reach (runtime/stored_budget.py)."""
+        ...
+
     async def append(self, execution_id: str, events: Sequence[EventLike]) -> list[tuple[str, int]]:
         """Store the events not stored yet; their (event_id, seq) in seq order."""
+        ...
+
+    async def append_if(
+        self, execution_id: str, events: Sequence[EventLike], last_seq: int | None = None
+    ) -> list[tuple[str, int]] | None:
+        """`append`, only while the log has no terminal event at its end and, when `last_seq`
+        is given, ends at `last_seq`; None, nothing appended, otherwise."""
         ...
 
     async def append_and_enqueue(

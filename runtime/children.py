@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from noetlc.runtime.backend import Backend
 from noetlc.runtime.catalog import CatalogStore
+from noetlc.runtime.driver import program_from_requested
 from noetlc.runtime.programs import requested_event
 from noetlc.vm.budgets import budgets_of, over_budget_error
 from noetlc.vm.protocol import EventName, Source, envelope
@@ -32,6 +33,9 @@ if TYPE_CHECKING:
 
 _CATALOGS: dict[str, CatalogStore] = {}  # a distributed worker's catalogs, by database
 _CATALOGS_LOCK = threading.Lock()
+
+# root execution id -> its budgets (a tree's children are counted with its root's values)
+_ROOT_BUDGETS: dict[str, dict[str, int]] = {}
 
 # action_id -> (job_id, cancel flag) of the job the worker runs for it, or None
 RunningJob = Callable[[str], tuple[str, threading.Event] | None]
@@ -166,16 +170,16 @@ class ChildRunner:
         workload: dict[str, Any],
     ) -> dict[str, Any]:
         record = await self.db.events.execution(child_id)
+        name = payload["metadata"]["name"]
         if record is None:
-            over = await self._over_depth(payload)
+            over = await self._over_budget(child_id, name, payload)
             if over is not None:  # not started: the calling step fails with NOE858
                 return {"execution_id": None, "status": "failed", "result": None, "error": over}
         if record is None or record["status"] == "running":
             # a first start, or a re-run of one that may have died half-way: each step is
             # idempotent (the row and the requested event are kept once, an offer of an
-            # owned execution changes nothing); a finished child is not offered again
-            name = payload["metadata"]["name"]
-            await self.db.events.create_execution(child_id, name, self.parent_id)
+            # owned execution changes nothing); a finished child is not offered again. Its
+            # row was created by `_over_budget` (`create_child`), or before
             first = requested_event(child_id, name, program, workload, self.parent_id)
             await self.db.events.append(child_id, [first])
             await self.db.owners.offer([child_id])
@@ -187,21 +191,47 @@ class ChildRunner:
             if self.on_wait is not None:
                 self.on_wait(-1)
 
-    async def _over_depth(self, payload: dict[str, Any]) -> dict[str, Any] | None:
+    async def _over_budget(
+        self, child_id: str, name: str, payload: dict[str, Any]
+    ) -> dict[str, Any] | None:
         """The NOE858 error when a new child would be deeper than `child_depth` below its
-        root (runtime/family.py; here with the child program's budget, the parent links
-        read from the database). The count budget (`child_executions`) is embedded-only."""
-        limit = budgets_of(payload)["child_depth"]
-        if not limit:
-            return None
-        depth, current = 1, self.parent_id
-        while depth <= limit:
-            record = await self.db.events.execution(current)
+        root, or past the root's `child_executions` (runtime/family.py: the root's budgets,
+        read from its first event; the parent links from the database); else the child's
+        row is created, counted with the root's tree under one lock (`create_child`)."""
+        depth, root, seen = 1, self.parent_id, {self.parent_id}
+        while True:
+            record = await self.db.events.execution(root)
             parent = None if record is None else record.get("parent_execution_id")
-            if not parent:
-                return None
-            depth, current = depth + 1, str(parent)
-        return over_budget_error("child_depth", depth, limit, f"a child of {self.parent_id}")
+            if not parent or str(parent) in seen:
+                break
+            depth, root = depth + 1, str(parent)
+            seen.add(root)
+        budgets = await self._budgets(root, payload)
+        limit = budgets["child_depth"]
+        if limit and depth > limit:
+            return over_budget_error("child_depth", depth, limit, f"a child of {self.parent_id}")
+        limit = budgets["child_executions"]
+        count = await self.db.events.create_child(child_id, name, self.parent_id, root, limit)
+        if count is None:
+            return None
+        return over_budget_error(
+            "child_executions", count, limit, f"the child executions of {root}"
+        )
+
+    async def _budgets(self, root_id: str, payload: dict[str, Any]) -> dict[str, int]:
+        """The root's budgets (its program is in its first event), kept per root; the
+        child's own when the root's first event cannot be read."""
+        budgets = _ROOT_BUDGETS.get(root_id)
+        if budgets is None:
+            first = await self.db.events.read(root_id, 0, 1)
+            if not first or first[0]["name"] != EventName.EXECUTION_REQUESTED:
+                return budgets_of(payload)
+            program, _ = program_from_requested(first[0])
+            budgets = budgets_of(program.payload)
+            if len(_ROOT_BUDGETS) >= 256:
+                _ROOT_BUDGETS.pop(next(iter(_ROOT_BUDGETS)))
+            _ROOT_BUDGETS[root_id] = budgets
+        return budgets
 
     async def _summary(self, child_id: str, action_id: str) -> dict[str, Any]:
         cancel_asked = False
@@ -233,12 +263,14 @@ class ChildRunner:
         state = await self.db.queue.get(job[0])
         if state is None or state.status != "cancelled":
             return False
+        # a request the child's owning server answers with its one terminal event (nothing
+        # once the child's log has ended)
         cancel = envelope(
-            EventName.EXECUTION_CANCELLED,
+            EventName.CANCEL_REQUESTED,
             Source.CLIENT,
             event_id=f"{child_id}:cancelled-with:{action_id}",
             ts=time.time(),
             payload={"reason": "the parent's calling job was cancelled"},
         )
-        await self.db.events.append(child_id, [cancel])
+        await self.db.events.append_if(child_id, [cancel])
         return True

@@ -133,6 +133,14 @@ def client_request(event_id: str, request: Mapping[str, Any]) -> Event | None:
     return envelope(name, Source.CLIENT, event_id=event_id, payload=payload)
 
 
+def cancel_requested(event_id: str, reason: str | None) -> Event:
+    """A distributed cancel request: the owning server answers it with `execution.cancelled`
+    (runtime/server.py `_cancel`)."""
+    payload = {} if reason is None else {"reason": reason}
+    # stamped by the store when appended
+    return envelope(EventName.CANCEL_REQUESTED, Source.CLIENT, event_id=event_id, payload=payload)
+
+
 def cancelled(event_id: str, reason: str) -> Event:
     return envelope(
         EventName.EXECUTION_CANCELLED, Source.CLIENT, event_id=event_id, payload={"reason": reason}
@@ -310,6 +318,7 @@ __all__ = [
     "REQUESTED",
     "Driver",
     "LoadedResults",
+    "cancel_requested",
     "cancelled",
     "client_request",
     "program_from_requested",

@@ -29,7 +29,7 @@ from noetlc.runtime.backend import (
 from noetlc.runtime.memory_queue import MemoryJobQueue, MemoryOwnership
 from noetlc.runtime.queue import DEFAULT_POOL, JobSpec, Lease
 from noetlc.runtime.store import MemoryStore, stored_record
-from noetlc.vm.protocol import Event
+from noetlc.vm.protocol import TERMINAL_NAMES, Event
 
 
 class MemoryNotifications(Waiters):
@@ -70,6 +70,36 @@ class MemoryEventLog:
         self._logs[execution_id] = []
         self._ids[execution_id] = set()
 
+    async def create_child(
+        self, execution_id: str, playbook: str, parent_id: str, root_id: str, limit: int
+    ) -> int | None:
+        if execution_id not in self._executions and limit:
+            below: dict[str, list[str]] = {}
+            for record in self._executions.values():
+                if record["parent_execution_id"]:
+                    below.setdefault(record["parent_execution_id"], []).append(
+                        record["execution_id"]
+                    )
+            count, todo = 1, [root_id]
+            while todo:
+                children = below.get(todo.pop(), [])
+                count += len(children)
+                todo.extend(children)
+            if count > limit:
+                return count
+        await self.create_execution(execution_id, playbook, parent_id)
+        return None
+
+    async def reserve_bytes(self, execution_id: str, size: int, limit: int) -> int | None:
+        record = self._executions.get(execution_id)
+        if record is None:
+            return None
+        total = int(record.get("stored_bytes", 0)) + size
+        if total > limit:
+            return total
+        record["stored_bytes"] = total
+        return None
+
     def append_now(self, execution_id: str, events: Sequence[EventLike]) -> list[tuple[str, int]]:
         record = self._executions.get(execution_id)
         if record is None:
@@ -92,6 +122,16 @@ class MemoryEventLog:
         return stored
 
     async def append(self, execution_id: str, events: Sequence[EventLike]) -> list[tuple[str, int]]:
+        return self.append_now(execution_id, events)
+
+    async def append_if(
+        self, execution_id: str, events: Sequence[EventLike], last_seq: int | None = None
+    ) -> list[tuple[str, int]] | None:
+        log = self._logs.get(execution_id)
+        if log is None:
+            raise LookupError(f"cannot append events to execution {execution_id!r}")
+        if (log and log[-1]["name"] in TERMINAL_NAMES) or last_seq not in (None, len(log)):
+            return None
         return self.append_now(execution_id, events)
 
     async def append_and_enqueue(

@@ -61,14 +61,25 @@ class References:
         self.total = 0  # bytes of the results measured (inline or by reference)
         self.by_step: dict[str, list[int]] = {}  # step -> [bytes, results]
         self.active = limit is not None or bool(self.max_result or self.max_total)
+        # distributed: the execution's total is counted by the database, not here; event id
+        # -> the bytes of its results, for the worker to reserve (runtime/stored_budget.py)
+        self.measured: dict[str, int] | None = None
+        self.shared_limit = 0
 
-    def shrink(self, value: Any, step: str | None = None) -> Any:
+    def share_total(self, limit: int) -> None:
+        """Distributed: measure each result event's bytes into `measured` for the worker to
+        reserve against the execution's `stored_bytes` (`limit`) with the other workers."""
+        self.measured, self.shared_limit, self.active = {}, limit, True
+
+    def shrink(self, value: Any, step: str | None = None, sizes: list[int] | None = None) -> Any:
         """The value itself, or a reference to it when its JSON is over the limit. Raises
         `StorageOverBudget` (before storing anything) past a storage budget."""
         if not self.active or value is None or isinstance(value, bool | int | float):
             return value
         text = encode_payload(value)  # what the store writes, so the limit is the log's size
         self._count(len(text), step)  # ASCII JSON: characters are bytes
+        if sizes is not None:
+            sizes.append(len(text))
         # the limit is in UTF-8 bytes: an ASCII text has as many as characters
         if self.limit is None or (
             len(text) <= self.limit and (text.isascii() or len(text.encode()) <= self.limit)
@@ -101,11 +112,17 @@ class References:
         if not isinstance(payload, dict):
             return
         step = event.step
+        sizes: list[int] | None = None if self.measured is None else []
         if "result" in payload:
-            payload["result"] = self.shrink(payload["result"], step)
+            payload["result"] = self.shrink(payload["result"], step, sizes)
         outcome = payload.get("outcome")
         if isinstance(outcome, dict) and "result" in outcome:
-            payload["outcome"] = {**outcome, "result": self.shrink(outcome["result"], step)}
+            result = self.shrink(outcome["result"], step, sizes)
+            payload["outcome"] = {**outcome, "result": result}
+        if sizes and self.measured is not None:
+            if len(self.measured) > 100_000:  # events never committed (lost leases)
+                self.measured.clear()
+            self.measured[str(event.event_id)] = sum(sizes)
 
     def _count(self, size: int, step: str | None) -> None:
         name = step or "?"
@@ -173,6 +190,16 @@ def over_budget_event(event: Event, error: dict[str, Any]) -> Event:
         )
         return event._replace(name=name.value, payload={"error": error})
     return event._replace(payload={**(event.payload or {}), "outcome": {"error": error}})
+
+
+def stored_over_budget(total: int, limit: int, step: str | None, size: int) -> dict[str, Any]:
+    """The NOE858 error of a result past the execution's `stored_bytes` (distributed)."""
+    name = step or "?"
+    what = (
+        f"the results of this execution reached {total:,} bytes (step `{name}`'s result:"
+        f" {size:,} bytes)"
+    )
+    return _over("stored_bytes", total, limit, what, name)
 
 
 def _over(name: str, count: int, limit: int, what: str, step: str) -> dict[str, Any]:

@@ -23,6 +23,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, TypeVar
 
 from noetlc.diagnostics.errors import UserError
@@ -76,6 +77,8 @@ class Owned:
     committing: asyncio.Future[bool] | None = None
     # the job of each action of a bundle in flight (a cancel names actions; runtime/bundles.py)
     bundles: BundleIndex = field(default_factory=BundleIndex)
+    # its jobs were cancelled because it ended (before the terminal event was appended)
+    ended: bool = False
 
     @property
     def vm(self) -> ControlVM:
@@ -117,6 +120,8 @@ class Server:
         self._next_claim = 0.0
         self.offered = True
         self._background: set[asyncio.Future[Any]] = set()
+        # execution id -> its adoption or round in progress (`tick`)
+        self._busy: dict[str, asyncio.Task[bool]] = {}
         # set by our own appends made outside `tick` (timers, a round's commit landing)
         self._wake = asyncio.Event()
         # reference-first results the control VMs read (arcs, step args, the summary)
@@ -135,7 +140,7 @@ class Server:
                 self._wake.clear()
                 try:
                     try:
-                        progressed = await self.tick()
+                        progressed = await self.tick(ROUND_SLICE)
                     except RETRYABLE as exc:
                         # the database went away: keep our state, try again (the leases
                         # may be lost meanwhile; renew() tells)
@@ -160,6 +165,10 @@ class Server:
                     notes.unregister(EXECUTIONS, ANY_KEY, wake_offers)
         finally:
             keeper.cancel()
+            for task in list(self._busy.values()):  # a VM step past the stop: dropped
+                task.cancel()
+            if self._busy:
+                await asyncio.wait(list(self._busy.values()), timeout=5.0)
             for owned in self.owned.values():
                 owned.timers.close()
                 with contextlib.suppress(Exception):
@@ -168,40 +177,73 @@ class Server:
                 await self.db.owners.release(self.owner, list(self.owned))
             self.results.close()
 
-    async def tick(self) -> bool:
-        """One round: claim, renew, advance every owned execution, reap. True if any work."""
+    async def tick(self, slice_: float | None = None) -> bool:
+        """One round: claim, renew, advance every owned execution, reap. True if any work.
+
+        Each execution's adoption or round is a task of its own (one at a time per
+        execution): with `slice_`, the round waits that long for them and goes on, so one
+        execution whose VM step is slow (a poison guard, up to its budget) does not hold the
+        others' rounds — its task ends in the background and wakes the server. Without,
+        the round waits for every task (what a test that drives `tick` expects)."""
         progressed = False
         now = time.monotonic()
         await self._renew_due()
+        started: list[asyncio.Task[bool]] = []
         if self.offered or now >= self._next_claim:
             # claims cost a round trip: only when offers were announced, or once per poll
             self.offered = False
             self._next_claim = now + self.poll
             claims = await self.db.owners.claim(self.owner, limit=self.claim_limit, ttl=self.ttl)
             for claim in claims:
-                if claim.execution_id not in self.owned:
-                    await self.adopt(claim.execution_id)
-                    progressed = True
+                execution_id = claim.execution_id
+                if execution_id not in self.owned and execution_id not in self._busy:
+                    started.append(self._run_for(execution_id, self._adopted(execution_id)))
             if len(claims) == self.claim_limit:
                 self.offered = True  # there may be more
         for execution_id in list(self.owned):
             owned = self.owned.get(execution_id)
-            if owned is None:  # its lease was lost meanwhile
+            if owned is None or execution_id in self._busy:  # lost meanwhile, or busy
                 continue
-            try:
-                progressed |= await self.advance(owned)
-            except RETRYABLE:
-                raise
-            except Exception as exc:  # this execution only: the server goes on
-                self._drop(execution_id)
-                with contextlib.suppress(Exception):
-                    await self._settle(owned)  # its last round lands before the refusal
-                await self._refuse(execution_id, owned.after_seq, exc)
-                progressed = True
+            started.append(self._run_for(execution_id, self._advance_or_refuse(owned)))
+        if started:
+            done, _ = await asyncio.wait(started, timeout=slice_)
+            for task in done:
+                progressed |= task.result()
         if now >= self._next_reap:
             self._next_reap = now + min(self.ttl / 3, 5.0)
             progressed |= await self.reap()
         return progressed
+
+    def _run_for(self, execution_id: str, work: Any) -> asyncio.Task[bool]:
+        """Run an execution's adoption or round as a task; the server is woken when it ends
+        (a database error is raised there: the round is retried, as `run` does)."""
+        task: asyncio.Task[bool] = asyncio.ensure_future(work)
+        self._busy[execution_id] = task
+
+        def ended(_: asyncio.Future[bool]) -> None:
+            self._busy.pop(execution_id, None)
+            self._wake.set()
+
+        task.add_done_callback(ended)
+        task.add_done_callback(_retrieved)
+        return task
+
+    async def _adopted(self, execution_id: str) -> bool:
+        await self.adopt(execution_id)
+        return True
+
+    async def _advance_or_refuse(self, owned: Owned) -> bool:
+        try:
+            return await self.advance(owned)
+        except RETRYABLE as exc:
+            warn_retrying(self.owner, exc)  # our state is kept: the next round tries again
+            return False
+        except Exception as exc:  # this execution only: the server goes on
+            self._drop(owned.execution_id)
+            with contextlib.suppress(Exception):
+                await self._settle(owned)  # its last round lands before the refusal
+            await self._refuse(owned.execution_id, owned.after_seq, exc)
+            return True
 
     async def _renew_due(self) -> None:
         """Renew the ownership leases when a third of the ttl has passed."""
@@ -257,6 +299,9 @@ class Server:
         # (except the iterations a stored bundle holds: its job runs them); the noop steps
         # they start run here, so under the same deadline as any other VM step
         outstanding = rebuilt.commands
+        request = _pending_cancel(events)
+        if request is not None:
+            outstanding = []  # cancelled below: nothing is enqueued again
         # no server event logged: no job either (a round commits its jobs with its events)
         held = await covering_jobs(self.db.queue, execution_id, outstanding) if recorded else {}
         if held:
@@ -274,6 +319,9 @@ class Server:
             await self._refuse(execution_id, owned.after_seq, exc)
             return
         await self._commit(owned, out, commands, jobs)
+        if request is not None and not owned.vm.finished():
+            await self._cancel(owned, request, [])
+            return
         await self._close_if_finished(owned)
 
     async def advance(self, owned: Owned) -> bool:
@@ -288,7 +336,7 @@ class Server:
         as it did between feeding and committing; a crash loses that round either way and
         the next owner decides it again from the log."""
         last_seq, events = await self.db.events.read_inputs(
-            owned.execution_id, owned.after_seq, INPUT_SOURCES, INPUT_NAMES
+            owned.execution_id, owned.after_seq, INPUT_SOURCES, SERVER_READS
         )
         if last_seq <= owned.after_seq:
             # nothing new: a commit still in flight wakes the server when it lands
@@ -298,19 +346,10 @@ class Server:
                 return False
             return not await self._settle(owned)
         owned.after_seq = last_seq
-        inputs = []
-        bundles = owned.bundles
-        for record in events:
-            event = Event.from_record(record)
-            if owned.appended_inline and event.event_id in owned.appended_inline:
-                owned.appended_inline.discard(event.event_id)  # ours: the VM has it already
-                continue
-            if bundles:
-                bundles.done(event.action_id)
-            if is_input(event):
-                if event.name == EventName.TIMER_FIRED:
-                    owned.timers.fired(event)
-                inputs.append(event)
+        inputs, request = _inputs(owned, events)
+        if request is not None:
+            await self._cancel(owned, request, inputs)
+            return False
 
         def feed() -> tuple[list[Event], list[Command], list[JobSpec]]:
             commands: list[Command] = []
@@ -331,6 +370,46 @@ class Server:
         # in flight) or by the commit's landing (`_start_commit`), which tells whether
         # others appended meanwhile
         return False
+
+    async def _cancel(self, owned: Owned, request: Event, inputs: list[Event]) -> None:
+        """Answer a cancel request with the log's one terminal event, so that nothing can
+        follow it: the execution's jobs are cancelled first (from then on no worker result or
+        fenced append is accepted) and its timers closed; the inputs that came before are
+        fed and the server events they cause appended (no job is enqueued any more); then
+        `execution.cancelled` is appended only if the log still ends where this server last
+        read it (`append_if`), else what came meanwhile (a signal, a result committed just
+        before the jobs were cancelled) is read and fed first."""
+        execution_id = owned.execution_id
+        owned.timers.close()
+        await self.db.queue.cancel_execution(execution_id)
+        owned.ended = True
+        await self._settle(owned)  # the last round's commit lands first
+        cancel = envelope(
+            EventName.EXECUTION_CANCELLED,
+            Source.CLIENT,
+            event_id=f"{request.event_id}:cancelled",
+            ts=time.time(),
+            payload={**(request.payload or {}), "request_event_id": request.event_id},
+        )
+        last_seq: int | None = None
+        while not owned.vm.finished():
+            if inputs:
+                out = await self._within_deadline(execution_id, partial(_feed, owned, inputs))
+                if out:
+                    owned.server_events += sum(1 for e in out if e.source == Source.SERVER)
+                    await self.db.events.append(execution_id, out)
+            elif last_seq is not None:
+                cancel = cancel._replace(ts=time.time())
+                if await self.db.events.append_if(execution_id, [cancel], last_seq) is not None:
+                    owned.driver.feed(cancel)
+                    owned.after_seq = last_seq + 1
+                    break
+            last_seq, events = await self.db.events.read_inputs(
+                execution_id, owned.after_seq, INPUT_SOURCES, SERVER_READS
+            )
+            owned.after_seq = max(owned.after_seq, last_seq)
+            inputs, _ = _inputs(owned, events)
+        await self._close_if_finished(owned)
 
     def _inline_steps(self, program: Any) -> dict[str, bool]:
         """The steps whose pipeline runs inside the server's round: noop-only ones (no I/O, no
@@ -443,7 +522,13 @@ class Server:
                 e.event_id for e in events if e.source != Source.SERVER and e.event_id
             )
         owned.bundles.add(jobs)  # before any later round can cancel their actions
-        task = asyncio.ensure_future(self._store(owned, owned.after_seq, events, commands, jobs))
+        # the round that ends the execution cancels its jobs before its terminal event is
+        # appended: no worker result is accepted after it, so none lands after it
+        ends = owned.vm.finished() and not owned.ended
+        owned.ended |= ends
+        task = asyncio.ensure_future(
+            self._store(owned, owned.after_seq, events, commands, jobs, ends)
+        )
         task.add_done_callback(_retrieved)  # a dropped execution's commit may fail unawaited
         task.add_done_callback(lambda _: self._wake.set())  # the waiting round reads again
         return task
@@ -455,8 +540,11 @@ class Server:
         events: list[Event],
         commands: list[Command],
         jobs: list[JobSpec],
+        ends: bool = False,
     ) -> bool:
         caught_up = True
+        if ends:
+            await self.db.queue.cancel_execution(owned.execution_id)
         if events or jobs:
             stored = await self.db.events.append_and_enqueue(owned.execution_id, events, jobs)
             caught_up = bool(stored) and stored[0][1] == after + 1
@@ -496,7 +584,8 @@ class Server:
         """A due `timer.fired` is appended to the log (and wakes us: we read it as input)."""
 
         async def append_and_wake(event: Event) -> None:
-            await self.db.events.append(execution_id, [event])
+            # never after the log's terminal event (a timer due as the execution ends)
+            await self.db.events.append_if(execution_id, [event])
             self._wake.set()
 
         def deliver(event: Event) -> None:
@@ -511,7 +600,8 @@ class Server:
         if not vm.finished():
             return
         # whatever ended it, nothing of it may still run (embedded mode stops its threads)
-        await self.db.queue.cancel_execution(owned.execution_id)
+        if not owned.ended:
+            await self.db.queue.cancel_execution(owned.execution_id)
         record = await self.db.events.execution(owned.execution_id)
         events = int(record["last_seq"]) if record else owned.after_seq
         summary_ = owned.driver.summary(events)  # values, not references, as in embedded mode
@@ -553,8 +643,8 @@ class Server:
             ts=time.time(),
             payload={"error": error},
         )
-        await self.db.events.append(execution_id, [failed])
         await self.db.queue.cancel_execution(execution_id)
+        await self.db.events.append_if(execution_id, [failed])  # not past another end
         summary = {
             "execution_id": execution_id,
             "status": "failed",
@@ -577,11 +667,57 @@ class Server:
         return await reap_expired(self.db)
 
 
+# how long a round waits for the executions' tasks before it goes on without the slow ones
+ROUND_SLICE = 0.05
+
 # inline actions per round at most (one transaction): the rest are enqueued for the workers
 INLINE_ACTIONS = 1000
 
 # the action events that carry results (stored by reference when large, as a worker does)
 SHRUNK = frozenset({EventName.TASK_DONE, EventName.STEP_DONE, EventName.LOOP_ITERATION_DONE})
+
+
+# what a server reads of its executions' logs: the VM's inputs and the cancel requests
+SERVER_READS = INPUT_NAMES | {EventName.CANCEL_REQUESTED.value}
+_CANCEL_REQUESTED = EventName.CANCEL_REQUESTED.value
+
+
+def _inputs(owned: Owned, records: list[dict[str, Any]]) -> tuple[list[Event], Event | None]:
+    """The input events of `records` the VM has not had yet, and the first cancel request
+    among them (None: none)."""
+    inputs = []
+    request = None
+    bundles = owned.bundles
+    for record in records:
+        event = Event.from_record(record)
+        if owned.appended_inline and event.event_id in owned.appended_inline:
+            owned.appended_inline.discard(event.event_id)  # ours: the VM has it already
+            continue
+        if bundles:
+            bundles.done(event.action_id)
+        if is_input(event):
+            if event.name == EventName.TIMER_FIRED:
+                owned.timers.fired(event)
+            inputs.append(event)
+        elif request is None and event.name == _CANCEL_REQUESTED:
+            request = event
+    return inputs, request
+
+
+def _pending_cancel(records: list[dict[str, Any]]) -> Event | None:
+    """A log's cancel request not answered yet (a server died before its answer)."""
+    for record in records:
+        if record["name"] == _CANCEL_REQUESTED:
+            return Event.from_record(record)
+    return None
+
+
+def _feed(owned: Owned, inputs: list[Event]) -> list[Event]:
+    """Feed inputs once a cancel is asked for: the events they cause, no command run."""
+    out: list[Event] = []
+    for event in inputs:
+        out.extend(owned.driver.feed(event).events)
+    return out
 
 
 def _snapshot(vm: ControlVM, commands: list[Command]) -> tuple[dict[str, Any], dict[str, Any]]:

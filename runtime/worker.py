@@ -46,6 +46,7 @@ from noetlc.runtime.results import (
     over_budget_event,
     payload_limit,
 )
+from noetlc.runtime.stored_budget import StoredBytes
 from noetlc.stdlib_tools.keychain import Keychain
 from noetlc.vm.budgets import budgets_of
 from noetlc.vm.program import OP, Program
@@ -95,6 +96,7 @@ class Worker:
         self._job_size = 1  # actions per job in the last pick (bundles: several)
         # reference-first results: large task results stored, references resolved
         self.results = db.result_store()
+        self.stored = StoredBytes(db.events)  # the executions' `stored_bytes` budgets
         self._next_heartbeat = 0.0  # when the running jobs' leases are renewed next
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -235,6 +237,8 @@ class Worker:
                 self._more = capped or (len(picked) == want > 0 and not left)
                 if threaded or left or not self._more or inline >= cap:
                     break  # the queue is drained, or slots are taken now
+            done = await self.stored.admit(done, self._refs)
+            ran = await self.stored.admit(ran, self._refs)
             accepted = await tx.finish(done, ran)
         self.completed += len(accepted)
         stale = sum(1 for lease, _ in done if lease.job_id not in accepted)
@@ -361,16 +365,24 @@ class Worker:
                     worker=self.owner,
                 ),
                 keychain.namespace(),
-                # one result's budget; an execution's total is counted in embedded mode only
+                # one result's budget here; the execution's total with the others'
+                # (runtime/stored_budget.py)
                 References(
                     self.results,
                     payload_limit(program.payload),
                     {"result_bytes": budgets_of(program.payload)["result_bytes"]},
                 ),
             )
+            limit = budgets_of(program.payload)["stored_bytes"]
+            if limit:
+                known.refs.share_total(limit)
             if len(self.executions) > 1000:
                 self.executions.pop(next(iter(self.executions)))
         return known
+
+    def _refs(self, execution_id: str) -> References | None:
+        known = self.executions.get(execution_id)
+        return None if known is None else known.refs
 
     def _slots(self) -> int:
         return self.concurrency + min(self.waiting, MAX_WAITING)

@@ -36,6 +36,9 @@ class EventName(StrEnum):
     EXECUTION_REQUESTED = "playbook.execution.requested"
     EXECUTION_RESUMED = "execution.resumed"
     EXECUTION_CANCELLED = "execution.cancelled"
+    # distributed: a cancel asked for; the owning server answers it with the one
+    # `execution.cancelled` once nothing of its own can follow (not an input of the VM)
+    CANCEL_REQUESTED = "execution.cancel.requested"
     SIGNAL_RECEIVED = "signal.received"
     # timer events (a listener's timeout)
     TIMER_FIRED = "timer.fired"
@@ -86,6 +89,15 @@ INPUT_NAMES = RESULT_NAMES | {
     for n in (EventName.SIGNAL_RECEIVED, EventName.TIMER_FIRED, EventName.EXECUTION_CANCELLED)
 }
 INPUT_SOURCES = frozenset(s.value for s in (Source.WORKER, Source.CLIENT, Source.TIMER))
+# the events that end an execution's log: exactly one, and nothing is appended after it
+TERMINAL_NAMES = frozenset(
+    n.value
+    for n in (
+        EventName.WORKFLOW_FINISHED,
+        EventName.EXECUTION_FAILED,
+        EventName.EXECUTION_CANCELLED,
+    )
+)
 
 # the envelope's fields as stores keep them, in column order after (execution_id, seq)
 ENVELOPE = (
@@ -527,6 +539,7 @@ __all__ = [
     "INPUT_SOURCES",
     "RESULT_NAMES",
     "TASK_FIELDS",
+    "TERMINAL_NAMES",
     "Command",
     "CommandKind",
     "Event",

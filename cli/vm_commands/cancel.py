@@ -5,10 +5,12 @@
 EXECUTION_ID may be a unique prefix of the id. The request is stored with its reason; the
 process running the execution picks it up within a fraction of a second, stops issuing work,
 asks running tasks to stop, and ends with status `cancelled` (exit 3): one
-`execution.cancelled` event carrying the reason, nothing logged after it. `--now`, for an
-embedded execution whose process is gone, ends it here: it takes the execution over (refused
-while a live process owns it, NOE831), appends that one terminal event and marks the row
-cancelled. An execution that already ended exits 4.
+`execution.cancelled` event carrying the reason, nothing logged after it (distributed: the
+request is logged as `execution.cancel.requested`, and the owning server appends the terminal
+event after its own). `--now`, for an execution whose process is gone, ends it here: embedded,
+it takes the execution over (refused while a live process owns it, NOE831); distributed, it
+appends the terminal event itself (no server may run it any more); either way the row is
+marked cancelled. An execution that already ended exits 4.
 """
 
 from __future__ import annotations
@@ -51,14 +53,37 @@ def run(args: argparse.Namespace) -> int:
             _cancel_now(store, args.db, record, args.reason)
             print(f"cancelled {execution_id}")
             return 0
+        if args.now:  # distributed: for an execution no server runs any more
+            if _end_cancelled(store, execution_id, args.reason):
+                summary = dict(record.get("summary") or {}, status="cancelled")
+                store.finish_execution(execution_id, "cancelled", summary)
+                print(f"cancelled {execution_id}")
+                return 0
+            _ended(execution_id)
         request = store.request(execution_id, "cancel", None, {"reason": args.reason})
-        if args.now:  # distributed: the request is the log's terminal event already
-            summary = dict(record.get("summary") or {}, status="cancelled")
-            store.finish_execution(execution_id, "cancelled", summary)
+        if not request:
+            _ended(execution_id)
         print(f"cancel requested for {execution_id} (request {request})")
     finally:
         store.close()
     return 0
+
+
+def _end_cancelled(store: Any, execution_id: str, reason: str) -> bool:
+    """The distributed store's `end_cancelled` (the one terminal event appended here)."""
+    from noetlc.runtime.postgres.store import PostgresStore
+
+    assert isinstance(store, PostgresStore)
+    return store.end_cancelled(execution_id, reason)
+
+
+def _ended(execution_id: str) -> None:
+    """The log ended between the status read and the request (NOE856, exit 4)."""
+    raise ExecutionStateError(
+        "NOE856",
+        f"execution {execution_id} already ended",
+        f"`noetl-vm status {execution_id}` shows its summary",
+    )
 
 
 def _cancel_now(store: Any, url: str, record: dict[str, Any], reason: str) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from noetlc.cli.common import UsageError
+from noetlc.cli.common import ExecutionStateError, UsageError
 from noetlc.cli.vm_commands.history import add_db, find_execution, open_existing
 
 
@@ -34,6 +34,12 @@ def run(args: argparse.Namespace) -> int:
         record = find_execution(store, args.execution_id, args.db, running=True)
         execution_id = record["execution_id"]
         request = store.request(execution_id, "signal", args.name, data)
+        if not request:  # distributed: the log ended meanwhile
+            raise ExecutionStateError(
+                "NOE856",
+                f"execution {execution_id} already ended",
+                f"`noetl-vm status {execution_id}` shows its summary",
+            )
         print(f"signal {args.name} sent to {execution_id} (request {request})")
     finally:
         store.close()

@@ -164,6 +164,67 @@ class PostgresEventLog:
         except asyncpg.NoDataFoundError:
             raise _never_created(execution_id) from None
 
+    async def append_if(
+        self,
+        execution_id: str,
+        events: Sequence[Event | Mapping[str, Any]],
+        last_seq: int | None = None,
+    ) -> list[tuple[str, int]] | None:
+        """`append`, only while the log has not ended (its last event is not a terminal one)
+        and, when `last_seq` is given, nobody appended past it: None, and nothing appended,
+        otherwise. What a cancel appends (docs/distributed.md, "Cancel and signal")."""
+        rows = _unique(events)
+
+        async def run() -> list[tuple[str, int]] | None:
+            async with self._pool.acquire() as conn, conn.transaction():
+                end = await conn.fetchrow(q("lock_log_end"), execution_id)
+                if end is None:
+                    raise asyncpg.NoDataFoundError(execution_id)
+                if end["name"] in TERMINAL_NAMES or last_seq not in (None, end["last_seq"]):
+                    return None
+                stored = await conn.fetch(q("append_events"), execution_id, *envelope_arrays(rows))
+                return [(r["out_event_id"], r["out_seq"]) for r in stored]
+
+        try:
+            return await with_retry(self._url, run)
+        except asyncpg.NoDataFoundError:
+            raise _never_created(execution_id) from None
+
+    async def create_child(
+        self, execution_id: str, playbook: str, parent_id: str, root_id: str, limit: int
+    ) -> int | None:
+        """Create a child execution's row unless its root's tree holds `limit` executions
+        already (0: no limit): None when created (or it existed), else the count the tree
+        would reach. Counted and created under one lock per root, so workers starting
+        children of one tree together cannot go past the budget."""
+
+        async def run() -> int | None:
+            async with self._pool.acquire() as conn, conn.transaction():
+                await conn.execute(q("lock_tree"), root_id)
+                if await conn.fetchval(q("execution_exists"), execution_id):
+                    return None
+                if limit:
+                    count = int(await conn.fetchval(q("count_tree"), root_id)) + 1
+                    if count > limit:
+                        return count
+                await conn.execute(q("create_execution"), execution_id, playbook, parent_id)
+                return None
+
+        return await with_retry(self._url, run)
+
+    async def reserve_bytes(self, execution_id: str, size: int, limit: int) -> int | None:
+        """Reserve `size` bytes of the execution's results within `limit` (its
+        `stored_bytes`): None when granted, else the total they would reach."""
+
+        async def run() -> int | None:
+            async with self._pool.acquire() as conn:
+                row = await conn.fetchrow(q("reserve_bytes"), execution_id, size, limit)
+            if row is None or row["granted"] is not None or row["before"] is None:
+                return None  # an unknown execution: nothing to bound
+            return int(row["before"]) + size
+
+        return await with_retry(self._url, run)
+
     async def append_and_enqueue(
         self,
         execution_id: str,

@@ -4,8 +4,8 @@
 call runs the asyncio operation of `runtime/postgres` on a private event loop thread. The
 program and workload of an execution live in its first event
 (`playbook.execution.requested`), so `execution()` reads them from there. `request()` does not
-queue anything: a cancel or a signal is appended to the execution's log as a client event,
-where the owning server reads it like any other input.
+queue anything: a signal, or a request to cancel, is appended to the execution's log as a
+client event, where the owning server reads it like any other input.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import uuid
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
+from noetlc.runtime.driver import cancel_requested
 from noetlc.runtime.postgres.database import Database
 from noetlc.runtime.postgres.errors import DatabaseError
 from noetlc.runtime.programs import requested_event
@@ -106,16 +107,33 @@ class PostgresStore:
     def request(
         self, execution_id: str, kind: str, name: str | None = None, data: Any = None
     ) -> int:
+        """A cancel or signal request, appended to the log while it has not ended (0, and
+        nothing appended, once it has). A cancel is a request the owning server answers with
+        the one `execution.cancelled` (runtime/server.py `_cancel`): the client cannot know
+        what the server decided but has not appended yet."""
         event_id = f"{execution_id}:request:{uuid.uuid4().hex}"
         if kind == "cancel":
-            label, payload = EventName.EXECUTION_CANCELLED, {}
-            if isinstance(data, dict) and isinstance(data.get("reason"), str):
-                payload["reason"] = data["reason"]  # the requester's own words
+            event = cancel_requested(event_id, cancel_payload(data).get("reason"))
         else:
-            label, payload = EventName.SIGNAL_RECEIVED, {"name": name, "data": data}
-        event = envelope(label, Source.CLIENT, event_id=event_id, ts=time.time(), payload=payload)
-        stored = self._call(self.db.events.append(execution_id, [event]))
+            payload = {"name": name, "data": data}
+            label = EventName.SIGNAL_RECEIVED
+            event = envelope(
+                label, Source.CLIENT, event_id=event_id, ts=time.time(), payload=payload
+            )
+        stored = self._call(self.db.events.append_if(execution_id, [event]))
         return stored[0][1] if stored else 0
+
+    def end_cancelled(self, execution_id: str, reason: str) -> bool:
+        """`cancel --now`: the one terminal event appended here, for an execution no server
+        runs any more; False when its log has ended already."""
+        event = envelope(
+            EventName.EXECUTION_CANCELLED,
+            Source.CLIENT,
+            event_id=f"{execution_id}:cancel-now:{uuid.uuid4().hex}",
+            ts=time.time(),
+            payload=cancel_payload({"reason": reason}),
+        )
+        return self._call(self.db.events.append_if(execution_id, [event])) is not None
 
     def requests(self, execution_id: str, after_id: int = 0) -> list[dict[str, Any]]:
         return []  # requests are log events here: the server reads them with the log
@@ -144,6 +162,13 @@ class PostgresStore:
             self._call(self.db.close())
         finally:
             self._stop()
+
+
+def cancel_payload(data: Any) -> dict[str, Any]:
+    """The payload of a cancel: the requester's own words, when a text."""
+    if isinstance(data, dict) and isinstance(data.get("reason"), str):
+        return {"reason": data["reason"]}
+    return {}
 
 
 def _public(record: dict[str, Any]) -> dict[str, Any]:

@@ -166,3 +166,46 @@ async def test_a_completion_whose_lease_is_no_longer_current_is_refused_with_its
     assert state is not None and state.status == "done"
     assert await queue.append_fenced(live, said(live, 4)) is False  # finished: no lease now
     assert len(await log.read("x")) == 4
+
+
+async def test_a_conditional_append_refuses_an_ended_log_or_a_moved_end(cluster: Any) -> None:
+    """`append_if` (what a cancel, a signal and a timer append): nothing after the log's
+    terminal event, nothing when the log moved past the `last_seq` its writer read."""
+    log = cluster.events
+    await log.create_execution("x", "p")
+    await log.append("x", [_event("a")])
+    assert await log.append_if("x", [_event("b")], last_seq=2) is None  # it ends at 1
+    assert await log.append_if("x", [_event("b")], last_seq=1) == [("b", 2)]
+    assert await log.append_if("x", [_event("c")]) == [("c", 3)]
+    end = _event("end", EventName.EXECUTION_CANCELLED, Source.CLIENT)
+    assert await log.append_if("x", [end], last_seq=3) == [("end", 4)]
+    signal = _event("sig", EventName.SIGNAL_RECEIVED, Source.CLIENT)
+    assert await log.append_if("x", [signal]) is None
+    assert await log.append_if("x", [_event("d")], last_seq=4) is None
+    assert [e["event_id"] for e in await log.read("x")] == ["a", "b", "c", "end"]
+
+
+async def test_create_child_counts_the_roots_whole_tree(cluster: Any) -> None:
+    """`create_child` (a distributed `kind: playbook` start): the root's tree, all levels,
+    holds `limit` executions at most; an existing child is not counted again."""
+    log = cluster.events
+    await log.create_execution("root", "p")
+    assert await log.create_child("a", "p", "root", "root", 3) is None
+    assert await log.create_child("b", "p", "a", "root", 3) is None
+    assert await log.create_child("a", "p", "root", "root", 3) is None  # exists: not counted
+    assert await log.create_child("c", "p", "b", "root", 3) is None
+    assert await log.create_child("d", "p", "root", "root", 3) == 4  # the 4th is refused
+    assert await log.execution("d") is None
+    assert await log.create_child("d", "p", "root", "root", 0) is None  # 0: no limit
+    assert (await log.execution("d"))["parent_execution_id"] == "root"
+
+
+async def test_reserve_bytes_grants_within_the_budget_only(cluster: Any) -> None:
+    """`reserve_bytes` (a distributed execution's `stored_bytes`): granted while the total
+    stays within the limit; refused with the total it would reach, nothing counted."""
+    log = cluster.events
+    await log.create_execution("x", "p")
+    assert await log.reserve_bytes("x", 600, 1000) is None
+    assert await log.reserve_bytes("x", 500, 1000) == 1100  # refused: 600 stay reserved
+    assert await log.reserve_bytes("x", 400, 1000) is None  # exactly the budget
+    assert await log.reserve_bytes("x", 1, 1000) == 1001

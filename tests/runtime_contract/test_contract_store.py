@@ -114,9 +114,10 @@ def test_requests_reach_the_execution(store: Any) -> None:
             ("cancel", None, None),
         ]
         assert store.requests(execution, requests[0]["request_id"]) == requests[1:]
-    else:  # PostgreSQL appends them to the log, where the owning server reads them
+    else:  # PostgreSQL appends them to the log, where the owning server reads them (a cancel
+        # as a request the server answers with the terminal event)
         names = [e["name"] for e in store.read(execution)]
-        assert names[-2:] == ["signal.received", "execution.cancelled"]
+        assert names[-2:] == ["signal.received", "execution.cancel.requested"]
 
 
 def test_result_store(store: Any) -> None:

@@ -76,3 +76,39 @@ SELECT x.last_seq, e.event_id, e.execution_id, e.seq, e.ts, e.name, e.source, e.
   ) e ON true
  WHERE x.execution_id = $1
  ORDER BY e.seq;
+
+-- name: lock_log_end
+-- A conditional append (`append_if`) reads the log's end under the counter row's lock, which
+-- every append takes: nothing is appended between this read and the append that follows.
+SELECT x.last_seq, e.name
+  FROM executions x
+  LEFT JOIN events e ON e.execution_id = x.execution_id AND e.seq = x.last_seq
+ WHERE x.execution_id = $1
+   FOR UPDATE OF x;
+
+-- name: lock_tree
+-- `create_child`: one child start at a time per root execution (the count and the insert)
+SELECT pg_advisory_xact_lock(hashtext('noetl.tree:' || $1));
+
+-- name: execution_exists
+SELECT 1 FROM executions WHERE execution_id = $1;
+
+-- name: count_tree
+-- The executions below a root, all levels (the `child_executions` budget counts them).
+WITH RECURSIVE tree(execution_id) AS (
+    SELECT execution_id FROM executions WHERE parent_execution_id = $1
+    UNION ALL
+    SELECT x.execution_id FROM executions x JOIN tree t ON x.parent_execution_id = t.execution_id
+)
+SELECT count(*) FROM tree;
+
+-- name: reserve_bytes
+-- Reserve $2 bytes of an execution's results against its `stored_bytes` budget $3: granted
+-- (the new total) only while the total stays within it; `before` is the total without them.
+WITH granted AS (
+    UPDATE executions SET stored_bytes = stored_bytes + $2
+     WHERE execution_id = $1 AND stored_bytes + $2 <= $3
+    RETURNING stored_bytes
+)
+SELECT (SELECT stored_bytes FROM granted) AS granted,
+       (SELECT stored_bytes FROM executions WHERE execution_id = $1) AS before;
