@@ -40,8 +40,9 @@ workflow:
       input: {x: "{{ x }}", nap: "{{ workload.nap }}", log: "{{ workload.log }}", ex: "{{ execution_id }}"}
       code: |
         import os, time
+        # the worker runs task code in its runner processes: their parent is the worker
         with open(log, "a") as f:
-            f.write(f"{ex}/{x} {os.getpid()}\\n")
+            f.write(f"{ex}/{x} {os.getppid()}\\n")
         time.sleep(nap)
         result = x
 """
