@@ -12,6 +12,17 @@ import pytest
 from noetlc.service.testing import asgi_client, register, settings_for, wait_done
 from noetlc.stdlib_tools import isolation
 
+
+@pytest.fixture(autouse=True)
+def _inline_before() -> object:
+    """Each test starts from this process's default mode (inline), whatever a test before it
+    in the same process configured, and puts that mode back after."""
+    before = isolation.policy()
+    isolation.configure("inline")
+    yield
+    isolation.configure(before.mode, before.limits)
+
+
 PROBE = """\
 apiVersion: noetl.io/v2
 kind: Playbook
