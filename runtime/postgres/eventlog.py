@@ -20,7 +20,6 @@ from typing import Any
 
 import asyncpg
 
-from noetlc.runtime.logcheck import TERMINAL
 from noetlc.runtime.postgres.arrays import (
     ENVELOPE_NUMBERS,
     column_arrays,
@@ -34,15 +33,13 @@ from noetlc.runtime.postgres.notify import Notifications
 from noetlc.runtime.postgres.queries import q
 from noetlc.runtime.queue import JobSpec
 from noetlc.runtime.store import encode_payload as encode_json
-from noetlc.vm.protocol import ENVELOPE, Event
+from noetlc.vm.protocol import ENVELOPE, TERMINAL_NAMES, Event
 
 COPY_THRESHOLD = 64
 _TEXT_FIELDS = ("name", "source", "step", "step_run_id", "task_run_id", "parent_id", "action_id")
 # the envelope (vm/protocol.py) in column order: one definition for SQLite and PostgreSQL
 _COLUMNS = ("execution_id", "seq", *ENVELOPE, "payload")
 _NAME = ENVELOPE.index("name")  # a row's event name (rows are the envelope, then the payload)
-# the events that end an execution: nothing is appended after one (migration 0008)
-TERMINAL_NAMES = frozenset(TERMINAL)
 
 
 def _text(value: Any) -> str | None:
