@@ -102,6 +102,9 @@ def test_the_noetl_sample_runs_to_noetls_outcome() -> None:
         f"{len(by_outcome.get('rejected', []))} rejected by the compiler, "
         f"{len(by_outcome.get('skipped', []))} skipped (outside services)"
     )
+    for row in rows:
+        if row.again:
+            print(f"passed only when run again alone: {row.file} (first: {row.again})")
     unexpected = [
         f"{row.file}: {row.status}: {row.error}"
         for row in rows
