@@ -28,7 +28,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from noetlc.diagnostics.errors import UserError
+from noetlc.diagnostics.errors import ErrorKind, UserError
 
 DEFAULT_TTL = 15.0
 TTL_VARIABLE = "NOETL_LEASE_TTL"
@@ -46,6 +46,8 @@ CREATE TABLE IF NOT EXISTS owners (
 
 class OwnedError(UserError):
     """The execution is owned by a live process (NOE831): the command lines exit 4."""
+
+    kind = ErrorKind.EXECUTION
 
 
 class OwnershipLost(OwnedError):

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 import orjson
 
-from noetlc.diagnostics.errors import UserError
+from noetlc.diagnostics.errors import ErrorKind, UserError
 from noetlc.runtime.ownership import SCHEMA as OWNERS_SCHEMA
 from noetlc.runtime.ownership import Owner, OwnershipLost
 from noetlc.vm.protocol import ENVELOPE, Event
@@ -117,6 +117,8 @@ def encode_payload(value: Any) -> str:
 
 class StoreError(UserError):
     """A store cannot be opened or used; carries a stable code and a hint for the CLI."""
+
+    kind = ErrorKind.UNAVAILABLE
 
 
 class EventStore(Protocol):
