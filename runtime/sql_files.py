@@ -32,11 +32,11 @@ def parse_queries(text: str, source: str = "<sql>") -> dict[str, str]:
 
 
 def load_queries(folder: Traversable) -> dict[str, str]:
-    """Every named statement of the `.sql` files in `folder` (not its subfolders); a name is
-    unique across the files."""
+    """Every named statement of the `.sql` files in `folder` (not its subfolders, not
+    `schema.sql`); a name is unique across the files."""
     table: dict[str, str] = {}
     for entry in sorted(folder.iterdir(), key=lambda e: e.name):
-        if entry.name.endswith(".sql") and entry.is_file():
+        if entry.name.endswith(".sql") and entry.name != "schema.sql" and entry.is_file():
             for name, body in parse_queries(entry.read_text(encoding="utf-8"), entry.name).items():
                 if name in table:
                     raise ValueError(f"query {name!r} defined in two files")

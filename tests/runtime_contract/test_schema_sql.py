@@ -34,8 +34,13 @@ def describe(path: Path) -> dict[str, Any]:
                     "foreign keys": db.execute(f"PRAGMA foreign_key_list({name})").fetchall(),
                     "autoincrement": "autoincrement" in sql.lower(),
                     "indexes": sorted(
-                        (row[1], row[2], row[3], row[4])
-                        + tuple(db.execute(f"PRAGMA index_xinfo({row[1]})").fetchall())
+                        (
+                            row[1],
+                            row[2],
+                            row[3],
+                            row[4],
+                            *db.execute(f"PRAGMA index_xinfo({row[1]})"),
+                        )
                         for row in db.execute(f"PRAGMA index_list({name})")
                     ),
                 }
