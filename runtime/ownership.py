@@ -35,7 +35,6 @@ DEFAULT_TTL = 15.0
 TTL_VARIABLE = "NOETL_LEASE_TTL"
 
 
-
 class OwnedError(UserError):
     """The execution is owned by a live process (NOE831): the command lines exit 4."""
 
@@ -200,9 +199,7 @@ class Lease:
         except (OSError, sqlite3.Error):
             return
         try:
-            db.execute(
-                q("owner_release"), {"execution_id": self.execution_id, "token": self.token}
-            )
+            db.execute(q("owner_release"), {"execution_id": self.execution_id, "token": self.token})
         except sqlite3.Error:
             pass
         finally:
