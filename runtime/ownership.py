@@ -14,8 +14,8 @@ the TTL and taken over by `resume` finds another token at its next commit: it wr
 stops its actions and exits with NOE833 (exit 4), so the same iterations are never recorded
 twice. `NOETL_LEASE_TTL` (seconds, default 15) sets the TTL.
 
-In-memory stores live in one process and need no lease; distributed executions (PostgreSQL)
-are owned by servers through their own leases.
+The lease's SQL is runtime/sql/owners.sql. In-memory stores live in one process and need no
+lease; distributed executions (PostgreSQL) are owned by servers through their own leases.
 """
 
 from __future__ import annotations

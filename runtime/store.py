@@ -7,6 +7,7 @@ the execution's record (the program it runs, its workload, its status and summar
 from other processes (`cancel`, `signal`) that the running process or `resume` picks up, and
 the result store for reference-first payloads. `open_store(url)` takes `memory:`
 or `sqlite:///path/to/file.db` (the default for `noetl-vm run` is `sqlite:///.noetl/noetl.db`).
+The SQLite store's SQL is runtime/sql/store.sql; runtime/sql/schema.sql is its schema.
 """
 
 from __future__ import annotations
