@@ -4,8 +4,9 @@ A command line is a literal table of subcommands, `(command, module, one-line he
 module with `add_arguments(parser)` and `run(args) -> int`. Argument errors print NOE800 and
 exit 2. A command that cannot go on raises a `UserError` (or one of the classes below);
 `run_guarded` is the one place that prints it as `error[CODE]: message` and its hint and picks
-the exit code from its class (`exit_code_for`); our own bugs become NOE900 with the
-please-report footer (exit 70): no input produces a traceback.
+the exit code from its kind (`exit_code_for`: diagnostics/errors.py's `OUTCOMES`, the table the
+service's HTTP statuses come from too); our own bugs become NOE900 with the please-report
+footer (exit 70): no input produces a traceback.
 
 `EXIT_CODES` is the table of exit codes of both command lines; docs/cli.md shows it and a test
 keeps the two equal.
@@ -22,15 +23,15 @@ from importlib import import_module
 from types import ModuleType
 from typing import Any
 
-from noetlc.diagnostics.errors import InternalCompilerError, UserError
+from noetlc.diagnostics.errors import OUTCOMES, ErrorKind, InternalCompilerError, UserError
 from noetlc.diagnostics.extras import missing_extra
 
 EXIT_OK = 0
-EXIT_ERRORS = 1
-EXIT_USAGE = 2
+EXIT_ERRORS = OUTCOMES[ErrorKind.INPUT].exit_code
+EXIT_USAGE = OUTCOMES[ErrorKind.USAGE].exit_code
 EXIT_CANCELLED = 3
-EXIT_EXECUTION = 4
-EXIT_UNAVAILABLE = 5
+EXIT_EXECUTION = OUTCOMES[ErrorKind.EXECUTION].exit_code
+EXIT_UNAVAILABLE = OUTCOMES[ErrorKind.UNAVAILABLE].exit_code
 EXIT_INTERNAL = 70
 EXIT_INTERRUPTED = 130
 
@@ -90,37 +91,24 @@ class UsageError(UserError):
     """The command line is wrong: a bad value, an unreadable option file, an unwritable output
     (exit 2)."""
 
+    kind = ErrorKind.USAGE
+
 
 class ExecutionStateError(UserError):
     """The execution named cannot take the request: unknown, ended, or owned (exit 4)."""
+
+    kind = ErrorKind.EXECUTION
 
 
 class UnavailableError(UserError):
     """The event store or database cannot be used (exit 5)."""
 
+    kind = ErrorKind.UNAVAILABLE
+
 
 def exit_code_for(exc: UserError) -> int:
-    """The exit code of a problem the user can fix, by its class."""
-    from noetlc.runtime.credentials import CredentialKeyError
-    from noetlc.runtime.ownership import OwnedError
-    from noetlc.runtime.postgres.errors import DatabaseError
-    from noetlc.runtime.store import StoreError
-    from noetlc.stdlib_tools.keychain import KeychainError
-
-    table: list[tuple[type[UserError], int]] = [
-        (UsageError, EXIT_USAGE),
-        (KeychainError, EXIT_USAGE),
-        (CredentialKeyError, EXIT_USAGE),
-        (ExecutionStateError, EXIT_EXECUTION),
-        (OwnedError, EXIT_EXECUTION),
-        (UnavailableError, EXIT_UNAVAILABLE),
-        (StoreError, EXIT_UNAVAILABLE),
-        (DatabaseError, EXIT_UNAVAILABLE),
-    ]
-    for cls, code in table:
-        if isinstance(exc, cls):
-            return code
-    return EXIT_ERRORS
+    """The exit code of a problem the user can fix: its kind's (diagnostics/errors.py)."""
+    return exc.outcome.exit_code
 
 
 Commands = list[tuple[str, str, str]]
@@ -214,7 +202,7 @@ def run_command(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> 
 
 def run_guarded(fn: Callable[[], int]) -> int:
     """Run a command; a problem the user can fix prints `error[CODE]` and its hint (exit code
-    by its class, `exit_code_for`), our own bugs a clean report instead of a traceback."""
+    by its kind, `exit_code_for`), our own bugs a clean report instead of a traceback."""
     from noetlc.diagnostics.report import REPORT_FOOTER
 
     try:

@@ -24,12 +24,10 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from functools import cache
-from importlib import resources
 from typing import Any, Protocol
 
 from noetlc.runtime.ids import snowflake
-from noetlc.runtime.sql_files import parse_queries
+from noetlc.runtime.sql_files import q
 from noetlc.runtime.store import StoreError, ensure_sqlite_folder
 
 
@@ -89,12 +87,6 @@ class CatalogStore(Protocol):
     def close(self) -> None: ...
 
 
-@cache
-def _sqlite_queries() -> dict[str, str]:
-    text = resources.files("noetlc.runtime").joinpath("sql", "catalog_sqlite.sql").read_text()
-    return parse_queries(text, "catalog_sqlite.sql")
-
-
 def entry_record(row: Sequence[Any]) -> dict[str, Any]:
     """A catalog row (catalog_id, path, version, kind, content, payload, findings, created_at
     [, program]) as the API gives it."""
@@ -139,23 +131,24 @@ def var_record(row: Sequence[Any]) -> dict[str, Any]:
 
 
 class CatalogTables(ABC):
-    """What every catalog store does, over two primitives a backend gives: `_fetch(name,
-    *args)` (rows of a named query) and `_execute(name, *args)` (rows affected), plus
+    """What every catalog store does, over two primitives a backend gives: `_fetch(query,
+    **params)` (rows of a named query) and `_execute(query, **params)` (rows affected), plus
     `_insert_version` for the one step that needs a transaction. Both backends name their
-    statements alike and take arguments in the same order (runtime/sql/catalog_sqlite.sql,
-    runtime/postgres/sql/catalog.sql)."""
+    statements alike (runtime/sql/catalog.sql, runtime/postgres/sql/catalog.sql); SQLite binds
+    the parameters by name, PostgreSQL (asyncpg: `$1`, `$2`, ...) in the order they are passed,
+    so every call passes them in the order of the PostgreSQL statement."""
 
     @abstractmethod
-    def _fetch(self, name: str, *args: Any) -> list[Sequence[Any]]:
+    def _fetch(self, query: str, /, **params: Any) -> list[Sequence[Any]]:
         """The rows of the named statement."""
 
     @abstractmethod
-    def _execute(self, name: str, *args: Any) -> int:
+    def _execute(self, query: str, /, **params: Any) -> int:
         """Run the named statement; the rows it affected."""
 
     @abstractmethod
     def _insert_version(
-        self, path: str, key: str, row: Callable[[str, int], tuple[Any, ...]]
+        self, path: str, key: str, row: Callable[[str, int], dict[str, Any]]
     ) -> tuple[str, bool]:
         """Under the path's lock: the id of the entry holding content `key` already, or a new
         entry `row(catalog_id, version)` at the next version; and whether it is new."""
@@ -175,19 +168,19 @@ class CatalogTables(ABC):
         payload_text = json.dumps(payload, default=str)
         findings_text = json.dumps(findings, default=str)
 
-        def row(catalog_id: str, version: int) -> tuple[Any, ...]:
-            return (
-                catalog_id,
-                path,
-                version,
-                kind,
-                key,
-                content,
-                payload_text,
-                program,
-                findings_text,
-                time.time(),
-            )
+        def row(catalog_id: str, version: int) -> dict[str, Any]:
+            return {
+                "catalog_id": catalog_id,
+                "path": path,
+                "version": version,
+                "kind": kind,
+                "digest": key,
+                "content": content,
+                "payload": payload_text,
+                "program": program,
+                "findings": findings_text,
+                "created_at": time.time(),
+            }
 
         catalog_id, created = self._insert_version(path, key, row)
         found = self.entry(catalog_id=catalog_id)
@@ -195,14 +188,14 @@ class CatalogTables(ABC):
         return found, created
 
     def entries(self, kind: str | None = None, path: str | None = None) -> list[dict[str, Any]]:
-        return [entry_record(r) for r in self._fetch("catalog_entries", kind, path)]
+        return [entry_record(r) for r in self._fetch("catalog_entries", kind=kind, path=path)]
 
     def summaries(
         self, kind: str | None, path: str | None, limit: int, offset: int
     ) -> tuple[list[dict[str, Any]], int]:
         """One page of entries without their content (newest first), and how many match."""
-        rows = self._fetch("catalog_summaries", kind, path, limit, offset)
-        total = int(self._fetch("catalog_count", kind, path)[0][0])
+        rows = self._fetch("catalog_summaries", kind=kind, path=path, limit=limit, offset=offset)
+        total = int(self._fetch("catalog_count", kind=kind, path=path)[0][0])
         page = [
             {
                 "catalog_id": str(r[0]),
@@ -220,19 +213,19 @@ class CatalogTables(ABC):
     def delete_entry(self, catalog_id: str) -> bool:
         """Delete one version. Executions keep the program they ran (it is stored with each
         execution), and their origin still names the deleted version."""
-        return self._execute("catalog_delete_entry", str(catalog_id)) > 0
+        return self._execute("catalog_delete_entry", catalog_id=str(catalog_id)) > 0
 
     def delete_path(self, path: str) -> int:
         """Delete every version of a path; how many there were."""
-        return self._execute("catalog_delete_path", path)
+        return self._execute("catalog_delete_path", path=path)
 
     def entry(
         self, path: str | None = None, version: int | None = None, catalog_id: str | None = None
     ) -> dict[str, Any] | None:
         if catalog_id is not None:
-            rows = self._fetch("catalog_entry_by_id", str(catalog_id))
+            rows = self._fetch("catalog_entry_by_id", catalog_id=str(catalog_id))
         else:
-            rows = self._fetch("catalog_entry_by_path", path, version)
+            rows = self._fetch("catalog_entry_by_path", path=path, version=version)
         return entry_record(rows[0]) if rows else None
 
     # ------------------------------------------------------------------ credentials
@@ -249,15 +242,15 @@ class CatalogTables(ABC):
         now = time.time()
         self._execute(
             "credential_upsert",
-            snowflake(),
-            name,
-            type_,
-            data,
-            None if meta is None else json.dumps(meta, default=str),
-            json.dumps(tags),
-            description,
-            now,
-            now,
+            id=snowflake(),
+            name=name,
+            type=type_,
+            data=data,
+            meta=None if meta is None else json.dumps(meta, default=str),
+            tags=json.dumps(tags),
+            description=description,
+            created_at=now,
+            updated_at=now,
         )
         found = self.credential(name)
         assert found is not None
@@ -265,34 +258,34 @@ class CatalogTables(ABC):
 
     def credentials(self, type_: str | None = None, q: str | None = None) -> list[dict[str, Any]]:
         like = None if not q else f"%{q.lower()}%"
-        return [credential_record(r) for r in self._fetch("credential_list", type_, like)]
+        return [credential_record(r) for r in self._fetch("credential_list", type=type_, like=like)]
 
     def credential(self, key: str) -> dict[str, Any] | None:
-        rows = self._fetch("credential_by_id" if key.isdigit() else "credential_by_name", key)
-        if not rows and key.isdigit():  # a name made of digits
-            rows = self._fetch("credential_by_name", key)
+        rows = self._fetch("credential_by_id", id=key) if key.isdigit() else []
+        if not rows:  # a name, or a name made of digits
+            rows = self._fetch("credential_by_name", name=key)
         return credential_record(rows[0]) if rows else None
 
     def delete_credential(self, key: str) -> dict[str, Any] | None:
         found = self.credential(key)
         if found is not None:
-            self._execute("credential_delete", found["id"])
+            self._execute("credential_delete", id=found["id"])
         return found
 
     def record_read(self, credential: dict[str, Any], who: str, execution_id: str | None) -> None:
         self._execute(
             "credential_record_read",
-            credential["id"],
-            credential["name"],
-            who,
-            execution_id,
-            time.time(),
+            credential_id=credential["id"],
+            name=credential["name"],
+            who=who,
+            execution_id=execution_id,
+            ts=time.time(),
         )
 
     def reads(self, name: str) -> list[dict[str, Any]]:
         return [
             {"credential_id": r[0], "name": r[1], "who": r[2], "execution_id": r[3], "ts": r[4]}
-            for r in self._fetch("credential_reads", name)
+            for r in self._fetch("credential_reads", name=name)
         ]
 
     # ------------------------------------------------------------------ variables
@@ -304,35 +297,41 @@ class CatalogTables(ABC):
         for name, value in values.items():
             self._execute(
                 "var_set",
-                execution_id,
-                name,
-                json.dumps(value, default=str),
-                var_type,
-                source_step,
-                now,
+                execution_id=execution_id,
+                name=name,
+                value=json.dumps(value, default=str),
+                type=var_type,
+                source_step=source_step,
+                created_at=now,
             )
         return list(values)
 
     def vars(self, execution_id: str) -> dict[str, dict[str, Any]]:
-        return {r[0]: var_record(r) for r in self._fetch("var_list", execution_id)}
+        return {r[0]: var_record(r) for r in self._fetch("var_list", execution_id=execution_id)}
 
     def var(self, execution_id: str, name: str) -> dict[str, Any] | None:
         """A variable's record, counting the read."""
-        rows = self._fetch("var_touch", execution_id, name, time.time())
+        rows = self._fetch("var_touch", execution_id=execution_id, name=name, now=time.time())
         return var_record(rows[0]) if rows else None
 
     def delete_var(self, execution_id: str, name: str) -> bool:
-        return self._execute("var_delete", execution_id, name) > 0
+        return self._execute("var_delete", execution_id=execution_id, name=name) > 0
 
     def delete_vars(self, execution_id: str) -> int:
-        return self._execute("var_delete_all", execution_id)
+        return self._execute("var_delete_all", execution_id=execution_id)
 
     # ------------------------------------------------------------------ origins
 
     def record_origin(
         self, execution_id: str, catalog_id: str | None, path: str | None, version: int | None
     ) -> None:
-        self._execute("origin_record", execution_id, catalog_id, path, version)
+        self._execute(
+            "origin_record",
+            execution_id=execution_id,
+            catalog_id=catalog_id,
+            path=path,
+            version=version,
+        )
 
     def origins(self) -> dict[str, dict[str, Any]]:
         return {
@@ -342,7 +341,7 @@ class CatalogTables(ABC):
 
     def origin(self, execution_id: str) -> dict[str, Any] | None:
         """The catalog entry an execution started through the API ran, or None."""
-        rows = self._fetch("origin_one", execution_id)
+        rows = self._fetch("origin_one", execution_id=execution_id)
         if not rows:
             return None
         return {"catalog_id": rows[0][1], "path": rows[0][2], "version": rows[0][3]}
@@ -368,35 +367,36 @@ class SQLiteCatalog(CatalogTables):
             self._db.execute("PRAGMA busy_timeout=5000")
             if path != ":memory:":
                 self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.executescript(_sqlite_queries()["schema"])
+            self._db.executescript(q("catalog_schema"))
         except (OSError, sqlite3.Error) as exc:
             raise StoreError(
                 "NOE803",
                 f"cannot open the catalog in {path}: {exc}",
                 "check the path and its permissions",
             ) from None
-        self._q = _sqlite_queries()
 
-    def _fetch(self, name: str, *args: Any) -> list[Sequence[Any]]:
+    def _fetch(self, query: str, /, **params: Any) -> list[Sequence[Any]]:
         with self._lock:
-            return list(self._db.execute(self._q[name], args))
+            return list(self._db.execute(q(query), params))
 
-    def _execute(self, name: str, *args: Any) -> int:
+    def _execute(self, query: str, /, **params: Any) -> int:
         with self._lock:
-            return self._db.execute(self._q[name], args).rowcount
+            return self._db.execute(q(query), params).rowcount
 
     def _insert_version(
-        self, path: str, key: str, row: Callable[[str, int], tuple[Any, ...]]
+        self, path: str, key: str, row: Callable[[str, int], dict[str, Any]]
     ) -> tuple[str, bool]:
         with self._lock:
             db = self._db
             db.execute("BEGIN IMMEDIATE")  # versions of one path are assigned under the lock
             try:
-                same = db.execute(self._q["catalog_same_content"], (path, key)).fetchone()
+                same = db.execute(
+                    q("catalog_same_content"), {"path": path, "digest": key}
+                ).fetchone()
                 if same is None:
-                    (version,) = db.execute(self._q["catalog_next_version"], (path,)).fetchone()
+                    (version,) = db.execute(q("catalog_next_version"), {"path": path}).fetchone()
                     catalog_id = snowflake()
-                    db.execute(self._q["catalog_insert"], row(catalog_id, version))
+                    db.execute(q("catalog_insert"), row(catalog_id, version))
                 else:
                     catalog_id = same[0]
                 db.execute("COMMIT")

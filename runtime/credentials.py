@@ -19,13 +19,15 @@ import secrets
 from pathlib import Path
 from typing import Any
 
-from noetlc.diagnostics.errors import UserError
+from noetlc.diagnostics.errors import ErrorKind, UserError
 
 KEY_ENV = "NOETL_CREDENTIAL_KEY"
 
 
 class CredentialKeyError(UserError):
     """No usable credential key (NOE874)."""
+
+    kind = ErrorKind.USAGE
 
 
 def new_key() -> str:

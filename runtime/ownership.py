@@ -14,8 +14,8 @@ the TTL and taken over by `resume` finds another token at its next commit: it wr
 stops its actions and exits with NOE833 (exit 4), so the same iterations are never recorded
 twice. `NOETL_LEASE_TTL` (seconds, default 15) sets the TTL.
 
-In-memory stores live in one process and need no lease; distributed executions (PostgreSQL)
-are owned by servers through their own leases.
+The lease's SQL is runtime/sql/owners.sql. In-memory stores live in one process and need no
+lease; distributed executions (PostgreSQL) are owned by servers through their own leases.
 """
 
 from __future__ import annotations
@@ -28,24 +28,17 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from noetlc.diagnostics.errors import UserError
+from noetlc.diagnostics.errors import ErrorKind, UserError
+from noetlc.runtime.sql_files import q
 
 DEFAULT_TTL = 15.0
 TTL_VARIABLE = "NOETL_LEASE_TTL"
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS owners (
-    execution_id TEXT PRIMARY KEY,
-    pid INTEGER NOT NULL,
-    host TEXT NOT NULL,
-    token TEXT NOT NULL,
-    renewed_at REAL NOT NULL
-)
-"""
-
 
 class OwnedError(UserError):
     """The execution is owned by a live process (NOE831): the command lines exit 4."""
+
+    kind = ErrorKind.EXECUTION
 
 
 class OwnershipLost(OwnedError):
@@ -125,17 +118,14 @@ class Lease:
         Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         db = sqlite3.connect(self.path, isolation_level=None, timeout=5.0)
         db.execute("PRAGMA busy_timeout=5000")
-        db.execute(SCHEMA)
+        db.execute(q("owners_schema"))
         return db
 
     def owner(self) -> Owner | None:
         """The recorded owner of the execution (alive or not), if any."""
         db = self._connect()
         try:
-            row = db.execute(
-                "SELECT pid, host, renewed_at FROM owners WHERE execution_id = ?",
-                (self.execution_id,),
-            ).fetchone()
+            row = db.execute(q("owner_of"), {"execution_id": self.execution_id}).fetchone()
         finally:
             db.close()
         return None if row is None else Owner(int(row[0]), str(row[1]), float(row[2]))
@@ -146,10 +136,7 @@ class Lease:
         db = self._connect()
         try:
             db.execute("BEGIN IMMEDIATE")
-            row = db.execute(
-                "SELECT pid, host, renewed_at FROM owners WHERE execution_id = ?",
-                (self.execution_id,),
-            ).fetchone()
+            row = db.execute(q("owner_of"), {"execution_id": self.execution_id}).fetchone()
             now = time.time()
             if row is not None:
                 current = Owner(int(row[0]), str(row[1]), float(row[2]))
@@ -163,9 +150,14 @@ class Lease:
                         " asks it to cancel)",
                     )
             db.execute(
-                "INSERT OR REPLACE INTO owners (execution_id, pid, host, token, renewed_at)"
-                " VALUES (?, ?, ?, ?, ?)",
-                (self.execution_id, os.getpid(), socket.gethostname(), self.token, now),
+                q("owner_claim"),
+                {
+                    "execution_id": self.execution_id,
+                    "pid": os.getpid(),
+                    "host": socket.gethostname(),
+                    "token": self.token,
+                    "renewed_at": now,
+                },
             )
             db.execute("COMMIT")
         finally:
@@ -184,8 +176,12 @@ class Lease:
         try:
             while not self._stop.wait(self.ttl / 3):
                 db.execute(
-                    "UPDATE owners SET renewed_at = ? WHERE execution_id = ? AND token = ?",
-                    (time.time(), self.execution_id, self.token),
+                    q("owner_renew"),
+                    {
+                        "renewed_at": time.time(),
+                        "execution_id": self.execution_id,
+                        "token": self.token,
+                    },
                 )
         except sqlite3.Error:
             pass  # the store went away: the lease lapses, which is what it is for
@@ -203,10 +199,7 @@ class Lease:
         except (OSError, sqlite3.Error):
             return
         try:
-            db.execute(
-                "DELETE FROM owners WHERE execution_id = ? AND token = ?",
-                (self.execution_id, self.token),
-            )
+            db.execute(q("owner_release"), {"execution_id": self.execution_id, "token": self.token})
         except sqlite3.Error:
             pass
         finally:

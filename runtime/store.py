@@ -7,6 +7,7 @@ the execution's record (the program it runs, its workload, its status and summar
 from other processes (`cancel`, `signal`) that the running process or `resume` picks up, and
 the result store for reference-first payloads. `open_store(url)` takes `memory:`
 or `sqlite:///path/to/file.db` (the default for `noetl-vm run` is `sqlite:///.noetl/noetl.db`).
+The SQLite store's SQL is runtime/sql/store.sql; runtime/sql/schema.sql is its schema.
 """
 
 from __future__ import annotations
@@ -23,9 +24,9 @@ from typing import Any, Protocol
 
 import orjson
 
-from noetlc.diagnostics.errors import UserError
-from noetlc.runtime.ownership import SCHEMA as OWNERS_SCHEMA
+from noetlc.diagnostics.errors import ErrorKind, UserError
 from noetlc.runtime.ownership import Owner, OwnershipLost
+from noetlc.runtime.sql_files import q
 from noetlc.vm.protocol import ENVELOPE, Event
 
 # what `append` takes: the protocol's events (records, dicts with the envelope's fields, are
@@ -34,62 +35,8 @@ Appendable = Sequence[Event | Mapping[str, Any]]
 
 DEFAULT_URL = "sqlite:///.noetl/noetl.db"
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS executions (
-    execution_id TEXT PRIMARY KEY,
-    playbook TEXT NOT NULL,
-    status TEXT NOT NULL,
-    created_at REAL NOT NULL,
-    finished_at REAL,
-    summary TEXT,
-    program BLOB,
-    workload TEXT,
-    parent_id TEXT
-);
-CREATE TABLE IF NOT EXISTS events (
-    execution_id TEXT NOT NULL,
-    seq INTEGER NOT NULL,
-    event_id TEXT NOT NULL UNIQUE,
-    ts REAL NOT NULL,
-    name TEXT NOT NULL,
-    source TEXT,
-    step TEXT,
-    step_run_id TEXT,
-    task_run_id TEXT,
-    iteration INTEGER,
-    attempt INTEGER,
-    parent_id TEXT,
-    action_id TEXT,
-    pc INTEGER,
-    payload TEXT NOT NULL,
-    PRIMARY KEY (execution_id, seq)
-);
-CREATE TABLE IF NOT EXISTS requests (
-    request_id INTEGER PRIMARY KEY AUTOINCREMENT,
-    execution_id TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    name TEXT,
-    data TEXT,
-    ts REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS results (
-    key TEXT PRIMARY KEY,
-    data BLOB NOT NULL
-);
-CREATE TABLE IF NOT EXISTS logs (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    execution_id TEXT NOT NULL,
-    ts REAL NOT NULL,
-    step TEXT,
-    iteration INTEGER,
-    task TEXT,
-    attempt INTEGER,
-    action_id TEXT,
-    stream TEXT NOT NULL,
-    text TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS logs_by_execution ON logs (execution_id, seq);
-"""
+# The SQL of the SQLite store: runtime/sql/store.sql and owners.sql (named statements,
+# parameters by name but for the hot `event_insert`); runtime/sql/schema.sql is the schema.
 SCHEMA_VERSION = 3
 # the task-log columns after (seq, execution_id), as rows (runtime/logs.py) name them
 LOG_COLUMNS = ("ts", "step", "iteration", "task", "attempt", "action_id", "stream", "text")
@@ -117,6 +64,8 @@ def encode_payload(value: Any) -> str:
 
 class StoreError(UserError):
     """A store cannot be opened or used; carries a stable code and a hint for the CLI."""
+
+    kind = ErrorKind.UNAVAILABLE
 
 
 class EventStore(Protocol):
@@ -351,6 +300,11 @@ def private_file(path: str) -> None:
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
 
 
+_LAST_SEQ = q("event_last_seq")
+_EVENT_READ = q("event_read")
+_OWNER_LEASE = q("owner_lease")
+
+
 class SQLiteStore:
     def __init__(self, path: str) -> None:
         self.path = path
@@ -376,7 +330,7 @@ class SQLiteStore:
         (version,) = self._db.execute("PRAGMA user_version").fetchone()
         if version >= SCHEMA_VERSION:
             return
-        self._db.executescript(_SCHEMA)
+        self._db.executescript(q("store_schema"))
         # a store written by an earlier noetlc: add the columns it lacks (nothing is lost)
         for table, columns in (
             ("executions", ("program BLOB", "workload TEXT", "parent_id TEXT")),
@@ -393,7 +347,7 @@ class SQLiteStore:
         (runtime/ownership.py) still holding `token`: checked inside the write transaction, so
         a process that lost its execution to `resume` commits nothing more (OwnershipLost).
         A child execution's store is fenced by its root's lease (`sibling`)."""
-        self._db.execute(OWNERS_SCHEMA)
+        self._db.execute(q("owners_schema"))
         self._fence = (owned, token)
 
     def sibling(self) -> SQLiteStore:
@@ -407,14 +361,12 @@ class SQLiteStore:
         if self._fence is None:
             return
         owned, token = self._fence
-        row = self._db.execute(
-            "SELECT token, pid, host, renewed_at FROM owners WHERE execution_id = ?", (owned,)
-        ).fetchone()
+        row = self._db.execute(_OWNER_LEASE, {"execution_id": owned}).fetchone()
         if row is None or row[0] != token:
             owner = None if row is None else Owner(int(row[1]), str(row[2]), float(row[3]))
             raise OwnershipLost(owned, owner)
 
-    def _write(self, sql: str, params: Sequence[Any]) -> sqlite3.Cursor:
+    def _write(self, sql: str, params: Mapping[str, Any]) -> sqlite3.Cursor:
         """One statement in its own transaction, under the fence."""
         db = self._db
         with self._lock:
@@ -440,16 +392,15 @@ class SQLiteStore:
         parent_id: str | None = None,
     ) -> None:
         self._write(
-            "INSERT OR IGNORE INTO executions (execution_id, playbook, status, created_at,"
-            " program, workload, parent_id) VALUES (?, ?, 'running', ?, ?, ?, ?)",
-            (
-                execution_id,
-                playbook,
-                time.time(),
-                program,
-                None if workload is None else json.dumps(workload, default=str),
-                parent_id,
-            ),
+            q("execution_create"),
+            {
+                "execution_id": execution_id,
+                "playbook": playbook,
+                "created_at": time.time(),
+                "program": program,
+                "workload": None if workload is None else json.dumps(workload, default=str),
+                "parent_id": parent_id,
+            },
         )
 
     def append(self, execution_id: str, events: Appendable) -> int:
@@ -461,9 +412,7 @@ class SQLiteStore:
         if last is None:
             # this store's first append to the execution: guess the last seq without the lock
             # (a writer appending in between makes (execution_id, seq) collide: careful path)
-            (last,) = db.execute(
-                "SELECT COALESCE(MAX(seq), 0) FROM events WHERE execution_id = ?", (execution_id,)
-            ).fetchone()
+            (last,) = db.execute(_LAST_SEQ, {"execution_id": execution_id}).fetchone()
         # fast path: these ids are new and nobody appended since `last`; the constraints check it
         rows = self._rows(execution_id, batch, last, set())
         try:
@@ -477,19 +426,9 @@ class SQLiteStore:
         db.execute("BEGIN IMMEDIATE")  # the write lock: seq is assigned under it
         try:
             self._check_fence()
-            (last,) = db.execute(
-                "SELECT COALESCE(MAX(seq), 0) FROM events WHERE execution_id = ?", (execution_id,)
-            ).fetchone()
-            ids = [str(e.event_id) for e in batch]
-            known = {
-                r[0]
-                for chunk in range(0, len(ids), 500)
-                for r in db.execute(
-                    "SELECT event_id FROM events WHERE event_id IN"
-                    f" ({','.join('?' * len(ids[chunk : chunk + 500]))})",
-                    ids[chunk : chunk + 500],
-                )
-            }
+            (last,) = db.execute(_LAST_SEQ, {"execution_id": execution_id}).fetchone()
+            ids = json.dumps([str(e.event_id) for e in batch])
+            known = {r[0] for r in db.execute(q("event_ids_known"), {"event_ids": ids})}
             rows = self._rows(execution_id, batch, last, known)
             db.executemany(self._INSERT, rows)
             db.execute("COMMIT")
@@ -501,7 +440,7 @@ class SQLiteStore:
         self._last_seq[execution_id] = last + len(rows)
         return len(rows)
 
-    _INSERT = f"INSERT INTO events VALUES ({','.join('?' * (len(ENVELOPE) + 3))})"
+    _INSERT = q("event_insert")  # by position: the hot path (runtime/sql/store.sql)
 
     def _insert(self, rows: list[tuple[Any, ...]]) -> None:
         db = self._db
@@ -568,15 +507,18 @@ class SQLiteStore:
 
     def finish_execution(self, execution_id: str, status: str, summary: dict[str, Any]) -> None:
         self._write(
-            "UPDATE executions SET status = ?, finished_at = ?, summary = ? WHERE execution_id = ?",
-            (status, time.time(), json.dumps(summary, default=str), execution_id),
+            q("execution_finish"),
+            {
+                "status": status,
+                "finished_at": time.time(),
+                "summary": json.dumps(summary, default=str),
+                "execution_id": execution_id,
+            },
         )
 
     def read(self, execution_id: str, after_seq: int = 0) -> list[dict[str, Any]]:
         cursor = self._db.execute(
-            f"SELECT seq, {', '.join(ENVELOPE)}, payload FROM events"
-            " WHERE execution_id = ? AND seq > ? ORDER BY seq",
-            (execution_id, after_seq),
+            _EVENT_READ, {"execution_id": execution_id, "after_seq": after_seq}
         )
         out = []
         for row in cursor:
@@ -588,10 +530,6 @@ class SQLiteStore:
             event["payload"] = json.loads(row[-1])
             out.append(event)
         return out
-
-    _EXECUTION_COLUMNS = (
-        "execution_id, playbook, status, created_at, finished_at, summary, workload, parent_id"
-    )
 
     def _execution_row(self, r: tuple[Any, ...]) -> dict[str, Any]:
         return {
@@ -606,16 +544,11 @@ class SQLiteStore:
         }
 
     def executions(self) -> list[dict[str, Any]]:
-        cursor = self._db.execute(
-            f"SELECT {self._EXECUTION_COLUMNS} FROM executions ORDER BY created_at"
-        )
+        cursor = self._db.execute(q("execution_list"))
         return [self._execution_row(r) for r in cursor]
 
     def execution(self, execution_id: str) -> dict[str, Any] | None:
-        row = self._db.execute(
-            f"SELECT {self._EXECUTION_COLUMNS}, program FROM executions WHERE execution_id = ?",
-            (execution_id,),
-        ).fetchone()
+        row = self._db.execute(q("execution_one"), {"execution_id": execution_id}).fetchone()
         if row is None:
             return None
         record = self._execution_row(row)
@@ -627,16 +560,20 @@ class SQLiteStore:
     ) -> int:
         with self._lock:
             cursor = self._db.execute(
-                "INSERT INTO requests (execution_id, kind, name, data, ts) VALUES (?, ?, ?, ?, ?)",
-                (execution_id, kind, name, json.dumps(data, default=str), time.time()),
+                q("request_add"),
+                {
+                    "execution_id": execution_id,
+                    "kind": kind,
+                    "name": name,
+                    "data": json.dumps(data, default=str),
+                    "ts": time.time(),
+                },
             )
         return int(cursor.lastrowid or 0)
 
     def requests(self, execution_id: str, after_id: int = 0) -> list[dict[str, Any]]:
         cursor = self._db.execute(
-            "SELECT request_id, kind, name, data, ts FROM requests"
-            " WHERE execution_id = ? AND request_id > ? ORDER BY request_id",
-            (execution_id, after_id),
+            q("request_list"), {"execution_id": execution_id, "after_id": after_id}
         )
         return [
             {
@@ -651,17 +588,16 @@ class SQLiteStore:
         ]
 
     def put_result(self, key: str, data: bytes) -> None:
-        self._write("INSERT OR IGNORE INTO results (key, data) VALUES (?, ?)", (key, data))
+        self._write(q("result_put"), {"key": key, "data": data})
 
     def get_result(self, key: str) -> bytes | None:
-        row = self._db.execute("SELECT data FROM results WHERE key = ?", (key,)).fetchone()
+        row = self._db.execute(q("result_get"), {"key": key}).fetchone()
         return None if row is None else bytes(row[0])
 
     def append_logs(self, execution_id: str, rows: list[dict[str, Any]]) -> None:
         self._db.executemany(
-            f"INSERT INTO logs (execution_id, {', '.join(LOG_COLUMNS)})"
-            f" VALUES (?{', ?' * len(LOG_COLUMNS)})",
-            [(execution_id, *(r.get(c) for c in LOG_COLUMNS)) for r in rows],
+            q("log_append"),
+            [{"execution_id": execution_id, **{c: r.get(c) for c in LOG_COLUMNS}} for r in rows],
         )
 
     def read_logs(
@@ -672,14 +608,15 @@ class SQLiteStore:
         iteration: int | None = None,
         limit: int = 1000,
     ) -> list[dict[str, Any]]:
-        where, params = "execution_id = ? AND seq > ?", [execution_id, after]
-        if step is not None:
-            where, params = where + " AND step = ?", [*params, step]
-        if iteration is not None:
-            where, params = where + " AND iteration = ?", [*params, iteration]
         cursor = self._db.execute(
-            f"SELECT seq, {', '.join(LOG_COLUMNS)} FROM logs WHERE {where} ORDER BY seq LIMIT ?",
-            (*params, limit),
+            q("log_read"),
+            {
+                "execution_id": execution_id,
+                "after": after,
+                "step": step,
+                "iteration": iteration,
+                "limit": limit,
+            },
         )
         return [dict(zip(("seq", *LOG_COLUMNS), r, strict=True)) for r in cursor]
 

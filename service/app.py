@@ -8,7 +8,9 @@ Access (service/guard.py): the Host and Origin checks, then, with a token set, e
 (or `x-session-token: TOKEN`, which NoETL clients also send; only the event stream may pass
 `?token=`); otherwise 401 NOE870; then the body limit and strict JSON. Errors are
 JSON with a stable code (service/errors.py); a request the schema refuses is 422 NOE872; an
-unknown route 404 NOE871; a bug 500 NOE900 without a trace.
+unknown route 404 NOE871; a user error raised below the routes the status of its kind
+(`http_status_for`: the table the command lines' exit codes come from too); a bug 500 NOE900
+without a trace.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from noetlc import __version__
+from noetlc.diagnostics.errors import OUTCOMES, ErrorKind, UserError
 from noetlc.service import (
     routes_catalog,
     routes_console,
@@ -84,7 +87,7 @@ def create_app(settings: Settings, service: Service | None = None) -> FastAPI:
         if isinstance(code, str) and code.startswith("NOE"):  # a user error from below
             return JSONResponse(
                 {"detail": str(exc), "code": code, "hint": getattr(exc, "hint", None)},
-                status_code=400,
+                status_code=http_status_for(exc),
             )
         return JSONResponse(
             {"detail": f"internal error: {type(exc).__name__}: {exc}", "code": "NOE900"},
@@ -102,6 +105,13 @@ def create_app(settings: Settings, service: Service | None = None) -> FastAPI:
         app.include_router(module.router)
     _mount_console(app)
     return app
+
+
+def http_status_for(exc: Exception) -> int:
+    """The status of a user error raised below the routes: its kind's (diagnostics/errors.py);
+    anything else carrying a NOE code is an input error."""
+    kind = exc.kind if isinstance(exc, UserError) else ErrorKind.INPUT
+    return OUTCOMES[kind].http_status
 
 
 def allowed_methods(app: FastAPI, path: str) -> list[str]:

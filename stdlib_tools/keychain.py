@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from noetlc.diagnostics.errors import UserError
+from noetlc.diagnostics.errors import ErrorKind, UserError
 
 DEFAULT_FILE = Path(".noetl") / "keychain.yaml"
 ENV_PREFIX = "NOETL_KEYCHAIN_"
@@ -42,6 +42,8 @@ MIN_NUMBER = 6  # characters of a secret number's text (`98765` is not masked, `
 
 class KeychainError(UserError):
     """A user-fixable keychain problem with a stable NOE8xx code and a hint."""
+
+    kind = ErrorKind.USAGE
 
 
 def env_var(name: str) -> str:

@@ -53,16 +53,17 @@ class PostgresCatalog(CatalogTables):
 
         return asyncio.run_coroutine_threadsafe(run(), self._loop).result()
 
-    def _fetch(self, name: str, *args: Any) -> list[Sequence[Any]]:
-        rows = self._call(lambda: self._pool.fetch(q(name), *args))
+    # the parameters bind by position ($1, $2, ...): the callers pass them in that order
+    def _fetch(self, query: str, /, **params: Any) -> list[Sequence[Any]]:
+        rows = self._call(lambda: self._pool.fetch(q(query), *params.values()))
         return [tuple(r) for r in rows]
 
-    def _execute(self, name: str, *args: Any) -> int:
-        status: str = self._call(lambda: self._pool.execute(q(name), *args))
+    def _execute(self, query: str, /, **params: Any) -> int:
+        status: str = self._call(lambda: self._pool.execute(q(query), *params.values()))
         return int(status.rsplit(" ", 1)[-1]) if status[-1:].isdigit() else 0
 
     def _insert_version(
-        self, path: str, key: str, row: Callable[[str, int], tuple[Any, ...]]
+        self, path: str, key: str, row: Callable[[str, int], dict[str, Any]]
     ) -> tuple[str, bool]:
         async def run() -> tuple[str, bool]:
             async with self._pool.acquire() as conn, conn.transaction():
@@ -73,7 +74,7 @@ class PostgresCatalog(CatalogTables):
                     return str(same), False
                 version = await conn.fetchval(q("catalog_next_version"), path)
                 catalog_id = snowflake()
-                await conn.execute(q("catalog_insert"), *row(catalog_id, version))
+                await conn.execute(q("catalog_insert"), *row(catalog_id, version).values())
                 return catalog_id, True
 
         return self._call(run)

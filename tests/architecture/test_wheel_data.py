@@ -124,7 +124,7 @@ def test_the_scan_finds_the_files_we_know_the_code_reads() -> None:
     for path in (
         "noetlc/runtime/postgres/sql/queue.sql",
         "noetlc/runtime/postgres/sql/migrations/0001_init.sql",
-        "noetlc/runtime/sql/catalog_sqlite.sql",
+        "noetlc/runtime/sql/store.sql",
         "noetlc/service/static/index.html",
         "noetlc/ir/net_text.lark",
     ):

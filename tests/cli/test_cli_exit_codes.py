@@ -199,3 +199,38 @@ def test_the_default_store_url_is_the_runtime_default() -> None:
     from noetlc.cli.vm_commands.history import DEFAULT_URL as CLI_DEFAULT
 
     assert CLI_DEFAULT == DEFAULT_URL
+
+
+# every user-error class with its own outcome: (class, exit code, HTTP status of the service)
+KINDS_OF_CLASSES: list[tuple[str, int, int]] = [
+    ("noetlc.diagnostics.errors:UserError", 1, 400),
+    ("noetlc.cli.common:UsageError", 2, 400),
+    ("noetlc.stdlib_tools.keychain:KeychainError", 2, 400),
+    ("noetlc.runtime.credentials:CredentialKeyError", 2, 400),
+    ("noetlc.cli.common:ExecutionStateError", 4, 400),
+    ("noetlc.runtime.ownership:OwnedError", 4, 400),
+    ("noetlc.cli.common:UnavailableError", 5, 400),
+    ("noetlc.runtime.store:StoreError", 5, 400),
+    ("noetlc.runtime.postgres.errors:DatabaseError", 5, 400),
+]
+
+
+@pytest.mark.parametrize(("where", "exit_code", "status"), KINDS_OF_CLASSES)
+def test_one_kind_gives_the_exit_code_and_the_http_status(
+    where: str, exit_code: int, status: int
+) -> None:
+    """Both front ends read the error's kind (diagnostics/errors.py's OUTCOMES)."""
+    from importlib import import_module
+
+    from noetlc.cli.common import exit_code_for
+    from noetlc.service.app import http_status_for
+
+    module, name = where.split(":")
+    error = getattr(import_module(module), name)("NOE803", "problem", None)
+    assert (exit_code_for(error), http_status_for(error)) == (exit_code, status)
+
+
+def test_every_kind_has_a_row_in_the_exit_code_table() -> None:
+    from noetlc.diagnostics.errors import OUTCOMES
+
+    assert {o.exit_code for o in OUTCOMES.values()} <= {code for code, _ in EXIT_CODES}
