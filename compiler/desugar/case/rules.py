@@ -1,4 +1,4 @@
-"""The rule-level helpers of the legacy `case` rewrite (`case.py`): reading a rule's
+"""The rule-level helpers of the legacy `case` rewrite (`block.py`): reading a rule's
 condition, event and actions, and rewriting a condition for where it is evaluated (an arc, a
 task policy, a `step.enter` admission, an inclusive-rules gate)."""
 
