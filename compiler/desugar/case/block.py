@@ -103,7 +103,10 @@ from noetlc.compiler.shapes import (
 )
 from noetlc.compiler.ynodes import YMap, YNode, YScalar, YSeq
 from noetlc.diagnostics.report import Reporter, Span
+from noetlc.ir.events import LOOP_DONE, LegacyEventName, legacy_aliases
 
+_CALL_DONE = LegacyEventName.CALL_DONE.value
+_CALL_ERROR = LegacyEventName.CALL_ERROR.value
 _ROUTE_ACTIONS = {"next", "step"}
 _UNSUPPORTED = {"pipe", "catch", "finally"}
 _KNOWN = {
@@ -170,7 +173,7 @@ def _step(step: YMap, reporter: Reporter) -> YMap | None:
         call=call_default,
         taken=taken | {call_default},
         arc_names={"result": name, "response": name, "error": "event.data.error", "this": name},
-        arc_strings={"step.exit": done, "call.done": done, "call.error": "step.failed"},
+        arc_strings=legacy_aliases(done),
     )  # fmt: skip
     # Whatever the `case_mode` and `next_policy`, the first `next` reached wins the routing
     # (NoETL's winner rule; `end_step` also suppresses the other branches, `break_chain` and
@@ -405,11 +408,11 @@ def _rule(
         and not fork_entries
         and (task_then or writes or inline or result)
     ):
-        event = "call.done"  # a rule that only acts on the call runs after each call
+        event = _CALL_DONE  # a rule that only acts on the call runs after each call
     if inline or result:
         at = result[1] if result is not None else inline[0][2]
-        if event != "call.done" and not (event == "call.error" and result is None):
-            when = "after a failed call" if event == "call.error" else "after the step ended"
+        if event != _CALL_DONE and not (event == _CALL_ERROR and result is None):
+            when = "after a failed call" if event == _CALL_ERROR else "after the step ended"
             what = f"`{inline[0][0]}`" if inline else "`result`"
             _refuse(
                 reporter,
@@ -423,8 +426,8 @@ def _rule(
             _refuse(reporter, f"a task run by a rule of step `{name}` that retries or skips", at)
             inline, result = [], None
     if (
-        event == "call.done"
-        and state.done == "loop.done"
+        event == _CALL_DONE
+        and state.done == LOOP_DONE
         and next_entries
         and not (task_then or inline or result or fork_entries)
     ):
@@ -444,10 +447,10 @@ def _rule(
             state.arcs.append(arc.with_item("when", YScalar(next_action.flag_guard([flag]), span)))
         state.case_guards.append(next_action.flag_guard([flag])[2:-2].strip())
         return
-    task_level = event in ("call.done", "call.error") and (
+    task_level = event in (_CALL_DONE, _CALL_ERROR) and (
         task_then or inline or result or (writes and not next_entries and not fork_entries)
     )
-    if task_level and state.inclusive and event == "call.done" and not task_then and not result:
+    if task_level and state.inclusive and event == _CALL_DONE and not task_then and not result:
         # inclusive: run in rule order after the call with the other matching rules (`_gates`)
         state.gated.append((condition, list(writes), list(inline), span))
         writes = []
@@ -461,7 +464,7 @@ def _rule(
             # (its arcs on `step.failed` route it)
             ends = (
                 {**then, "do": "fail"}
-                if event == "call.error" and then["do"] == "continue"
+                if event == _CALL_ERROR and then["do"] == "continue"
                 else then
             )
             first = _chain(state, inline, result, ends, span, reporter)

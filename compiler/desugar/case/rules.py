@@ -10,6 +10,7 @@ from typing import Any
 from noetlc.compiler.desugar.common import guard_body, rewrite_expression
 from noetlc.compiler.ynodes import YMap, YNode, YScalar, YSeq
 from noetlc.diagnostics.report import Reporter, Span
+from noetlc.ir.events import LegacyEventName
 
 EVENT = re.compile(
     r"""event\.name\s*==\s*(['"])(call\.done|call\.error|step\.exit|step\.enter)\1"""
@@ -28,7 +29,9 @@ def gate_guard(condition: str | None, names: dict[str, str]) -> str | None:
     if not condition:
         return None
     text = condition if "{{" in condition else "{{ " + condition + " }}"
-    text = EVENT.sub(lambda m: "true" if m.group(2) == "call.done" else "false", text)
+    text = EVENT.sub(
+        lambda m: "true" if m.group(2) == LegacyEventName.CALL_DONE.value else "false", text
+    )
     text = rewrite_expression(text, names, {})
     return None if guard_body(text) == "true" else text
 
@@ -120,7 +123,7 @@ def task_guard(
     text = condition if "{{" in condition else "{{ " + condition + " }}"
 
     def status(m: re.Match[str]) -> str:
-        if m.group(2) == "call.done":
+        if m.group(2) == LegacyEventName.CALL_DONE.value:
             return "outcome.status in ['ok', 'error']" if any_outcome else "outcome.status == 'ok'"
         return "outcome.status == 'error'"
 
