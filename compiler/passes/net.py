@@ -16,7 +16,7 @@ from noetlc.compiler.values import ValuePool
 from noetlc.diagnostics.report import Span
 from noetlc.expr.compile import ExpressionPool
 from noetlc.ir.cycles import back_edges
-from noetlc.ir.events import LOOP_DONE, STEP_DONE, STEP_FAILED, EventName
+from noetlc.ir.events import BOUNDARY_NAMES, LOOP_DONE, STEP_DONE, STEP_FAILED, EventName
 from noetlc.ir.net import (
     Decision,
     Guard,
@@ -28,8 +28,6 @@ from noetlc.ir.net import (
     Transition,
     TransitionKind,
 )
-
-BOUNDARY = (STEP_DONE, LOOP_DONE, STEP_FAILED)
 
 
 def run(unit: CompilationUnit) -> None:
@@ -420,7 +418,7 @@ class NetBuilder:
         compiled = self.pool.entries[expr]
         if not compiled.mentions_event:
             return (done_event,)
-        named = tuple(e for e in compiled.event_names if e in BOUNDARY)
+        named = tuple(e for e in compiled.event_names if e in BOUNDARY_NAMES)
         return named or (done_event, STEP_FAILED)
 
     def _needs_dead(self, source: str, target: str) -> bool:
