@@ -52,11 +52,13 @@ class EventName(StrEnum):
 
 class LegacyEventName(StrEnum):
     """The event names of NoETL's older forms, which no log holds: a guard that tests one is
-    rewritten (`case:` rules, NOE408; arcs, NOE412) or, in the analyzer, read as its alias."""
+    rewritten (`case:` rules, NOE408; arcs, NOE412) or, in the analyzer, read as its alias
+    (`legacy_aliases`: the names an arc may test; `step.enter` is a `case` rule's only)."""
 
     CALL_DONE = "call.done"  # the step's call finished well
     CALL_ERROR = "call.error"  # the step's call failed
     STEP_EXIT = "step.exit"  # the step ended
+    STEP_ENTER = "step.enter"  # the step is admitted (a `case` rule on it runs then)
 
 
 # The boundary events a step ends with: its success (`step.done`, `loop.done` for a loop

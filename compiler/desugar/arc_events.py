@@ -12,9 +12,9 @@ from noetlc.compiler.desugar.common import map_step_list, rewrite_node, step_nam
 from noetlc.compiler.shapes import done_event
 from noetlc.compiler.ynodes import YMap
 from noetlc.diagnostics.report import Reporter
-from noetlc.ir.events import STEP_FAILED, LegacyEventName, legacy_aliases
+from noetlc.ir.events import STEP_DONE, STEP_FAILED, legacy_aliases
 
-LEGACY = tuple(name.value for name in LegacyEventName)
+LEGACY = tuple(legacy_aliases(STEP_DONE))  # the names an arc may test
 
 
 def run(doc: YMap, reporter: Reporter) -> YMap:

@@ -382,7 +382,7 @@ def _rule(
             task_then = {"do": "continue"}
         else:
             _refuse(reporter, f"the case action `{action}` of step `{name}`", at)
-    if event == "step.enter":
+    if event == LegacyEventName.STEP_ENTER.value:
         state.init_writes.extend(writes)
         skips = any(a == "skip" for a, _, _ in actions)
         if skips:

@@ -12,8 +12,11 @@ from noetlc.compiler.ynodes import YMap, YNode, YScalar, YSeq
 from noetlc.diagnostics.report import Reporter, Span
 from noetlc.ir.events import LegacyEventName
 
+# `event.name == '<a legacy name>'` in a rule's condition
 EVENT = re.compile(
-    r"""event\.name\s*==\s*(['"])(call\.done|call\.error|step\.exit|step\.enter)\1"""
+    r"""event\.name\s*==\s*(['"])("""
+    + "|".join(re.escape(name.value) for name in LegacyEventName)
+    + r""")\1"""
 )
 # NoETL's case evaluator bound `response`, `result` and `this` to the tool's response
 # (noetl/noetl `noetl/worker/case_evaluator.py` `build_eval_context`, before commit 3ae90a10)
@@ -111,7 +114,9 @@ def enter_guard(condition: str | None) -> str | None:
     if not condition:
         return None
     text = condition if "{{" in condition else "{{ " + condition + " }}"
-    text = EVENT.sub(lambda m: "true" if m.group(2) == "step.enter" else "false", text)
+    text = EVENT.sub(
+        lambda m: "true" if m.group(2) == LegacyEventName.STEP_ENTER.value else "false", text
+    )
     return None if guard_body(text) == "true" else text
 
 
