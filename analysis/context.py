@@ -18,6 +18,7 @@ from noetlc.compiler import tree
 from noetlc.compiler.unit import CompilationUnit
 from noetlc.diagnostics.report import Diagnostic, Span, TraceStep
 from noetlc.expr.compile import ExpressionPool
+from noetlc.ir.events import LOOP_DONE, STEP_DONE, STEP_FAILED, EventName
 from noetlc.ir.net import Net, Place, Position, Transition, decision_guards, negations
 
 DEFAULT_BUDGET = 200_000
@@ -87,7 +88,7 @@ class LintContext:
         return {s.name: s for s in self.playbook.workflow}
 
     def done_event(self, step: str) -> str:
-        return "loop.done" if self.steps[step].loop is not None else "step.done"
+        return LOOP_DONE if self.steps[step].loop is not None else STEP_DONE
 
     def place_events(self, place_id: str) -> tuple[str, ...]:
         """The boundary events a decision place sees (what its transitions can react to)."""
@@ -97,9 +98,9 @@ class LintContext:
         if place.kind == "done":
             return (self.done_event(place.step),)
         if place.kind == "failed":
-            return ("step.failed",)
+            return (STEP_FAILED,)
         if place.kind == "waiting":
-            return ("signal.received", "timer.fired")
+            return (EventName.SIGNAL_RECEIVED.value, EventName.TIMER_FIRED.value)
         return ()
 
     def transition_truth(self, t: Transition, event: str | None) -> bool | None:

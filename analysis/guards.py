@@ -19,13 +19,8 @@ from noetlc.expr.compile import CompiledExpression
 from noetlc.expr.facts import is_event_name, unwrap
 from noetlc.expr.parser import ExprPiece, parse_expression, split_template
 from noetlc.expr.tree import Token, Tree
+from noetlc.ir.events import spellings
 from noetlc.ir.net import Guard
-
-ALIASES: dict[str, frozenset[str]] = {
-    "step.done": frozenset({"step.done", "call.done", "step.exit"}),
-    "loop.done": frozenset({"loop.done", "call.done", "step.exit"}),
-    "step.failed": frozenset({"step.failed", "call.error"}),
-}
 
 Truth = bool | None
 
@@ -40,7 +35,7 @@ def truth(entry: CompiledExpression, event: str | None) -> Truth:
     tree = _parse(entry.normalized)
     if tree is None:
         return None
-    value = _eval(tree, ALIASES.get(event, frozenset({event})))
+    value = _eval(tree, spellings(event))
     return value if isinstance(value, bool) else None
 
 

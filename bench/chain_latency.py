@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from noetlc.ir.events import EventName
 from noetlc.runtime.postgres.store import PostgresStore
 from noetlc.runtime.postgres.testing import temporary_schema
 
@@ -96,8 +97,8 @@ def _report(url: str, path: Path) -> None:
     )
     if not path.stem.startswith("chain"):
         return
-    done = {e["step"]: e["ts"] for e in events if e["name"] == "step.done"}
-    scheduled = {e["step"]: e["ts"] for e in events if e["name"] == "step.scheduled"}
+    done = {e["step"]: e["ts"] for e in events if e["name"] == EventName.STEP_DONE.value}
+    scheduled = {e["step"]: e["ts"] for e in events if e["name"] == EventName.STEP_SCHEDULED.value}
     order = ["start", *[f"s{i}" for i in range(1, N)]]
     pairs = list(itertools.pairwise(order))
     print(f"  step.done -> next step.done: {_p([(done[b] - done[a]) * 1000 for a, b in pairs])}")

@@ -44,6 +44,7 @@ from typing import Any
 import pytest
 
 from noetlc.bench.figures import quick, record, target
+from noetlc.ir.events import EventName
 from noetlc.runtime.postgres.database import Database
 from noetlc.runtime.postgres.store import PostgresStore
 from noetlc.runtime.postgres.testing import schema_or_skip, truncate_all
@@ -206,14 +207,14 @@ def _floor(url: str, consumers: int, batch: int, n: int) -> float:
 
 def _loop_rate(url: str, loop: Path) -> float:
     events = _events(url, _submit(url, loop))
-    started = next(e["ts"] for e in events if e["name"] == "loop.started")
-    done = next(e["ts"] for e in events if e["name"] == "loop.done")
+    started = next(e["ts"] for e in events if e["name"] == EventName.LOOP_STARTED.value)
+    done = next(e["ts"] for e in events if e["name"] == EventName.LOOP_DONE.value)
     return float(ITERATIONS / (done - started))
 
 
 def _chain_latencies(url: str, chain: Path) -> list[float]:
     events = _events(url, _submit(url, chain))
-    ends = {e["step"]: e["ts"] for e in events if e["name"] == "step.done"}
+    ends = {e["step"]: e["ts"] for e in events if e["name"] == EventName.STEP_DONE.value}
     order = ["start", *[f"s{i}" for i in range(1, CHAIN)]]
     return [(ends[b] - ends[a]) * 1000 for a, b in itertools.pairwise(order)]
 

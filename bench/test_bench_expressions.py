@@ -19,11 +19,12 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from noetlc.bench.figures import quick, record, target
 from noetlc.expr.compile import compile_expression
 from noetlc.expr.runtime import compile_entry
+from noetlc.ir.events import EventName
 
 pytestmark = pytest.mark.bench
 
 SCOPE: dict[str, Any] = {
-    "event": {"name": "loop.done", "step": "start", "data": {}},
+    "event": {"name": EventName.LOOP_DONE.value, "step": "start", "data": {}},
     "outcome": {"status": "error", "result": None, "http": {"status": 503}},
     "ctx": {"count": 12, "page": 3},
     "iter": {"has_more": True, "page": 2},
@@ -32,7 +33,11 @@ SCOPE: dict[str, Any] = {
 
 # (name, expression, hand-written equivalent)
 CASES: list[tuple[str, str, Callable[[dict[str, Any]], Any]]] = [
-    ("event name", "event.name == 'loop.done'", lambda s: s["event"]["name"] == "loop.done"),
+    (
+        "event name",
+        "event.name == 'loop.done'",
+        lambda s: s["event"]["name"] == EventName.LOOP_DONE.value,
+    ),
     (
         "http retry",
         "outcome.status == 'error' and outcome.http.status in [429, 503]",

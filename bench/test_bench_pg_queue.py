@@ -27,13 +27,14 @@ from typing import Any
 import pytest
 
 from noetlc.bench.figures import quick, record, target
+from noetlc.ir.events import EventName
 from noetlc.runtime.postgres.arrays import envelope_arrays
 from noetlc.runtime.postgres.connect import connect
 from noetlc.runtime.postgres.database import Database
 from noetlc.runtime.postgres.queries import q
 from noetlc.runtime.postgres.testing import schema_or_skip
 from noetlc.runtime.queue import JobSpec
-from noetlc.vm.protocol import Event, EventName, Source, envelope
+from noetlc.vm.protocol import Event, Source, envelope
 
 pytestmark = pytest.mark.bench
 
@@ -344,7 +345,7 @@ def _events(n: int) -> list[tuple[Any, ...]]:
         (
             str(uuid.uuid4()),
             time.time(),
-            "task.done",
+            EventName.TASK_DONE.value,
             "worker",
             "step",
             None,

@@ -35,6 +35,7 @@ import pytest
 
 from noetlc.bench import generators, peers
 from noetlc.bench.figures import quick, record, target
+from noetlc.ir.events import EventName
 from noetlc.runtime.credentials import new_key
 from noetlc.service.serving import Served
 from noetlc.service.testing import b64
@@ -46,7 +47,7 @@ ONE_STEP = generators.noop_chain(1)
 
 
 # the event that dispatches a step's task (its start is not an event of its own)
-FIRST_TASK_EVENT = "step.scheduled"
+FIRST_TASK_EVENT = EventName.STEP_SCHEDULED.value
 
 
 def _modes() -> list[str]:

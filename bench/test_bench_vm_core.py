@@ -34,13 +34,14 @@ import pytest
 from noetlc.bench.figures import quick, record, target
 from noetlc.bench.generators import _playbook, decisions
 from noetlc.compiler.pipeline import compile_source
+from noetlc.ir.events import EventName
 from noetlc.runtime.group_commit import GroupCommit
 from noetlc.runtime.store import SQLiteStore
 from noetlc.stdlib_tools.basic import call_tool
 from noetlc.vm.control import ControlVM
 from noetlc.vm.pipeline import run_pipeline
 from noetlc.vm.program import Program
-from noetlc.vm.protocol import Event, EventName, action_event
+from noetlc.vm.protocol import Event, action_event
 
 pytestmark = pytest.mark.bench
 

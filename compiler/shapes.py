@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from noetlc.compiler.ynodes import YMap, YNode, YScalar, YSeq
+from noetlc.ir.events import LOOP_DONE, STEP_DONE
 
 # Keys of a task mapping that are not tool arguments (`output`/`output_select`: NoETL's result
 # storage choices, noted by the `tools` pass, NOE609).
@@ -176,7 +177,7 @@ def arc_target(entry: YNode) -> tuple[str, YNode] | None:
 
 def done_event(step: YMap) -> str:
     """The event a step's routing is decided on: `loop.done` for a loop step."""
-    return "loop.done" if step.get("loop") is not None else "step.done"
+    return LOOP_DONE if step.get("loop") is not None else STEP_DONE
 
 
 # --------------------------------------------------------------------------- rules

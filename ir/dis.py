@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from noetlc.ir.events import EventName
 from noetlc.ir.opcodes import BY_CODE, BY_MNEMONIC
 
 
@@ -52,14 +53,14 @@ def disassemble(payload: dict[str, Any]) -> str:
 # What the control VM records when a block of each transition kind fires (vm/control.py,
 # vm/routing.py); a block that enters a step records what its ADMIT decides.
 RECORDED = {
-    "skip": "step.skipped",
-    "route": "next.selected",
-    "join": "join.fired",
-    "complete": "step.done",
-    "fail": "step.failed",
-    "iter_start": "loop.iteration.started",
-    "loop_done": "loop.done",
-    "unhandled": "execution.failed",
+    "skip": EventName.STEP_SKIPPED.value,
+    "route": EventName.NEXT_SELECTED.value,
+    "join": EventName.JOIN_FIRED.value,
+    "complete": EventName.STEP_DONE.value,
+    "fail": EventName.STEP_FAILED.value,
+    "iter_start": EventName.LOOP_ITERATION_STARTED.value,
+    "loop_done": EventName.LOOP_DONE.value,
+    "unhandled": EventName.EXECUTION_FAILED.value,
 }
 _ADMIT = BY_MNEMONIC["ADMIT"].code
 _LOOP = BY_MNEMONIC["LOOP"].code
@@ -69,8 +70,12 @@ def recorded_event(kind: str, code: list[list[Any]], listener: bool) -> str | No
     """The event the control VM records when this block fires (None: none of its own)."""
     if any(i[:2] == [_ADMIT, 1] for i in code):
         if listener:
-            return "step.started"
-        return "loop.started" if any(i[:1] == [_LOOP] for i in code) else "step.scheduled"
+            return EventName.STEP_STARTED.value
+        return (
+            EventName.LOOP_STARTED.value
+            if any(i[:1] == [_LOOP] for i in code)
+            else EventName.STEP_SCHEDULED.value
+        )
     if kind in ("start", "admit"):
         return None  # a listener's `listen` block: the step's own run was recorded already
     return RECORDED.get(kind)

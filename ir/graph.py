@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from noetlc.ir.events import STEP_FAILED
 from noetlc.ir.opcodes import BY_MNEMONIC
 
 ON = BY_MNEMONIC["ON"].code
@@ -47,7 +48,7 @@ def _steps_edges(payload: dict[str, Any]) -> list[tuple[str, str, str, str]]:
         for instruction in code:
             if instruction[0] == ON:
                 events.append(names[instruction[1]])
-        style = "dead" if kind == "dead" else ("failed" if events == ["step.failed"] else "ok")
+        style = "dead" if kind == "dead" else ("failed" if events == [STEP_FAILED] else "ok")
         if kind == "dead":
             continue
         edges.append((step, target, guard, style))

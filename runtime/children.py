@@ -21,12 +21,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from noetlc.ir.events import EventName
 from noetlc.runtime.backend import Backend
 from noetlc.runtime.catalog import CatalogStore
 from noetlc.runtime.driver import program_from_requested
 from noetlc.runtime.programs import requested_event
 from noetlc.vm.budgets import budgets_of, over_budget_error
-from noetlc.vm.protocol import EventName, Source, envelope
+from noetlc.vm.protocol import Source, envelope
 
 if TYPE_CHECKING:
     from noetlc.compiler.unit import CompilationUnit

@@ -27,7 +27,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from noetlc.vm.protocol import RESULT_NAMES, EventName, Source, folded_task
+from noetlc.ir.events import EventName
+from noetlc.vm.protocol import RESULT_NAMES, Source, folded_task
 
 TERMINAL = {
     EventName.WORKFLOW_FINISHED.value: "completed",

@@ -9,8 +9,9 @@ import base64
 import time
 from typing import Any
 
+from noetlc.ir.events import EventName
 from noetlc.ir.program import Program
-from noetlc.vm.protocol import Event, EventName, Source, envelope
+from noetlc.vm.protocol import Event, Source, envelope
 
 
 def encode_program(program: Program | dict[str, Any]) -> bytes:

@@ -11,7 +11,8 @@ import sys
 import time
 from typing import TextIO
 
-from noetlc.vm.protocol import Event, EventName
+from noetlc.ir.events import EventName
+from noetlc.vm.protocol import Event
 
 _ITERATION_ENDS = frozenset({EventName.LOOP_ITERATION_DONE, EventName.LOOP_ITERATION_FAILED})
 _TERMINAL = frozenset(

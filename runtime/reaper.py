@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from noetlc.ir.events import EventName
 from noetlc.runtime.backend import Backend
 from noetlc.runtime.bundles import job_actions
-from noetlc.vm.protocol import EventName, Source, envelope
+from noetlc.vm.protocol import Source, envelope
 
 
 async def reap_expired(db: Backend) -> bool:

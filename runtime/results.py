@@ -12,8 +12,9 @@ import json
 from typing import Any, Protocol
 
 from noetlc.expr.runtime import REF_KEY
+from noetlc.ir.events import EventName
 from noetlc.runtime.store import encode_payload
-from noetlc.vm.protocol import RESULT_NAMES, Event, EventName
+from noetlc.vm.protocol import RESULT_NAMES, Event
 
 DEFAULT_LIMIT = 1024 * 1024
 # a summary shows a step's result inline up to this size, a reference past it (a loop of

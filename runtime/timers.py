@@ -11,7 +11,8 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
-from noetlc.vm.protocol import Command, CommandKind, Event, EventName, Source, envelope
+from noetlc.ir.events import EventName
+from noetlc.vm.protocol import Command, CommandKind, Event, Source, envelope
 
 
 def started_times(events: Iterable[dict[str, Any]]) -> dict[str, float]:

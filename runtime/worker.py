@@ -31,6 +31,7 @@ from typing import Any
 import asyncpg
 
 from noetlc.expr.runtime import RESOLVER_KEY
+from noetlc.ir.events import EventName
 from noetlc.runtime.backend import JOBS, Backend, Completion
 from noetlc.runtime.bundles import Member, job_actions, size
 from noetlc.runtime.children import ChildRunner, cluster_catalog
@@ -50,7 +51,7 @@ from noetlc.runtime.stored_budget import StoredBytes
 from noetlc.stdlib_tools.keychain import Keychain
 from noetlc.vm.budgets import budgets_of
 from noetlc.vm.program import OP, Program
-from noetlc.vm.protocol import Event, EventName
+from noetlc.vm.protocol import Event
 
 # one line per execution a round finished jobs of (`noetl-vm worker --log-level`)
 log = logging.getLogger("noetlc.worker")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from noetlc.vm.protocol import EventName
+from noetlc.ir.events import EventName
 
 _E = EventName
 _TERMINAL_STEP = {_E.STEP_DONE.value: "done", _E.STEP_FAILED.value: "failed"}

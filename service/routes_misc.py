@@ -126,7 +126,7 @@ def scope_of(service: Any, record: dict[str, Any]) -> dict[str, Any]:
     steps = summary.get("steps") or {}
     scope: dict[str, Any] = {}
     if not steps:  # running: the results so far, from the log
-        from noetlc.vm.protocol import EventName
+        from noetlc.ir.events import EventName
 
         done = EventName.STEP_DONE.value
         for event in service.engine.events(execution_id):

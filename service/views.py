@@ -12,8 +12,8 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from noetlc.ir.events import EventName
 from noetlc.service.progress import StepProgress
-from noetlc.vm.protocol import EventName
 
 STATUS = {
     "running": "RUNNING",

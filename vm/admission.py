@@ -16,8 +16,9 @@ from typing import Any
 from jinja2 import Undefined
 
 from noetlc.expr.runtime import ExpressionError
+from noetlc.ir.events import EventName
 from noetlc.vm.control_state import LoopRun, StepRecord, StepRun, Token
-from noetlc.vm.protocol import Command, CommandKind, EventName
+from noetlc.vm.protocol import Command, CommandKind
 from noetlc.vm.routing import Routing
 from noetlc.vm.tables import StepTable, Transition, first_passing
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from noetlc.ir.events import EventName
 from noetlc.vm.admission import Admission
 from noetlc.vm.control_state import (
     LoopRun,
@@ -20,7 +21,7 @@ from noetlc.vm.control_state import (
     loop_result,
     racing_write,
 )
-from noetlc.vm.protocol import Command, CommandKind, Event, EventName
+from noetlc.vm.protocol import Command, CommandKind, Event
 from noetlc.vm.tables import DonePlan, first_passing
 
 _CANCEL = CommandKind.CANCEL.value

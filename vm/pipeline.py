@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from noetlc.expr.runtime import Scope
+from noetlc.ir.events import EventName
 from noetlc.vm.locate import locate_code_error, locate_template_error
 from noetlc.vm.program import OP, Program, StepInfo
-from noetlc.vm.protocol import EventName
 
 _TASK_DONE = EventName.TASK_DONE.value
 _TASK_RETRY = EventName.TASK_RETRY.value

@@ -1,10 +1,9 @@
 """The runtime protocol: what flows between the control VM, the runtimes and the stores.
 
-* `EventName` — every event name an execution's log can hold, in one enumeration (a
-  `StrEnum`: a member *is* its dotted string, so it compares, hashes, serializes and is stored
-  exactly like the string; logs written before this enumeration existed read back unchanged).
-  The hot paths keep module aliases of the members' `.value` (the plain string): no enum
-  attribute lookup per event, and SQLite binds a plain `str` without adapting it.
+* `EventName` — every event name an execution's log can hold (defined at the bottom of the
+  layers, in `ir/events.py`, so the compiler reads the same names; re-exported here). The hot
+  paths keep module aliases of the members' `.value` (the plain string): no enum attribute
+  lookup per event, and SQLite binds a plain `str` without adapting it.
 * `Event` — one immutable event envelope (a `NamedTuple`: no per-instance dict, creation as
   cheap as a dict literal). `envelope(...)` builds one from keyword fields; `recorded(...)` (the
   control VM's server events) and `action_event(...)` (an action's events) are its positional
@@ -28,40 +27,7 @@ from enum import StrEnum
 from hashlib import sha256
 from typing import Any, NamedTuple
 
-
-class EventName(StrEnum):
-    """Every event an execution's log can hold (the meaning of each: docs/runtime.md)."""
-
-    # client events (submission, requests from other processes)
-    EXECUTION_REQUESTED = "playbook.execution.requested"
-    EXECUTION_RESUMED = "execution.resumed"
-    EXECUTION_CANCELLED = "execution.cancelled"
-    # distributed: a cancel asked for; the owning server answers it with the one
-    # `execution.cancelled` once nothing of its own can follow (not an input of the VM)
-    CANCEL_REQUESTED = "execution.cancel.requested"
-    SIGNAL_RECEIVED = "signal.received"
-    # timer events (a listener's timeout)
-    TIMER_FIRED = "timer.fired"
-    # server events: recorded by the control VM
-    WORKFLOW_STARTED = "workflow.started"
-    STEP_SCHEDULED = "step.scheduled"
-    STEP_SKIPPED = "step.skipped"
-    LOOP_STARTED = "loop.started"
-    LOOP_ITERATION_STARTED = "loop.iteration.started"
-    LOOP_DONE = "loop.done"
-    NEXT_SELECTED = "next.selected"
-    JOIN_FIRED = "join.fired"
-    WORKFLOW_FINISHED = "workflow.finished"
-    EXECUTION_FAILED = "execution.failed"
-    # worker events (and, for listeners and failed loops, server events too)
-    STEP_STARTED = "step.started"
-    STEP_DONE = "step.done"
-    STEP_FAILED = "step.failed"
-    LOOP_ITERATION_DONE = "loop.iteration.done"
-    LOOP_ITERATION_FAILED = "loop.iteration.failed"
-    TASK_STARTED = "task.started"
-    TASK_DONE = "task.done"
-    TASK_RETRY = "task.retry"
+from noetlc.ir.events import EventName
 
 
 class Source(StrEnum):

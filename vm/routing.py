@@ -10,10 +10,11 @@ from collections import deque
 from typing import Any
 
 from noetlc.expr.limits import MAX_SIZE, deep_size
+from noetlc.ir.events import EventName
 from noetlc.vm.control_state import StepRecord, StepRun, Token
 from noetlc.vm.joins import JoinPlaces
 from noetlc.vm.program import Program
-from noetlc.vm.protocol import Event, EventName, Source
+from noetlc.vm.protocol import Event, Source
 from noetlc.vm.tables import StepTable, Transition, clear_prefix
 
 _EXECUTION_FAILED = EventName.EXECUTION_FAILED.value

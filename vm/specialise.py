@@ -30,10 +30,11 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+from noetlc.ir.events import EventName
 from noetlc.vm.budgets import budgets_of
 from noetlc.vm.control_state import StepRecord, StepRun, Token, arc_output
 from noetlc.vm.program import Program
-from noetlc.vm.protocol import Command, CommandKind, EventName
+from noetlc.vm.protocol import Command, CommandKind
 from noetlc.vm.tables import StepTable, Transition
 
 # (the VM, the finished run, its result, the commands issued so far) -> None: it counted its

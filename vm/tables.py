@@ -12,8 +12,8 @@ from typing import Any
 
 from noetlc.expr.runtime import Evaluator
 from noetlc.ir.cycles import back_edges
+from noetlc.ir.events import EventName
 from noetlc.vm.program import OP, ControlBlock, Program
-from noetlc.vm.protocol import EventName
 
 
 class Transition:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from noetlc.analysis.context import LintContext
 from noetlc.analysis.guards import truth
 from noetlc.compiler import tree
+from noetlc.ir.events import STEP_FAILED, EventName
 from noetlc.ir.net import Transition
 
 
@@ -93,8 +94,8 @@ def _arc_with_guard(ctx: LintContext, step: tree.Step, i: int, expr: int) -> tre
 
 def _emits(ctx: LintContext, step: tree.Step) -> list[str]:
     if step.listener is not None:
-        return ["signal.received", "timer.fired"]
-    return [ctx.done_event(step.name), "step.failed"]
+        return [EventName.SIGNAL_RECEIVED.value, EventName.TIMER_FIRED.value]
+    return [ctx.done_event(step.name), STEP_FAILED]
 
 
 def _list(names: list[str]) -> str:

@@ -16,6 +16,7 @@ import time
 from typing import Any
 
 from noetlc.cli.vm_commands.history import add_db, find_execution, open_existing
+from noetlc.ir.events import EventName
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -56,7 +57,7 @@ def outcome(e: dict[str, Any]) -> str:
         parts.append(f"{kind}: {_short(error.get('message', ''))}")
     elif error:
         parts.append(f"error: {_short(error)}")
-    if e.get("name") == "task.retry":
+    if e.get("name") == EventName.TASK_RETRY.value:
         parts.append(f"attempt {payload.get('attempt')} failed, retry in {payload.get('delay')}s")
     for key in ("status", "status_code", "reason"):
         if key in payload and payload[key] is not None and not isinstance(payload[key], dict):

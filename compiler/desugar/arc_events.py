@@ -12,8 +12,9 @@ from noetlc.compiler.desugar.common import map_step_list, rewrite_node, step_nam
 from noetlc.compiler.shapes import done_event
 from noetlc.compiler.ynodes import YMap
 from noetlc.diagnostics.report import Reporter
+from noetlc.ir.events import STEP_DONE, STEP_FAILED, legacy_aliases
 
-LEGACY = ("call.done", "call.error", "step.exit")
+LEGACY = tuple(legacy_aliases(STEP_DONE))  # the names an arc may test
 
 
 def run(doc: YMap, reporter: Reporter) -> YMap:
@@ -22,15 +23,14 @@ def run(doc: YMap, reporter: Reporter) -> YMap:
         if routes is None:
             return None
         done = done_event(step)
-        strings = {"call.done": done, "call.error": "step.failed", "step.exit": done}
-        new = rewrite_node(routes, {}, strings)
+        new = rewrite_node(routes, {}, legacy_aliases(done))
         if new == routes:
             return None
         key = step.key_node("next")
         reporter.report(
             "NOE412",
             f"step `{step_name(step)}` routes on legacy event names"
-            f" ({', '.join(LEGACY)}): rewritten to {done} / step.failed",
+            f" ({', '.join(LEGACY)}): rewritten to {done} / {STEP_FAILED}",
             key.span if key is not None else step.span,
         )
         return step.with_item("next", new)

@@ -34,47 +34,63 @@ ON_ERROR = "{{ outcome.status == 'error' }}"
 
 
 def run(doc: YMap, reporter: Reporter) -> YMap:
-    def fix(step: YMap) -> YMap | None:
-        step_retry = step.get("retry")
-        tasks = task_maps(step)
-        if step_retry is None and not any("retry" in t for t in tasks):
-            return None
-        new_tasks: list[YMap] = []
-        for index, task in enumerate(tasks):
-            own = task.get("retry")
-            source = own if own is not None else step_retry
-            key = task.key_node("retry") if own is not None else step.key_node("retry")
-            if source is None or key is None:
-                new_tasks.append(task)
-                continue
-            reporter.report(
-                "NOE405",
-                f"`retry:` in step `{step_name(step)}` is a task policy rule now",
-                key.span,
-            )
-            recall: set[str] = set()
-            sinks: list[YMap] = []
-            default = default_task_name(step_name(step), single=single_task(step), index=index)
-            task_name = _name_of(task) or default
-            following = _name_of(tasks[index + 1]) if index + 1 < len(tasks) else None
-            rules = _rules(source, reporter, recall, _Sinks(task_name, sinks, following))
-            task = task.without("retry")
-            if sinks:  # named first: the sinks read the call's result by this name
-                task, task_name = chains.named(task, task_name)
-            if recall:
-                # success-driven repetition (`next_call`): the task re-runs with new params
-                task = make_recallable(task, step_name(step), recall)
-                task_name = _name_of(task) or task_name
-            rules = [retarget_self(r, task_name) for r in rules]
-            task = add_policy_rules(task, rules) if rules else task
-            if sinks:
-                task = chains.seal(task, following)
-                sinks = [retarget_self(t, task_name) for t in sinks]  # type: ignore[misc]
-            new_tasks.extend([task, *sinks])
-        new = step.without("retry") if step_retry is not None else step
-        return with_task_maps(new, new_tasks) if tasks else new
+    return map_step_list(doc, lambda step: _changed(finish(step, reporter), step))
 
-    return map_step_list(doc, fix)
+
+def _changed(new: YMap, old: YMap) -> YMap | None:
+    return None if new is old else new
+
+
+def finish(step: YMap, reporter: Reporter) -> YMap:
+    """`rewrite_step` until no task has a `retry:` left (a policy's `sink` may carry one)."""
+    while (new := rewrite_step(step, reporter)) is not None:
+        step = new
+    return step
+
+
+def rewrite_step(step: YMap, reporter: Reporter) -> YMap | None:
+    """The step with its `retry:` keys rewritten (None when it has none). A rewrite that makes
+    a task from a legacy body that may carry its own `retry:` (a `sink:`, a task a `case`
+    rule runs, a retry policy's `sink`) calls this on the step it made, so that `retry:` is
+    rewritten where the task is made and this pass runs once."""
+    step_retry = step.get("retry")
+    tasks = task_maps(step)
+    if step_retry is None and not any("retry" in t for t in tasks):
+        return None
+    new_tasks: list[YMap] = []
+    for index, task in enumerate(tasks):
+        own = task.get("retry")
+        source = own if own is not None else step_retry
+        key = task.key_node("retry") if own is not None else step.key_node("retry")
+        if source is None or key is None:
+            new_tasks.append(task)
+            continue
+        reporter.report(
+            "NOE405",
+            f"`retry:` in step `{step_name(step)}` is a task policy rule now",
+            key.span,
+        )
+        recall: set[str] = set()
+        sinks: list[YMap] = []
+        default = default_task_name(step_name(step), single=single_task(step), index=index)
+        task_name = _name_of(task) or default
+        following = _name_of(tasks[index + 1]) if index + 1 < len(tasks) else None
+        rules = _rules(source, reporter, recall, _Sinks(task_name, sinks, following))
+        task = task.without("retry")
+        if sinks:  # named first: the sinks read the call's result by this name
+            task, task_name = chains.named(task, task_name)
+        if recall:
+            # success-driven repetition (`next_call`): the task re-runs with new params
+            task = make_recallable(task, step_name(step), recall)
+            task_name = _name_of(task) or task_name
+        rules = [retarget_self(r, task_name) for r in rules]
+        task = add_policy_rules(task, rules) if rules else task
+        if sinks:
+            task = chains.seal(task, following)
+            sinks = [retarget_self(t, task_name) for t in sinks]  # type: ignore[misc]
+        new_tasks.extend([task, *sinks])
+    new = step.without("retry") if step_retry is not None else step
+    return with_task_maps(new, new_tasks) if tasks else new
 
 
 class _Sinks:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from noetlc.compiler.desugar import retry
 from noetlc.compiler.desugar.common import map_step_list, step_name
 from noetlc.compiler.shapes import task_maps, with_task_maps
 from noetlc.compiler.ynodes import YMap, YScalar
@@ -32,6 +33,9 @@ def run(doc: YMap, reporter: Reporter) -> YMap:
                 sink.span,
             )
         )
-        return with_task_maps(step.without("sink"), [*task_maps(step), task])
+        # the storage call may carry its own `retry:`
+        return retry.finish(
+            with_task_maps(step.without("sink"), [*task_maps(step), task]), reporter
+        )
 
     return map_step_list(doc, fix)

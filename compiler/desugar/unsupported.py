@@ -8,7 +8,7 @@ ignored:
 * a step's `spec.on_error` other than `fail` (the default): `ignore` and `retry` are written
   canonically as task policy rules (`do: continue` / `do: retry`) or a `step.failed` arc.
 
-The `case` rule keys without a meaning are refused by the `case` rewrite (`case_next.py`).
+The `case` rule keys without a meaning are refused by the `case` rewrite (`case/next_action.py`).
 """
 
 from __future__ import annotations

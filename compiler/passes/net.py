@@ -16,6 +16,7 @@ from noetlc.compiler.values import ValuePool
 from noetlc.diagnostics.report import Span
 from noetlc.expr.compile import ExpressionPool
 from noetlc.ir.cycles import back_edges
+from noetlc.ir.events import BOUNDARY_NAMES, LOOP_DONE, STEP_DONE, STEP_FAILED, EventName
 from noetlc.ir.net import (
     Decision,
     Guard,
@@ -27,8 +28,6 @@ from noetlc.ir.net import (
     Transition,
     TransitionKind,
 )
-
-BOUNDARY = ("step.done", "loop.done", "step.failed")
 
 
 def run(unit: CompilationUnit) -> None:
@@ -185,7 +184,7 @@ class NetBuilder:
                 or (sink,),
                 span,
                 path,
-                events=("step.skipped",),
+                events=(EventName.STEP_SKIPPED.value,),
             )
         # the pipeline (or the loop around it)
         if step.loop is None:
@@ -197,7 +196,7 @@ class NetBuilder:
                 (done,),
                 span,
                 path,
-                events=("step.done",),
+                events=(STEP_DONE,),
             )
             self.trans(
                 f"{name}.fail",
@@ -207,7 +206,7 @@ class NetBuilder:
                 (failed,),
                 span,
                 path,
-                events=("step.failed",),
+                events=(STEP_FAILED,),
             )
         else:
             loop, lpath = step.loop, f"{path}.loop"
@@ -229,7 +228,7 @@ class NetBuilder:
                 (pending,),
                 loop.span,
                 lpath,
-                events=("loop.started",),
+                events=(EventName.LOOP_STARTED.value,),
             )
             self.trans(
                 f"{name}.iter_start",
@@ -239,7 +238,7 @@ class NetBuilder:
                 (iterating,),
                 loop.span,
                 lpath,
-                events=("loop.iteration.started",),
+                events=(EventName.LOOP_ITERATION_STARTED.value,),
             )
             self.trans(
                 f"{name}.iter_end",
@@ -249,7 +248,7 @@ class NetBuilder:
                 (slots,),
                 loop.span,
                 lpath,
-                events=("loop.iteration.done", "loop.iteration.failed"),
+                events=(EventName.LOOP_ITERATION_DONE.value, EventName.LOOP_ITERATION_FAILED.value),
             )
             self.trans(
                 f"{name}.loop_done",
@@ -259,7 +258,7 @@ class NetBuilder:
                 (done,),
                 loop.span,
                 lpath,
-                events=("loop.done",),
+                events=(LOOP_DONE,),
             )
             self.trans(
                 f"{name}.loop_failed",
@@ -269,7 +268,7 @@ class NetBuilder:
                 (failed,),
                 loop.span,
                 lpath,
-                events=("step.failed",),
+                events=(STEP_FAILED,),
             )
         # routing
         boundary = done
@@ -285,7 +284,7 @@ class NetBuilder:
                 (boundary,),
                 step.listener.span,
                 f"{path}.eval_mode",
-                events=("step.done",),
+                events=(STEP_DONE,),
             )
         self.route(step, path, boundary, failed, sink, failure)
 
@@ -293,7 +292,7 @@ class NetBuilder:
         self, step: tree.Step, path: str, done: str, failed: str, sink: str, failure: str
     ) -> None:
         name = step.name
-        done_event = "loop.done" if step.loop is not None else "step.done"
+        done_event = LOOP_DONE if step.loop is not None else STEP_DONE
         listener = step.listener is not None
         router = step.next
         exclusive = router is not None and router.mode == "exclusive"
@@ -323,8 +322,8 @@ class NetBuilder:
             target_place = self.entry_of(name, arc.step)
             stops_later = exclusive or arc.stop
             for source, evs in (
-                (done, tuple(e for e in events if e != "step.failed")),
-                (failed, tuple(e for e in events if e == "step.failed")),
+                (done, tuple(e for e in events if e != STEP_FAILED)),
+                (failed, tuple(e for e in events if e == STEP_FAILED)),
             ):
                 if not evs:
                     continue
@@ -396,7 +395,7 @@ class NetBuilder:
                 step.span,
                 path,
                 guard=Guard(None, earlier=len(earlier[failed])),
-                events=("step.failed",),
+                events=(STEP_FAILED,),
             )
 
     @staticmethod
@@ -413,14 +412,14 @@ class NetBuilder:
         self, arc: tree.Arc, expr: int | None, done_event: str, listener: bool
     ) -> tuple[str, ...]:
         if listener:
-            return ("signal.received", "timer.fired")
+            return (EventName.SIGNAL_RECEIVED.value, EventName.TIMER_FIRED.value)
         if expr is None:
             return (done_event,)
         compiled = self.pool.entries[expr]
         if not compiled.mentions_event:
             return (done_event,)
-        named = tuple(e for e in compiled.event_names if e in BOUNDARY)
-        return named or (done_event, "step.failed")
+        named = tuple(e for e in compiled.event_names if e in BOUNDARY_NAMES)
+        return named or (done_event, STEP_FAILED)
 
     def _needs_dead(self, source: str, target: str) -> bool:
         join = self.joins.get(target)
@@ -443,7 +442,7 @@ class NetBuilder:
             (f"{join.step}.entry",),
             step.span,
             path,
-            events=("join.fired",),
+            events=(EventName.JOIN_FIRED.value,),
             target=join.step,
         )
 

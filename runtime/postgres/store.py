@@ -18,12 +18,13 @@ import uuid
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
+from noetlc.ir.events import EventName
 from noetlc.runtime.driver import cancel_requested
 from noetlc.runtime.postgres.database import Database
 from noetlc.runtime.postgres.errors import DatabaseError
 from noetlc.runtime.programs import requested_event
 from noetlc.runtime.store import Appendable, StoreError
-from noetlc.vm.protocol import EventName, Source, envelope
+from noetlc.vm.protocol import Source, envelope
 
 T = TypeVar("T")
 

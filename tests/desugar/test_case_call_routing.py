@@ -1,5 +1,5 @@
 """A legacy `case:` with a `call: {step}` action: an inclusive router whose other arcs keep
-their first-match meaning as stopping arcs (`spec: {stop: true}`, compiler/desugar/routing.py).
+their first-match meaning as stopping arcs (`spec: {stop: true}`, compiler/desugar/case/router.py).
 
 The desugared guards stay linear in the number of rules (each arc carries its own condition,
 not the negations of every earlier one), and the VMs fire exactly what first-match order

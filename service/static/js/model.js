@@ -1,13 +1,8 @@
 // An execution as the console knows it, folded from its events: each step's state, runs,
 // iterations, attempts, result and error; the execution's end and error. The same folding
 // as the API's status (service/progress.py), here for the live page.
-export const EVENT_NAMES = [
-  "playbook.execution.requested", "execution.resumed", "workflow.started", "step.scheduled",
-  "step.started", "step.done", "step.failed", "step.skipped", "task.started", "task.done",
-  "task.retry", "loop.started", "loop.iteration.started", "loop.iteration.done",
-  "loop.iteration.failed", "loop.done", "next.selected", "join.fired", "workflow.finished",
-  "execution.failed", "execution.cancelled", "signal.received", "timer.fired",
-];
+// every event name, generated from the Python vocabulary (scripts/gen_console_events.py)
+export { EVENT_NAMES } from "./events.js";
 
 export function newModel() {
   return { steps: new Map(), events: [], error: null, finished: null, changed: new Set() };

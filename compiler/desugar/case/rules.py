@@ -1,4 +1,4 @@
-"""The rule-level helpers of the legacy `case` rewrite (`case.py`): reading a rule's
+"""The rule-level helpers of the legacy `case` rewrite (`block.py`): reading a rule's
 condition, event and actions, and rewriting a condition for where it is evaluated (an arc, a
 task policy, a `step.enter` admission, an inclusive-rules gate)."""
 
@@ -10,9 +10,13 @@ from typing import Any
 from noetlc.compiler.desugar.common import guard_body, rewrite_expression
 from noetlc.compiler.ynodes import YMap, YNode, YScalar, YSeq
 from noetlc.diagnostics.report import Reporter, Span
+from noetlc.ir.events import LegacyEventName
 
+# `event.name == '<a legacy name>'` in a rule's condition
 EVENT = re.compile(
-    r"""event\.name\s*==\s*(['"])(call\.done|call\.error|step\.exit|step\.enter)\1"""
+    r"""event\.name\s*==\s*(['"])("""
+    + "|".join(re.escape(name.value) for name in LegacyEventName)
+    + r""")\1"""
 )
 # NoETL's case evaluator bound `response`, `result` and `this` to the tool's response
 # (noetl/noetl `noetl/worker/case_evaluator.py` `build_eval_context`, before commit 3ae90a10)
@@ -28,7 +32,9 @@ def gate_guard(condition: str | None, names: dict[str, str]) -> str | None:
     if not condition:
         return None
     text = condition if "{{" in condition else "{{ " + condition + " }}"
-    text = EVENT.sub(lambda m: "true" if m.group(2) == "call.done" else "false", text)
+    text = EVENT.sub(
+        lambda m: "true" if m.group(2) == LegacyEventName.CALL_DONE.value else "false", text
+    )
     text = rewrite_expression(text, names, {})
     return None if guard_body(text) == "true" else text
 
@@ -108,7 +114,9 @@ def enter_guard(condition: str | None) -> str | None:
     if not condition:
         return None
     text = condition if "{{" in condition else "{{ " + condition + " }}"
-    text = EVENT.sub(lambda m: "true" if m.group(2) == "step.enter" else "false", text)
+    text = EVENT.sub(
+        lambda m: "true" if m.group(2) == LegacyEventName.STEP_ENTER.value else "false", text
+    )
     return None if guard_body(text) == "true" else text
 
 
@@ -120,7 +128,7 @@ def task_guard(
     text = condition if "{{" in condition else "{{ " + condition + " }}"
 
     def status(m: re.Match[str]) -> str:
-        if m.group(2) == "call.done":
+        if m.group(2) == LegacyEventName.CALL_DONE.value:
             return "outcome.status in ['ok', 'error']" if any_outcome else "outcome.status == 'ok'"
         return "outcome.status == 'error'"
 

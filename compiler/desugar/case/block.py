@@ -17,7 +17,7 @@ Each rule `{when, then, else}` is classified by the event its condition tests:
   the call that the rule jumps to (`chains.py`).
 * `call: {params}` re-invokes the call (a `jump` back with `iter.params`); `call: {step, args}`
   starts that step besides the routing: an extra arc, with the router made inclusive and
-  the first-match order of the other arcs kept by explicit guards (`routing.py`).
+  the first-match order of the other arcs kept by explicit guards (`router.py`).
 * `step.enter`: `set` becomes ctx writes of the step's admission (`spec.policy.admit`), made
   once per step run before the tool (and before a loop's first iteration).
 
@@ -30,53 +30,54 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from noetlc.compiler.desugar import case_next, chains, routing
-from noetlc.compiler.desugar.case_rules import (
+from noetlc.compiler.desugar import chains, retry
+from noetlc.compiler.desugar.case import next_action, router
+from noetlc.compiler.desugar.case.rules import (
     CASE_SETTINGS as _CASE_SETTINGS,
 )
-from noetlc.compiler.desugar.case_rules import (
+from noetlc.compiler.desugar.case.rules import (
     TASK_NAMES as _TASK_NAMES,
 )
-from noetlc.compiler.desugar.case_rules import (
+from noetlc.compiler.desugar.case.rules import (
     actions as _actions,
 )
-from noetlc.compiler.desugar.case_rules import (
+from noetlc.compiler.desugar.case.rules import (
     arc_guard as _arc_guard,
 )
-from noetlc.compiler.desugar.case_rules import (
+from noetlc.compiler.desugar.case.rules import (
     condition_text as _condition_text,
 )
-from noetlc.compiler.desugar.case_rules import (
+from noetlc.compiler.desugar.case.rules import (
     directive_fields as _directive_fields,
 )
-from noetlc.compiler.desugar.case_rules import (
+from noetlc.compiler.desugar.case.rules import (
     enter_guard as _enter_guard,
 )
-from noetlc.compiler.desugar.case_rules import (
+from noetlc.compiler.desugar.case.rules import (
     event_of as _event_of,
 )
-from noetlc.compiler.desugar.case_rules import (
+from noetlc.compiler.desugar.case.rules import (
     gate_guard as _gate_guard,
 )
-from noetlc.compiler.desugar.case_rules import (
+from noetlc.compiler.desugar.case.rules import (
     is_task as _is_task,
 )
-from noetlc.compiler.desugar.case_rules import (
+from noetlc.compiler.desugar.case.rules import (
     priority as _priority,
 )
-from noetlc.compiler.desugar.case_rules import (
+from noetlc.compiler.desugar.case.rules import (
     recall_params as _recall_params,
 )
-from noetlc.compiler.desugar.case_rules import (
+from noetlc.compiler.desugar.case.rules import (
     refuse as _refuse,
 )
-from noetlc.compiler.desugar.case_rules import (
+from noetlc.compiler.desugar.case.rules import (
     retry_fields as _retry_fields,
 )
-from noetlc.compiler.desugar.case_rules import (
+from noetlc.compiler.desugar.case.rules import (
     setting as _setting,
 )
-from noetlc.compiler.desugar.case_rules import (
+from noetlc.compiler.desugar.case.rules import (
     task_guard as _task_guard,
 )
 from noetlc.compiler.desugar.common import (
@@ -102,7 +103,10 @@ from noetlc.compiler.shapes import (
 )
 from noetlc.compiler.ynodes import YMap, YNode, YScalar, YSeq
 from noetlc.diagnostics.report import Reporter, Span
+from noetlc.ir.events import LOOP_DONE, LegacyEventName, legacy_aliases
 
+_CALL_DONE = LegacyEventName.CALL_DONE.value
+_CALL_ERROR = LegacyEventName.CALL_ERROR.value
 _ROUTE_ACTIONS = {"next", "step"}
 _UNSUPPORTED = {"pipe", "catch", "finally"}
 _KNOWN = {
@@ -169,7 +173,7 @@ def _step(step: YMap, reporter: Reporter) -> YMap | None:
         call=call_default,
         taken=taken | {call_default},
         arc_names={"result": name, "response": name, "error": "event.data.error", "this": name},
-        arc_strings={"step.exit": done, "call.done": done, "call.error": "step.failed"},
+        arc_strings=legacy_aliases(done),
     )  # fmt: skip
     # Whatever the `case_mode` and `next_policy`, the first `next` reached wins the routing
     # (NoETL's winner rule; `end_step` also suppresses the other branches, `break_chain` and
@@ -184,12 +188,12 @@ def _step(step: YMap, reporter: Reporter) -> YMap | None:
 
     earlier: list[str] = []  # the conditions of the rules so far (a standalone `else` negates them)
     for rule in rules:
-        case_next.refuse_rule_keys(rule, reporter)
+        next_action.refuse_rule_keys(rule, reporter)
         text = _condition_text(rule.get("when"))
         if text is None and "else" in rule and "when" not in rule and "then" not in rule:
             actions = _actions(rule.get("else"))
             if actions:
-                otherwise = case_next.else_condition(earlier)
+                otherwise = next_action.else_condition(earlier)
                 _rule(state, None, otherwise, actions, rule.span, reporter)
             continue
         if text:
@@ -207,19 +211,19 @@ def _step(step: YMap, reporter: Reporter) -> YMap | None:
     if case_inclusive and len(state.task_rules) > 1 + bool(state.gated):
         # every matching rule's actions on the call would run, in order: not expressible as
         # first-match policy rules
-        case_next.refuse_inclusive(step, reporter)
+        next_action.refuse_inclusive(step, reporter)
     router_mode = "inclusive" if inclusive else "exclusive"
     written = routes(step.get("next"))
     if written.mode is not None and not inclusive:
         router_mode = written.mode
-    structural = routing.structural_arcs(written.node)
+    structural = router.structural_arcs(written.node)
     case_arcs, forks = state.arcs, state.forks
     if written.form == "list" and len(structural) > 1 and not any("when" in a for a in structural):
         # a list of targets without conditions is a parallel fork: when no case rule routed,
         # every target starts (they fire besides each other; a case arc that fired stops them)
         forks = forks | set(range(len(case_arcs), len(case_arcs) + len(structural)))
         case_arcs, structural, router_mode = [*case_arcs, *structural], [], "exclusive"
-    arcs, router_mode = routing.router_arcs(
+    arcs, router_mode = router.router_arcs(
         case_arcs,
         forks,
         state.case_guards,
@@ -244,7 +248,7 @@ def _step(step: YMap, reporter: Reporter) -> YMap | None:
     if (state.task_rules or state.chains) and call_index is not None:
         tasks = _attach(state, tasks, call_index, key.span)
     if state.loop_exits:
-        new = case_next.loop_exit(new, state.loop_exits, key.span)
+        new = next_action.loop_exit(new, state.loop_exits, key.span)
         state.init_writes.extend(
             (YScalar(flag, key.span), YScalar(False, key.span)) for flag in state.loop_exits
         )
@@ -252,10 +256,11 @@ def _step(step: YMap, reporter: Reporter) -> YMap | None:
         # `step.enter` fires once per step run, before its loop: ctx written at admission,
         # and `skip` there skips the step (`step.skipped`)
         writes = YMap(tuple(state.init_writes), key.span) if state.init_writes else None
-        new = case_next.enter_admission(new, state.enter_skips, writes, key.span)
+        new = next_action.enter_admission(new, state.enter_skips, writes, key.span)
     if tasks:
         new = with_task_maps(new, tasks)
-    return new
+    # a task a rule runs may carry its own `retry:` (it is a task of the pipeline now)
+    return retry.finish(new, reporter)
 
 
 def _call_index(tasks: list[YMap]) -> int | None:
@@ -320,7 +325,7 @@ def _rule(
         if action in _UNSUPPORTED:
             _refuse(reporter, f"the case action `{action}` of step `{name}`", at)
         elif action in _ROUTE_ACTIONS:
-            routed, besides = case_next.targets(value, reporter)
+            routed, besides = next_action.targets(value, reporter)
             next_entries.extend(routed)
             fork_entries.extend(besides)
         elif action in ("set", "vars"):  # `vars` (older): ctx writes, read as `vars.x` = `ctx.x`
@@ -377,7 +382,7 @@ def _rule(
             task_then = {"do": "continue"}
         else:
             _refuse(reporter, f"the case action `{action}` of step `{name}`", at)
-    if event == "step.enter":
+    if event == LegacyEventName.STEP_ENTER.value:
         state.init_writes.extend(writes)
         skips = any(a == "skip" for a, _, _ in actions)
         if skips:
@@ -403,11 +408,11 @@ def _rule(
         and not fork_entries
         and (task_then or writes or inline or result)
     ):
-        event = "call.done"  # a rule that only acts on the call runs after each call
+        event = _CALL_DONE  # a rule that only acts on the call runs after each call
     if inline or result:
         at = result[1] if result is not None else inline[0][2]
-        if event != "call.done" and not (event == "call.error" and result is None):
-            when = "after a failed call" if event == "call.error" else "after the step ended"
+        if event != _CALL_DONE and not (event == _CALL_ERROR and result is None):
+            when = "after a failed call" if event == _CALL_ERROR else "after the step ended"
             what = f"`{inline[0][0]}`" if inline else "`result`"
             _refuse(
                 reporter,
@@ -421,8 +426,8 @@ def _rule(
             _refuse(reporter, f"a task run by a rule of step `{name}` that retries or skips", at)
             inline, result = [], None
     if (
-        event == "call.done"
-        and state.done == "loop.done"
+        event == _CALL_DONE
+        and state.done == LOOP_DONE
         and next_entries
         and not (task_then or inline or result or fork_entries)
     ):
@@ -439,13 +444,13 @@ def _rule(
         for entry in next_entries:
             arc = rewrite_node(entry, _TASK_NAMES, {})
             assert isinstance(arc, YMap)
-            state.arcs.append(arc.with_item("when", YScalar(case_next.flag_guard([flag]), span)))
-        state.case_guards.append(case_next.flag_guard([flag])[2:-2].strip())
+            state.arcs.append(arc.with_item("when", YScalar(next_action.flag_guard([flag]), span)))
+        state.case_guards.append(next_action.flag_guard([flag])[2:-2].strip())
         return
-    task_level = event in ("call.done", "call.error") and (
+    task_level = event in (_CALL_DONE, _CALL_ERROR) and (
         task_then or inline or result or (writes and not next_entries and not fork_entries)
     )
-    if task_level and state.inclusive and event == "call.done" and not task_then and not result:
+    if task_level and state.inclusive and event == _CALL_DONE and not task_then and not result:
         # inclusive: run in rule order after the call with the other matching rules (`_gates`)
         state.gated.append((condition, list(writes), list(inline), span))
         writes = []
@@ -459,7 +464,7 @@ def _rule(
             # (its arcs on `step.failed` route it)
             ends = (
                 {**then, "do": "fail"}
-                if event == "call.error" and then["do"] == "continue"
+                if event == _CALL_ERROR and then["do"] == "continue"
                 else then
             )
             first = _chain(state, inline, result, ends, span, reporter)
