@@ -298,54 +298,24 @@ def _tasks(
         },
     }
     counted = "1" if process == "row" else f"({frame} | length)"
-    done = {
-        "name": f"{name}__done",
-        "kind": "noop",
-        "spec": {
-            "policy": {
-                "rules": [
-                    {
-                        "else": {
-                            "then": {
-                                "do": "jump",
-                                "to": f"{name}__row",
-                                "set_iter": {
-                                    f"{name}__cursor": state(
-                                        processed=f"({processed} | default(0)) + {counted}",
-                                        taken=f"({taken} | default(0)) + {counted}",
-                                    )
-                                },
-                            }
-                        }
-                    }
-                ]
-            }
-        },
-    }
-    failed_task = {
-        "name": f"{name}__failed",
-        "kind": "noop",
-        "spec": {
-            "policy": {
-                "rules": [
-                    {
-                        "else": {
-                            "then": {
-                                "do": "jump",
-                                "to": f"{name}__row",
-                                "set_iter": {
-                                    f"{name}__cursor": state(
-                                        failed=f"({failed} | default(0)) + {counted}",
-                                        taken=f"({taken} | default(0)) + {counted}",
-                                    )
-                                },
-                            }
-                        }
-                    }
-                ]
-            }
-        },
-    }
+
+    def counting(task: str, counter: str) -> dict[str, Any]:
+        """A noop task that adds the rows just handled to `counter` and `taken`, then takes
+        the next row."""
+        more = {
+            counter: f"({counter_names[counter]} | default(0)) + {counted}",
+            "taken": f"({taken} | default(0)) + {counted}",
+        }
+        then = {"do": "jump", "to": f"{name}__row", "set_iter": {f"{name}__cursor": state(**more)}}
+        return {
+            "name": f"{name}__{task}",
+            "kind": "noop",
+            "spec": {"policy": {"rules": [{"else": {"then": then}}]}},
+        }
+
+    counter_names = {"processed": processed, "failed": failed}
+    done = counting("done", "processed")
+    failed_task = counting("failed", "failed")
     status = f"'ok' if ({failed} | default(0)) == 0 else 'partial'"
     summary = ", ".join(
         f"'{key}': ({value} | default(0))"
