@@ -68,6 +68,14 @@ LOOP_DONE = EventName.LOOP_DONE.value
 STEP_FAILED = EventName.STEP_FAILED.value
 BOUNDARY_NAMES: tuple[str, ...] = (STEP_DONE, LOOP_DONE, STEP_FAILED)
 
+# The events that end an execution's log (exactly one, nothing after it), with the
+# execution status each gives.
+TERMINAL_STATUS: dict[str, str] = {
+    EventName.WORKFLOW_FINISHED.value: "completed",
+    EventName.EXECUTION_FAILED.value: "failed",
+    EventName.EXECUTION_CANCELLED.value: "cancelled",
+}
+
 
 def legacy_aliases(done: str) -> dict[str, str]:
     """What each legacy name means on an arc of a step whose success event is `done`
@@ -94,6 +102,7 @@ __all__ = [
     "LOOP_DONE",
     "STEP_DONE",
     "STEP_FAILED",
+    "TERMINAL_STATUS",
     "EventName",
     "LegacyEventName",
     "legacy_aliases",

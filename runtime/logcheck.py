@@ -27,14 +27,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from noetlc.ir.events import EventName
+from noetlc.ir.events import TERMINAL_STATUS, EventName
 from noetlc.vm.protocol import RESULT_NAMES, Source, folded_task
 
-TERMINAL = {
-    EventName.WORKFLOW_FINISHED.value: "completed",
-    EventName.EXECUTION_FAILED.value: "failed",
-    EventName.EXECUTION_CANCELLED.value: "cancelled",
-}
+TERMINAL = TERMINAL_STATUS
 _STARTERS = {
     # a result's name -> the events that start it (matched on step_run_id, and iteration)
     EventName.STEP_DONE.value: (

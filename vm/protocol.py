@@ -27,7 +27,7 @@ from enum import StrEnum
 from hashlib import sha256
 from typing import Any, NamedTuple
 
-from noetlc.ir.events import EventName
+from noetlc.ir.events import TERMINAL_STATUS, EventName
 
 
 class Source(StrEnum):
@@ -56,14 +56,7 @@ INPUT_NAMES = RESULT_NAMES | {
 }
 INPUT_SOURCES = frozenset(s.value for s in (Source.WORKER, Source.CLIENT, Source.TIMER))
 # the events that end an execution's log: exactly one, and nothing is appended after it
-TERMINAL_NAMES = frozenset(
-    n.value
-    for n in (
-        EventName.WORKFLOW_FINISHED,
-        EventName.EXECUTION_FAILED,
-        EventName.EXECUTION_CANCELLED,
-    )
-)
+TERMINAL_NAMES = frozenset(TERMINAL_STATUS)
 
 # the envelope's fields as stores keep them, in column order after (execution_id, seq)
 ENVELOPE = (
