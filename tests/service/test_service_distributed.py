@@ -33,6 +33,7 @@ workflow:
         kind: playbook
         path: tests/child/double
         args: {n: 21}
+        wait: true
 """
 
 
