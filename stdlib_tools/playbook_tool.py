@@ -111,9 +111,9 @@ def _status_view(
     began = time.time()
     summary = _bounded(ctx, target, workload, limit)
     if summary is None:  # NoETL stops polling and says the child was started
-        result = {"status": "started", "execution_id": ctx.child_id, "path": args.path}
-        result["async"] = False
-        outcome = ok(result)
+        started: dict[str, Any] = {"status": "started", "execution_id": ctx.child_id}
+        started.update(path=args.path, **{"async": False})
+        outcome = ok(started)
         outcome["meta"] = {"child_execution_id": ctx.child_id, "child_status": "running"}
         return outcome
     child_id = summary.get("execution_id")

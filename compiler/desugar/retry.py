@@ -110,8 +110,8 @@ def _rules(source: YNode, reporter: Reporter, recall: set[str], sinks: _Sinks) -
             if isinstance(source.value, int) and not isinstance(source.value, bool)
             else 3
         )
-        then = {"do": "retry", "attempts": attempts, **LEGACY_WAIT}
-        return [node({"when": ON_ERROR, "then": then}, source.span)]
+        short = {"do": "retry", "attempts": attempts, **LEGACY_WAIT}
+        return [node({"when": ON_ERROR, "then": short}, source.span)]
     assert isinstance(source, YMap)
     body = source.get("then") if isinstance(source.get("then"), YMap) else source
     assert isinstance(body, YMap)

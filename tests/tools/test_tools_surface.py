@@ -176,7 +176,12 @@ def test_playbook_payload_and_timeout(tmp_path: Path) -> None:
         return {"execution_id": "c", "status": "completed", "result": workload}
 
     ctx = ToolContext(workdir=tmp_path, run_playbook=slow)
-    out = call_tool("playbook", {"path": "child", "payload": {"a": 1}, "timeout": "30s", "wait": True}, None, ctx)
+    out = call_tool(
+        "playbook",
+        {"path": "child", "payload": {"a": 1}, "timeout": "30s", "wait": True},
+        None,
+        ctx,
+    )
     assert out["result"] == {"a": 1}
     late = call_tool("playbook", {"path": "child", "payload": {"slow": 1}, "timeout": "50ms",
                       "wait": True},
