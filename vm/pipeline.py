@@ -9,7 +9,6 @@ It records `task.*` events through `emit` and never raises: errors become a fail
 
 from __future__ import annotations
 
-import logging
 import math
 import random
 import re
@@ -23,7 +22,6 @@ from noetlc.vm.locate import locate_code_error, locate_template_error
 from noetlc.vm.program import OP, Program, StepInfo, evaluate_value
 from noetlc.vm.protocol import EventName
 
-_LOG = logging.getLogger("noetlc.pipeline")
 _TASK_DONE = EventName.TASK_DONE.value
 _TASK_RETRY = EventName.TASK_RETRY.value
 _TASK_STARTED = EventName.TASK_STARTED.value
@@ -304,8 +302,10 @@ def rule_writes(
         try:
             out[key] = evaluate_value(value, program.expressions, scope)
         except Exception as exc:
+            import logging  # only on this path: `noetl-vm run` starts without it
+
             kept = _template_text(program, value)
-            _LOG.warning(
+            logging.getLogger("noetlc.vm.pipeline").warning(
                 "step %s, task %s: `set: %s` could not be evaluated (%s); it keeps its "
                 "text %r, as NoETL does",
                 step.name,

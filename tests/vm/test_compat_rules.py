@@ -78,7 +78,7 @@ def test_iter_last_over_a_list_iterations_may_change_is_refused_with_a_hint() ->
 def test_a_policy_set_whose_template_fails_keeps_its_text_as_noetl_does(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    with caplog.at_level(logging.WARNING, logger="noetlc.pipeline"):
+    with caplog.at_level(logging.WARNING, logger="noetlc.vm.pipeline"):
         summary, _ = _run("set_keeps_failed_template.yaml", {})
     assert summary["status"] == "completed", summary["error"]
     # the failed value keeps its template text; the other write of the rule is evaluated
