@@ -4,7 +4,7 @@ The tool thread compiles the child playbook, creates its execution with the pare
 the same first event `noetl-vm submit` writes (program and workload travel in it), offers it
 to the servers, and waits for its summary through the database (woken by the child's event
 NOTIFYs, polling as the fallback). The tool's outcome is the child's summary, as in embedded
-mode. The child's id is a function of the parent's call (runtime/execute.py
+mode; a child not waited for (`wait=False`) is only started. The child's id is a function of the parent's call (runtime/execute.py
 `child_execution_id`) and every step of starting it is idempotent, so a parent job re-leased
 after its worker died waits for the child the first lease started. When the waiting job is
 cancelled (its parent was cancelled or ended, or the iteration was cancelled), the child is
@@ -147,8 +147,10 @@ class ChildRunner:
         self.on_wait = on_wait  # +1 / -1 around the wait: the worker lends the slot meanwhile
 
     def __call__(
-        self, path: str, workload: dict[str, Any], action_id: str, child_id: str
+        self, path: str, workload: dict[str, Any], action_id: str, child_id: str, wait: bool = True
     ) -> dict[str, Any]:
+        """The child's summary; with `wait=False` `{execution_id, status: started}` once it
+        is offered to the servers (it runs on by itself, as NoETL's children do)."""
         from noetlc.runtime.programs import encode_program
 
         payload, failed = compile_child(path, self._catalog())
@@ -156,7 +158,9 @@ class ChildRunner:
             assert failed is not None
             return failed
         child_workload = {**(payload.get("workload") or {}), **workload}
-        child = self._start(child_id, action_id, payload, encode_program(payload), child_workload)
+        child = self._start(
+            child_id, action_id, payload, encode_program(payload), child_workload, wait
+        )
         return asyncio.run_coroutine_threadsafe(child, self.loop).result()
 
     def _catalog(self) -> CatalogStore | None:
@@ -169,6 +173,7 @@ class ChildRunner:
         payload: dict[str, Any],
         program: bytes,
         workload: dict[str, Any],
+        wait: bool = True,
     ) -> dict[str, Any]:
         record = await self.db.events.execution(child_id)
         name = payload["metadata"]["name"]
@@ -184,6 +189,8 @@ class ChildRunner:
             first = requested_event(child_id, name, program, workload, self.parent_id)
             await self.db.events.append(child_id, [first])
             await self.db.owners.offer([child_id])
+        if not wait:
+            return {"execution_id": child_id, "status": "started"}
         if self.on_wait is not None:
             self.on_wait(1)
         try:

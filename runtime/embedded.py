@@ -200,6 +200,7 @@ class EmbeddedRuntime:
         self.stop = stop  # a child's: its calling action was cancelled, or its parent ended
         self.stop_asked = False  # a cancel was queued (one is enough)
         self.parent_id: str | None = None
+        self.detached: list[threading.Thread] = []  # children not waited for (`_detach`)
 
     # ------------------------------------------------------------------ entry points
 
@@ -327,6 +328,8 @@ class EmbeddedRuntime:
         if self.keychain.has_secrets:
             summary_ = self.keychain.redact(summary_)  # it is printed and stored
         self.store.finish_execution(self.execution_id, vm.status, summary_)
+        for thread in self.detached:  # children started and not waited for end first
+            thread.join()
         return summary_
 
     def _process(self, batch: list[Event], external: bool) -> None:
@@ -450,13 +453,14 @@ class EmbeddedRuntime:
     # ------------------------------------------------------------------ tools
 
     def _run_child(
-        self, path: str, workload: dict[str, Any], action_id: str, child_id: str
+        self, path: str, workload: dict[str, Any], action_id: str, child_id: str, wait: bool = True
     ) -> dict[str, Any]:
         """`kind: playbook`: a child execution in this process and store, with parent_id. Its
         id is a function of the call: a resumed parent finds the child its first run started
         (finished: its summary; left running by the dead process: resumed), never a second.
         The calling action's cancel flag (set when the action is cancelled or the parent
-        ended, `noetl-vm cancel` included) cancels the child."""
+        ended, `noetl-vm cancel` included) cancels a child waited for. With `wait=False` the
+        child runs in a thread of its own (`_detach`) and nothing of the parent stops it."""
         from noetlc.runtime.catalog import SQLiteCatalog
         from noetlc.runtime.children import compile_child
         from noetlc.runtime.store import SQLiteStore
@@ -470,13 +474,47 @@ class EmbeddedRuntime:
         if payload is None:
             assert failed is not None
             return failed
+        if self.family is None:
+            self._find_family()
+        if not wait:
+            return self._detach(payload, workload, child_id)
+        return self._child(payload, workload, child_id, self.active.get(action_id))
+
+    def _detach(
+        self, payload: dict[str, Any], workload: dict[str, Any], child_id: str
+    ) -> dict[str, Any]:
+        """Start a child that is not waited for (NoETL's playbook tool without `return_step`):
+        admitted by the budgets now, run by a thread the parent's run joins before it returns
+        (the process ends when every execution it started has ended)."""
+        assert self.family is not None
+        if self.store.execution(child_id) is None:  # a re-run call finds its child started
+            over = self.family.admit(self.depth + 1)
+            if over is not None:
+                return {"execution_id": None, "status": "failed", "result": None, "error": over}
+        thread = threading.Thread(
+            target=self._child,
+            args=(payload, workload, child_id, None, True),
+            name=f"noetl-child-{child_id}",
+        )
+        self.detached.append(thread)
+        thread.start()
+        return {"execution_id": child_id, "status": "started"}
+
+    def _child(
+        self,
+        payload: dict[str, Any],
+        workload: dict[str, Any],
+        child_id: str,
+        stop: threading.Event | None,
+        admitted: bool = False,
+    ) -> dict[str, Any]:
+        """Run (or resume, or find finished) the child `child_id` and give its summary."""
+        from noetlc.runtime.store import SQLiteStore
+
         store = self.store
         if isinstance(store, SQLiteStore):
             # its own connection (this runs in a pool thread), fenced by the root's lease
             store = store.sibling()
-        stop = self.active.get(action_id)
-        if self.family is None:
-            self._find_family()
         family = self.family
         assert family is not None
         try:
@@ -494,7 +532,7 @@ class EmbeddedRuntime:
                     family=family,
                     depth=self.depth + 1,
                 )
-            over = family.admit(self.depth + 1)
+            over = None if admitted else family.admit(self.depth + 1)
             if over is not None:  # not started: the calling step fails with NOE858
                 return {"execution_id": None, "status": "failed", "result": None, "error": over}
             return run_embedded(

@@ -54,7 +54,9 @@ _TASK_STARTED = EventName.TASK_STARTED.value
 EmitEvent = Callable[[Event], None]
 # `kind: playbook`: (path, workload, the calling action_id, the child's execution id) -> the
 # child's summary; the runtime cancels the child when the calling action is cancelled
-StartChild = Callable[[str, dict[str, Any], str, str], dict[str, Any]]
+# (path, workload, action_id, child_id, wait): the child's summary, or with wait=False
+# `{execution_id, status: started}` once it is started (RunPlaybook in stdlib_tools/context.py)
+StartChild = Callable[[str, dict[str, Any], str, str, bool], dict[str, Any]]
 
 # worker event ids: unique per process run (a random prefix) and cheap (a counter)
 _PROCESS = uuid.uuid4().hex[:16]
@@ -114,12 +116,15 @@ class ToolEnv:
         ) -> dict[str, Any]:
             start_child = self.start_child
             run_playbook = None
+            child_id = None
             if start_child is not None:
                 child_id = child_execution_id(execution_id, action_id, task, attempt)
 
-                def run_playbook(path: str, workload: dict[str, Any]) -> dict[str, Any]:
-                    assert start_child is not None
-                    return start_child(path, workload, action_id, child_id)
+                def run_playbook(
+                    path: str, workload: dict[str, Any], wait: bool = True
+                ) -> dict[str, Any]:
+                    assert start_child is not None and child_id is not None
+                    return start_child(path, workload, action_id, child_id, wait)
 
             context = ToolContext(
                 execution_id,
@@ -133,6 +138,7 @@ class ToolEnv:
                 scope,
                 cancelled,
                 None if log is None else log.writer(task, attempt),
+                child_id,
             )
             return call_registry_tool(kind, args, spec, context)
 

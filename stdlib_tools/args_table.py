@@ -179,6 +179,7 @@ MODELS: Models = {
             "return_step": 3,
             "task": 4,
             "timeout": 2,
+            "wait": 5,
             "workload": 1,
         },
         (
@@ -193,6 +194,7 @@ MODELS: Models = {
             ),
             (("union", (("str",), ("none",))), False, "return_step", "return_step", ("=", None)),
             (("union", (("str",), ("none",))), False, "task", "task", ("=", None)),
+            (("union", (("bool",), ("none",))), False, "wait", "wait", ("=", None)),
         ),
         (("given", (0,)),),
     ),

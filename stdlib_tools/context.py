@@ -11,8 +11,10 @@ if TYPE_CHECKING:
     from noetlc.stdlib_tools.keychain import Keychain
 
 # Given a playbook path or catalog name and its workload arguments, run a child execution and
-# return its summary `{"execution_id", "status", "result", "error"}` (the runtime provides it).
-RunPlaybook = Callable[[str, dict[str, Any]], dict[str, Any]]
+# return its summary `{"execution_id", "status", "result", "error"}` (the runtime provides it);
+# with `wait=False` start it and return `{"execution_id", "status": "started"}` at once (the
+# child runs on by itself), or the summary of a child that could not start.
+RunPlaybook = Callable[..., dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -40,3 +42,5 @@ class ToolContext:
     # bounds, escapes, redacts and stores it with the execution (runtime/logs.py); None: the
     # output is not kept (a tool called outside a run).
     log: Callable[[str, str], None] | None = None
+    # the id a child execution started by this call gets (None: not known here)
+    child_id: str | None = None

@@ -7,10 +7,11 @@ returns (noetl/noetl `noetl/tools/http/response.py`, `process_response`): `data`
 `outcome.http = {status, headers, url, method}` too (header names lower-case). A JSON response
 body is decoded; other text is a string; a binary body is base64 (`http.encoding: base64`).
 A non-2xx answer is an error outcome (`HttpError`) that still carries `http` and the envelope
-as the result; the error says what happened as NoETL's corpus reads it: `error.kind` is
-`rate_limit` (429), `auth` (401/403), `not_found` (404), `client_error` (other 4xx),
-`server_error` (5xx), `timeout` or `connection`, and `error.retryable` is true for 408/425/429,
-5xx, timeouts and connection failures.
+as the result; the error carries NoETL's fields (`noetl_fields`): `kind: tool_error`,
+`code: HTTP_<status>`, `status_code` (and `http_status`), `source: http`, `retryable` for 429
+and 5xx; noetlc's own `status` (the code), `body` (its start) and `category`: `rate_limit`
+(429), `auth` (401/403), `not_found` (404), `client_error` (other 4xx), `server_error` (5xx),
+`redirect`, `timeout` or `connection`. Timeouts and connection failures are retryable.
 
 Bodies: `json:` is sent as JSON; `data:`/`payload:` as NoETL does — query parameters for GET,
 HEAD, DELETE and OPTIONS, a JSON body otherwise; `body:` as raw text (a mapping or list as
@@ -40,7 +41,7 @@ from noetlc.stdlib_tools.schemas import HttpArgs, HttpTimeout
 
 DEFAULT_TIMEOUT = 30.0
 QUERY_METHODS = frozenset({"GET", "HEAD", "DELETE", "OPTIONS"})
-RETRYABLE_STATUS = frozenset({408, 425, 429})
+TOOL_ERROR = "tool_error"  # NoETL's `error.kind` of every http error
 TEXT_TYPES = ("text/", "json", "xml", "javascript", "x-www-form-urlencoded", "yaml", "csv")
 
 _clients: dict[bool, httpx.Client] = {}
@@ -224,8 +225,8 @@ def _outcome(response: httpx.Response, method: str) -> dict[str, Any]:
             result=envelope,
             status=status,
             body=_excerpt(body),
-            kind=_classify(status),
-            retryable=status in RETRYABLE_STATUS or status >= 500,
+            **noetl_fields(status),
+            category=_classify(status),
         )
     outcome["http"] = info
     return outcome
@@ -278,10 +279,26 @@ def _classify(status: int) -> str:
     return "redirect"
 
 
+def noetl_fields(status: int | None) -> dict[str, Any]:
+    """The fields NoETL's task sequence gives an http error (noetl/noetl
+    `noetl/worker/task_sequence_executor.py`: its http tool sets no `error_kind`, so every error
+    is `kind: tool_error`, `code: HTTP_<status>`, `status_code`, retryable for 429 and 5xx;
+    `http_status` and `source` are `noetl/core/errors.py` `ErrorInfo`'s names)."""
+    fields: dict[str, Any] = {"kind": TOOL_ERROR, "source": "http"}
+    if status is not None:
+        fields.update(
+            code=f"HTTP_{status}",
+            status_code=status,
+            http_status=status,
+            retryable=status == 429 or status >= 500,
+        )
+    return fields
+
+
 def _transport_error(
-    type_: str, kind: str, method: str, url: str, exc: Exception
+    type_: str, category: str, method: str, url: str, exc: Exception
 ) -> dict[str, Any]:
     message = f"{method} {url}: {str(exc) or type(exc).__name__}"
-    outcome = error(type_, message, kind=kind, retryable=True)
+    outcome = error(type_, message, **noetl_fields(None), category=category, retryable=True)
     outcome["http"] = {"status": None, "headers": {}, "url": url, "method": method}
     return outcome

@@ -1,25 +1,40 @@
-"""The `playbook` tool: run another playbook as a child execution and wait for it.
+"""The `playbook` tool: start another playbook as a child execution, as NoETL's worker does.
 
-The runtime provides `ToolContext.run_playbook(path, workload)`, which starts the child and
-returns its summary `{"execution_id", "status", "result", "error"}` (plus `steps` when it has
-them); this tool is its client. `path:` (or `playbook:`) is a playbook file relative to this
-playbook's folder (`.yaml`/`.yml` may be left out) or, when no such file exists, a catalog path
-looked up in the local catalog: the folders of `NOETL_PLAYBOOK_PATH` (separated like `PATH`),
-as `FOLDER/PATH[.yaml]` or as the playbook whose `metadata.path` is `PATH` (NoETL's catalog
-names); else passed on as written. `args:` (or `workload:`/`input:`) is the child's workload. The result is
-the child's result — or, with `return_step:`, that step's result; a child that did not complete
-is an error outcome (`PlaybookError`). `meta.child_execution_id` names the child.
-`payload:` is NoETL's name for the workload too. `timeout:` (seconds, or a duration `90s`,
-`5m`, `1h`, `250ms`) bounds the wait: past it the task fails with a `Timeout` error; the child
-execution is not cancelled by that (it is an execution of its own: `noetl-vm cancel` stops it).
+Three ways, by the arguments (NoETL's rule, noetl/noetl `noetl/worker/nats_worker.py`,
+`_execute_tool` -> `_execute_playbook`, and `noetl/core/workflow/playbook/executor.py`):
+* no `return_step:` — the child is started and the call returns at once with NoETL's
+  executor result `{id, status: success, data: {execution_id, status: started},
+  execution_id, duration}`; the child runs on by itself and its outcome is not the caller's.
+* `return_step:` — the call waits for the child (at most `timeout:`, default 300 s) and gives
+  NoETL's status view `{execution_id, current_step, completed_steps, failed, completed,
+  completion_inferred, variables, start_time, end_time, duration_seconds, duration_human}`
+  (noetl/server/api/core/execution.py, `get_execution_status`), plus noetlc's `child_status`
+  and `result`: the named step's result. A failed child is `failed: true`, not a failed
+  call; past the timeout the result is `{status: started, execution_id, path, async: false}`.
+* `wait: true` (noetlc's, NoETL ignores it) — the call waits for the child and gives its result
+  (with `return_step:`, that step's); a child that did not complete fails the call
+  (`PlaybookError`); `timeout:` bounds the wait (a `Timeout` error; the child runs on).
+
+A child that cannot start (no such file, compile errors, a budget across children) fails the
+call in every way, as NoETL's start request does. The runtime provides
+`ToolContext.run_playbook(path, workload, wait)`. `path:` (or `playbook:`) is a playbook file
+relative to this playbook's folder (`.yaml`/`.yml` may be left out) or, when no such file
+exists, a catalog path looked up in the local catalog: the folders of `NOETL_PLAYBOOK_PATH`
+(separated like `PATH`), as `FOLDER/PATH[.yaml]` or as the playbook whose `metadata.path` is
+`PATH` (NoETL's catalog names); else passed on as written. `args:` (or
+`workload:`/`input:`/`payload:`) is the child's workload. `meta.child_execution_id` names the
+child. `timeout:` is seconds or a duration (`90s`, `5m`, `1h`, `250ms`).
 """
 
 from __future__ import annotations
 
+import datetime
 import functools
 import os
 import re
 import threading
+import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +44,7 @@ from noetlc.stdlib_tools.keychain import Keychain
 from noetlc.stdlib_tools.schemas import PlaybookArgs
 
 SUCCESS = frozenset({"completed", "ok"})
+RETURN_STEP_WAIT = 300.0  # NoETL's worker polls a `return_step` child this long by default
 CATALOG_ENV = "NOETL_PLAYBOOK_PATH"
 CATALOG_FILE_LIMIT = 1 << 20
 # `metadata:` ... `  path: NAME` (the first indented `path:` after `metadata:`)
@@ -59,10 +75,117 @@ def run(
     except ValueError as exc:
         return error("ToolArgumentError", str(exc))
     target = _locate(str(args.path), ctx)
+    workload = dict(args.args or {})
+    if args.wait:
+        return _waited(args, ctx, target, workload, limit)
+    if not args.return_step:
+        return _started(ctx, target, workload)
+    return _status_view(args, ctx, target, workload, RETURN_STEP_WAIT if limit is None else limit)
+
+
+def _started(ctx: ToolContext, target: str, workload: dict[str, Any]) -> dict[str, Any]:
+    """No `return_step`: NoETL's executor result once the child is started."""
+    assert ctx.run_playbook is not None
+    began = time.monotonic()
+    summary = ctx.run_playbook(target, workload, wait=False)
+    child_id = summary.get("execution_id")
+    if summary.get("status") != "started":
+        return _not_started(target, summary)
+    accepted = {"execution_id": child_id, "status": "started"}
+    result = {
+        "id": str(uuid.uuid4()),
+        "status": "success",
+        "data": accepted,
+        "execution_id": child_id,
+        "duration": round(time.monotonic() - began, 3),
+    }
+    outcome = ok(result)
+    outcome["meta"] = {"child_execution_id": child_id, "child_status": "started"}
+    return outcome
+
+
+def _status_view(
+    args: PlaybookArgs, ctx: ToolContext, target: str, workload: dict[str, Any], limit: float
+) -> dict[str, Any]:
+    """`return_step`: wait for the child and give NoETL's status view of it."""
+    began = time.time()
+    summary = _bounded(ctx, target, workload, limit)
+    if summary is None:  # NoETL stops polling and says the child was started
+        started: dict[str, Any] = {"status": "started", "execution_id": ctx.child_id}
+        started.update(path=args.path, **{"async": False})
+        outcome = ok(started)
+        outcome["meta"] = {"child_execution_id": ctx.child_id, "child_status": "running"}
+        return outcome
+    child_id = summary.get("execution_id")
+    status = summary.get("status")
+    if child_id is None:
+        return _not_started(target, summary)
+    steps = summary.get("steps") or {}
+    ended = time.time()
+    step = steps.get(args.return_step)
+    view = {
+        "execution_id": child_id,
+        "current_step": next(reversed(steps), None) if steps else None,
+        "completed_steps": [n for n, r in steps.items() if r.get("status") == "done"],
+        "failed": status not in SUCCESS and status != "cancelled",
+        "completed": status in SUCCESS or status == "cancelled",
+        "completion_inferred": False,
+        "variables": summary.get("ctx") or {},
+        "start_time": _iso(began),
+        "end_time": _iso(ended),
+        "duration_seconds": round(ended - began, 3),
+        "duration_human": _human(ended - began),
+        # noetlc's: the child's status and the named step's result
+        "child_status": status,
+        "result": step.get("result") if isinstance(step, dict) else None,
+    }
+    outcome = ok(view)
+    outcome["meta"] = {"child_execution_id": child_id, "child_status": status}
+    return outcome
+
+
+def _human(total: float) -> str:
+    """`1h 2m 5s`, as NoETL's status view writes a duration."""
+    minutes, secs = divmod(max(0, round(total)), 60)
+    hours, minutes = divmod(minutes, 60)
+    days, hours = divmod(hours, 24)
+    parts = [f"{n}{u}" for n, u in ((days, "d"), (hours, "h"), (minutes, "m")) if n]
+    return " ".join([*parts, f"{secs}s"] if secs or not parts else parts)
+
+
+def _iso(when: float) -> str:
+    return datetime.datetime.fromtimestamp(when, datetime.UTC).isoformat()
+
+
+def _not_started(target: str, summary: dict[str, Any]) -> dict[str, Any]:
+    """A child that could not start: the call fails (NoETL's start request fails)."""
+    child_error = summary.get("error")
+    reason = child_error.get("message") if isinstance(child_error, dict) else child_error
+    code = child_error.get("code") if isinstance(child_error, dict) else None
+    outcome = error(
+        "PlaybookError",
+        f"the child playbook {target} could not start" + (f": {reason}" if reason else ""),
+        child_error=child_error,
+        code=code,
+        retryable=False if code == "NOE858" else None,
+    )
+    outcome["meta"] = {"child_execution_id": None, "child_status": summary.get("status")}
+    return outcome
+
+
+def _waited(
+    args: PlaybookArgs,
+    ctx: ToolContext,
+    target: str,
+    workload: dict[str, Any],
+    limit: float | None,
+) -> dict[str, Any]:
+    """`wait: true`: the child's result; a child that did not complete fails the call."""
+    assert ctx.run_playbook is not None
     if limit is None:
-        summary = ctx.run_playbook(target, dict(args.args or {}))
+        summary = ctx.run_playbook(target, workload)
     else:
-        waited = _bounded(ctx, target, dict(args.args or {}), limit)
+        waited = _bounded(ctx, target, workload, limit)
         if waited is None:
             return error(
                 "Timeout",

@@ -396,10 +396,17 @@ class PlaybookArgs(ToolArgs):
         description="the child's workload",
     )
     timeout: float | str | None = Field(
-        None, description="seconds (or `30s`, `5m`) to wait for the child; then it is cancelled"
+        None,
+        description="seconds (or `30s`, `5m`) to wait for a `return_step` child (default 300)",
     )
-    return_step: str | None = Field(None, description="return this step's result instead")
+    return_step: str | None = Field(
+        None, description="wait for the child and give its status view (NoETL's)"
+    )
     task: str | None = Field(None, description="a label (NoETL corpus); not used")
+    wait: bool | None = Field(
+        None,
+        description="noetlc's: wait for the child and give its result; its failure fails the call",
+    )
 
     shape_rules: ClassVar[ShapeRules] = (("given", ("path",)),)
 

@@ -20,7 +20,7 @@ from typing import Any
 from noetlc.expr.runtime import Scope
 from noetlc.ir.events import EventName
 from noetlc.vm.locate import locate_code_error, locate_template_error
-from noetlc.vm.program import OP, Program, StepInfo
+from noetlc.vm.program import OP, Program, StepInfo, evaluate_value
 
 _TASK_DONE = EventName.TASK_DONE.value
 _TASK_RETRY = EventName.TASK_RETRY.value
@@ -99,6 +99,7 @@ def run_pipeline(
         return PipelineResult(ok, result, error, writes)
 
     executed = 0
+    task = ""  # the task the rules that run are of
     max_executed, max_calls = MAX_INSTRUCTIONS, MAX_TASK_CALLS
     try:
         while True:
@@ -190,12 +191,15 @@ def run_pipeline(
                 else:
                     return finish(False, error=outcome.get("error"))
             elif op == OP["SET_ITER"]:
-                _apply(iter_scope, program.value(instruction[1], scope))
+                _apply(iter_scope, rule_writes(program, instruction[1], scope, step, task))
                 pc += 1
             elif op == OP["SET_CTX_P"]:
                 if pc >= step.end_pc:  # the step's own `set:` reads its result by its name
                     scope[step.name] = last_result
-                for key, value in (program.value(instruction[1], scope) or {}).items():
+                    sets = program.value(instruction[1], scope)
+                else:
+                    sets = rule_writes(program, instruction[1], scope, step, task)
+                for key, value in (sets or {}).items():
                     apply_ctx(key, value)
                 pc += 1
             elif op == OP["CONTINUE"]:
@@ -278,6 +282,46 @@ def _over_budget(executed: int, calls: int) -> dict[str, Any]:
         "code": "NOE858",
         "message": f"one run of the step's tasks went over its budget: {what}",
     }
+
+
+def rule_writes(
+    program: Program, index: int | None, scope: dict[str, Any], step: StepInfo, task: str
+) -> dict[str, Any]:
+    """A policy rule's `set:` values, each evaluated on its own: one whose template fails
+    keeps the template's text, with a warning, as NoETL's task sequence does (noetl/noetl
+    `noetl/worker/task_sequence_executor.py`: a failed `set` render is logged and the value
+    kept; `noetl/worker/nats_worker.py` `render_template_str` gives the template back)."""
+    if index is None:
+        return {}
+    node = program.values[index]
+    body = node.get("$lit", node) if type(node) is dict and len(node) == 1 else node
+    if type(body) is not dict or "$e" in body:
+        return program.value(index, scope) or {}
+    out: dict[str, Any] = {}
+    for key, value in body.items():
+        try:
+            out[key] = evaluate_value(value, program.expressions, scope)
+        except Exception as exc:
+            import logging  # only on this path: `noetl-vm run` starts without it
+
+            kept = _template_text(program, value)
+            logging.getLogger("noetlc.vm.pipeline").warning(
+                "step %s, task %s: `set: %s` could not be evaluated (%s); it keeps its "
+                "text %r, as NoETL does",
+                step.name,
+                task,
+                key,
+                exc,
+                kept,
+            )
+            out[key] = kept
+    return out
+
+
+def _template_text(program: Program, value: Any) -> Any:
+    if type(value) is dict and len(value) == 1 and "$e" in value:
+        return program.expression_sources[value["$e"]]
+    return value
 
 
 def _apply(target: dict[str, Any], writes: Any) -> None:

@@ -31,6 +31,10 @@ from noetlc.compiler.ynodes import YMap, YNode, YScalar, YSeq
 from noetlc.diagnostics.report import Reporter
 
 ON_ERROR = "{{ outcome.status == 'error' }}"
+# NoETL's legacy retry waits `initial_delay` (1 s) times `backoff_multiplier` (2) per attempt,
+# at most `max_delay` (60 s) (noetl/noetl `noetl/core/runtime/retry.py`, `_calculate_delay`);
+# the delay is the rule's default for an exponential backoff (passes/normalize.py)
+LEGACY_WAIT: dict[str, Any] = {"backoff": "exponential", "max_delay": 60}
 
 
 def run(doc: YMap, reporter: Reporter) -> YMap:
@@ -122,9 +126,8 @@ def _rules(source: YNode, reporter: Reporter, recall: set[str], sinks: _Sinks) -
             if isinstance(source.value, int) and not isinstance(source.value, bool)
             else 3
         )
-        return [
-            node({"when": ON_ERROR, "then": {"do": "retry", "attempts": attempts}}, source.span)
-        ]
+        short = {"do": "retry", "attempts": attempts, **LEGACY_WAIT}
+        return [node({"when": ON_ERROR, "then": short}, source.span)]
     assert isinstance(source, YMap)
     body = source.get("then") if isinstance(source.get("then"), YMap) else source
     assert isinstance(body, YMap)
@@ -145,6 +148,8 @@ def _rules(source: YNode, reporter: Reporter, recall: set[str], sinks: _Sinks) -
     max_delay = _first(body, "max_delay")
     if max_delay is not None:
         then["max_delay"] = max_delay
+    elif backoff == "exponential":
+        then["max_delay"] = LEGACY_WAIT["max_delay"]
     jitter = _first(body, "jitter")
     if jitter is not None:
         then["jitter"] = jitter
@@ -206,6 +211,8 @@ def _backoff(body: YMap) -> str:
         and multiplier.value > 1
     ):
         return "exponential"
+    if kind is None and multiplier is None:
+        return "exponential"  # NoETL's default multiplier is 2 (LEGACY_WAIT)
     return "none"
 
 

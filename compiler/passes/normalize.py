@@ -37,6 +37,10 @@ STEP_CONTROL_KEYS = ("join", "policy")
 LOOP_CONTROL_KEYS = ("mode", "max_in_flight", "policy", "stop_when")
 DEFAULT_RETRY_ATTEMPTS = 3
 DEFAULT_JITTER_FRACTION = 0.1
+# a retry with `backoff: linear|exponential` and no `delay:` starts from 1 s, and one without a
+# backoff does not wait (noetl/noetl `noetl/worker/task_sequence_executor.py`: `ControlAction.delay`
+# defaults to 1.0, `_calculate_delay` waits 0 for `backoff: none`)
+DEFAULT_RETRY_DELAY = 1.0
 
 
 def run(unit: CompilationUnit) -> None:
@@ -505,7 +509,7 @@ class Normalizer:
             to=_text(then.get("to")),
             attempts=int(attempts) if attempts is not None else None,
             backoff="none" if backoff == "fixed" else backoff,  # type: ignore[arg-type]
-            delay=float(delay) if delay is not None else 0.0,
+            delay=float(delay) if delay is not None else _default_delay(backoff),
             max_delay=float(max_delay) if max_delay is not None else None,
             jitter=jitter,
             delay_template=delay_template,
@@ -662,3 +666,8 @@ def _show(node: YNode) -> str:
     if isinstance(node, YScalar):
         return repr(node.value)
     return "a mapping" if isinstance(node, YMap) else "a list"
+
+
+def _default_delay(backoff: str) -> float:
+    """The delay of a retry rule that writes none (see DEFAULT_RETRY_DELAY)."""
+    return DEFAULT_RETRY_DELAY if backoff in ("linear", "exponential") else 0.0

@@ -9,8 +9,8 @@ literal type or choice (NOE603), SQL text with templates spliced in (NOE604, a w
 belong in `params:`, never SQL built from data), two spellings of one argument or arguments that exclude each
 other (NOE605), a step's result storage choices (NOE609, a note), templates inside python `code` (NOE608, a warning: they are rendered into the
 code's text, as NoETL does), and — in a playbook that declares its `keychain:` — credentials it does not
-declare (NOE606, a warning), and a playbook task without `return_step` (NOE610, a warning:
-NoETL does not wait for such a child, noetlc does). Which arguments hold SQL and which name keychain entries comes
+declare (NOE606, a warning), and a playbook task with noetlc's `wait: true` (NOE610, a warning:
+NoETL ignores it and does not wait for the child). Which arguments hold SQL and which name keychain entries comes
 from each kind's record (`stdlib_tools/kinds.py`). Unknown kinds were reported by `resolve` and
 are skipped here, and so are kinds known by name only (their plugin is not installed; `resolve`
 notes it).
@@ -186,16 +186,16 @@ def check_task(task: tree.Task, reporter: Reporter) -> None:
     if task.kind == "python":
         _warn_templated_code(task, reporter)
         _check_python_syntax(task, reporter)
-    if task.kind == "playbook" and task.args.get("return_step") is None:
-        # NoETL's worker waits for the child only with `return_step` (noetl/worker/nats_worker.py,
-        # `_execute_tool` -> `_execute_playbook`); without it NoETL's playbook executor returns
-        # `{execution_id, status: started}` at once (noetl/core/workflow/playbook/executor.py)
+    wait = task.args.get("wait")
+    if task.kind == "playbook" and isinstance(wait, YScalar) and wait.value is True:
+        # noetlc's own argument: NoETL's worker waits only with `return_step`, and then gives
+        # the child's status view (noetl/worker/nats_worker.py, `_execute_playbook`)
         reporter.report(
             "NOE610",
-            "without `return_step:` NoETL starts the child playbook and goes on without "
-            "waiting (its result is `{execution_id, status}`); noetlc waits for the child and "
-            "gives its result, and a failed child fails this task",
-            task.kind_span,
+            "`wait: true` is noetlc's: NoETL ignores it and starts the child without waiting "
+            "(with `return_step:` it waits and gives the child's status view); noetlc waits, "
+            "gives the child's result, and a failed child fails this task",
+            wait.span,
         )
     if record.args_fit(data):
         return  # valid for certain: neither pydantic nor the schema is imported

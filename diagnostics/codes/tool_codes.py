@@ -201,16 +201,15 @@ Example:
         "NOE610",
         "child-playbook-waited-for",
         "warning",
-        "a playbook task without `return_step`: NoETL does not wait for the child, noetlc does",
+        "a playbook task with `wait: true`: noetlc waits for the child, NoETL does not",
         """
-NoETL's playbook tool without `return_step:` starts the child execution and returns at once
-with `{execution_id, status: started}`: the parent goes on while the child runs, and a child
-that fails does not fail the parent. noetlc always waits for the child: the task's result is
-the child's result, and a child that fails fails the task. A playbook that only starts
-children ends the same way (later, and failing when a child fails); one that reads
-`{{ step.execution_id }}` of the call reads the child's result instead. Say that the parent
-waits with `return_step:` (the child's step whose result the task gives), as NoETL's own
-playbooks that read a child's result do.
+`wait: true` is noetlc's own argument of the playbook tool; NoETL ignores it. There, a playbook
+task without `return_step:` starts the child execution and returns at once with
+`{execution_id, status: started}` (the parent goes on while the child runs, and a child that
+fails does not fail the parent), and one with `return_step:` waits and gives the child's status
+view (`completed`, `failed`, `variables`, ...). With `wait: true` noetlc waits for the child:
+the task's result is the child's result (with `return_step:`, that step's result), and a child
+that fails fails the task. The same file run on NoETL does neither.
 
 Example:
 
@@ -218,9 +217,10 @@ Example:
       tool:
         kind: playbook
         path: children/load_users
+        wait: true
 """,
-        "add `return_step: <the child's last step>` to wait for the child, as NoETL does with "
-        "it; noetlc waits either way",
+        "leave `wait:` out to run the child as NoETL does (add `return_step:` to wait for it); "
+        "keep it only for playbooks that run on noetlc",
     ),
     code(
         "NOE609",

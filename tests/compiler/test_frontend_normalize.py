@@ -316,6 +316,25 @@ workflow:
     )
 
 
+@pytest.mark.parametrize(
+    ("then", "delay"),
+    [
+        ("{do: retry}", 0.0),  # no backoff: NoETL does not wait
+        ("{do: retry, backoff: none}", 0.0),
+        ("{do: retry, backoff: linear}", 1.0),  # NoETL's default delay, 1 s
+        ("{do: retry, backoff: exponential}", 1.0),
+        ("{do: retry, backoff: exponential, delay: 0.25}", 0.25),  # written: kept
+    ],
+)
+def test_a_retry_without_a_delay_takes_noetls_default(then: str, delay: float) -> None:
+    pb = _tree(
+        "workflow:\n  - step: start\n    tool: {kind: noop, spec: {policy: "
+        f"{{rules: [{{when: x, then: {then}}}]}}}}}}\n"
+    )
+    (rule,) = _step(pb, "start").tasks[0].policy.rules  # type: ignore[union-attr]
+    assert rule.action.delay == delay
+
+
 def test_on_unmatched() -> None:
     pb = _tree(
         "workflow:\n  - step: start\n    tool: {kind: noop, spec: {policy: "

@@ -107,7 +107,9 @@ def test_a_legacy_child_is_migrated_when_its_parent_runs_it(
     with caplog.at_level(logging.WARNING, logger="noetlc.children"):
         summary = _run("children/parent.yaml")
     assert summary["status"] == "completed", summary
-    assert summary["steps"]["start"]["result"] == {"double": 42}
+    view = summary["steps"]["start"]["result"]  # `return_step`: NoETL's status view
+    assert (view["completed"], view["failed"], view["completed_steps"][0]) == (True, False, "start")
+    assert view["result"] == {"double": 42}  # noetlc's addition: the step's result
     assert any("NOE409" in r.getMessage() for r in caplog.records)
 
 

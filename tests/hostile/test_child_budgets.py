@@ -21,7 +21,7 @@ kind: Playbook
 metadata: {name: itself}
 workflow:
   - step: start
-    tool: {kind: playbook, path: itself.yaml}
+    tool: {kind: playbook, path: itself.yaml, wait: true}
 """
 
 FAN = """\
@@ -45,6 +45,7 @@ workflow:
       kind: playbook
       path: fan.yaml
       args: {width: "{{ workload.width }}", level: "{{ workload.level + 1 }}", depth: "{{ workload.depth }}"}
+      wait: true
     next: {arcs: [{step: end}]}
   - step: end
     tool: {kind: noop}

@@ -17,7 +17,7 @@ metadata: {name: itself}
 executor: {spec: {budgets: {child_depth: 3}}}
 workflow:
   - step: start
-    tool: {kind: playbook, path: itself.yaml}
+    tool: {kind: playbook, path: itself.yaml, wait: true}
 """
 
 
@@ -79,7 +79,7 @@ workload: {items: [1, 2, 3]}
 workflow:
   - step: start
     loop: {in: "{{ workload.items }}", iterator: x, spec: {mode: parallel, max_in_flight: 3}}
-    tool: {kind: playbook, path: middle.yaml}
+    tool: {kind: playbook, path: middle.yaml, wait: true}
 """
 
 MIDDLE = """\
@@ -88,7 +88,7 @@ kind: Playbook
 metadata: {name: middle}
 workflow:
   - step: start
-    tool: {kind: playbook, path: leaf.yaml}
+    tool: {kind: playbook, path: leaf.yaml, wait: true}
 """
 
 LEAF = """\

@@ -232,6 +232,7 @@ workflow:
         kind: playbook
         path: child/double
         args: {n: 21}
+        wait: true
       - name: use
         kind: python
         input: {doubled: "{{ call_child }}"}
@@ -249,6 +250,7 @@ workflow:
     tool:
       kind: playbook
       path: child/missing
+      wait: true
 """
 
 
@@ -308,6 +310,7 @@ workflow:
       kind: playbook
       path: child/slow
       args: {seconds: "{{ workload.seconds }}"}
+      wait: true
 """
 
 
@@ -409,6 +412,7 @@ workflow:
     tool:
       kind: playbook
       path: child/wait_signal
+      wait: true
 """
 
 
@@ -441,6 +445,7 @@ workflow:
       kind: playbook
       path: slow
       args: {seconds: 1}
+      wait: true
 """
 
 

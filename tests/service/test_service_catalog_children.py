@@ -33,6 +33,7 @@ workflow:
         kind: playbook
         path: "{path}"
         args: {{n: 21}}
+        wait: true
       - name: use
         kind: python
         input: {{doubled: "{{{{ call_child }}}}"}}

@@ -33,6 +33,7 @@ workflow:
         kind: playbook
         path: tests/child/double
         args: {n: 21}
+        wait: true
 """
 
 
@@ -93,6 +94,52 @@ async def test_execute_on_the_cluster_with_a_catalog_child(pg_url: str, cluster:
         assert detail["result"] == 42
         listed = (await api.get("/api/executions?path=t/parent")).json()
         assert [e["execution_id"] for e in listed] == [started["execution_id"]]
+
+
+PARENT_NOETL = """apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: parent_noetl, path: t/parent_noetl}
+workflow:
+  - step: start
+    tool:
+      kind: playbook
+      path: tests/child/double
+      args: {n: 4}
+    next: [{step: waited}]
+  - step: waited
+    tool:
+      kind: playbook
+      path: tests/child/double
+      args: {n: 5}
+      return_step: start
+"""
+
+
+async def test_a_child_is_started_or_waited_for_as_noetl_does(
+    pg_url: str, cluster: Cluster
+) -> None:
+    async with asgi_client(settings_for(pg_url)) as api:
+        await register(api, CHILD)
+        await register(api, PARENT_NOETL)
+        started = (await api.post("/api/execute", json={"path": "t/parent_noetl"})).json()
+        await wait_done(api, started["execution_id"], timeout=60)
+        reply = await api.get(f"/api/executions/{started['execution_id']}?page_size=500")
+        detail = reply.json()
+        assert detail["status"] == "COMPLETED", detail
+        # the first call only started its child, which runs on by itself: it ends too
+        done = [
+            e["result"]
+            for e in detail["events"]
+            if e["event_type"] == "step.done" and e["node_name"] == "start"
+        ]
+        assert done, [(e["event_type"], e["node_name"]) for e in detail["events"]]
+        first = done[0]
+        assert (first["status"], first["data"]["status"]) == ("success", "started")
+        status = await wait_done(api, first["execution_id"], timeout=60)
+        assert status["status"] == "COMPLETED"
+        # with `return_step`: the status view of a child that completed
+        view = detail["result"]
+        assert (view["completed"], view["failed"], view["result"]) == (True, False, 10)
 
 
 async def test_a_worker_resolves_credentials_from_the_store(pg_url: str, cluster: Cluster) -> None:

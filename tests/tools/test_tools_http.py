@@ -150,22 +150,27 @@ def test_raw_body_and_form(base_url: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("code", "kind", "retryable"),
+    ("code", "category", "retryable"),
     [
         (404, "not_found", False),
         (401, "auth", False),
         (429, "rate_limit", True),
         (400, "client_error", False),
+        (408, "client_error", False),  # NoETL retries 429 and 5xx only
         (503, "server_error", True),
     ],
 )
 def test_non_2xx_is_an_error_with_http_fields_and_body(
-    base_url: str, code: int, kind: str, retryable: bool
+    base_url: str, code: int, category: str, retryable: bool
 ) -> None:
     out = call_tool("http", {"url": f"{base_url}/status/{code}"})
     assert out["status"] == "error"
     assert out["error"]["type"] == "HttpError"
-    assert (out["error"]["kind"], out["error"]["retryable"]) == (kind, retryable)
+    assert (out["error"]["category"], out["error"]["retryable"]) == (category, retryable)
+    # NoETL's names: its task sequence's error of an http tool result with `status: error`
+    assert out["error"]["kind"] == "tool_error" and out["error"]["source"] == "http"
+    assert out["error"]["code"] == f"HTTP_{code}"
+    assert out["error"]["status_code"] == out["error"]["http_status"] == code
     assert out["http"]["status"] == code
     assert out["result"]["data"] == {"error": "as requested", "code": code}
     # the error itself says the status and the start of the body (the console shows both)
@@ -185,7 +190,7 @@ def test_redirects_are_followed_unless_disabled(base_url: str) -> None:
     assert followed["result"]["data"]["query"] == {"from": "redirect"}
     kept = call_tool("http", {"url": f"{base_url}/redirect", "follow_redirects": False})
     assert kept["status"] == "error" and kept["http"]["status"] == 302  # non-2xx
-    assert kept["error"]["kind"] == "redirect" and kept["http"]["headers"]["location"]
+    assert kept["error"]["category"] == "redirect" and kept["http"]["headers"]["location"]
 
 
 def test_timeout_from_argument_or_spec(base_url: str) -> None:
@@ -225,7 +230,8 @@ def test_a_cancel_abandons_a_request_that_has_no_answer_yet(base_url: str) -> No
 def test_connection_refused_is_a_retryable_connection_error() -> None:
     out = call_tool("http", {"url": "http://127.0.0.1:9/nothing", "timeout": 2})
     assert out["error"]["type"] == "ConnectionError"
-    assert out["error"]["kind"] == "connection" and out["error"]["retryable"] is True
+    assert out["error"]["category"] == "connection" and out["error"]["retryable"] is True
+    assert out["error"]["kind"] == "tool_error" and "status_code" not in out["error"]
 
 
 def test_auth_from_the_keychain_sets_the_header_and_is_redactable(base_url: str) -> None:

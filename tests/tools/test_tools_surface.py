@@ -170,15 +170,21 @@ def test_playbook_payload_and_timeout(tmp_path: Path) -> None:
     (tmp_path / "child.yaml").write_text("workflow: []\n")
     seen: list[dict[str, Any]] = []
 
-    def slow(path: str, workload: dict[str, Any]) -> dict[str, Any]:
+    def slow(path: str, workload: dict[str, Any], wait: bool = True) -> dict[str, Any]:
         seen.append(workload)
         time.sleep(5 if workload.get("slow") else 0)  # far past the 50 ms timeout, even under load
         return {"execution_id": "c", "status": "completed", "result": workload}
 
     ctx = ToolContext(workdir=tmp_path, run_playbook=slow)
-    out = call_tool("playbook", {"path": "child", "payload": {"a": 1}, "timeout": "30s"}, None, ctx)
+    out = call_tool(
+        "playbook",
+        {"path": "child", "payload": {"a": 1}, "timeout": "30s", "wait": True},
+        None,
+        ctx,
+    )
     assert out["result"] == {"a": 1}
-    late = call_tool("playbook", {"path": "child", "payload": {"slow": 1}, "timeout": "50ms"},
+    late = call_tool("playbook", {"path": "child", "payload": {"slow": 1}, "timeout": "50ms",
+                      "wait": True},
                      None, ctx)  # fmt: skip
     assert late["error"]["type"] == "Timeout", late
     bad = call_tool("playbook", {"path": "child", "timeout": "soon"}, None, ctx)

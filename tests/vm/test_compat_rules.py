@@ -1,10 +1,14 @@
 """NoETL-engine rules of the compatibility note (docs/compatibility.md) that the runtime
-carries: a retry delay written as a template is evaluated when the rule retries."""
+carries: a retry delay written as a template is evaluated when the rule retries; a policy
+`set:` value whose template fails keeps its text."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from noetlc.compiler.pipeline import compile_source
 from noetlc.runtime.embedded import run_embedded
@@ -69,3 +73,18 @@ def test_iter_last_over_a_list_iterations_may_change_is_refused_with_a_hint() ->
     errors = [d for d in unit.reporter.diagnostics if d.severity == "error"]
     assert [(d.code, d.span.line if d.span else None) for d in errors] == [("NOE302", 15)]
     assert "iter.index == (<the loop's list> | length) - 1" in (errors[0].hint or "")
+
+
+def test_a_policy_set_whose_template_fails_keeps_its_text_as_noetl_does(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="noetlc.vm.pipeline"):
+        summary, _ = _run("set_keeps_failed_template.yaml", {})
+    assert summary["status"] == "completed", summary["error"]
+    # the failed value keeps its template text; the other write of the rule is evaluated
+    assert summary["steps"]["start"]["result"] == {
+        "has_more": "{{ output.data.nothing.page < 3 }}",
+        "count": 2,
+    }
+    assert summary["ctx"] == {"broken": "{{ output.data.nothing.page + 1 }}", "seen": 1}
+    assert any("`set: has_more` could not be evaluated" in r.getMessage() for r in caplog.records)

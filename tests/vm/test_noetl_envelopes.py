@@ -125,7 +125,7 @@ def test_ids_are_snowflake_integers_everywhere(tmp_path: Path) -> None:
     )
     parent.write_text(
         "apiVersion: noetl.io/v2\nkind: Playbook\nmetadata: {name: p, path: p}\n"
-        "workflow:\n  - step: start\n    tool: {kind: playbook, path: child.yaml}\n"
+        "workflow:\n  - step: start\n    tool: {kind: playbook, path: child.yaml, wait: true}\n"
     )
     store = MemoryStore()
     summary = run_embedded(compile_file(parent).payload, store=store)
