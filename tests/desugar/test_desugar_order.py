@@ -9,6 +9,10 @@ from noetlc.compiler.pipeline import compile_source
 HEAD = "apiVersion: noetl.io/v2\nkind: Playbook\nmetadata: {name: t, path: t}\nworkflow:\n"
 
 
+# a legacy `retry: 2` keeps NoETL's old retry module's timing: exponential from 1 s, at most 60 s
+LEGACY_RETRY_2 = {"do": "retry", "attempts": 2, "backoff": "exponential", "max_delay": 60}
+
+
 def test_every_rewrite_is_named_once() -> None:
     names = [r.name for r in REWRITES]
     assert len(names) == len(set(names))
@@ -49,7 +53,7 @@ def test_a_task_a_case_rule_runs_has_its_retry_rewritten() -> None:
     )
     assert not any("retry" in t for t in tasks)
     rules = [r for t in tasks for r in t.get("spec", {}).get("policy", {}).get("rules", [])]
-    assert {"do": "retry", "attempts": 2} in [r["then"] for r in rules]
+    assert LEGACY_RETRY_2 in [r["then"] for r in rules]
 
 
 def test_a_sinks_own_retry_is_rewritten() -> None:
@@ -60,4 +64,4 @@ def test_a_sinks_own_retry_is_rewritten() -> None:
 """
     )
     assert not any("retry" in t for t in tasks)
-    assert tasks[-1]["spec"]["policy"]["rules"][0]["then"] == {"do": "retry", "attempts": 2}
+    assert tasks[-1]["spec"]["policy"]["rules"][0]["then"] == LEGACY_RETRY_2
