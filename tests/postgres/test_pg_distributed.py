@@ -145,7 +145,9 @@ def test_sigkill_a_server_mid_execution(cluster: Cluster, tmp_path: Path) -> Non
 def test_concurrent_workers_never_run_a_job_twice(cluster: Cluster, tmp_path: Path) -> None:
     cluster.server()
     for _ in range(3):
-        cluster.worker(concurrency=4)
+        # leases long enough never to expire here: a lease that expires (a worker starved of
+        # the CPU past its TTL) is run again by design, which is not what this test is about
+        cluster.worker(concurrency=4, ttl=60.0)
     playbook = tmp_path / "wide.yaml"
     playbook.write_text(
         "apiVersion: noetl.io/v2\nkind: Playbook\nmetadata: {name: wide, path: t/wide}\n"
