@@ -237,6 +237,7 @@ class EmbeddedRuntime:
                 workload,
                 results=self.store,
                 keychain=self.keychain.namespace(),
+                spill=True,
             )
         self.vm = driver.vm
         return driver
