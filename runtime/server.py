@@ -85,6 +85,8 @@ class Server(ServerCommits):
         self._background: set[asyncio.Future[Any]] = set()
         # execution id -> its adoption or round in progress (`tick`)
         self._busy: dict[str, asyncio.Task[bool]] = {}
+        # executions dropped after a failed round, to adopt again from the log
+        self._rebuild: set[str] = set()
         # set by our own appends made outside `tick` (timers, a round's commit landing)
         self._wake = asyncio.Event()
         # reference-first results the control VMs read (arcs, step args, the summary)
@@ -136,8 +138,8 @@ class Server(ServerCommits):
                 owned.timers.close()
                 with contextlib.suppress(Exception):
                     await self._settle(owned)  # the last round's commit lands first
-            if self.owned:
-                await self.db.owners.release(self.owner, list(self.owned))
+            if self.owned or self._rebuild:
+                await self.db.owners.release(self.owner, [*self.owned, *self._rebuild])
             self.results.close()
 
     async def tick(self, slice_: float | None = None) -> bool:
@@ -163,6 +165,8 @@ class Server(ServerCommits):
                     started.append(self._run_for(execution_id, self._adopted(execution_id)))
             if len(claims) == self.claim_limit:
                 self.offered = True  # there may be more
+        if self._rebuild:
+            await self._rebuild_dropped(started)
         for execution_id in list(self.owned):
             owned = self.owned.get(execution_id)
             if owned is None or execution_id in self._busy:  # lost meanwhile, or busy
@@ -199,7 +203,14 @@ class Server(ServerCommits):
         try:
             return await self.advance(owned)
         except RETRYABLE as exc:
-            warn_retrying(self.owner, exc)  # our state is kept: the next round tries again
+            warn_retrying(self.owner, exc)
+            # a commit that failed lost the round its VM decided (its events and jobs): the
+            # VM is ahead of the log and nothing would ever wake it. Rebuilt from the log, as
+            # a new owner would (`adopt`), once the database answers and the lease is ours
+            self._drop(owned.execution_id)
+            with contextlib.suppress(Exception):
+                await self._settle(owned)  # a commit still in flight lands first
+            self._rebuild.add(owned.execution_id)
             return False
         except Exception as exc:  # this execution only: the server goes on
             self._drop(owned.execution_id)
@@ -207,6 +218,18 @@ class Server(ServerCommits):
                 await self._settle(owned)  # its last round lands before the refusal
             await self._refuse(owned.execution_id, owned.after_seq, exc)
             return True
+
+    async def _rebuild_dropped(self, started: list[asyncio.Task[bool]]) -> None:
+        """Adopt again the executions a failed round dropped (`_advance_or_refuse`) whose
+        lease is still ours; the others are claimed by whoever finds them expired."""
+        ids = [e for e in self._rebuild if e not in self.owned and e not in self._busy]
+        if not ids:
+            return
+        kept = await self.db.owners.renew(self.owner, ids, ttl=self.ttl)
+        self._rebuild.difference_update(ids)
+        for execution_id in ids:
+            if execution_id in kept:
+                started.append(self._run_for(execution_id, self._adopted(execution_id)))
 
     async def _renew_due(self) -> None:
         """Renew the ownership leases when a third of the ttl has passed."""
