@@ -33,7 +33,13 @@ from typing import Any
 from noetlc.expr.limits import begin_input, end_input
 from noetlc.expr.runtime import REF_KEY
 from noetlc.runtime.programs import decode_program
-from noetlc.runtime.results import References, ResultStore, payload_limit
+from noetlc.runtime.results import (
+    SUMMARY_INLINE_BYTES,
+    References,
+    ResultSpill,
+    ResultStore,
+    payload_limit,
+)
 from noetlc.vm.control import ControlVM
 from noetlc.vm.program import Program
 from noetlc.vm.protocol import (
@@ -236,6 +242,7 @@ class Driver:
         *,
         results: ResultStore | None = None,
         keychain: dict[str, Any] | None = None,
+        spill: bool = False,
     ) -> None:
         self.program = program
         self.execution_id = execution_id
@@ -249,6 +256,10 @@ class Driver:
             execution_id,
             keychain=keychain,
             resolve=None if self.refs is None else self.loaded.resolve,
+            # a long loop's results go to the result store in chunks (vm/loop_results.py)
+            spill=ResultSpill(self.refs.store)
+            if spill and self.refs is not None and self.refs.limit is not None
+            else None,
         )
 
     def start(self) -> Step:
@@ -281,16 +292,32 @@ class Driver:
         """The JSON line of `noetl-vm run --json` (shared/corpus/conformance/README.md):
         results stored by reference are shown as values."""
         summary_ = summary(self.vm, events)
-        if self.loaded.values:  # every reference in a result was loaded when it arrived
+        if self.refs is not None:
             for record in summary_["steps"].values():
-                record["result"] = self.loaded.expand(record["result"])
-            summary_["result"] = self.loaded.expand(summary_["result"])
-        refs = self.refs
-        if refs is not None:  # a huge result (a long loop's) is shown by reference
-            for record in summary_["steps"].values():
-                record["result"] = refs.summary_value(record["result"])
-            summary_["result"] = refs.summary_value(summary_["result"])
+                record["result"] = self._shown(record["result"])
+            summary_["result"] = self._shown(summary_["result"])
         return summary_
+
+    def _shown(self, value: Any) -> Any:
+        """A result as the summary shows it: the value, or a reference past
+        SUMMARY_INLINE_BYTES; a reference that big, or a long loop's result
+        (vm/loop_results.py) past `max_payload_bytes` (as an event would carry it), is kept
+        as it is, never loaded only to be shown or stored again."""
+        refs = self.refs
+        assert refs is not None
+        if type(value) is dict and len(value) == 1 and type(value.get(REF_KEY)) is dict:
+            body = value[REF_KEY]
+            size = body.get("size")
+            size = size if isinstance(size, int) else 0
+            spill = self.vm.spill
+            if size > SUMMARY_INLINE_BYTES or (
+                isinstance(spill, ResultSpill)
+                and body.get("key") in spill.joined
+                and refs.limit is not None
+                and size > refs.limit
+            ):
+                return value
+        return refs.summary_value(self.loaded.expand(value))
 
 
 def summary(vm: ControlVM, events: int) -> dict[str, Any]:

@@ -238,6 +238,7 @@ class EmbeddedRuntime:
                 workload,
                 results=self.store,
                 keychain=self.keychain.namespace(),
+                spill=True,
             )
         self.vm = driver.vm
         return driver

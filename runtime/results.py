@@ -180,6 +180,50 @@ class References:
         return {REF_KEY: {"store": "results", "key": key, "size": len(data), "checksum": key}}
 
 
+class ResultSpill:
+    """A long loop's iteration results in the result store (vm/loop_results.py's `Spill`):
+    chunks stored as their JSON, the loop's result assembled from the chunks' texts without
+    decoding them, so it is never held as objects. Keys are the SHA-256 of the JSON text,
+    the same text `encode_payload` gives for the value (a replay stores the same)."""
+
+    def __init__(self, store: ResultStore) -> None:
+        self.store = store
+        self.joined: set[str] = set()  # the keys of the loops' results assembled here
+
+    def _put(self, data: bytes) -> dict[str, Any]:
+        key = hashlib.sha256(data).hexdigest()
+        self.store.put_result(key, data)
+        return {"store": "results", "key": key, "size": len(data), "checksum": key}
+
+    def put(self, values: list[Any]) -> str:
+        return str(self._put(encode_payload(values).encode())["key"])
+
+    def get(self, key: str) -> list[Any]:
+        data = self.store.get_result(key)
+        if data is None:
+            raise LookupError(f"result {key} is not in the result store")
+        values: list[Any] = json.loads(data)
+        return values
+
+    def join(self, parts: list[str | list[Any]], stats: dict[str, Any]) -> dict[str, Any]:
+        inner: list[bytes] = []
+        for part in parts:
+            if isinstance(part, str):
+                data = self.store.get_result(part)
+                if data is None:
+                    raise LookupError(f"result {part} is not in the result store")
+            else:
+                data = encode_payload(part).encode()
+            inner.append(data[1:-1])  # the chunk's items, without its brackets
+        head = encode_payload({"results": [], "stats": stats}).encode()
+        opening = b'{"results":['
+        assert head.startswith(opening + b"]")
+        data = opening + b",".join(inner) + head[len(opening) :]
+        body = self._put(data)
+        self.joined.add(str(body["key"]))
+        return {REF_KEY: body}
+
+
 def over_budget_event(event: Event, error: dict[str, Any]) -> Event:
     """A worker result past a storage budget, as the failure it becomes (a `task.done`
     keeps its record without the result)."""

@@ -19,73 +19,37 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any
 
-from noetlc.diagnostics.errors import UserError
+from noetlc.ir.events import EventName
 from noetlc.runtime.backend import ANY_KEY, EVENTS, EXECUTIONS, Backend
-from noetlc.runtime.bundles import PER_JOB, SPREAD, BundleIndex, build_jobs, covering_jobs
+from noetlc.runtime.bundles import PER_JOB, SPREAD, covering_jobs
 from noetlc.runtime.cluster import RETRYABLE, new_owner, warn_retrying
 from noetlc.runtime.driver import REQUESTED, Driver, program_from_requested
-from noetlc.runtime.execute import execute, noop_only
 from noetlc.runtime.queue import JobSpec
 from noetlc.runtime.reaper import reap_expired
-from noetlc.runtime.timers import Timers, started_times
-from noetlc.vm.control import ControlVM
-from noetlc.vm.protocol import (
-    INPUT_NAMES,
-    INPUT_SOURCES,
-    Command,
-    CommandKind,
-    Event,
-    EventName,
-    Source,
-    envelope,
-    is_input,
+from noetlc.runtime.server_commit import ServerCommits, log
+from noetlc.runtime.server_state import (
+    ROUND_SLICE,
+    SERVER_READS,
+    STEP_DEADLINE,
+    Owned,
+    StepDeadline,
+    feed_inputs,
+    first_of,
+    new_inputs,
+    pending_cancel,
+    retrieved,
 )
+from noetlc.runtime.timers import Timers, started_times
+from noetlc.vm.protocol import INPUT_SOURCES, Command, Event, Source, envelope
 
-# one line per execution owned and ended (`noetl-vm server --log-level`)
-log = logging.getLogger("noetlc.server")
-
-T = TypeVar("T")
-STEP_DEADLINE = 30.0  # seconds one VM step (a batch of inputs, or a replay) may take
+__all__ = ["ROUND_SLICE", "STEP_DEADLINE", "Owned", "Server", "StepDeadline"]
 
 
-class StepDeadline(UserError):
-    """A VM step ran past the server's deadline (NOE859)."""
-
-
-@dataclass
-class Owned:
-    execution_id: str
-    driver: Driver
-    after_seq: int
-    server_events: int  # the server events the log holds (the VM numbers them from 1)
-    timers: Timers
-    # step -> its pipeline runs here, inside the round (noop-only); empty: nothing does
-    inline: dict[str, bool]
-    # ids of the action events we ran inline and appended past a gap in the log (another
-    # process appended in between), or whose commit is in flight: a read may return them;
-    # they are not fed again
-    appended_inline: set[str]
-    # the last round's commit, still in flight: the next round reads and feeds the VM
-    # meanwhile, and commits after it (`advance`); None when there is none
-    committing: asyncio.Future[bool] | None = None
-    # the job of each action of a bundle in flight (a cancel names actions; runtime/bundles.py)
-    bundles: BundleIndex = field(default_factory=BundleIndex)
-    # its jobs were cancelled because it ended (before the terminal event was appended)
-    ended: bool = False
-
-    @property
-    def vm(self) -> ControlVM:
-        return self.driver.vm
-
-
-class Server:
+class Server(ServerCommits):
     def __init__(
         self,
         db: Backend,
@@ -122,6 +86,8 @@ class Server:
         self._background: set[asyncio.Future[Any]] = set()
         # execution id -> its adoption or round in progress (`tick`)
         self._busy: dict[str, asyncio.Task[bool]] = {}
+        # executions dropped after a failed round, to adopt again from the log
+        self._rebuild: set[str] = set()
         # set by our own appends made outside `tick` (timers, a round's commit landing)
         self._wake = asyncio.Event()
         # reference-first results the control VMs read (arcs, step args, the summary)
@@ -149,7 +115,7 @@ class Server:
                     if not progressed:
                         # never past the next lease renewal or reaping, whatever the polling
                         due = min(self._next_renew, self._next_reap) - time.monotonic()
-                        await _first(
+                        await first_of(
                             [
                                 wake_events.wait(),
                                 wake_offers.wait(),
@@ -173,8 +139,8 @@ class Server:
                 owned.timers.close()
                 with contextlib.suppress(Exception):
                     await self._settle(owned)  # the last round's commit lands first
-            if self.owned:
-                await self.db.owners.release(self.owner, list(self.owned))
+            if self.owned or self._rebuild:
+                await self.db.owners.release(self.owner, [*self.owned, *self._rebuild])
             self.results.close()
 
     async def tick(self, slice_: float | None = None) -> bool:
@@ -200,6 +166,8 @@ class Server:
                     started.append(self._run_for(execution_id, self._adopted(execution_id)))
             if len(claims) == self.claim_limit:
                 self.offered = True  # there may be more
+        if self._rebuild:
+            await self._rebuild_dropped(started)
         for execution_id in list(self.owned):
             owned = self.owned.get(execution_id)
             if owned is None or execution_id in self._busy:  # lost meanwhile, or busy
@@ -225,7 +193,7 @@ class Server:
             self._wake.set()
 
         task.add_done_callback(ended)
-        task.add_done_callback(_retrieved)
+        task.add_done_callback(retrieved)
         return task
 
     async def _adopted(self, execution_id: str) -> bool:
@@ -236,7 +204,14 @@ class Server:
         try:
             return await self.advance(owned)
         except RETRYABLE as exc:
-            warn_retrying(self.owner, exc)  # our state is kept: the next round tries again
+            warn_retrying(self.owner, exc)
+            # a commit that failed lost the round its VM decided (its events and jobs): the
+            # VM is ahead of the log and nothing would ever wake it. Rebuilt from the log, as
+            # a new owner would (`adopt`), once the database answers and the lease is ours
+            self._drop(owned.execution_id)
+            with contextlib.suppress(Exception):
+                await self._settle(owned)  # a commit still in flight lands first
+            self._rebuild.add(owned.execution_id)
             return False
         except Exception as exc:  # this execution only: the server goes on
             self._drop(owned.execution_id)
@@ -244,6 +219,18 @@ class Server:
                 await self._settle(owned)  # its last round lands before the refusal
             await self._refuse(owned.execution_id, owned.after_seq, exc)
             return True
+
+    async def _rebuild_dropped(self, started: list[asyncio.Task[bool]]) -> None:
+        """Adopt again the executions a failed round dropped (`_advance_or_refuse`) whose
+        lease is still ours; the others are claimed by whoever finds them expired."""
+        ids = [e for e in self._rebuild if e not in self.owned and e not in self._busy]
+        if not ids:
+            return
+        kept = await self.db.owners.renew(self.owner, ids, ttl=self.ttl)
+        self._rebuild.difference_update(ids)
+        for execution_id in ids:
+            if execution_id in kept:
+                started.append(self._run_for(execution_id, self._adopted(execution_id)))
 
     async def _renew_due(self) -> None:
         """Renew the ownership leases when a third of the ttl has passed."""
@@ -263,7 +250,7 @@ class Server:
                 await self._renew_due()
             except RETRYABLE as exc:
                 warn_retrying(self.owner, exc)
-            await _first([stop.wait()], self.ttl / 3)
+            await first_of([stop.wait()], self.ttl / 3)
 
     async def adopt(self, execution_id: str) -> None:
         events = await self.db.events.read(execution_id)
@@ -299,7 +286,7 @@ class Server:
         # (except the iterations a stored bundle holds: its job runs them); the noop steps
         # they start run here, so under the same deadline as any other VM step
         outstanding = rebuilt.commands
-        request = _pending_cancel(events)
+        request = pending_cancel(events)
         if request is not None:
             outstanding = []  # cancelled below: nothing is enqueued again
         # no server event logged: no job either (a round commits its jobs with its events)
@@ -346,7 +333,7 @@ class Server:
                 return False
             return not await self._settle(owned)
         owned.after_seq = last_seq
-        inputs, request = _inputs(owned, events)
+        inputs, request = new_inputs(owned, events)
         if request is not None:
             await self._cancel(owned, request, inputs)
             return False
@@ -394,7 +381,7 @@ class Server:
         last_seq: int | None = None
         while not owned.vm.finished():
             if inputs:
-                out = await self._within_deadline(execution_id, partial(_feed, owned, inputs))
+                out = await self._within_deadline(execution_id, partial(feed_inputs, owned, inputs))
                 if out:
                     owned.server_events += sum(1 for e in out if e.source == Source.SERVER)
                     await self.db.events.append(execution_id, out)
@@ -408,335 +395,8 @@ class Server:
                 execution_id, owned.after_seq, INPUT_SOURCES, SERVER_READS
             )
             owned.after_seq = max(owned.after_seq, last_seq)
-            inputs, _ = _inputs(owned, events)
+            inputs, _ = new_inputs(owned, events)
         await self._close_if_finished(owned)
-
-    def _inline_steps(self, program: Any) -> dict[str, bool]:
-        """The steps whose pipeline runs inside the server's round: noop-only ones (no I/O, no
-        effect), unless the playbook declares keychain entries (a worker resolves those; the
-        server has none to give a template)."""
-        if not self.inline or program.payload.get("keychain"):
-            return {}
-        return {step: True for step, inline in noop_only(program).items() if inline}
-
-    def _run_inline(
-        self, owned: Owned, events: list[Event], commands: list[Command]
-    ) -> tuple[list[Event], list[Command], list[JobSpec]]:
-        """Run the noop-only actions among `commands` right here, as embedded mode does, and
-        feed their results back to the VM until it asks for nothing that runs inline (at most
-        INLINE_ACTIONS per round, the rest go to the queue): a chain or a sequential loop of
-        noop steps costs no queue round trip and no commit per step — the round's single
-        commit holds every event, in the order they were decided. A noop has no effect, so
-        nothing starts before the events that caused it are durable; a crash before the
-        commit loses the whole round and the next owner decides and runs it again under the
-        same event ids (the action id and attempt 1, as a worker's first attempt). Returns
-        the events, the commands left (jobs, timers, cancels) and their jobs, each job's
-        payload a snapshot of the VM when the command was issued."""
-        if not owned.inline or not any(
-            c.kind == CommandKind.RUN and owned.inline.get(c.step) for c in commands
-        ):
-            vm = owned.vm
-            return events, commands, self._jobs(owned, commands, vm.ctx, vm.results)
-        started = time.time()  # the events decided so far precede the inline ones
-        events = [e if e.ts else e._replace(ts=started) for e in events]
-        driver = owned.driver
-        refs = driver.refs
-        resolve = None if refs is None else refs.resolve
-        kept: list[Command] = []
-        kept_jobs: list[JobSpec] = []
-        budget = INLINE_ACTIONS
-        # each batch of commands with the VM's ctx and results when it was issued
-        pending = [(commands, *_snapshot(owned.vm, commands))]
-        while pending:
-            batches, pending = pending, []
-            for batch, ctx, results in batches:
-                run_now, queued = [], []
-                for command in batch:
-                    if (
-                        command.kind == CommandKind.RUN
-                        and owned.inline.get(command.step)
-                        and budget
-                    ):
-                        budget -= 1
-                        run_now.append(command)
-                    else:
-                        queued.append(command)
-                kept.extend(queued)
-                kept_jobs.extend(self._jobs(owned, queued, ctx, results))
-                for command in run_now:
-                    emitted: list[Event] = []
-                    vm = owned.vm
-                    execute(
-                        driver.program,
-                        command.step,
-                        command.step_run_id,
-                        command.action_id,
-                        command.args,
-                        command.iteration,
-                        command.item,
-                        vm.scope,  # runs before the VM changes: no copy needed
-                        emitted.append,
-                        resolve=resolve,
-                    )
-                    now = time.time()
-                    for index, event in enumerate(emitted):
-                        event = event._replace(event_id=f"{command.action_id}:1:{index}", ts=now)
-                        if refs is not None and refs.limit is not None and event.name in SHRUNK:
-                            refs.shrink_event(event)  # stored before its reference is logged
-                        events.append(event)
-                        if is_input(event):
-                            step = driver.feed(event)
-                            stamp = time.time()
-                            events.extend(e._replace(ts=stamp) for e in step.events)
-                            if step.commands:
-                                pending.append((step.commands, *_snapshot(vm, step.commands)))
-        return events, kept, kept_jobs
-
-    async def _commit(
-        self, owned: Owned, events: list[Event], commands: list[Command], jobs: list[JobSpec]
-    ) -> bool:
-        """`_start_commit` and wait for it."""
-        return await self._start_commit(owned, events, commands, jobs)
-
-    async def _settle(self, owned: Owned) -> bool:
-        """Wait for the commit in flight, if any; True when nobody else appended between our
-        last read and it (its error, if it failed, is raised here)."""
-        committing, owned.committing = owned.committing, None
-        return True if committing is None else await committing
-
-    def _start_commit(
-        self, owned: Owned, events: list[Event], commands: list[Command], jobs: list[JobSpec]
-    ) -> asyncio.Future[bool]:
-        """Append the VM's new events (and those of the actions run inline) and enqueue the
-        jobs its commands ask for: one transaction, one round trip (the jobs become visible
-        with the events); then arm and cancel timers. Started now, awaited by `_settle`:
-        True when nobody else appended since our last read before it."""
-        now = time.time()
-        if events:
-            # stamped when decided; the VM's events of this batch now
-            events = [e if e.ts else e._replace(ts=now) for e in events]
-            owned.server_events += sum(1 for e in events if e.source == Source.SERVER)
-            owned.timers.noted(events, now)
-            # a read made while the commit is in flight may return these: not fed again
-            owned.appended_inline.update(
-                e.event_id for e in events if e.source != Source.SERVER and e.event_id
-            )
-        owned.bundles.add(jobs)  # before any later round can cancel their actions
-        # the round that ends the execution cancels its jobs before its terminal event is
-        # appended: no worker result is accepted after it, so none lands after it
-        ends = owned.vm.finished() and not owned.ended
-        owned.ended |= ends
-        task = asyncio.ensure_future(
-            self._store(owned, owned.after_seq, events, commands, jobs, ends)
-        )
-        task.add_done_callback(_retrieved)  # a dropped execution's commit may fail unawaited
-        task.add_done_callback(lambda _: self._wake.set())  # the waiting round reads again
-        return task
-
-    async def _store(
-        self,
-        owned: Owned,
-        after: int,
-        events: list[Event],
-        commands: list[Command],
-        jobs: list[JobSpec],
-        ends: bool = False,
-    ) -> bool:
-        caught_up = True
-        if ends:
-            await self.db.queue.cancel_execution(owned.execution_id)
-        if events or jobs:
-            stored = await self.db.events.append_and_enqueue(owned.execution_id, events, jobs)
-            caught_up = bool(stored) and stored[0][1] == after + 1
-            if caught_up:
-                # nobody appended between our read and these: no need to read them back (a
-                # read made meanwhile may have passed them already)
-                owned.after_seq = max(owned.after_seq, stored[-1][1])
-                owned.appended_inline.clear()
-        for command in commands:
-            owned.timers.apply(command)  # arms timers, disarms cancelled ones
-        # after the events that decided it are committed: the jobs of cancelled
-        # actions (a fail_fast loop's other iterations) never start, running ones stop
-        cancelled = [c.action_id for c in commands if c.kind == CommandKind.CANCEL]
-        if cancelled:
-            await self.db.queue.cancel_jobs(owned.bundles.jobs(cancelled))
-        return caught_up
-
-    def _jobs(
-        self,
-        owned: Owned,
-        commands: list[Command],
-        ctx: dict[str, Any],
-        results: dict[str, Any],
-    ) -> list[JobSpec]:
-        """The jobs of the RUN commands, with this ctx and these results (bundles.py)."""
-        return build_jobs(
-            commands,
-            owned.execution_id,
-            self.pool,
-            ctx,
-            results,
-            per_job=self.per_job,
-            spread=self.spread,
-        )
-
-    def _timer_delivery(self, execution_id: str) -> Any:
-        """A due `timer.fired` is appended to the log (and wakes us: we read it as input)."""
-
-        async def append_and_wake(event: Event) -> None:
-            # never after the log's terminal event (a timer due as the execution ends)
-            await self.db.events.append_if(execution_id, [event])
-            self._wake.set()
-
-        def deliver(event: Event) -> None:
-            task = asyncio.ensure_future(append_and_wake(event))
-            self._background.add(task)
-            task.add_done_callback(self._background.discard)
-
-        return deliver
-
-    async def _close_if_finished(self, owned: Owned) -> None:
-        vm = owned.vm
-        if not vm.finished():
-            return
-        # whatever ended it, nothing of it may still run (embedded mode stops its threads)
-        if not owned.ended:
-            await self.db.queue.cancel_execution(owned.execution_id)
-        record = await self.db.events.execution(owned.execution_id)
-        events = int(record["last_seq"]) if record else owned.after_seq
-        summary_ = owned.driver.summary(events)  # values, not references, as in embedded mode
-        await self.db.events.finish_execution(owned.execution_id, vm.status, summary_)
-        await self.db.owners.retire(self.owner, owned.execution_id)
-        self.finished += 1
-        log.info("%s: execution %s %s (%s events)", self.owner, owned.execution_id, vm.status,
-                 events)  # fmt: skip
-        self._drop(owned.execution_id)
-
-    async def _within_deadline(self, execution_id: str, work: Callable[[], T]) -> T:
-        """Run a VM step (feeding a batch, or a replay) in a thread under `step_deadline`:
-        the event loop goes on meanwhile (leases renewed, other executions advanced); past
-        the deadline the execution is failed with NOE859 (the thread's late answer is
-        dropped). Expression limits bound every evaluation, so the thread ends."""
-        if self.step_deadline is None:
-            return work()
-        try:
-            return await asyncio.wait_for(asyncio.to_thread(work), self.step_deadline)
-        except TimeoutError:
-            raise StepDeadline(
-                "NOE859",
-                f"a step of execution {execution_id}'s control VM ran past its deadline of "
-                f"{self.step_deadline:g} s",
-                "see the guards and templates of the steps it was deciding (`noetl-vm events`)",
-            ) from None
-
-    async def _refuse(self, execution_id: str, last_seq: int, exc: Exception) -> None:
-        """Fail an execution this server cannot run (its program does not verify, its log
-        cannot be replayed, its VM raised): recorded once, with the reason's code, and
-        retired, so no other server claims it again and every other execution goes on."""
-        code = exc.code if isinstance(exc, UserError) else "NOE850"
-        message = str(exc) if isinstance(exc, UserError) else f"{type(exc).__name__}: {exc}"
-        error = {"code": code, "message": message, "step": None}
-        failed = envelope(
-            EventName.EXECUTION_FAILED,
-            Source.SERVER,
-            event_id=f"{execution_id}:refused",
-            ts=time.time(),
-            payload={"error": error},
-        )
-        await self.db.queue.cancel_execution(execution_id)
-        await self.db.events.append_if(execution_id, [failed])  # not past another end
-        summary = {
-            "execution_id": execution_id,
-            "status": "failed",
-            "steps": {},
-            "ctx": {},
-            "result": None,
-            "events": last_seq + 1,
-            "error": error,
-        }
-        await self.db.events.finish_execution(execution_id, "failed", summary)
-        await self.db.owners.retire(self.owner, execution_id)
-        self.refused += 1
-
-    def _drop(self, execution_id: str) -> None:
-        owned = self.owned.pop(execution_id, None)
-        if owned is not None:
-            owned.timers.close()
 
     async def reap(self) -> bool:
         return await reap_expired(self.db)
-
-
-# how long a round waits for the executions' tasks before it goes on without the slow ones
-ROUND_SLICE = 0.05
-
-# inline actions per round at most (one transaction): the rest are enqueued for the workers
-INLINE_ACTIONS = 1000
-
-# the action events that carry results (stored by reference when large, as a worker does)
-SHRUNK = frozenset({EventName.TASK_DONE, EventName.STEP_DONE, EventName.LOOP_ITERATION_DONE})
-
-
-# what a server reads of its executions' logs: the VM's inputs and the cancel requests
-SERVER_READS = INPUT_NAMES | {EventName.CANCEL_REQUESTED.value}
-_CANCEL_REQUESTED = EventName.CANCEL_REQUESTED.value
-
-
-def _inputs(owned: Owned, records: list[dict[str, Any]]) -> tuple[list[Event], Event | None]:
-    """The input events of `records` the VM has not had yet, and the first cancel request
-    among them (None: none)."""
-    inputs = []
-    request = None
-    bundles = owned.bundles
-    for record in records:
-        event = Event.from_record(record)
-        if owned.appended_inline and event.event_id in owned.appended_inline:
-            owned.appended_inline.discard(event.event_id)  # ours: the VM has it already
-            continue
-        if bundles:
-            bundles.done(event.action_id)
-        if is_input(event):
-            if event.name == EventName.TIMER_FIRED:
-                owned.timers.fired(event)
-            inputs.append(event)
-        elif request is None and event.name == _CANCEL_REQUESTED:
-            request = event
-    return inputs, request
-
-
-def _pending_cancel(records: list[dict[str, Any]]) -> Event | None:
-    """A log's cancel request not answered yet (a server died before its answer)."""
-    for record in records:
-        if record["name"] == _CANCEL_REQUESTED:
-            return Event.from_record(record)
-    return None
-
-
-def _feed(owned: Owned, inputs: list[Event]) -> list[Event]:
-    """Feed inputs once a cancel is asked for: the events they cause, no command run."""
-    out: list[Event] = []
-    for event in inputs:
-        out.extend(owned.driver.feed(event).events)
-    return out
-
-
-def _snapshot(vm: ControlVM, commands: list[Command]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Copies of the VM's ctx and results for the jobs of `commands` (they change before the
-    jobs are enqueued when actions run inline in between); none when nothing is to run."""
-    if not any(c.kind == CommandKind.RUN for c in commands):
-        return {}, {}
-    return dict(vm.ctx), dict(vm.results)
-
-
-def _retrieved(task: asyncio.Future[Any]) -> None:
-    if not task.cancelled():
-        task.exception()
-
-
-async def _first(waits: list[Any], timeout: float) -> None:
-    tasks = [asyncio.ensure_future(w) for w in waits]
-    try:
-        await asyncio.wait(tasks, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for task in tasks:
-            task.cancel()

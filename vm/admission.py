@@ -18,6 +18,7 @@ from jinja2 import Undefined
 from noetlc.expr.runtime import ExpressionError
 from noetlc.ir.events import EventName
 from noetlc.vm.control_state import LoopRun, StepRecord, StepRun, Token
+from noetlc.vm.loop_results import new_results
 from noetlc.vm.protocol import Command, CommandKind
 from noetlc.vm.routing import Routing
 from noetlc.vm.tables import StepTable, Transition, first_passing
@@ -150,7 +151,7 @@ class Admission(Routing):
             }
             self._finish(run, _STEP_FAILED, None, error, commands)
             return
-        run.results = [None] * len(run.items)
+        run.results = new_results(len(run.items), self.spill)
         run.best_effort = table.loop.get("failure_mode") == "best_effort"
         run.slots = table.slots
         if table.slots_from is not None:

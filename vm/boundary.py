@@ -21,6 +21,7 @@ from noetlc.vm.control_state import (
     loop_result,
     racing_write,
 )
+from noetlc.vm.loop_results import truncated
 from noetlc.vm.protocol import Command, CommandKind, Event
 from noetlc.vm.tables import DonePlan, first_passing
 
@@ -55,6 +56,7 @@ class Boundary(Admission):
             run.results[index] = data.get("result")
         else:
             run.failures += 1
+            run.results[index] = None  # its slot is set: a chunk of results completes
             if not run.best_effort:
                 # fail_fast: the remaining iterations are cancelled, the step fails
                 for other in sorted(run.in_flight):
@@ -75,7 +77,7 @@ class Boundary(Admission):
             for other in sorted(run.in_flight):
                 commands.append(self._command(_CANCEL, run, other))
             run.in_flight.clear()
-            run.results = run.results[: run.next_index]
+            run.results = truncated(run.results, run.next_index)
             self._loop_done(run, commands, stopped=index)
             return
         if run.done == len(run.items):

@@ -33,6 +33,7 @@ from noetlc.vm.control_state import (
     job_namespace,
 )
 from noetlc.vm.joins import JoinPlaces
+from noetlc.vm.loop_results import Spill
 from noetlc.vm.program import Program
 from noetlc.vm.protocol import (
     RESULT_NAMES,
@@ -80,8 +81,11 @@ class ControlVM(Boundary):
         keychain: dict[str, Any] | None = None,
         resolve: Resolve | None = None,
         specialise: int | None = HOT,
+        spill: Spill | None = None,
     ) -> None:
         self.program = program
+        # where a long loop's iteration results go in chunks (vm/loop_results.py); None: kept
+        self.spill = spill
         self.tables: dict[str, StepTable] = build_tables(program)
         # the generated `step.done` handlers (vm/specialise.py), shared by the program's VMs:
         # a step's is generated at its `specialise`-th completion (None: never, the table

@@ -6,6 +6,8 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from noetlc.vm.loop_results import LoopResults
+
 
 class Token:
     __slots__ = ("args", "dead", "source")
@@ -39,7 +41,7 @@ class StepRun:
     __slots__ = ("args", "run_id", "step")
 
     items: list[Any] = _NO_ITEMS
-    results: list[Any] = _NO_ITEMS
+    results: list[Any] | LoopResults = _NO_ITEMS
     next_index = 0
     in_flight: set[int] = _NO_ITERATIONS
     done = 0
@@ -68,7 +70,7 @@ class LoopRun(StepRun):
     def __init__(self, step: str, run_id: str, args: dict[str, Any]) -> None:
         super().__init__(step, run_id, args)
         self.items = []
-        self.results = []
+        self.results: list[Any] | LoopResults = []
         self.next_index = 0
         self.in_flight = set()
         self.done = 0
@@ -81,12 +83,13 @@ class LoopRun(StepRun):
 
 def loop_result(run: StepRun) -> dict[str, Any]:
     """A loop step's result, in NoETL's shape: `results` the iterations' results in item order
-    (a failed or cancelled iteration's is null), `stats` the finished iterations counted."""
+    (a failed or cancelled iteration's is null), `stats` the finished iterations counted; a
+    long loop's chunked results are stored and this is their reference (vm/loop_results.py)."""
     total = run.done
-    return {
-        "results": run.results,
-        "stats": {"total": total, "success": total - run.failures, "failed": run.failures},
-    }
+    stats = {"total": total, "success": total - run.failures, "failed": run.failures}
+    if isinstance(run.results, LoopResults):
+        return run.results.result(stats)
+    return {"results": run.results, "stats": stats}
 
 
 def job_namespace(execution_id: Any) -> dict[str, Any]:

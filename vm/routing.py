@@ -13,6 +13,7 @@ from noetlc.expr.limits import MAX_SIZE, deep_size
 from noetlc.ir.events import EventName
 from noetlc.vm.control_state import StepRecord, StepRun, Token
 from noetlc.vm.joins import JoinPlaces
+from noetlc.vm.loop_results import Spill
 from noetlc.vm.program import Program
 from noetlc.vm.protocol import Event, Source
 from noetlc.vm.tables import StepTable, Transition, clear_prefix
@@ -60,6 +61,7 @@ class Routing(ABC):
         "results",
         "runs",
         "scope",
+        "spill",
         "status",
         "step_runs",
         "steps",
@@ -86,6 +88,7 @@ class Routing(ABC):
     budgets: dict[str, int]
     ctx_size: int  # characters and items held in ctx (`expr.limits.deep_size`)
     ctx_sizes: dict[str, int]
+    spill: Spill | None
 
     @abstractmethod
     def _over(self, name: str, count: int, limit: int) -> None:

@@ -5,8 +5,12 @@ alone, runners that never share a process with another task's credentials."""
 from __future__ import annotations
 
 import os
+import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -81,6 +85,35 @@ def test_memory_and_time_limits_fail_the_task_alone(process_mode: None) -> None:
     )
     assert slow["error"]["type"] == "Timeout"
     assert call_tool("python", {"code": "result = 3"})["result"] == 3
+
+
+def test_a_cancelled_task_has_its_runner_killed(process_mode: None, tmp_path: Path) -> None:
+    """A cancel kills the runner of a task that would run much longer: the task never reaches
+    its end (a fail_fast loop's other iterations end this way on a worker, so a test waiting
+    for their end waited forever: tests/postgres/test_pg_parity.py)."""
+    pid_file, end_file = tmp_path / "pid", tmp_path / "end"
+    code = (
+        "import os, time\n"
+        f"open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+        "time.sleep(120)\n"
+        f"open({str(end_file)!r}, 'w').write('end')\n"
+        "result = 1"
+    )
+    flag = threading.Event()
+    ctx = ToolContext(cancelled=flag.is_set)
+    outcome: dict[str, Any] = {}
+    caller = threading.Thread(
+        target=lambda: outcome.update(call_tool("python", {"code": code}, None, ctx))
+    )
+    caller.start()
+    while not (pid_file.exists() and pid_file.read_text()):
+        time.sleep(0.01)
+    flag.set()
+    caller.join()
+    assert outcome["status"] == "error" and outcome["error"]["type"] == "Cancelled"
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(pid_file.read_text()), 0)  # killed and reaped
+    assert not end_file.exists()
 
 
 def test_a_task_with_credentials_never_shares_its_runner(process_mode: None) -> None:
