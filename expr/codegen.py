@@ -12,10 +12,10 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+from noetlc.expr.access import FORMAT_METHODS, MAPPING_METHODS, REF_ATTRIBUTES
 from noetlc.expr.library import BUILDING_FILTERS, FILTER_NAMES, GLOBALS, TEST_NAMES
 from noetlc.expr.limits import MAX_INT_BITS
 from noetlc.expr.namespaces import ROOT_NAMESPACES
-from noetlc.expr.runtime import FORMAT_METHODS, MAPPING_METHODS, REF_ATTRIBUTES
 from noetlc.expr.tree import Token, Tree
 
 MAX_INT_DIGITS = MAX_INT_BITS * 3 // 10  # decimal digits of the largest allowed integer

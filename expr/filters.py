@@ -22,7 +22,6 @@ from jinja2.nodes import EvalContext  # noqa: E402
 from jinja2.sandbox import ImmutableSandboxedEnvironment  # noqa: E402
 
 from noetlc.expr import limits  # noqa: E402
-from noetlc.expr.library import BUILDING_FILTERS, FILTERS, TESTS  # noqa: E402
 
 _ENV = ImmutableSandboxedEnvironment(undefined=ChainableUndefined)
 _EVAL_CTX = EvalContext(_ENV)
@@ -118,16 +117,24 @@ def _charging(fn: Callable[..., Any]) -> Callable[..., Any]:
     return charged
 
 
+# The tables `fill` filled (`noetlc.expr.library`'s: `map` and `select` look names up there).
+FILTERS: dict[str, Callable[..., Any]] = {}
+TESTS: dict[str, Callable[..., bool]] = {}
+
+
 def fill(
     filters: dict[str, Callable[..., Any]],
     tests: dict[str, Callable[..., bool]],
     charged: dict[str, Callable[..., Any]],
+    building: frozenset[str],
 ) -> None:
     """Put the functions into the tables (the same dict objects generated code holds)."""
+    global FILTERS, TESTS
+    FILTERS, TESTS = filters, tests
     table = _filters()
     filters.update(table)
     tests.update(_tests())
-    charged.update({name: _charging(table[name]) for name in BUILDING_FILTERS})
+    charged.update({name: _charging(table[name]) for name in building})
 
 
 def _filters() -> dict[str, Callable[..., Any]]:

@@ -152,9 +152,9 @@ def fill() -> None:
     """The filter and test tables from `noetlc.expr.filters` (imports jinja2)."""
     if FILTERS and TESTS and CHARGED_FILTERS:
         return
-    from noetlc.expr import filters
+    from noetlc.expr import filters  # jinja2
 
-    filters.fill(FILTERS, TESTS, CHARGED_FILTERS)
+    filters.fill(FILTERS, TESTS, CHARGED_FILTERS, BUILDING_FILTERS)
 
 
 # The filters that return a new string or sequence as long as their input (or longer): one

@@ -24,15 +24,7 @@ from jinja2.runtime import LoopContext  # noqa: E402
 from jinja2.sandbox import ImmutableSandboxedEnvironment  # noqa: E402
 
 from noetlc.expr import library, limits  # noqa: E402
-from noetlc.expr.library import (  # noqa: E402
-    BUILDING_FILTERS,
-    FILTER_NAMES,
-    FILTERS,
-    GLOBALS,
-    NONDETERMINISTIC_FILTERS,
-)
-from noetlc.expr.namespaces import BARE_NAME_ORDER  # noqa: E402
-from noetlc.expr.runtime import (  # noqa: E402
+from noetlc.expr.access import (  # noqa: E402
     _MISSING,
     MAPPING_METHODS,
     REF_ATTRIBUTES,
@@ -44,6 +36,14 @@ from noetlc.expr.runtime import (  # noqa: E402
     call_method,
     reference_of,
 )
+from noetlc.expr.library import (  # noqa: E402
+    BUILDING_FILTERS,
+    FILTER_NAMES,
+    FILTERS,
+    GLOBALS,
+    NONDETERMINISTIC_FILTERS,
+)
+from noetlc.expr.namespaces import BARE_NAME_ORDER  # noqa: E402
 
 # The resolver of the scope being evaluated on the slow path (jinja2 calls `getattr` and
 # `getitem` without the scope).

@@ -48,7 +48,7 @@ def load() -> None:
         import jinja2
         from jinja2 import exceptions
 
-        SHARED.__class__ = jinja2.ChainableUndefined  # type: ignore[assignment]
+        SHARED.__class__ = jinja2.ChainableUndefined
         jinja2.Undefined.__init__(SHARED)
         real = {
             "Undefined": jinja2.Undefined,
