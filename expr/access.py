@@ -45,8 +45,8 @@ undefined.track(
 
 def lookup_name(s: Scope, name: str) -> Any:
     """A bare name: the scope root, then args -> ctx -> iter -> workload (so `{{ city }}` finds a loop iterator)."""
-    value = s.get(name, _MISSING)
-    if value is not _MISSING:
+    value = s.get(name, MISSING)
+    if value is not MISSING:
         return value
     for ns in BARE_NAME_ORDER:
         space = s.get(ns)
@@ -55,18 +55,18 @@ def lookup_name(s: Scope, name: str) -> Any:
     return ChainableUndefined(name=name)
 
 
-_MISSING = object()
+MISSING = object()  # no such key (a key may hold None)
 
 
 # --------------------------------------------------------------------------- sandboxed access
 
 
 def _resolved(obj: dict[Any, Any], s: Scope | None) -> Any:
-    """The value of a reference when the scope has a resolver; else `_MISSING`."""
+    """The value of a reference when the scope has a resolver; else `MISSING`."""
     if REF_KEY not in obj or s is None:
-        return _MISSING
+        return MISSING
     resolver = s.get(RESOLVER_KEY)
-    return _MISSING if resolver is None else resolver(obj[REF_KEY])
+    return MISSING if resolver is None else resolver(obj[REF_KEY])
 
 
 def reference_of(obj: Any, name: str) -> Any:
@@ -92,11 +92,11 @@ def getattr_(obj: Any, name: str, s: Scope | None = None) -> Any:
     if name in REF_ATTRIBUTES:
         return reference_of(obj, name)
     if type(obj) is dict:
-        value = obj.get(name, _MISSING)
-        if value is not _MISSING:
+        value = obj.get(name, MISSING)
+        if value is not MISSING:
             return value
         target = _resolved(obj, s)
-        if target is not _MISSING:
+        if target is not MISSING:
             return getattr_(target, name, s)
         if name == "data":
             return obj  # NoETL's result proxy: `x.data` of a mapping without `data` is `x`
@@ -128,7 +128,7 @@ def getitem_(obj: Any, key: Any, s: Scope | None = None) -> Any:
     except (TypeError, LookupError):
         if type(obj) is dict:
             target = _resolved(obj, s)
-            if target is not _MISSING:
+            if target is not MISSING:
                 return getitem_(target, key, s)
         if isinstance(obj, Undefined):
             if isinstance(obj, ChainableUndefined):
@@ -161,7 +161,7 @@ def call_method(
     a mapping is refused, undefined fails as reading undefined does."""
     if type(obj) is dict:
         target = _resolved(obj, s)
-        if target is not _MISSING:
+        if target is not MISSING:
             obj = target
     if isinstance(obj, Undefined):
         obj._fail_with_undefined_error()

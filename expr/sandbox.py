@@ -25,8 +25,8 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment  # noqa: E402
 
 from noetlc.expr import library, limits  # noqa: E402
 from noetlc.expr.access import (  # noqa: E402
-    _MISSING,
     MAPPING_METHODS,
+    MISSING,
     REF_ATTRIBUTES,
     REF_KEY,
     RESOLVER_KEY,
@@ -140,7 +140,7 @@ class PlaybookSandbox(ImmutableSandboxedEnvironment):
             if attribute in obj:
                 return obj[attribute]
             target = self._resolved(obj)
-            if target is not _MISSING:
+            if target is not MISSING:
                 return self.getattr(target, attribute)
             if attribute == "data":
                 return obj  # as `getattr_`: NoETL's `x.data` of a mapping without `data`
@@ -151,7 +151,7 @@ class PlaybookSandbox(ImmutableSandboxedEnvironment):
             raise SecurityError(f"access to key {argument!r} is not allowed")
         if type(obj) is dict and argument not in obj:
             target = self._resolved(obj)
-            if target is not _MISSING:
+            if target is not MISSING:
                 return self.getitem(target, argument)
         return super().getitem(obj, argument)
 
@@ -159,7 +159,7 @@ class PlaybookSandbox(ImmutableSandboxedEnvironment):
     def _resolved(obj: dict[Any, Any]) -> Any:
         resolver = _SLOW_RESOLVER.get()
         if resolver is None or REF_KEY not in obj:
-            return _MISSING
+            return MISSING
         return resolver(obj[REF_KEY])
 
 
