@@ -366,3 +366,27 @@ def test_distributed_throughput_and_latency(
             f" floor of that path: two commits, {2 * measured['commit_ms']:.2f} ms"
         )
     assert all(rate > 0 for _, rate, _, _ in rows)
+
+
+def test_statements_per_step(url: str, benchmark: Any) -> None:
+    """SQL statements per distributed step (bench/statements.py): a 50-step python chain and
+    a 50-iteration sequential python loop, server --no-inline, 2 workers, every statement
+    their asyncpg connections send counted. Target (the step at the floor of its commits):
+    ≤ 8 per step."""
+    from noetlc.bench import statements
+
+    asyncio.run(truncate_all(url))
+    measured: dict[str, dict[str, float]] = {}
+    benchmark.pedantic(lambda: measured.update(statements.measure(url)), rounds=1, iterations=1)
+    for label, kinds in measured.items():
+        record(
+            benchmark,
+            figure=f"distributed SQL statements per step, {label} (server --no-inline, 2 workers)",
+            value=kinds["total"],
+            unit="statements",
+            better="lower",
+            target=target("value", "<=", 8, "target: ≤ 8 statements per step"),
+            group="distributed",
+            detail={k: round(v, 2) for k, v in kinds.items()},
+        )
+    assert all(kinds["total"] > 0 for kinds in measured.values())

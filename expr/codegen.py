@@ -12,10 +12,10 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from noetlc.expr.library import BUILDING_FILTERS, FILTERS, GLOBALS, TESTS
+from noetlc.expr.access import FORMAT_METHODS, MAPPING_METHODS, REF_ATTRIBUTES
+from noetlc.expr.library import BUILDING_FILTERS, FILTER_NAMES, GLOBALS, TEST_NAMES
 from noetlc.expr.limits import MAX_INT_BITS
 from noetlc.expr.namespaces import ROOT_NAMESPACES
-from noetlc.expr.runtime import FORMAT_METHODS, MAPPING_METHODS, REF_ATTRIBUTES
 from noetlc.expr.tree import Token, Tree
 
 MAX_INT_DIGITS = MAX_INT_BITS * 3 // 10  # decimal digits of the largest allowed integer
@@ -209,7 +209,7 @@ class CodeGen:
 
     def n_filter(self, ch: list[Any]) -> ast.expr:
         value, name = ch[0], str(ch[1])
-        if name not in FILTERS:
+        if name not in FILTER_NAMES:
             raise Unsupported(f"filter {name!r} is not in the compiled whitelist")
         args, keywords = self._args(ch[2] if len(ch) > 2 else None)
         func = ast.Subscript(value=_n("_F"), slice=_const(name), ctx=ast.Load())
@@ -223,7 +223,7 @@ class CodeGen:
     def _test(self, ch: list[Any]) -> ast.expr:
         value = ch[0]
         name = "".join(str(t) for t in ch[1].children) if isinstance(ch[1], Tree) else str(ch[1])
-        if name not in TESTS:
+        if name not in TEST_NAMES:
             raise Unsupported(f"test {name!r} is not in the compiled whitelist")
         args: list[ast.expr] = []
         keywords: list[ast.keyword] = []

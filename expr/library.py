@@ -3,43 +3,36 @@
 jinja2's own filter and test functions are reused wherever they exist, so compiled code and
 jinja2 agree on every value. Both the generated code (`_F`, `_T`, `_G` in
 `noetlc.expr.runtime.RUNTIME`) and the compiler's code generator (which refuses names
-outside these tables) read them from here.
+outside `FILTER_NAMES` / `TEST_NAMES` / `GLOBALS`) read them from here. The filter and test
+tables are filled from `noetlc.expr.filters` (which imports jinja2) the first time generated
+code reads one of them (`noetlc.expr.undefined`: a run that calls no filter loads no jinja2).
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import jinja2
-from jinja2 import ChainableUndefined
-from jinja2 import filters as jf
-from jinja2 import tests as jt
-from jinja2.exceptions import SecurityError
-from jinja2.nodes import EvalContext
-from jinja2.sandbox import ImmutableSandboxedEnvironment
-
-from noetlc.expr import limits
+from noetlc.expr import limits, undefined
 from noetlc.expr.limits import MAX_RANGE
 
 __all__ = [
     "BUILDING_FILTERS",
     "CHARGED_FILTERS",
     "FILTERS",
+    "FILTER_NAMES",
     "GLOBALS",
     "MAX_RANGE",
     "NONDETERMINISTIC_CALLS",
     "NONDETERMINISTIC_FILTERS",
     "TESTS",
+    "TEST_NAMES",
+    "fill",
     "lookup",
 ]
 
-
-# --------------------------------------------------------------------------- filters and tests
-
-_ENV = ImmutableSandboxedEnvironment(undefined=ChainableUndefined)
-_EVAL_CTX = EvalContext(_ENV)
+SecurityError: Any = undefined.SecurityError
+undefined.track(globals(), SecurityError="SecurityError")
 
 
 def lookup(obj: Any, path: Any, default: Any = None) -> Any:
@@ -65,139 +58,110 @@ def lookup(obj: Any, path: Any, default: Any = None) -> Any:
     return current
 
 
-def _f_tojson(value: Any, indent: Any = None) -> str:
-    # Jinja's tojson HTML-escapes <, >, &, '; playbooks render into SQL/JSON, not HTML, so we
-    # keep Jinja's exact output for compatibility of existing playbooks.
-    limits.check_width(indent, "tojson indent")
-    limits.check_printable(value)
-    return str(jf.do_tojson(_EVAL_CTX, value, indent))
+# The names of the whitelisted filters and tests (`noetlc.expr.filters` has their functions;
+# a test checks the two agree).
+FILTER_NAMES = frozenset(
+    {
+        "default",
+        "d",
+        "int",
+        "float",
+        "string",
+        "bool",
+        "length",
+        "count",
+        "lower",
+        "upper",
+        "trim",
+        "capitalize",
+        "title",
+        "replace",
+        "join",
+        "list",
+        "first",
+        "last",
+        "min",
+        "max",
+        "sum",
+        "sort",
+        "unique",
+        "round",
+        "abs",
+        "tojson",
+        "map",
+        "select",
+        "reject",
+        "selectattr",
+        "rejectattr",
+        "reverse",
+        "items",
+        "dictsort",
+    }
+)
+TEST_NAMES = frozenset(
+    {
+        "defined",
+        "undefined",
+        "none",
+        "number",
+        "string",
+        "mapping",
+        "sequence",
+        "iterable",
+        "boolean",
+        "integer",
+        "float",
+        "true",
+        "false",
+        "odd",
+        "even",
+        "divisibleby",
+        "lower",
+        "upper",
+        "in",
+        "eq",
+        "ne",
+        "lt",
+        "le",
+        "gt",
+        "ge",
+        "sameas",
+    }
+)
 
 
-def _f_replace(v: Any, old: Any, new: Any, count: Any = None) -> Any:
-    limits.check_replace(v, old, new, count)
-    return jf.do_replace(_EVAL_CTX, v, old, new, count)
+class _Table(dict[str, Any]):
+    """A table of jinja2-backed functions, filled on the first read of a missing name."""
+
+    __slots__ = ()
+
+    def __missing__(self, name: str) -> Any:
+        if self:  # filled already: the name is not in it
+            raise KeyError(name)
+        fill()
+        return dict.__getitem__(self, name)
 
 
-def _f_join(v: Any, d: Any = "", attribute: Any = None) -> str:
-    if not isinstance(v, list | tuple):
-        v = list(v)
-    limits.check_join(v, d)
-    if attribute is None:
-        limits.check_printable(v)
-    return str(jf.sync_do_join(_EVAL_CTX, v, d, attribute))
+FILTERS: dict[str, Callable[..., Any]] = _Table()
+TESTS: dict[str, Callable[..., bool]] = _Table()
+# What generated code calls for a building filter: `_FB[name](_m, value, *args)`.
+CHARGED_FILTERS: dict[str, Callable[..., Any]] = _Table()
 
 
-def _f_sum(v: Any, attribute: Any = None, start: Any = 0) -> Any:
-    limits.check_sum(v, start)
-    return jf.sync_do_sum(_ENV, v, attribute, start)
+def fill() -> None:
+    """The filter and test tables from `noetlc.expr.filters` (imports jinja2)."""
+    if FILTERS and TESTS and CHARGED_FILTERS:
+        return
+    from noetlc.expr import filters  # jinja2
 
+    filters.fill(FILTERS, TESTS, CHARGED_FILTERS, BUILDING_FILTERS)
 
-def _f_map(value: Any, *args: Any, **kwargs: Any) -> list[Any]:
-    if args and not kwargs:
-        name = args[0]
-        if name not in FILTERS:
-            raise jinja2.TemplateRuntimeError(f"No filter named {name!r}.")
-        fn = FILTERS[name]
-        return [fn(item, *args[1:]) for item in value]
-    attribute = kwargs.get("attribute")
-    if attribute is not None and str(attribute).startswith("_"):
-        raise SecurityError(f"access to attribute {attribute!r} is not allowed")
-    return list(jf.do_map(_context(), value, *args, **kwargs))
-
-
-def _select(value: Any, args: tuple[Any, ...], attr: bool, keep: bool) -> list[Any]:
-    if attr:
-        if not args:
-            raise jinja2.exceptions.FilterArgumentError("Missing parameter for attribute name")
-        attribute, rest = args[0], args[1:]
-        if str(attribute).startswith("_"):
-            raise SecurityError(f"access to attribute {attribute!r} is not allowed")
-        getter = jf.make_attrgetter(_ENV, attribute)
-    else:
-        rest = args
-
-        def getter(x: Any) -> Any:
-            return x
-
-    if rest:
-        name, params = rest[0], rest[1:]
-        if name not in TESTS:
-            raise jinja2.TemplateRuntimeError(f"No test named {name!r}.")
-        test = TESTS[name]
-
-        def check(item: Any) -> bool:
-            return bool(test(getter(item), *params))
-
-    else:
-
-        def check(item: Any) -> bool:
-            return bool(getter(item))
-
-    return [item for item in value if check(item) == keep]
-
-
-@functools.lru_cache(maxsize=1)
-def _context() -> Any:
-    return _ENV.from_string("").new_context()
-
-
-_STRING = jf.FILTERS["string"]  # jinja2's soft_str (a Markup stays one)
-
-
-def _f_list(value: Any) -> list[Any]:
-    return list(value)
-
-
-FILTERS: dict[str, Callable[..., Any]] = {
-    "default": jf.do_default,
-    "d": jf.do_default,
-    "int": jf.do_int,
-    "float": jf.do_float,
-    "string": lambda v: v if type(v) is str else _STRING(limits.check_printable(v)),
-    "bool": lambda v: bool(v),
-    "length": len,
-    "count": len,
-    "lower": jf.do_lower,
-    "upper": jf.do_upper,
-    "trim": jf.do_trim,
-    "capitalize": jf.do_capitalize,
-    "title": jf.do_title,
-    "replace": _f_replace,
-    "join": _f_join,
-    "list": _f_list,
-    "first": lambda v: jf.sync_do_first(_ENV, v),
-    "last": lambda v: jf.do_last(_ENV, v),
-    "min": lambda v, case_sensitive=False, attribute=None: jf.do_min(
-        _ENV, v, case_sensitive, attribute
-    ),
-    "max": lambda v, case_sensitive=False, attribute=None: jf.do_max(
-        _ENV, v, case_sensitive, attribute
-    ),
-    "sum": _f_sum,
-    "sort": lambda v, reverse=False, case_sensitive=False, attribute=None: jf.do_sort(
-        _ENV, v, reverse, case_sensitive, attribute
-    ),
-    "unique": lambda v, case_sensitive=False, attribute=None: list(
-        jf.do_unique(_ENV, v, case_sensitive, attribute)
-    ),
-    "round": jf.do_round,
-    "abs": abs,
-    "tojson": _f_tojson,
-    "map": _f_map,
-    "select": lambda v, *a: _select(v, a, attr=False, keep=True),
-    "reject": lambda v, *a: _select(v, a, attr=False, keep=False),
-    "selectattr": lambda v, *a: _select(v, a, attr=True, keep=True),
-    "rejectattr": lambda v, *a: _select(v, a, attr=True, keep=False),
-    "reverse": jf.do_reverse,
-    "items": lambda v: list(jf.do_items(v)),
-    "dictsort": jf.do_dictsort,
-}
 
 # The filters that return a new string or sequence as long as their input (or longer): one
 # evaluation's budget (`limits.MAX_BUILT`) counts what they build (generated code charges
 # their results, the slow path wraps them). The others return a number, a truth value or one
 # of their input's items.
-BUILDING_FILTERS = frozenset(FILTERS) - {
+BUILDING_FILTERS = FILTER_NAMES - {
     "default",
     "d",
     "int",
@@ -213,45 +177,6 @@ BUILDING_FILTERS = frozenset(FILTERS) - {
     "abs",
 }
 
-
-def _charging(fn: Callable[..., Any]) -> Callable[..., Any]:
-    def charged(meter: limits.Meter, *args: Any, **kwargs: Any) -> Any:
-        return limits.built(fn(*args, **kwargs), meter)
-
-    return charged
-
-
-# What generated code calls for a building filter: `_FB[name](_m, value, *args)`.
-CHARGED_FILTERS = {name: _charging(FILTERS[name]) for name in BUILDING_FILTERS}
-
-TESTS: dict[str, Callable[..., bool]] = {
-    "defined": jt.test_defined,
-    "undefined": jt.test_undefined,
-    "none": jt.test_none,
-    "number": jt.test_number,
-    "string": jt.test_string,
-    "mapping": jt.test_mapping,
-    "sequence": jt.test_sequence,
-    "iterable": jt.test_iterable,
-    "boolean": jt.test_boolean,
-    "integer": jt.test_integer,
-    "float": jt.test_float,
-    "true": jt.test_true,
-    "false": jt.test_false,
-    "odd": jt.test_odd,
-    "even": jt.test_even,
-    "divisibleby": jt.test_divisibleby,
-    "lower": jt.test_lower,
-    "upper": jt.test_upper,
-    "in": jt.test_in,
-    "eq": lambda a, b: bool(a == b),
-    "ne": lambda a, b: bool(a != b),
-    "lt": lambda a, b: bool(a < b),
-    "le": lambda a, b: bool(a <= b),
-    "gt": lambda a, b: bool(a > b),
-    "ge": lambda a, b: bool(a >= b),
-    "sameas": jt.test_sameas,
-}
 
 # Non-deterministic filters and functions: a replay of the log would take another branch.
 # Refused at compile time (`noetlc.expr.parser.check_jinja_syntax`), not recorded: a value a

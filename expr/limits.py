@@ -38,8 +38,12 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
-from jinja2 import Undefined
-from jinja2.exceptions import SecurityError
+from noetlc.expr import undefined
+
+# jinja2's classes once it is loaded (`noetlc.expr.undefined`)
+Undefined: Any = undefined.Undefined
+SecurityError: Any = undefined.SecurityError
+undefined.track(globals(), Undefined="Undefined", SecurityError="SecurityError")
 
 MAX_INT_BITS = 14_000  # about 4,214 decimal digits (Python prints at most 4,300)
 MAX_SIZE = 1_000_000  # characters of a string, items of a sequence

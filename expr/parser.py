@@ -11,13 +11,13 @@ literal, whitespace control (`{{- x -}}`) and escapes behave exactly as in Jinja
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
+from typing import Any
 
-import jinja2
-from jinja2 import nodes
-
-from noetlc.expr import grammar_parser
+from noetlc.expr import grammar_parser, undefined
 from noetlc.expr.codegen import Unsafe, Unsupported
 from noetlc.expr.library import NONDETERMINISTIC_CALLS, NONDETERMINISTIC_FILTERS
 from noetlc.expr.tree import Tree
@@ -38,7 +38,13 @@ class ExprPiece:
     text: str
 
 
-_JINJA = jinja2.Environment()
+@cache
+def _jinja() -> Any:
+    """jinja2's default environment (its parser and lexer), made on first use."""
+    undefined.load()
+    import jinja2
+
+    return jinja2.Environment()
 
 
 NONDETERMINISTIC_HINT = (
@@ -56,8 +62,12 @@ class Nondeterministic(Unsafe):
 def check_jinja_syntax(template: str) -> None:
     """Raise ExpressionSyntaxError with Jinja's message if jinja2 rejects the template, and
     `Nondeterministic` if it uses a filter or function of `NONDETERMINISTIC_*`."""
+    env = _jinja()
+    import jinja2
+    from jinja2 import nodes
+
     try:
-        tree = _JINJA.parse(template)
+        tree = env.parse(template)
     except jinja2.TemplateSyntaxError as exc:
         raise ExpressionSyntaxError(exc.message or "invalid template") from None
     for node in tree.find_all((nodes.Filter, nodes.Call)):
@@ -91,8 +101,16 @@ def parse_expression(text: str) -> Tree:
 
 def split_template(source: str) -> list[str | ExprPiece] | None:
     """Literal text and `{{ expr }}` pieces; None when the template has `{% %}` or comments."""
+    pieces = _split_plain(source)
+    return _split_jinja(source) if pieces is None else pieces
+
+
+def _split_jinja(source: str) -> list[str | ExprPiece] | None:
+    """`split_template` by jinja2's lexer."""
+    import jinja2
+
     try:
-        tokens = list(_JINJA.lex(source))
+        tokens = list(_jinja().lex(source))
     except jinja2.TemplateSyntaxError as exc:
         raise ExpressionSyntaxError(exc.message or "invalid template") from None
     pieces: list[str | ExprPiece] = []
@@ -119,4 +137,53 @@ def split_template(source: str) -> list[str | ExprPiece] | None:
                 pieces.append(value)
     if current is not None:
         raise ExpressionSyntaxError("unclosed '{{'")
+    return pieces
+
+
+# What jinja2's lexer reads between `{{` and `}}` exactly as the text up to the next `}}`:
+# names, numbers, blanks and operators; no quote (a `}}` in a string literal), no brace (a
+# dict literal's `}}`), no `-`/`+` next to the braces (whitespace control), nothing jinja2's
+# lexer refuses (its message would name a position in the whole template).
+_PLAIN_EXPR = re.compile(r"[A-Za-z0-9_ .|()\[\],+\-*/%<>=~:\t\n]+")
+
+
+def _balanced(text: str) -> bool:
+    """Brackets closed in order: jinja2's lexer ends the expression at the same `}}`."""
+    if "(" not in text and "[" not in text and ")" not in text and "]" not in text:
+        return True
+    stack: list[str] = []
+    for ch in text:
+        if ch in "([":
+            stack.append(")" if ch == "(" else "]")
+        elif ch in ")]" and (not stack or stack.pop() != ch):
+            return False
+    return not stack
+
+
+def _split_plain(source: str) -> list[str | ExprPiece] | None:
+    """`split_template` without jinja2 for the common templates (`"{{ workload.name }}"`,
+    `"s3://{{ bucket }}/{{ key }}"`) — the pieces jinja2's lexer gives, or None (ask it):
+    no `{%`, `{#`, carriage return or final newline (which jinja2 treats specially)."""
+    if "{%" in source or "{#" in source or "\r" in source or source.endswith("\n"):
+        return None
+    pieces: list[str | ExprPiece] = []
+    pos = 0
+    while True:
+        start = source.find("{{", pos)
+        if start < 0:
+            break
+        end = source.find("}}", start + 2)
+        if end < 0:
+            return None
+        text = source[start + 2 : end]
+        if not _PLAIN_EXPR.fullmatch(text) or text[0] in "+-" or text[-1] == "-":
+            return None
+        if not text.strip() or not _balanced(text):
+            return None
+        if start > pos:
+            pieces.append(source[pos:start])
+        pieces.append(ExprPiece(text))
+        pos = end + 2
+    if pos < len(source):
+        pieces.append(source[pos:])
     return pieces

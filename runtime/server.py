@@ -88,6 +88,8 @@ class Server(ServerCommits):
         self._busy: dict[str, asyncio.Task[bool]] = {}
         # executions dropped after a failed round, to adopt again from the log
         self._rebuild: set[str] = set()
+        # the tasks a round stopped waiting for (past its slice): their end wakes the server
+        self._late: set[asyncio.Task[bool]] = set()
         # set by our own appends made outside `tick` (timers, a round's commit landing)
         self._wake = asyncio.Event()
         # reference-first results the control VMs read (arcs, step args, the summary)
@@ -174,7 +176,8 @@ class Server(ServerCommits):
                 continue
             started.append(self._run_for(execution_id, self._advance_or_refuse(owned)))
         if started:
-            done, _ = await asyncio.wait(started, timeout=slice_)
+            done, late = await asyncio.wait(started, timeout=slice_)
+            self._late.update(late)  # no await since the wait: none of them has ended
             for task in done:
                 progressed |= task.result()
         if now >= self._next_reap:
@@ -183,14 +186,19 @@ class Server(ServerCommits):
         return progressed
 
     def _run_for(self, execution_id: str, work: Any) -> asyncio.Task[bool]:
-        """Run an execution's adoption or round as a task; the server is woken when it ends
-        (a database error is raised there: the round is retried, as `run` does)."""
+        """Run an execution's adoption or round as a task; the server is woken when one the
+        round stopped waiting for ends (a database error is raised there: the round is
+        retried, as `run` does). One that ends within the round needs no wake-up: the round
+        has its result, and waking on it made a round that found nothing new read again at
+        once, over and over, while a worker ran the step."""
         task: asyncio.Task[bool] = asyncio.ensure_future(work)
         self._busy[execution_id] = task
 
         def ended(_: asyncio.Future[bool]) -> None:
             self._busy.pop(execution_id, None)
-            self._wake.set()
+            if task in self._late:
+                self._late.discard(task)
+                self._wake.set()
 
         task.add_done_callback(ended)
         task.add_done_callback(retrieved)
@@ -212,6 +220,7 @@ class Server(ServerCommits):
             with contextlib.suppress(Exception):
                 await self._settle(owned)  # a commit still in flight lands first
             self._rebuild.add(owned.execution_id)
+            self._wake.set()  # the next round rebuilds it
             return False
         except Exception as exc:  # this execution only: the server goes on
             self._drop(owned.execution_id)

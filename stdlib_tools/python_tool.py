@@ -138,14 +138,15 @@ def scope_globals(scope: Mapping[str, Any] | None) -> dict[str, Any]:
 def render_code(code: str, scope: Mapping[str, Any] | None, inputs: dict[str, Any]) -> str:
     """NoETL renders `{{ }}` inside python code before it runs (the compiler warns, NOE608):
     with the sandboxed template engine, over the scope and the task's own inputs."""
-    from jinja2 import TemplateSyntaxError
-
     from noetlc.expr.runtime import slow_template
+
+    template = slow_template(code)  # imports jinja2
+    from jinja2 import TemplateSyntaxError
 
     render_scope: dict[str, Any] = dict(scope or {})
     render_scope.update(inputs)
     try:
-        return str(slow_template(code)(render_scope))
+        return str(template(render_scope))
     except TemplateSyntaxError:
         # braces that are no template (`{{ vars.* }}` in a comment): the code runs as written
         return code

@@ -13,8 +13,7 @@ from abc import abstractmethod
 from collections.abc import Callable
 from typing import Any
 
-from jinja2 import Undefined
-
+from noetlc.expr import undefined
 from noetlc.expr.runtime import ExpressionError
 from noetlc.ir.events import EventName
 from noetlc.vm.control_state import LoopRun, StepRecord, StepRun, Token
@@ -141,7 +140,7 @@ class Admission(Routing):
             return
         if isinstance(items, list | tuple | range):
             run.items = list(items)
-        elif items is None or isinstance(items, Undefined):
+        elif items is None or isinstance(items, undefined.Undefined):
             run.items = []
         else:
             error = {

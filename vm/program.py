@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from noetlc.expr import undefined
 from noetlc.expr.loader import PoolMismatch, load_expression
 from noetlc.expr.runtime import REF_KEY, RESOLVER_KEY, Evaluator, Scope
 from noetlc.ir import program as ir_program
@@ -161,8 +162,6 @@ def evaluate_value(value: Any, expressions: list[Evaluator], scope: Scope) -> An
 
 def _plain(value: Any) -> Any:
     """Undefined results become None when stored as data."""
-    from jinja2 import Undefined
-
-    if isinstance(value, Undefined):
+    if isinstance(value, undefined.Undefined):
         return None
     return value

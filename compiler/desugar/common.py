@@ -88,6 +88,8 @@ def rewrite_expression(text: str, names: dict[str, str], strings: dict[str, str]
     """
     if "{{" not in text:
         return text
+    if not any(name in text for name in names) and not (strings and ("'" in text or '"' in text)):
+        return text  # no token could be renamed or replaced: no lexer (nor jinja2) needed
     from jinja2 import TemplateSyntaxError
 
     try:

@@ -200,9 +200,11 @@ async def create_pool(
     min_size: int = 1,
     max_size: int = 10,
     init: Callable[[asyncpg.Connection], Awaitable[None]] | None = None,
+    keep_session: bool = False,
 ) -> asyncpg.Pool:
     """A pool that replaces broken connections on acquire (`init` runs on each new one);
-    raises DatabaseError."""
+    raises DatabaseError. `keep_session`: a connection goes back to the pool without
+    asyncpg's reset statement (`rollback_only`) — for callers that leave no session state."""
     parsed = parse_url(url) if isinstance(url, str) else url
     try:
         pool = await asyncpg.create_pool(
@@ -212,11 +214,22 @@ async def create_pool(
             timeout=parsed.connect_timeout,
             server_settings=_server_settings(parsed),
             init=init,
+            reset=rollback_only if keep_session else None,
         )
     except Exception as exc:
         raise connection_error(parsed, exc) from None
     assert pool is not None
     return pool
+
+
+async def rollback_only(conn: asyncpg.Connection) -> None:
+    """A pool's reset for the store's connections: an open transaction is rolled back, and
+    nothing else is sent. asyncpg's default (advisory unlock, CLOSE ALL, UNLISTEN *, RESET
+    ALL) is a round trip on every release, and the store leaves no state it would clear:
+    LISTEN and the migration lock have their own connections, settings are `SET LOCAL`,
+    cursors and locks end with their transactions."""
+    if conn.is_in_transaction():
+        await conn.execute("ROLLBACK")
 
 
 async def with_retry(

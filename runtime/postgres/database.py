@@ -49,7 +49,9 @@ class Database:
             finally:
                 await conn.close()
         notes = Notifications(parsed)
-        pool = await create_pool(parsed, min_size=min_size, max_size=max_size, init=notes.own)
+        pool = await create_pool(
+            parsed, min_size=min_size, max_size=max_size, init=notes.own, keep_session=True
+        )
         return cls(
             parsed,
             pool,

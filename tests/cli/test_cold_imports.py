@@ -1,7 +1,8 @@
 """Cold start: `noetl-vm run` imports only what the playbook needs.
 
 A playbook of python and noop steps whose expressions are on the compiled path runs on the
-embedded loop thread: no asyncio (which drags in ssl, `concurrent.futures` and logging). The
+embedded loop thread: no asyncio (which drags in ssl, `concurrent.futures` and logging), and
+no jinja2 (its expressions read defined values and call no filter). The
 run happens in a fresh interpreter, twice (compile cache miss, then hit), and the modules it
 loaded are read from `sys.modules` at exit."""
 
@@ -53,7 +54,7 @@ with open(sys.argv[1], "w") as out:
 """
 
 # Never needed by such a playbook: the asyncio event loop and what it imports.
-UNWANTED = ("asyncio", "ssl", "_ssl", "concurrent.futures", "uvloop", "logging")
+UNWANTED = ("asyncio", "ssl", "_ssl", "concurrent.futures", "uvloop", "logging", "jinja2")
 
 
 def loaded_modules(tmp_path: Path, playbook: Path, name: str) -> list[str]:

@@ -19,7 +19,8 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from noetlc.expr.compile import compile_expression
 from noetlc.expr.library import lookup
-from noetlc.expr.runtime import ExpressionError, _flatten, compile_entry
+from noetlc.expr.runtime import ExpressionError, compile_entry
+from noetlc.expr.sandbox import _flatten
 from tests.conftest import CONFORMANCE_CASES, NOETL_FILES
 
 

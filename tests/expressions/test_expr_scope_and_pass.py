@@ -20,10 +20,10 @@ from noetlc.expr.compile import (
 from noetlc.expr.runtime import (
     RESOLVER_KEY,
     ExpressionError,
-    _flatten,
     compile_entry,
     slow_expression,
 )
+from noetlc.expr.sandbox import _flatten
 from tests.conftest import CONFORMANCE_CASES, NOETL_FILES
 
 JINJA = ImmutableSandboxedEnvironment(undefined=ChainableUndefined)

@@ -80,3 +80,28 @@ def test_a_held_execution_does_not_hold_the_others() -> None:
     healthy, held, still_held = asyncio.run(scenario())
     assert healthy == "completed" and still_held
     assert held == "completed"
+
+
+def test_a_round_that_found_nothing_new_wakes_nobody() -> None:
+    """A round that ends within `tick` (nothing new to read: the job waits for a worker)
+    does not wake the server: waking on it made the server read its inputs again at once,
+    over and over, until a worker's result came (runtime/server.py `_run_for`)."""
+
+    async def scenario() -> tuple[bool, bool]:
+        backend = MemoryBackend()
+        server = Server(backend, ttl=5.0, poll=0.05)
+        await submit(backend, compiled(CHAIN.replace("NAME", "idle")))
+        for _ in range(50):  # claimed and adopted; the first job waits for a worker
+            await server.tick(5.0)
+            if server.owned:
+                break
+        assert server.owned, "never adopted"
+        await asyncio.sleep(0)  # the adoption's own callbacks
+        server._wake.clear()
+        progressed = await server.tick(5.0)  # a round that reads nothing new
+        await asyncio.sleep(0)  # its task's done callbacks run
+        return progressed, server._wake.is_set()
+
+    progressed, woken = asyncio.run(scenario())
+    assert not progressed
+    assert not woken
