@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from noetlc.ir.events import EventName
-from noetlc.runtime.postgres.store import PostgresStore
+from noetlc.runtime.postgres.event_store import PostgresStore
 from noetlc.runtime.postgres.testing import temporary_schema
 
 N = 100

@@ -145,7 +145,7 @@ def _poison_source(kind: str) -> str:
 
 def _program(source: str) -> bytes:
     from noetlc.compiler.pipeline import compile_source
-    from noetlc.runtime.programs import encode_program
+    from noetlc.runtime.stored_program import encode_program
 
     unit = compile_source(source, "bench.yaml")
     if unit.reporter.has_errors or unit.payload is None:
@@ -154,7 +154,7 @@ def _program(source: str) -> bytes:
 
 
 async def _submit(backend: Any, name: str, program: bytes) -> str:
-    from noetlc.runtime.programs import requested_event
+    from noetlc.runtime.stored_program import requested_event
 
     execution_id = str(time.time_ns())  # ids are opaque digits
     await backend.events.create_execution(execution_id, name)

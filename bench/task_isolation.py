@@ -37,7 +37,7 @@ def _program(steps: int) -> object:
 
 def _run(payload: object, folder: Path, index: int) -> float:
     from noetlc.runtime.embedded import run_embedded
-    from noetlc.runtime.store import SQLiteStore
+    from noetlc.runtime.event_store import SQLiteStore
 
     store = SQLiteStore(str(folder / f"run{index}.db"))
     try:

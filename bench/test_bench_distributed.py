@@ -46,7 +46,7 @@ import pytest
 from noetlc.bench.figures import quick, record, target
 from noetlc.ir.events import EventName
 from noetlc.runtime.postgres.database import Database
-from noetlc.runtime.postgres.store import PostgresStore
+from noetlc.runtime.postgres.event_store import PostgresStore
 from noetlc.runtime.postgres.testing import schema_or_skip, truncate_all
 from noetlc.runtime.queue import JobSpec
 

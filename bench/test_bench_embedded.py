@@ -29,10 +29,10 @@ import pytest
 from noetlc.bench import peers
 from noetlc.bench.figures import quick, record, target
 from noetlc.bench.workflows import WORKFLOWS, best_ms, label, payload, run, tool_calls
-from noetlc.runtime.stores import open_store
+from noetlc.runtime.store_url import open_store
 from noetlc.stdlib_tools.basic import call_tool
 from noetlc.vm.control import ControlVM
-from noetlc.vm.program import Program
+from noetlc.vm.loaded_program import LoadedProgram
 
 pytestmark = pytest.mark.bench
 
@@ -91,7 +91,7 @@ def test_embedded(benchmark: Any, name: str) -> None:
 
 
 def parked_bytes(count: int) -> float:
-    program = Program(payload("chain", 10))
+    program = LoadedProgram(payload("chain", 10))
     tracemalloc.start()
     before = tracemalloc.take_snapshot()
     parked = []
@@ -173,7 +173,7 @@ def adopted(count: int) -> tuple[float, float]:
     import base64
 
     from noetlc.runtime.driver import Driver, program_from_requested
-    from noetlc.runtime.programs import encode_program
+    from noetlc.runtime.stored_program import encode_program
 
     data = base64.b64encode(encode_program(payload("chain", 10))).decode()
     event = {"payload": {"program": data, "workload": {}}}

@@ -136,7 +136,7 @@ def _direct_first_task(engine: Any, program: bytes, n: int) -> list[float]:
 
 
 def _stored(db: str, path: str) -> bytes:
-    from noetlc.runtime.stores import open_catalog
+    from noetlc.runtime.store_url import open_catalog
 
     catalog = open_catalog(db)
     try:

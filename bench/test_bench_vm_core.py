@@ -35,12 +35,12 @@ from noetlc.bench.figures import quick, record, target
 from noetlc.bench.generators import _playbook, decisions
 from noetlc.compiler.pipeline import compile_source
 from noetlc.ir.events import EventName
+from noetlc.runtime.event_store import SQLiteStore
 from noetlc.runtime.group_commit import GroupCommit
-from noetlc.runtime.store import SQLiteStore
 from noetlc.stdlib_tools.basic import call_tool
 from noetlc.vm.control import ControlVM
+from noetlc.vm.loaded_program import LoadedProgram
 from noetlc.vm.pipeline import run_pipeline
-from noetlc.vm.program import Program
 from noetlc.vm.protocol import Event, action_event
 
 pytestmark = pytest.mark.bench
@@ -56,7 +56,7 @@ def compiled(source: str) -> dict[str, Any]:
 
 
 def drive(
-    program: Program,
+    program: LoadedProgram,
     flush: Callable[[Event, list[Event]], None] | None = None,
     prefix: str | None = None,
 ) -> ControlVM:
@@ -121,7 +121,7 @@ N = 300 if quick() else 2_000
 
 
 def test_control_vm_firings_memory(benchmark: Any) -> None:
-    program = Program(compiled(decisions(N)))
+    program = LoadedProgram(compiled(decisions(N)))
     fired = drive(program).firings
     benchmark.pedantic(drive, args=(program,), rounds=5, iterations=1)
     ours = fired / best_of(lambda: drive(program), 5)
@@ -152,7 +152,7 @@ def _raw_append(db: sqlite3.Connection, execution: str, groups: list[list[Event]
 
 
 def test_control_vm_firings_sqlite(benchmark: Any, tmp_path: Path) -> None:
-    program = Program(compiled(decisions(N)))
+    program = LoadedProgram(compiled(decisions(N)))
     events: list[Event] = []
 
     def capture(event: Event, answer: list[Event]) -> None:
@@ -213,7 +213,7 @@ def test_pipeline_vm_tasks(benchmark: Any) -> None:
         {},
         [{"step": "start", "tool": [{"name": f"t{i}", "kind": "noop"} for i in range(tasks)]}],
     )
-    program = Program(compiled(source))
+    program = LoadedProgram(compiled(source))
     step = program.steps["start"]
     repeat = 20 if quick() else 100
 

@@ -13,8 +13,8 @@ from noetlc.bench import generators
 from noetlc.compiler.pipeline import compile_source
 from noetlc.ir.program import Program
 from noetlc.runtime.embedded import run_embedded
-from noetlc.runtime.store import EventStore
-from noetlc.runtime.stores import open_store
+from noetlc.runtime.event_store import EventStore
+from noetlc.runtime.store_url import open_store
 
 # name -> (playbook generator, size, tool calls per run: the floor of events)
 WORKFLOWS: dict[str, tuple[Callable[[int], str], int]] = {

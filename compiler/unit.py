@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from noetlc.diagnostics.report import Reporter
 
 if TYPE_CHECKING:  # each pass imports what it builds; the unit itself stays cheap to import
-    from noetlc.compiler.programs import Programs
+    from noetlc.compiler.lowered import LoweredPrograms
     from noetlc.compiler.tree import Playbook
     from noetlc.compiler.values import ValuePool
     from noetlc.compiler.ynodes import YMap
@@ -42,7 +42,7 @@ class CompilationUnit:
     net: Net | None = None
     values: ValuePool | None = None
     # lower: the control and pipeline programs
-    programs: Programs | None = None
+    programs: LoweredPrograms | None = None
     # assemble: the verified program object, its payload (plain data) and its `.nbc` bytes
     program: Program | None = None
     payload: dict[str, Any] | None = None

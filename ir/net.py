@@ -117,7 +117,7 @@ class Transition:
 
 
 @dataclass(frozen=True, slots=True)
-class JoinInfo:
+class Join:
     """One join: the step, its kind, and the fork whose branches it joins."""
 
     step: str
@@ -134,7 +134,7 @@ class Net:
     entry_step: str
     places: tuple[Place, ...]
     transitions: tuple[Transition, ...]
-    joins: tuple[JoinInfo, ...] = ()
+    joins: tuple[Join, ...] = ()
     decisions: tuple[Decision, ...] = ()
 
 

@@ -20,7 +20,7 @@ from lark.exceptions import LarkError
 from noetlc.ir.net import (
     Decision,
     Guard,
-    JoinInfo,
+    Join,
     JoinKind,
     Net,
     Place,
@@ -49,7 +49,7 @@ def parse(text: str) -> Net:
     name, entry = (str(t) for t in header.children)
     places: list[Place] = []
     transitions: list[Transition] = []
-    joins: list[JoinInfo] = []
+    joins: list[Join] = []
     decisions: list[Decision] = []
     for item in tree.children[1:]:
         assert isinstance(item, Tree)
@@ -122,11 +122,11 @@ def _step_of(tid: str) -> str | None:
     return head or None
 
 
-def _join(children: list[Any]) -> JoinInfo:
+def _join(children: list[Any]) -> Join:
     step, kind, *rest = children
     fork = str(rest[0]) if len(rest) == 2 else None
     branches = rest[-1]
-    return JoinInfo(
+    return Join(
         str(step),
         cast(JoinKind, str(kind)),
         fork,

@@ -26,9 +26,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
+from noetlc.runtime.event_store import StoreError, ensure_sqlite_folder
 from noetlc.runtime.ids import snowflake
 from noetlc.runtime.sql_files import q
-from noetlc.runtime.store import StoreError, ensure_sqlite_folder
 
 
 def digest(content: str) -> str:
@@ -360,7 +360,7 @@ class SQLiteCatalog(CatalogTables):
         self._lock = threading.Lock()
         ensure_sqlite_folder(path)
         try:
-            from noetlc.runtime.store import private_file
+            from noetlc.runtime.event_store import private_file
 
             private_file(path)
             self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)

@@ -25,7 +25,7 @@ from noetlc.ir.events import EventName
 from noetlc.runtime.backend import Backend
 from noetlc.runtime.catalog import CatalogStore
 from noetlc.runtime.driver import program_from_requested
-from noetlc.runtime.programs import requested_event
+from noetlc.runtime.stored_program import requested_event
 from noetlc.vm.budgets import budgets_of, over_budget_error
 from noetlc.vm.protocol import Source, envelope
 
@@ -66,7 +66,7 @@ def compile_child(
         name, version = catalog_reference(path)
         entry = None if catalog is None else catalog.entry(path=name, version=version)
         if entry is not None and entry.get("program") is not None:
-            from noetlc.runtime.programs import decode_program
+            from noetlc.runtime.stored_program import decode_program
 
             return decode_program(entry["program"]).to_payload(), None
         where = f"no playbook file {path} and no catalog entry {name}" + (
@@ -151,7 +151,7 @@ class ChildRunner:
     ) -> dict[str, Any]:
         """The child's summary; with `wait=False` `{execution_id, status: started}` once it
         is offered to the servers (it runs on by itself, as NoETL's children do)."""
-        from noetlc.runtime.programs import encode_program
+        from noetlc.runtime.stored_program import encode_program
 
         payload, failed = compile_child(path, self._catalog())
         if payload is None:

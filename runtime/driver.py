@@ -32,7 +32,6 @@ from typing import Any
 
 from noetlc.expr.limits import begin_input, end_input
 from noetlc.expr.runtime import REF_KEY
-from noetlc.runtime.programs import decode_program
 from noetlc.runtime.results import (
     SUMMARY_INLINE_BYTES,
     References,
@@ -40,13 +39,14 @@ from noetlc.runtime.results import (
     ResultStore,
     payload_limit,
 )
+from noetlc.runtime.stored_program import decode_program
 from noetlc.vm.control import ControlVM
-from noetlc.vm.program import Program
+from noetlc.vm.loaded_program import LoadedProgram
 from noetlc.vm.protocol import (
     Event,
     EventName,
     Source,
-    Step,
+    VMAnswer,
     envelope,
     is_input,
 )
@@ -63,11 +63,11 @@ MAX_LOADED_BYTES = 64 * 1024 * 1024
 # a server holding many waiting executions keeps only their state. Bounded: least recently
 # used programs are dropped (an execution keeps its own reference).
 SHARED_PROGRAMS = 64
-_programs: OrderedDict[bytes, Program] = OrderedDict()
+_programs: OrderedDict[bytes, LoadedProgram] = OrderedDict()
 _programs_lock = threading.Lock()
 
 
-def shared_program(data: bytes) -> Program:
+def shared_program(data: bytes) -> LoadedProgram:
     """The decoded program of container bytes, shared with every execution of the same bytes;
     `BytecodeError` (NOE70x) when they are not a valid program (never cached)."""
     key = hashlib.sha256(data).digest()
@@ -76,7 +76,7 @@ def shared_program(data: bytes) -> Program:
         if program is not None:
             _programs.move_to_end(key)
             return program
-    program = Program(decode_program(data))  # outside the lock: decoding takes milliseconds
+    program = LoadedProgram(decode_program(data))  # outside the lock: decoding takes milliseconds
     with _programs_lock:
         _programs[key] = program
         while len(_programs) > SHARED_PROGRAMS:
@@ -84,18 +84,18 @@ def shared_program(data: bytes) -> Program:
     return program
 
 
-def program_from_requested(event: Mapping[str, Any]) -> tuple[Program, dict[str, Any]]:
+def program_from_requested(event: Mapping[str, Any]) -> tuple[LoadedProgram, dict[str, Any]]:
     """The program and workload a submission recorded in its first event."""
     payload = event["payload"]
     program = shared_program(base64.b64decode(payload["program"]))
     return program, dict(payload.get("workload") or {})
 
 
-def stored_program(record: Mapping[str, Any] | None) -> tuple[Program, dict[str, Any]]:
+def stored_program(record: Mapping[str, Any] | None) -> tuple[LoadedProgram, dict[str, Any]]:
     """The program and workload a store keeps with an execution (`EventStore.execution`)."""
     if record is None or record.get("program") is None:
         raise LookupError("the execution has no stored program")
-    return Program(decode_program(record["program"])), dict(record.get("workload") or {})
+    return LoadedProgram(decode_program(record["program"])), dict(record.get("workload") or {})
 
 
 def requested(
@@ -236,7 +236,7 @@ class Driver:
 
     def __init__(
         self,
-        program: Program,
+        program: LoadedProgram,
         execution_id: str,
         workload: dict[str, Any],
         *,
@@ -262,10 +262,10 @@ class Driver:
             else None,
         )
 
-    def start(self) -> Step:
+    def start(self) -> VMAnswer:
         return self.vm.start()
 
-    def feed(self, event: Event) -> Step:
+    def feed(self, event: Event) -> VMAnswer:
         """One input event: load the references it carries, then let the VM decide (its
         slow-path evaluations share one budget: `noetlc.expr.limits.begin_input`)."""
         if event.payload:
@@ -276,7 +276,7 @@ class Driver:
         finally:
             end_input()
 
-    def replay(self, records: Iterable[Mapping[str, Any]]) -> Step:
+    def replay(self, records: Iterable[Mapping[str, Any]]) -> VMAnswer:
         """Rebuild the VM from a log: `start()` and every recorded input event, in order.
         Returns every server event regenerated (the log's and any a dead process decided but
         never appended) and the commands issued and not answered yet."""
@@ -286,7 +286,7 @@ class Driver:
             event = Event.from_record(record)
             if is_input(event):
                 events.extend(self.feed(event).events)
-        return Step.of(vm.outstanding(), events)
+        return VMAnswer.of(vm.outstanding(), events)
 
     def summary(self, events: int) -> dict[str, Any]:
         """The JSON line of `noetl-vm run --json` (shared/corpus/conformance/README.md):

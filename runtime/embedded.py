@@ -29,7 +29,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from noetlc.ir.program import Program as ProgramImage
+from noetlc.ir.program import Program
 from noetlc.runtime.driver import (
     Driver,
     cancelled,
@@ -38,27 +38,27 @@ from noetlc.runtime.driver import (
     resumed,
     stored_program,
 )
+from noetlc.runtime.event_store import EventStore
 from noetlc.runtime.execute import ToolEnv, execute, memo_from_events, noop_only, worker_event
 from noetlc.runtime.family import Family, descendants, lineage
 from noetlc.runtime.group_commit import GroupCommit
 from noetlc.runtime.ids import snowflake
 from noetlc.runtime.logs import ExecutionLogs, Row
 from noetlc.runtime.ownership import OwnershipLost
-from noetlc.runtime.programs import encode_program
 from noetlc.runtime.results import (
     References,
     StorageOverBudget,
     over_budget_event,
     payload_limit,
 )
-from noetlc.runtime.store import EventStore
+from noetlc.runtime.stored_program import encode_program
 from noetlc.runtime.threads import Clock, ThreadPool, collector_paused, heap_frozen
 from noetlc.runtime.timers import Timers, started_times
 from noetlc.stdlib_tools.keychain import Keychain
 from noetlc.vm.budgets import budgets_of
 from noetlc.vm.control import ControlVM
+from noetlc.vm.loaded_program import LoadedProgram
 from noetlc.vm.pipeline import ToolCall
-from noetlc.vm.program import Program
 from noetlc.vm.protocol import (
     RESULT_NAMES,
     Command,
@@ -78,7 +78,7 @@ _INLINE = threading.Event()  # the cancel flag of inline actions: they finish be
 
 
 def run_embedded(
-    payload: dict[str, Any] | ProgramImage,
+    payload: dict[str, Any] | Program,
     overrides: dict[str, Any] | None = None,
     store: EventStore | None = None,
     *,
@@ -98,10 +98,10 @@ def run_embedded(
     compiler's, or a decoded `.nbc`: used as is) or a payload map (verified first). `provider`
     gives keychain entries by name (the service's credential store), after the environment and
     before the keychain file."""
-    from noetlc.runtime.store import MemoryStore
+    from noetlc.runtime.event_store import MemoryStore
 
     with collector_paused():
-        program = Program(payload)
+        program = LoadedProgram(payload)
     runtime = EmbeddedRuntime(
         program,
         store if store is not None else MemoryStore(),
@@ -155,7 +155,7 @@ class EmbeddedRuntime:
 
     def __init__(
         self,
-        program: Program,
+        program: LoadedProgram,
         store: EventStore,
         execution_id: str,
         *,
@@ -464,7 +464,7 @@ class EmbeddedRuntime:
         child runs in a thread of its own (`_detach`) and nothing of the parent stops it."""
         from noetlc.runtime.catalog import SQLiteCatalog
         from noetlc.runtime.children import compile_child
-        from noetlc.runtime.store import SQLiteStore
+        from noetlc.runtime.event_store import SQLiteStore
 
         catalog = SQLiteCatalog(self.store.path) if isinstance(self.store, SQLiteStore) else None
         try:
@@ -510,7 +510,7 @@ class EmbeddedRuntime:
         admitted: bool = False,
     ) -> dict[str, Any]:
         """Run (or resume, or find finished) the child `child_id` and give its summary."""
-        from noetlc.runtime.store import SQLiteStore
+        from noetlc.runtime.event_store import SQLiteStore
 
         store = self.store
         if isinstance(store, SQLiteStore):
@@ -623,7 +623,7 @@ def _calls_run(batch: list[Event | _Call]) -> list[Event]:
     return events
 
 
-def playbook_folder(program: Program) -> Path:
+def playbook_folder(program: LoadedProgram) -> Path:
     """Where relative paths in tool arguments start: the playbook's own folder."""
     positions = program.payload.get("positions") or []
     if positions and positions[0][0]:

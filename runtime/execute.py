@@ -32,8 +32,8 @@ from noetlc.stdlib_tools.keychain import Keychain
 from noetlc.stdlib_tools.kinds import lookup
 from noetlc.stdlib_tools.registry import call_tool as call_registry_tool
 from noetlc.vm.control_state import job_namespace
+from noetlc.vm.loaded_program import OP, LoadedProgram
 from noetlc.vm.pipeline import ToolCall, Wait, run_pipeline
-from noetlc.vm.program import OP, Program
 from noetlc.vm.protocol import (
     RESULT_NAMES,
     Event,
@@ -155,7 +155,7 @@ def default_tools(
 
 
 def execute(
-    program: Program,
+    program: LoadedProgram,
     step: str,
     step_run_id: str,
     action_id: str,
@@ -322,14 +322,14 @@ _RUN_NAMES = ("ctx", "args", "event", "iter", "job", "loop", "loop_index", RESOL
 _PIPELINE_NAMES = ("_attempt", "_task", "outcome", "output", "_prev")
 
 
-def _written(program: Program, step: str) -> list[str]:
+def _written(program: LoadedProgram, step: str) -> list[str]:
     """The root names a run of `step` may write into its scope."""
     info = program.steps[step]
     tasks = [program.names[i[1]] for i in info.pipeline if i[0] == OP["TASK"]]
     return [*_RUN_NAMES, *_PIPELINE_NAMES, info.name, *tasks]
 
 
-def noop_only(program: Program) -> dict[str, bool]:
+def noop_only(program: LoadedProgram) -> dict[str, bool]:
     """Per step: does its pipeline call only inline kinds (`ToolKind.inline`: no I/O), so that
     runtimes run it in their event loop instead of the pool?"""
     return {

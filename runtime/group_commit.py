@@ -23,7 +23,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from noetlc.runtime.store import EventStore
+from noetlc.runtime.event_store import EventStore
 from noetlc.vm.protocol import Event
 
 # bounds of one group: enough to fold a 1,000-iteration noop loop into a few commits, small

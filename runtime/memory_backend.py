@@ -26,9 +26,9 @@ from noetlc.runtime.backend import (
     EventLike,
     Waiters,
 )
+from noetlc.runtime.event_store import MemoryStore, stored_record
 from noetlc.runtime.memory_queue import MemoryJobQueue, MemoryOwnership
 from noetlc.runtime.queue import DEFAULT_POOL, JobSpec, Lease
-from noetlc.runtime.store import MemoryStore, stored_record
 from noetlc.vm.protocol import TERMINAL_NAMES, Event
 
 

@@ -95,7 +95,7 @@ def _pid_exists(pid: int) -> bool:
     return True
 
 
-class Lease:
+class ExecutionLease:
     """This process's claim on one execution of a SQLite store."""
 
     def __init__(self, path: str, execution_id: str, ttl: float | None = None) -> None:
@@ -107,7 +107,9 @@ class Lease:
         self._thread: threading.Thread | None = None
 
     @classmethod
-    def for_url(cls, url: str, execution_id: str, ttl: float | None = None) -> Lease | None:
+    def for_url(
+        cls, url: str, execution_id: str, ttl: float | None = None
+    ) -> ExecutionLease | None:
         """The lease for a store URL, or None when the store needs none (memory, PostgreSQL)."""
         if not url.startswith("sqlite:///"):
             return None

@@ -20,7 +20,7 @@ from typing import Any
 from noetlc.runtime.driver import Driver
 from noetlc.runtime.results import ResultStore
 from noetlc.vm.control import ControlVM
-from noetlc.vm.program import Program
+from noetlc.vm.loaded_program import LoadedProgram
 from noetlc.vm.protocol import Event, Source, is_input
 
 # what two server events must agree on (ids, seq and timestamps are the log's business)
@@ -43,7 +43,7 @@ class ReplayReport:
 
 
 def check(
-    program: Program,
+    program: LoadedProgram,
     execution_id: str,
     workload: dict[str, Any],
     events: Sequence[Mapping[str, Any]],

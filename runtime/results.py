@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from noetlc.expr.runtime import REF_KEY
 from noetlc.ir.events import EventName
-from noetlc.runtime.store import encode_payload
+from noetlc.runtime.event_store import encode_payload
 from noetlc.vm.protocol import RESULT_NAMES, Event
 
 DEFAULT_LIMIT = 1024 * 1024

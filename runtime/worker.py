@@ -50,7 +50,7 @@ from noetlc.runtime.results import (
 from noetlc.runtime.stored_budget import StoredBytes
 from noetlc.stdlib_tools.keychain import Keychain
 from noetlc.vm.budgets import budgets_of
-from noetlc.vm.program import OP, Program
+from noetlc.vm.loaded_program import OP, LoadedProgram
 from noetlc.vm.protocol import Event
 
 # one line per execution a round finished jobs of (`noetl-vm worker --log-level`)
@@ -509,7 +509,7 @@ class Known:
 
     def __init__(
         self,
-        program: Program,
+        program: LoadedProgram,
         workload: dict[str, Any],
         inline: dict[str, bool],
         env: ToolEnv,
@@ -555,7 +555,9 @@ def _redact(known: Known, events: list[Event]) -> list[Event]:
 
 def _execute_args(
     lease: Lease, known: Known, emit: EmitEvent, member: Member
-) -> tuple[Program, str, str, str, dict[str, Any], int | None, Any, dict[str, Any], EmitEvent]:
+) -> tuple[
+    LoadedProgram, str, str, str, dict[str, Any], int | None, Any, dict[str, Any], EmitEvent
+]:
     """`execute`'s positional arguments for one action of a job (`member`: its action id,
     iteration and item): the command and the scope the job carries, plus the `keychain`
     namespace from this worker's own keychain (never in the job's payload)."""

@@ -34,7 +34,7 @@ from typing import Any
 
 from noetlc.runtime.logcheck import check_execution
 from noetlc.runtime.postgres.cluster_testing import Cluster
-from noetlc.runtime.postgres.store import PostgresStore
+from noetlc.runtime.postgres.event_store import PostgresStore
 from noetlc.runtime.postgres.testing import temporary_schema
 
 SEQUENTIAL = """\

@@ -18,13 +18,13 @@ import threading
 from typing import Any
 
 from noetlc.runtime.credentials import StoreCredentials
+from noetlc.runtime.event_store import EventStore
 from noetlc.runtime.ids import snowflake
-from noetlc.runtime.store import EventStore
 
 
 class Engine:
     def __init__(self, url: str, keychain_file: str | None = None) -> None:
-        from noetlc.runtime.stores import open_store
+        from noetlc.runtime.store_url import open_store
 
         self.url = url
         self.distributed = url.startswith(("postgresql://", "postgres://"))
@@ -125,7 +125,7 @@ class Engine:
     def _decoded(self, program: bytes) -> tuple[Any, dict[str, Any]]:
         """The verified program and its workload; the last few are kept (a catalog version
         is started again and again, and verifying a stored program is the costly part)."""
-        from noetlc.runtime.programs import decode_program
+        from noetlc.runtime.stored_program import decode_program
 
         key = hashlib.sha256(program).digest()
         found = self._programs.get(key)
@@ -146,7 +146,7 @@ class Engine:
         stop: threading.Event,
     ) -> None:
         from noetlc.runtime.embedded import run_embedded
-        from noetlc.runtime.store import SQLiteStore
+        from noetlc.runtime.event_store import SQLiteStore
 
         store = self.store
         own = isinstance(store, SQLiteStore)

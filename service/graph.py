@@ -8,7 +8,7 @@ from typing import Any
 
 def step_graph(program: bytes) -> dict[str, Any]:
     from noetlc.ir.graph import final_steps, step_edges
-    from noetlc.runtime.programs import decode_program
+    from noetlc.runtime.stored_program import decode_program
 
     payload = decode_program(program).to_payload()
     where: dict[str, tuple[int, int]] = {}

@@ -80,7 +80,7 @@ def _schema(service: Service, upgrade: bool) -> DbReply:
             applied_now=done,
             pending=pending,
         )
-    from noetlc.runtime.store import SCHEMA_VERSION
+    from noetlc.runtime.event_store import SCHEMA_VERSION
 
     store = service.engine.store
     db = getattr(store, "_db", None)

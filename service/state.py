@@ -64,7 +64,7 @@ class Service:
 
     @classmethod
     def open(cls, settings: Settings) -> Service:
-        from noetlc.runtime.stores import open_catalog
+        from noetlc.runtime.store_url import open_catalog
 
         engine = Engine(settings.db, keychain_file=settings.keychain_file)
         try:

@@ -34,7 +34,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from noetlc.stdlib_tools.spellings import SQL_SPELLINGS
+from noetlc.stdlib_tools.sql_spellings import SQL_SPELLINGS
 
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint

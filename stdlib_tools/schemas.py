@@ -30,7 +30,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from noetlc.stdlib_tools.spellings import SQL_SPELLINGS
+from noetlc.stdlib_tools.sql_spellings import SQL_SPELLINGS
 
 Scalar = str | int | float | bool | None
 

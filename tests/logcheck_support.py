@@ -46,7 +46,7 @@ def sqlite_stores(folder: Path) -> list[Path]:
 
 def check_after_test(request: Any) -> None:
     """What the autouse fixture checks once a test of the folders above has passed."""
-    from noetlc.runtime.store import SQLiteStore
+    from noetlc.runtime.event_store import SQLiteStore
 
     values = request.node.funcargs  # the fixtures' values (they were torn down meanwhile)
     if "tmp_path" in values:
@@ -58,7 +58,7 @@ def check_after_test(request: Any) -> None:
                 store.close()
     url = getattr(values.get("cluster"), "url", None)  # a PostgreSQL cluster's schema
     if isinstance(url, str) and url.startswith(("postgresql://", "postgres://")):
-        from noetlc.runtime.postgres.store import PostgresStore
+        from noetlc.runtime.postgres.event_store import PostgresStore
 
         pg = PostgresStore(url)
         try:

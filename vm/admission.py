@@ -20,7 +20,7 @@ from noetlc.vm.control_state import LoopRun, StepRecord, StepRun, Token
 from noetlc.vm.loop_results import new_results
 from noetlc.vm.protocol import Command, CommandKind
 from noetlc.vm.routing import Routing
-from noetlc.vm.tables import StepTable, Transition, first_passing
+from noetlc.vm.tables import DecodedTransition, StepTable, first_passing
 
 _LOOP_ITERATION_STARTED = EventName.LOOP_ITERATION_STARTED.value
 _LOOP_STARTED = EventName.LOOP_STARTED.value
@@ -95,7 +95,7 @@ class Admission(Routing):
         rules = table.admission
         first = rules[0] if rules else None
         if first is not None and not first.guards and not first.earlier:
-            transition: Transition | None = first  # unguarded: what first_passing returns
+            transition: DecodedTransition | None = first  # unguarded: what first_passing returns
         else:
             transition = first_passing(rules, scope)
         if transition is None:

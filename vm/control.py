@@ -33,15 +33,15 @@ from noetlc.vm.control_state import (
     job_namespace,
 )
 from noetlc.vm.joins import JoinPlaces
+from noetlc.vm.loaded_program import LoadedProgram
 from noetlc.vm.loop_results import Spill
-from noetlc.vm.program import Program
 from noetlc.vm.protocol import (
     RESULT_NAMES,
     Command,
     CommandKind,
     Event,
     EventName,
-    Step,
+    VMAnswer,
     action_seed,
 )
 from noetlc.vm.specialise import HOT, DoneHandler, done_handlers, heat
@@ -63,7 +63,7 @@ _WORKFLOW_STARTED = EventName.WORKFLOW_STARTED.value
 
 
 class ControlVM(Boundary):
-    """`start()` and `step(event)` each return a `Step`: the commands issued and the server
+    """`start()` and `step(event)` each return a `VMAnswer`: the commands issued and the server
     events recorded. What the runtime lends the VM is given here, once: `keychain` (the
     templates' `keychain` namespace) and `resolve` (reference-first results: the body of a
     `{"$ref": ...}` to its value). `resolve` must not do I/O — the runtime loads the values
@@ -74,7 +74,7 @@ class ControlVM(Boundary):
 
     def __init__(
         self,
-        program: Program,
+        program: LoadedProgram,
         workload: dict[str, Any],
         execution_id: str,
         *,
@@ -112,7 +112,7 @@ class ControlVM(Boundary):
         if resolve is not None:
             self.scope[RESOLVER_KEY] = resolve
         self.steps: dict[str, StepRecord] = {}
-        self._events: list[Any] = []  # server events of the current `Step` (records), in order
+        self._events: list[Any] = []  # server events of the current `VMAnswer` (records), in order
         self._stamp = (f"{execution_id}:s", execution_id)  # server event ids: EXECUTION:sN
         self.event_count = 0  # server events recorded so far (N of the last id)
         self.join_places = JoinPlaces(program.joins, program.join_kind, self._has_run)
@@ -137,7 +137,7 @@ class ControlVM(Boundary):
 
     # ------------------------------------------------------------------ interface
 
-    def start(self) -> Step:
+    def start(self) -> VMAnswer:
         commands: list[Command] = []
         try:
             self.record(_WORKFLOW_STARTED, None, {})
@@ -148,18 +148,18 @@ class ControlVM(Boundary):
             self._internal(exc, None)
         return self._answer(commands)
 
-    def _answer(self, commands: list[Command]) -> Step:
-        answer = Step()
+    def _answer(self, commands: list[Command]) -> VMAnswer:
+        answer = VMAnswer()
         answer.commands = commands
         answer.records = self._events
         self._events = []
         return answer
 
-    def step(self, event: Event) -> Step:
+    def step(self, event: Event) -> VMAnswer:
         """Feed one input event; return the commands it causes and the events recorded."""
         commands: list[Command] = []
         if self.status != "running":
-            return Step.of(commands, [])
+            return VMAnswer.of(commands, [])
         self.inputs += 1
         try:
             name = event.name
@@ -181,7 +181,7 @@ class ControlVM(Boundary):
                                 # events budget holds: what follows below has nothing to do;
                                 # its events are those of `records`, one `RoutedRecord`
                                 # (`_events` is still empty)
-                                answer = Step()
+                                answer = VMAnswer()
                                 answer.commands = commands
                                 answer.records = records
                                 return answer
@@ -199,7 +199,7 @@ class ControlVM(Boundary):
                 self._over("events", count, self._max_events)
         except Exception as exc:
             self._internal(exc, getattr(event, "step", None))
-        answer = Step()  # `_answer`, inlined
+        answer = VMAnswer()  # `_answer`, inlined
         answer.commands = commands
         answer.records = self._events
         self._events = []

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from noetlc.vm.program import Program
+from noetlc.vm.loaded_program import LoadedProgram
 
 
 def where(text: Any) -> tuple[str, int, int] | None:
@@ -25,7 +25,7 @@ def where(text: Any) -> tuple[str, int, int] | None:
     return parts[0], int(parts[1]), int(parts[2])
 
 
-def code_origin(program: Program, args_index: int | None) -> tuple[str, int, int] | None:
+def code_origin(program: LoadedProgram, args_index: int | None) -> tuple[str, int, int] | None:
     """The file position of the first line of a task's `code:` argument, if it has one."""
     if args_index is None:
         return None
@@ -41,7 +41,7 @@ def code_origin(program: Program, args_index: int | None) -> tuple[str, int, int
 
 
 def locate_code_error(
-    program: Program, args_index: int | None, code: Any, error: dict[str, Any]
+    program: LoadedProgram, args_index: int | None, code: Any, error: dict[str, Any]
 ) -> None:
     """Add `yaml` (and `yaml_line` to each traceback frame) to a python error, in place."""
     line = error.get("line")

@@ -19,8 +19,8 @@ from typing import Any
 
 from noetlc.expr.runtime import Scope
 from noetlc.ir.events import EventName
+from noetlc.vm.loaded_program import OP, LoadedProgram, StepInfo, evaluate_value
 from noetlc.vm.locate import locate_code_error, locate_template_error
-from noetlc.vm.program import OP, Program, StepInfo, evaluate_value
 
 _TASK_DONE = EventName.TASK_DONE.value
 _TASK_RETRY = EventName.TASK_RETRY.value
@@ -45,7 +45,7 @@ def _sleep(seconds: float) -> bool:
 
 
 def run_pipeline(
-    program: Program,
+    program: LoadedProgram,
     step: StepInfo,
     base_scope: Scope,
     call_tool: ToolCall,
@@ -285,7 +285,7 @@ def _over_budget(executed: int, calls: int) -> dict[str, Any]:
 
 
 def rule_writes(
-    program: Program, index: int | None, scope: dict[str, Any], step: StepInfo, task: str
+    program: LoadedProgram, index: int | None, scope: dict[str, Any], step: StepInfo, task: str
 ) -> dict[str, Any]:
     """A policy rule's `set:` values, each evaluated on its own: one whose template fails
     keeps the template's text, with a warning, as NoETL's task sequence does (noetl/noetl
@@ -318,7 +318,7 @@ def rule_writes(
     return out
 
 
-def _template_text(program: Program, value: Any) -> Any:
+def _template_text(program: LoadedProgram, value: Any) -> Any:
     if type(value) is dict and len(value) == 1 and "$e" in value:
         return program.expression_sources[value["$e"]]
     return value
@@ -405,7 +405,7 @@ def _error_outcome(exc: BaseException, kind: str) -> dict[str, Any]:
 
 
 def _workbook(
-    program: Program,
+    program: LoadedProgram,
     args: dict[str, Any],
     scope: Scope,
     call_tool: ToolCall,

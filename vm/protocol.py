@@ -11,7 +11,7 @@
   records back as dicts; `Event.from_record` turns a stored record into an `Event` again.
 * `Command` — what the control VM asks the runtime to do: run a step (or one loop iteration),
   cancel one, or set a timer (a slots object whose `action_id` is computed when first read).
-* `Step` — the control VM's answer to `start()` or to one input event: the commands it issues
+* `VMAnswer` — the control VM's answer to `start()` or to one input event: the commands it issues
   and the server events it recorded, in order (kept as compact records until `events` is read).
 
 Input events (what the control VM consumes): a worker's result (`RESULT_NAMES`, source
@@ -397,7 +397,7 @@ def action_seed(execution_id: str) -> Any:
 
 # A server event as the control VM records it on its hot path: (name, step, step_run_id,
 # iteration, payload, n, stamp) with stamp = (event id prefix, execution id), shared by the
-# VM's records; `Step.events` turns records into `Event`s (id `PREFIXn`, source `server`). The
+# VM's records; `VMAnswer.events` turns records into `Event`s (id `PREFIXn`, source `server`). The
 # payload of `step.scheduled` is kept as its args and that of `next.selected` as the
 # transition id: their one-key dicts are built then, not per event.
 ServerRecord = tuple[str, str | None, str | None, int | None, Any, int, tuple[str, str]]
@@ -407,7 +407,7 @@ ServerRecord = tuple[str, str | None, str | None, int | None, Any, int, tuple[st
 RoutedRecord = tuple[str, str, str, str, str, dict[str, Any], int, tuple[str, str]]
 
 
-class Step:
+class VMAnswer:
     """The control VM's answer to `start()` or to one input event: `commands` and `events`
     (the server events it recorded, in order). The VM hands over what it recorded
     (`records`: a list of `Event`s and of the compact `ServerRecord`s / `RoutedRecord`s of
@@ -418,13 +418,13 @@ class Step:
 
     __slots__ = ("commands", "records")
 
-    # no Python-level `__init__` (the VM makes one per input event as `Step()`); `of` builds
+    # no Python-level `__init__` (the VM makes one per input event as `VMAnswer()`); `of` builds
     # one from its commands and events
     commands: list[Command]
     records: list[Any] | RoutedRecord
 
     @classmethod
-    def of(cls, commands: list[Command], events: list[Any]) -> Step:
+    def of(cls, commands: list[Command], events: list[Any]) -> VMAnswer:
         answer = cls()
         answer.commands = commands
         answer.records = events
@@ -450,14 +450,14 @@ class Step:
         yield self.events
 
     def __eq__(self, other: object) -> bool:
-        if type(other) is not Step:
+        if type(other) is not VMAnswer:
             return NotImplemented
         return self.commands == other.commands and self.events == other.events
 
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        return f"Step(commands={self.commands!r}, events={self.events!r})"
+        return f"VMAnswer(commands={self.commands!r}, events={self.events!r})"
 
 
 def materialize(records: list[Any]) -> None:
@@ -506,7 +506,7 @@ __all__ = [
     "RoutedRecord",
     "ServerRecord",
     "Source",
-    "Step",
+    "VMAnswer",
     "action_event",
     "action_seed",
     "envelope",

@@ -13,10 +13,10 @@ from noetlc.expr.limits import MAX_SIZE, deep_size
 from noetlc.ir.events import EventName
 from noetlc.vm.control_state import StepRecord, StepRun, Token
 from noetlc.vm.joins import JoinPlaces
+from noetlc.vm.loaded_program import LoadedProgram
 from noetlc.vm.loop_results import Spill
-from noetlc.vm.program import Program
 from noetlc.vm.protocol import Event, Source
-from noetlc.vm.tables import StepTable, Transition, clear_prefix
+from noetlc.vm.tables import DecodedTransition, StepTable, clear_prefix
 
 _EXECUTION_FAILED = EventName.EXECUTION_FAILED.value
 _JOIN_FIRED = EventName.JOIN_FIRED.value
@@ -70,7 +70,7 @@ class Routing(ABC):
         "workload",
     )
 
-    program: Program
+    program: LoadedProgram
     tables: dict[str, StepTable]
     ctx: dict[str, Any]
     scope: dict[str, Any]
@@ -132,7 +132,7 @@ class Routing(ABC):
         self,
         run: StepRun,
         table: StepTable,
-        routes: tuple[Transition, ...],
+        routes: tuple[DecodedTransition, ...],
         name: str,
         scope: dict[str, Any],
         error: dict[str, Any] | None,

@@ -33,9 +33,9 @@ from typing import Any
 from noetlc.ir.events import EventName
 from noetlc.vm.budgets import budgets_of
 from noetlc.vm.control_state import StepRecord, StepRun, Token, arc_output
-from noetlc.vm.program import Program
+from noetlc.vm.loaded_program import LoadedProgram
 from noetlc.vm.protocol import Command, CommandKind
-from noetlc.vm.tables import StepTable, Transition
+from noetlc.vm.tables import DecodedTransition, StepTable
 
 # (the VM, the finished run, its result, the commands issued so far) -> None: it counted its
 # firings (the step's complete transition included) and recorded its events
@@ -69,7 +69,7 @@ _GLOBALS: dict[str, Any] = {
 HOT = 2
 
 
-def done_handlers(program: Program) -> dict[str, DoneHandler]:
+def done_handlers(program: LoadedProgram) -> dict[str, DoneHandler]:
     """step -> its generated `step.done` handler, for the steps generated so far (one dict
     per program, shared by its VMs; `heat` fills it)."""
     handlers: dict[str, DoneHandler] | None = getattr(program, "_done_handlers", None)
@@ -79,7 +79,7 @@ def done_handlers(program: Program) -> dict[str, DoneHandler]:
     return handlers
 
 
-def heat(program: Program, table: StepTable, hot: int) -> DoneHandler | None:
+def heat(program: LoadedProgram, table: StepTable, hot: int) -> DoneHandler | None:
     """Count a completion of `table`'s step without a handler; at the `hot`-th, generate its
     handler (when its `step.done` has a plan) and return it. None: the table interpreter
     decides this one."""
@@ -97,7 +97,7 @@ def heat(program: Program, table: StepTable, hot: int) -> DoneHandler | None:
     return handler
 
 
-def _reads_event(program: Program) -> Callable[[Any], bool]:
+def _reads_event(program: LoadedProgram) -> Callable[[Any], bool]:
     """Whether a guard (an evaluator) or a value (a value-pool index) may read `event` (or
     `output`, made with it): its source names it (conservative: any mention counts)."""
     sources = {
@@ -132,7 +132,9 @@ def _value_refs(value: Any) -> list[int]:
     return []
 
 
-def _handler(program: Program, table: StepTable, reads_event: Callable[[Any], bool]) -> DoneHandler:
+def _handler(
+    program: LoadedProgram, table: StepTable, reads_event: Callable[[Any], bool]
+) -> DoneHandler:
     assert table.done_plan is not None
     guard, taken, target, otherwise, otherwise_target = table.done_plan
     if _GLOBALS["_digits"] is None:
@@ -196,7 +198,7 @@ _SET_EVENT = (
 def _branch(
     table: StepTable,
     prefix: str,
-    transition: Transition,
+    transition: DecodedTransition,
     target: StepTable | None,
     event_set: bool,
     constants: dict[str, Any],

@@ -1,9 +1,9 @@
 """The control program pre-decoded into per-step handler tables (loaded once, never rescanned).
 
 The control VM never interprets opcodes at run time: each control block becomes one
-`Transition` (slots) with its guard callables, its value indices and the places it feeds, and
+`DecodedTransition` (slots) with its guard callables, its value indices and the places it feeds, and
 the transitions are indexed by what triggers them — a step's admission rules, its routes on
-`done`/`failed` and its dead-path arcs. Built once per `Program` and cached on it.
+`done`/`failed` and its dead-path arcs. Built once per `LoadedProgram` and cached on it.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from typing import Any
 from noetlc.expr.runtime import Evaluator
 from noetlc.ir.cycles import back_edges
 from noetlc.ir.events import EventName
-from noetlc.vm.program import OP, ControlBlock, Program
+from noetlc.vm.loaded_program import OP, LoadedControlBlock, LoadedProgram
 
 
-class Transition:
+class DecodedTransition:
     """One control block, decoded."""
 
     __slots__ = (
@@ -39,7 +39,7 @@ class Transition:
 
     def __init__(
         self,
-        block: ControlBlock,
+        block: LoadedControlBlock,
         expressions: list[Evaluator],
         decisions: dict[str, tuple[Evaluator, ...]],
     ) -> None:
@@ -101,8 +101,8 @@ def clear_prefix(
 
 
 def first_passing(
-    transitions: list[Transition] | tuple[Transition, ...], scope: dict[str, Any]
-) -> Transition | None:
+    transitions: list[DecodedTransition] | tuple[DecodedTransition, ...], scope: dict[str, Any]
+) -> DecodedTransition | None:
     """The first transition whose guard passes (admission rules, a listener's routes): each
     distinct guard is evaluated at most once, the earlier guards of exclusive routing with
     `clear_prefix`, so n rules cost O(n) evaluations."""
@@ -157,12 +157,12 @@ class StepTable:
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self.admission: list[Transition] = []  # start / admit / skip, in rule order
-        self.done_routes: list[Transition] = []  # route, dead and end transitions on `done`
-        self.failed_routes: list[Transition] = []  # route and unhandled on `failed`
+        self.admission: list[DecodedTransition] = []  # start / admit / skip, in rule order
+        self.done_routes: list[DecodedTransition] = []  # route, dead and end transitions on `done`
+        self.failed_routes: list[DecodedTransition] = []  # route and unhandled on `failed`
         # the same routes indexed by boundary event name, dead arcs left out (they never fire)
-        self.done_on: dict[str, tuple[Transition, ...]] = {}
-        self.failed_on: dict[str, tuple[Transition, ...]] = {}
+        self.done_on: dict[str, tuple[DecodedTransition, ...]] = {}
+        self.failed_on: dict[str, tuple[DecodedTransition, ...]] = {}
         # every place a route of this step feeds on the way to an AND-join: an arc that does
         # not fire sends a dead token there (dead-path elimination)
         self.join_feeds: tuple[str, ...] = ()
@@ -183,10 +183,10 @@ class StepTable:
         self.done_plan: DonePlan | None = None
         # a plain step (no loop, no listener) with one unguarded rule that admits without
         # writing ctx: a live token enters it without the general admission
-        self.plain_rule: Transition | None = None
+        self.plain_rule: DecodedTransition | None = None
 
 
-def build_tables(program: Program) -> dict[str, StepTable]:
+def build_tables(program: LoadedProgram) -> dict[str, StepTable]:
     cached: dict[str, StepTable] | None = getattr(program, "_tables", None)
     if cached is not None:
         return cached
@@ -206,7 +206,7 @@ def build_tables(program: Program) -> dict[str, StepTable]:
         if block.step is None or block.step not in tables:
             continue
         table = tables[block.step]
-        transition = Transition(block, program.expressions, program.decisions)
+        transition = DecodedTransition(block, program.expressions, program.decisions)
         place = block.consumes[0] if block.consumes else ""
         if block.kind in ("start", "admit", "skip") and place.endswith(".entry"):
             table.admission.append(transition)
@@ -254,11 +254,15 @@ def build_tables(program: Program) -> dict[str, StepTable]:
 # `taken` fires when `guard` is None or true, else `otherwise` (None: nothing fires); a
 # route's target is the table of the step it enters when it feeds exactly one, else None.
 DonePlan = tuple[
-    Evaluator | None, Transition, "StepTable | None", Transition | None, "StepTable | None"
+    Evaluator | None,
+    DecodedTransition,
+    "StepTable | None",
+    DecodedTransition | None,
+    "StepTable | None",
 ]
 
 
-def _plain_rule(table: StepTable) -> Transition | None:
+def _plain_rule(table: StepTable) -> DecodedTransition | None:
     if table.loop is not None or table.listener or len(table.admission) != 1:
         return None
     rule = table.admission[0]
@@ -294,13 +298,13 @@ def _done_plan(table: StepTable, tables: dict[str, StepTable]) -> DonePlan | Non
     return guard, first, _target(first, tables), other, _target(other, tables)
 
 
-def _target(t: Transition, tables: dict[str, StepTable]) -> StepTable | None:
+def _target(t: DecodedTransition, tables: dict[str, StepTable]) -> StepTable | None:
     if t.kind != "route" or len(t.entries) != 1:
         return None
     return tables.get(t.entries[0][1] or "")
 
 
-def _plain_route(t: Transition) -> bool:
+def _plain_route(t: DecodedTransition) -> bool:
     if t.kind == "end":
         return not t.guards and t.writes is None and not t.entries  # (`earlier`: see above)
     return (
@@ -311,7 +315,7 @@ def _plain_route(t: Transition) -> bool:
     )
 
 
-def _by_event(routes: list[Transition]) -> dict[str, tuple[Transition, ...]]:
+def _by_event(routes: list[DecodedTransition]) -> dict[str, tuple[DecodedTransition, ...]]:
     names = {name for t in routes for name in t.events}
     return {
         name: tuple(t for t in routes if t.kind != "dead" and name in t.events) for name in names

@@ -19,7 +19,7 @@ from noetlc.cli.common import UsageError
 from noetlc.diagnostics.report import Diagnostic, render_json, render_sarif, render_text
 
 if TYPE_CHECKING:
-    from noetlc.analysis.budgets import Budgets
+    from noetlc.analysis.static_budgets import Budgets
     from noetlc.cli.noetlc_commands.resources import Selection
     from noetlc.compiler.unit import CompilationUnit
 
@@ -196,8 +196,8 @@ def _check_store(unit: CompilationUnit) -> None:
 
 
 def _budgets(unit: CompilationUnit) -> Budgets | None:
-    from noetlc.analysis.budgets import compute
     from noetlc.analysis.lint import context_of
+    from noetlc.analysis.static_budgets import compute
 
     ctx = context_of(unit)
     return compute(ctx) if ctx is not None else None

@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _end_cancelled(store: Any, execution_id: str, reason: str) -> bool:
     """The distributed store's `end_cancelled` (the one terminal event appended here)."""
-    from noetlc.runtime.postgres.store import PostgresStore
+    from noetlc.runtime.postgres.event_store import PostgresStore
 
     assert isinstance(store, PostgresStore)
     return store.end_cancelled(execution_id, reason)
@@ -91,7 +91,7 @@ def _cancel_now(store: Any, url: str, record: dict[str, Any], reason: str) -> No
     a stopped one is fenced out), append the one terminal event, mark the row."""
     from noetlc.runtime.driver import cancelled
     from noetlc.runtime.logcheck import terminal_status
-    from noetlc.runtime.ownership import Lease
+    from noetlc.runtime.ownership import ExecutionLease
 
     execution_id = record["execution_id"]
     ended = terminal_status(store.read(execution_id))
@@ -101,7 +101,7 @@ def _cancel_now(store: Any, url: str, record: dict[str, Any], reason: str) -> No
             f"execution {execution_id} already ended in its log ({ended}); its row lags",
             f"`noetl-vm resume {execution_id}` records its summary",
         )
-    lease = Lease.for_url(url, execution_id)
+    lease = ExecutionLease.for_url(url, execution_id)
     if lease is not None:
         lease.claim()
         lease.fence(store)

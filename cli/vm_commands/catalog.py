@@ -40,7 +40,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from noetlc.runtime.stores import open_catalog
+    from noetlc.runtime.store_url import open_catalog
 
     if args.action != "register":  # list and show only read: a mistyped path creates nothing
         require_existing(args.db)

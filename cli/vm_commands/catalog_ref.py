@@ -43,7 +43,7 @@ def parse_ref(text: str) -> tuple[str, int | None]:
 def catalog_program(ref: str, db: str) -> Program | None:
     """The program of catalog entry `ref` in the store `db`; None after printing the errors
     of an entry whose text does not compile."""
-    from noetlc.runtime.stores import open_catalog
+    from noetlc.runtime.store_url import open_catalog
 
     path, version = parse_ref(ref)
     require_existing(db)
@@ -62,7 +62,7 @@ def catalog_program(ref: str, db: str) -> Program | None:
     finally:
         catalog.close()
     if entry.get("program"):
-        from noetlc.runtime.programs import decode_program
+        from noetlc.runtime.stored_program import decode_program
 
         return decode_program(entry["program"])
     from noetlc.compiler.pipeline import compile_source

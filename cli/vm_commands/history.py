@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 from noetlc.cli.common import ExecutionStateError, UnavailableError
 
 if TYPE_CHECKING:
-    from noetlc.runtime.store import EventStore
+    from noetlc.runtime.event_store import EventStore
 
-DEFAULT_URL = "sqlite:///.noetl/noetl.db"  # equal to noetlc.runtime.store.DEFAULT_URL (tested)
+DEFAULT_URL = "sqlite:///.noetl/noetl.db"  # = noetlc.runtime.event_store.DEFAULT_URL (tested)
 
 
 def default_db() -> str:
@@ -39,7 +39,7 @@ def add_db(p: argparse.ArgumentParser) -> None:
 def open_existing(url: str) -> EventStore:
     """Open a store to read it: a SQLite file that does not exist is an error (a mistyped
     path must not create an empty store and report nothing)."""
-    from noetlc.runtime.stores import open_store
+    from noetlc.runtime.store_url import open_store
 
     require_existing(url)
     return open_store(url)

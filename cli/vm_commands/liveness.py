@@ -20,9 +20,9 @@ def interrupted_owner(url: str, record: dict[str, Any]) -> dict[str, Any] | None
         return None
     import sqlite3
 
-    from noetlc.runtime.ownership import DEFAULT_TTL, Lease
+    from noetlc.runtime.ownership import DEFAULT_TTL, ExecutionLease
 
-    lease = Lease.for_url(url, str(record["execution_id"]))
+    lease = ExecutionLease.for_url(url, str(record["execution_id"]))
     if lease is None:
         return None
     try:

@@ -58,9 +58,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _one(store: Any, record: dict[str, Any]) -> dict[str, Any]:
     from noetlc.runtime.logcheck import check_execution
-    from noetlc.runtime.programs import decode_program
     from noetlc.runtime.replay import check
-    from noetlc.vm.program import Program
+    from noetlc.runtime.stored_program import decode_program
+    from noetlc.vm.loaded_program import LoadedProgram
 
     execution_id = record["execution_id"]
     events = store.read(execution_id)
@@ -78,7 +78,7 @@ def _one(store: Any, record: dict[str, Any]) -> dict[str, Any]:
         return out
     # results stored by reference are read from the store, as the run read them
     report = check(
-        Program(decode_program(record["program"])),
+        LoadedProgram(decode_program(record["program"])),
         execution_id,
         record.get("workload") or {},
         events,

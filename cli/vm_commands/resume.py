@@ -31,8 +31,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from noetlc.runtime.embedded import resume_embedded
-    from noetlc.runtime.ownership import Lease
-    from noetlc.runtime.programs import decode_program
+    from noetlc.runtime.ownership import ExecutionLease
+    from noetlc.runtime.stored_program import decode_program
 
     check_keychain_file(args.keychain)
     store = open_existing(args.db)
@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
                 " database own it",
                 "a running `noetl-vm server` takes over the executions of a server that died",
             )
-        lease = Lease.for_url(args.db, execution_id)
+        lease = ExecutionLease.for_url(args.db, execution_id)
         if lease is not None:
             lease.claim()  # refuses a live owner
             lease.fence(store)

@@ -308,8 +308,8 @@ def run(args: argparse.Namespace) -> int:
         from noetlc.cli.vm_commands.catalog_ref import catalog_program, is_catalog_ref
         from noetlc.runtime.embedded import run_embedded
         from noetlc.runtime.ids import snowflake
-        from noetlc.runtime.ownership import Lease
-        from noetlc.runtime.stores import open_store
+        from noetlc.runtime.ownership import ExecutionLease
+        from noetlc.runtime.store_url import open_store
 
         overrides = workload_overrides(args)
         check_keychain_file(args.keychain)
@@ -330,10 +330,10 @@ def run(args: argparse.Namespace) -> int:
         if program is None:
             return EXIT_ERRORS
         if budgets:
-            from noetlc.ir.program import Program as ProgramImage
+            from noetlc.ir.program import Program
             from noetlc.vm.budgets import with_budgets
 
-            program = ProgramImage.from_payload(
+            program = Program.from_payload(
                 with_budgets(program.to_payload(), budgets),
                 source_sha256=program.source_sha256,
                 compiler=program.compiler,
@@ -341,7 +341,7 @@ def run(args: argparse.Namespace) -> int:
         warn_undeclared(overrides, program.workload)
         store = open_store(args.db)
     execution_id = snowflake()
-    lease = Lease.for_url(args.db, execution_id)
+    lease = ExecutionLease.for_url(args.db, execution_id)
     try:
         if lease is not None:
             lease.claim()

@@ -26,7 +26,7 @@ from typing import Any
 
 from noetlc.cli.common import UnavailableError, UsageError
 from noetlc.cli.vm_commands import isolate
-from noetlc.runtime.store import DEFAULT_URL, ensure_sqlite_folder
+from noetlc.runtime.event_store import DEFAULT_URL, ensure_sqlite_folder
 
 TOKEN_ENV = "NOETL_API_TOKEN"
 MIN_TOKEN = 16

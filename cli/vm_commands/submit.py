@@ -52,8 +52,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from noetlc.cli.noetlc_commands.artifacts import load_payload
-    from noetlc.runtime.postgres.store import PostgresStore
-    from noetlc.runtime.programs import encode_program
+    from noetlc.runtime.postgres.event_store import PostgresStore
+    from noetlc.runtime.stored_program import encode_program
     from noetlc.vm.budgets import with_budgets
     from noetlc.vm.protocol import Event
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from noetlc.compiler import tree
-from noetlc.compiler.programs import Block, Instruction, Programs
+from noetlc.compiler.lowered import Block, Instruction, LoweredPrograms
 from noetlc.compiler.unit import CompilationUnit
 from noetlc.compiler.values import ValuePool
 from noetlc.diagnostics.report import Span
@@ -72,7 +72,7 @@ class Lowerer:
         block.positions.append(self.position(pos))
         return len(block.code) - 1
 
-    def lower(self) -> Programs:
+    def lower(self) -> LoweredPrograms:
         control = [self.transition(t) for t in self.net.transitions]
         pipelines = []
         labels: dict[str, dict[str, int]] = {}
@@ -91,7 +91,7 @@ class Lowerer:
             ]
             for task in self.playbook.workbook
         ]
-        return Programs(self.names, self.positions, control, pipelines, labels, workbook)
+        return LoweredPrograms(self.names, self.positions, control, pipelines, labels, workbook)
 
     # ------------------------------------------------------------------ control
 

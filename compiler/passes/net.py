@@ -20,7 +20,7 @@ from noetlc.ir.events import BOUNDARY_NAMES, LOOP_DONE, STEP_DONE, STEP_FAILED, 
 from noetlc.ir.net import (
     Decision,
     Guard,
-    JoinInfo,
+    Join,
     Net,
     Place,
     PlaceKind,
@@ -427,7 +427,7 @@ class NetBuilder:
             return True
         return target in self.on_join_paths
 
-    def join(self, join: JoinInfo) -> None:
+    def join(self, join: Join) -> None:
         step = self.steps[join.step]
         path = f"workflow[{self.step_index[join.step]}]"
         if join.kind == "each":
@@ -447,7 +447,7 @@ class NetBuilder:
         )
 
 
-def infer_joins(playbook: tree.Playbook) -> dict[str, JoinInfo]:
+def infer_joins(playbook: tree.Playbook) -> dict[str, Join]:
     """AND-joins: steps with ≥2 incoming arcs whose sources descend from different branches of
     one inclusive fork. `spec.join` overrides the inferred kind."""
     joins, _ = _fork_analysis(playbook)
@@ -466,7 +466,7 @@ def _graph(playbook: tree.Playbook) -> tuple[dict[str, list[str]], dict[str, lis
     return preds, succ
 
 
-def _fork_analysis(playbook: tree.Playbook) -> tuple[dict[str, JoinInfo], set[str]]:
+def _fork_analysis(playbook: tree.Playbook) -> tuple[dict[str, Join], set[str]]:
     """Label propagation from every inclusive fork: each step reached gets the set of the
     fork's branches that reach it. A step whose incoming steps carry different branches is an
     AND-join of that fork; propagation stops at a join every branch reached (its output token
@@ -476,12 +476,12 @@ def _fork_analysis(playbook: tree.Playbook) -> tuple[dict[str, JoinInfo], set[st
     back = back_edges((playbook.entry,), succ)
     # a cycle's back edge is not an incoming branch: a loop head is not a join
     preds = {n: [s for s in ss if (s, n) not in back] for n, ss in preds.items()}
-    joins: dict[str, JoinInfo] = {}
+    joins: dict[str, Join] = {}
     on_paths: set[str] = set()
     for step in playbook.workflow:
         sources = preds.get(step.name, [])
         if step.join is not None and len(sources) >= 2:
-            joins[step.name] = JoinInfo(step.name, step.join, None, tuple(sources))
+            joins[step.name] = Join(step.name, step.join, None, tuple(sources))
     for fork in playbook.workflow:
         if fork.next is None or fork.next.mode != "inclusive" or len(fork.next.arcs) < 2:
             continue
@@ -525,7 +525,7 @@ def _fork_analysis(playbook: tree.Playbook) -> tuple[dict[str, JoinInfo], set[st
                 # only the fork's branches are joined; other incoming arcs (alternative
                 # paths that do not descend from this fork) stay plain merges into the entry
                 branches = tuple(s for s in sources if labels.get(s) or s == fork.name)
-                joins[node] = JoinInfo(node, "all", fork.name, branches)
+                joins[node] = Join(node, "all", fork.name, branches)
                 found = True
         if found:
             on_paths.update(n for n in labels if n not in joins)

@@ -17,12 +17,12 @@ from typing import Any, TypeVar
 import asyncpg
 
 from noetlc.runtime.catalog import CatalogTables
+from noetlc.runtime.event_store import StoreError
 from noetlc.runtime.ids import snowflake
 from noetlc.runtime.postgres.connect import PgUrl, connect, create_pool, parse_url
 from noetlc.runtime.postgres.errors import DatabaseError
 from noetlc.runtime.postgres.migrate import require_current
 from noetlc.runtime.postgres.queries import q
-from noetlc.runtime.store import StoreError
 
 T = TypeVar("T")
 

@@ -18,7 +18,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from noetlc.runtime.postgres.store import PostgresStore
+from noetlc.runtime.postgres.event_store import PostgresStore
 
 
 def run_vm(*args: str, cwd: Path | None = None) -> subprocess.Popen[str]:

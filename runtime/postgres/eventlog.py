@@ -20,6 +20,7 @@ from typing import Any
 
 import asyncpg
 
+from noetlc.runtime.event_store import encode_payload as encode_json
 from noetlc.runtime.postgres.arrays import (
     ENVELOPE_NUMBERS,
     column_arrays,
@@ -32,7 +33,6 @@ from noetlc.runtime.postgres.errors import DatabaseError
 from noetlc.runtime.postgres.notify import Notifications
 from noetlc.runtime.postgres.queries import q
 from noetlc.runtime.queue import JobSpec
-from noetlc.runtime.store import encode_payload as encode_json
 from noetlc.vm.protocol import ENVELOPE, TERMINAL_NAMES, Event
 
 COPY_THRESHOLD = 64

@@ -6,9 +6,9 @@ from typing import Any
 
 import asyncpg
 
+from noetlc.runtime.event_store import LOG_COLUMNS
 from noetlc.runtime.postgres.connect import PgUrl, with_retry
 from noetlc.runtime.postgres.queries import q
-from noetlc.runtime.store import LOG_COLUMNS
 
 
 class PostgresTaskLogs:

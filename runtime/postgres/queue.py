@@ -20,6 +20,7 @@ from typing import Any
 import asyncpg
 
 from noetlc.runtime.backend import ANY_KEY, Completion
+from noetlc.runtime.event_store import encode_payload as encode_json
 from noetlc.runtime.postgres.arrays import text_array
 from noetlc.runtime.postgres.connect import PgUrl, with_retry
 from noetlc.runtime.postgres.eventlog import completion_columns, event_columns
@@ -34,7 +35,6 @@ from noetlc.runtime.queue import (
     Ownership,
     ReapedJob,
 )
-from noetlc.runtime.store import encode_payload as encode_json
 from noetlc.vm.protocol import Event
 
 _NEXT_READY = """

@@ -1,4 +1,4 @@
--- The embedded event store (runtime/store.py's SQLiteStore): the executions, their events,
+-- The embedded event store (runtime/event_store.py's SQLiteStore): the executions, their events,
 -- requests from other processes, stored results and task logs. Each `-- name:` section is one
 -- statement; parameters are named (`:execution_id`), bound from a dict, except in
 -- `event_insert`, the hot path, whose values bind by position (binding 15 values by name per
@@ -120,7 +120,7 @@ INSERT INTO logs (execution_id, ts, step, iteration, task, attempt, action_id, s
 VALUES (:execution_id, :ts, :step, :iteration, :task, :attempt, :action_id, :stream, :text)
 
 -- name: log_read
--- the columns in this order: seq, runtime/store.py's LOG_COLUMNS
+-- the columns in this order: seq, runtime/event_store.py's LOG_COLUMNS
 SELECT seq, ts, step, iteration, task, attempt, action_id, stream, text FROM logs
 WHERE execution_id = :execution_id AND seq > :after
   AND (:step IS NULL OR step = :step) AND (:iteration IS NULL OR iteration = :iteration)

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from noetlc.analysis.budgets import compute
 from noetlc.analysis.lint import context_of
+from noetlc.analysis.static_budgets import compute
 from noetlc.bench.generators import wide_fanout
 from noetlc.cli import noetlc_main as cli
 from noetlc.compiler.pipeline import compile_source

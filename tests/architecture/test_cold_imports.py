@@ -168,7 +168,7 @@ def test_a_compile_cache_hit_of_run_loads_no_compiler(tmp_path: Path) -> None:
 
 def test_status_loads_no_compiler_and_no_expression_language(tmp_path: Path) -> None:
     modules = loaded("noetl-vm", "status", "--db", f"sqlite:///{tmp_path / 'n.db'}")
-    assert "noetlc.runtime.store" in modules
+    assert "noetlc.runtime.event_store" in modules
     forbidden = ["noetlc.compiler", "noetlc.expr", "pydantic", "jinja2", "asyncio"]
     assert offending(modules, [*forbidden, *ALWAYS_HEAVY]) == []
 
@@ -217,7 +217,7 @@ def test_the_kinds_table_imports_no_schema() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
     before, after = done.stdout.splitlines()
-    assert before == "['noetlc.stdlib_tools.spellings']"
+    assert before == "['noetlc.stdlib_tools.sql_spellings']"
     assert after == "True"  # reading a schema imports it
 
 

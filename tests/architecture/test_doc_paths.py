@@ -2,7 +2,7 @@
 each folder's README.
 
 Checked: paths under a folder of the repository with a file suffix or a trailing slash
-(`runtime/store.py`, `tests/vm/`, `examples/loop.yaml`; `examples/hello` is a catalog path,
+(`runtime/event_store.py`, `tests/vm/`, `examples/loop.yaml`; `examples/hello` is a catalog path,
 not a file), a test named with `::` (the function must be in the file), a module `noetlc.x.y`
 (or a name defined in one), links, and in a folder's README a bare file name (`program.py`:
 some file of the repository has that name); in docs/ a bare `name.md`. Placeholders

@@ -14,7 +14,7 @@ import pytest
 
 from noetlc.cli import noetlc_main, vm_main
 from noetlc.cli.common import EXIT_CODES
-from noetlc.runtime.store import DEFAULT_URL, SQLiteStore
+from noetlc.runtime.event_store import DEFAULT_URL, SQLiteStore
 
 REPO = Path(__file__).resolve().parents[2]
 GOOD = """\
@@ -210,7 +210,7 @@ KINDS_OF_CLASSES: list[tuple[str, int, int]] = [
     ("noetlc.cli.common:ExecutionStateError", 4, 400),
     ("noetlc.runtime.ownership:OwnedError", 4, 400),
     ("noetlc.cli.common:UnavailableError", 5, 400),
-    ("noetlc.runtime.store:StoreError", 5, 400),
+    ("noetlc.runtime.event_store:StoreError", 5, 400),
     ("noetlc.runtime.postgres.errors:DatabaseError", 5, 400),
 ]
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from noetlc.cli import noetlc_main, vm_main
-from noetlc.runtime.store import SQLiteStore
+from noetlc.runtime.event_store import SQLiteStore
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from noetlc.cli import vm_main
-from noetlc.runtime.ownership import Lease, Owner
+from noetlc.runtime.event_store import SQLiteStore
+from noetlc.runtime.ownership import ExecutionLease, Owner
 from noetlc.runtime.postgres.cluster_testing import run_vm
-from noetlc.runtime.store import SQLiteStore
 
 # the first run of `nap` leaves a marker and sleeps; a resumed run finds the marker and ends
 NAPPING = """\
@@ -71,7 +71,7 @@ def test_resume_refuses_a_live_owner_and_takes_over_a_dead_one(
     summary = json.loads(capsys.readouterr().out.splitlines()[-1])
     assert summary["status"] == "completed"
     assert summary["steps"]["start"]["result"] == {"slept": True}
-    assert Lease(str(db_path), execution).owner() is None  # released at the end
+    assert ExecutionLease(str(db_path), execution).owner() is None  # released at the end
 
 
 def test_a_stale_heartbeat_is_a_dead_owner_even_when_the_pid_exists() -> None:
@@ -91,4 +91,4 @@ def test_a_finished_run_leaves_no_owner(tmp_path: Path) -> None:
     store = SQLiteStore(str(db_path))
     [record] = store.executions()
     store.close()
-    assert Lease(str(db_path), record["execution_id"]).owner() is None
+    assert ExecutionLease(str(db_path), record["execution_id"]).owner() is None

@@ -20,7 +20,7 @@ from noetlc.compiler.pipeline import compile_source
 from noetlc.compiler.ynodes import YMap, YScalar, YSeq
 from noetlc.runtime.embedded import run_embedded
 from noetlc.vm.control import ControlVM
-from noetlc.vm.program import Program
+from noetlc.vm.loaded_program import LoadedProgram
 from noetlc.vm.protocol import Event
 
 _REFERENCE = Path(__file__).resolve().parents[1] / "vm" / "reference.py"
@@ -118,7 +118,7 @@ WORKLOADS = [dict(zip("abcd", values, strict=True)) for values in product((False
 def test_the_control_vm_fires_the_first_match(workload: dict[str, bool]) -> None:
     unit = compile_source(SOURCE, "case.yaml")
     assert not unit.reporter.has_errors, unit.reporter.sorted()
-    vm = ControlVM(Program(unit.payload), workload, "x")
+    vm = ControlVM(LoadedProgram(unit.payload), workload, "x")
     [start] = vm.start().commands
     commands = vm.step(
         Event("step.done", "worker", start.step, start.step_run_id, payload={"result": None})

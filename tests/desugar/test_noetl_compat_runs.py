@@ -67,12 +67,12 @@ def test_a_step_level_set_writes_ctx_from_the_steps_own_result() -> None:
 
 def _loop_commands(overrides: dict[str, Any]) -> tuple[int, Any]:
     from noetlc.vm.control import ControlVM
-    from noetlc.vm.program import Program
+    from noetlc.vm.loaded_program import LoadedProgram
 
     path = FIXTURES / "loop_width_template.yaml"
     unit = compile_source(path.read_text(encoding="utf-8"), str(path))
     assert not unit.reporter.has_errors, unit.reporter.sorted()
-    program = Program(unit.payload)
+    program = LoadedProgram(unit.payload)
     vm = ControlVM(program, {**program.workload, **overrides}, "x")
     issued = [c for c in vm.start().commands if c.kind == "run"]
     return len(issued), vm.error

@@ -21,7 +21,7 @@ from noetlc.ir.program import FORMAT_VERSION
 from noetlc.ir.program import Program as IRProgram
 from noetlc.runtime.execute import execute
 from noetlc.vm.control import ControlVM
-from noetlc.vm.program import Program
+from noetlc.vm.loaded_program import LoadedProgram
 from noetlc.vm.protocol import CommandKind
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -100,7 +100,7 @@ def _tool(kind: str, args: dict[str, Any], spec: Any, task: str, attempt: int) -
 
 def drive(program: IRProgram, max_commands: int = 200) -> ControlVM:
     """Run `program` with stub tools and no waiting; return the VM (finished or not)."""
-    vm_program = Program(program)
+    vm_program = LoadedProgram(program)
     vm = ControlVM(vm_program, dict(program.workload), "fuzz")
     pending = list(vm.start().commands)
     done = 0

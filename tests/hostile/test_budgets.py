@@ -13,10 +13,10 @@ import pytest
 from noetlc.cli import vm_main
 from noetlc.compiler.pipeline import compile_source
 from noetlc.runtime.embedded import run_embedded
+from noetlc.runtime.event_store import MemoryStore
 from noetlc.runtime.replay import check
-from noetlc.runtime.store import MemoryStore
 from noetlc.vm import budgets
-from noetlc.vm.program import Program
+from noetlc.vm.loaded_program import LoadedProgram
 
 CYCLE = """\
 apiVersion: noetl.io/v2
@@ -107,7 +107,7 @@ def test_a_cycle_that_never_ends_is_stopped_by_its_budget() -> None:
     assert error["code"] == "NOE858" and error["budget"] == "step_runs"
     assert error["counts"]["step_runs"] == 51
     events = store.read(summary["execution_id"])
-    report = check(Program(payload), summary["execution_id"], {"stop": False}, events)
+    report = check(LoadedProgram(payload), summary["execution_id"], {"stop": False}, events)
     assert report.ok, report.divergence  # replay goes over the budget at the same event
 
 

@@ -13,10 +13,10 @@ from typing import Any
 
 from noetlc.compiler.pipeline import compile_source
 from noetlc.runtime.embedded import run_embedded
+from noetlc.runtime.event_store import MemoryStore
 from noetlc.runtime.memory_backend import MemoryBackend
-from noetlc.runtime.programs import encode_program, requested_event
 from noetlc.runtime.server import Server
-from noetlc.runtime.store import MemoryStore
+from noetlc.runtime.stored_program import encode_program, requested_event
 from noetlc.runtime.worker import Worker
 from noetlc.vm.protocol import EventName, Source, envelope
 

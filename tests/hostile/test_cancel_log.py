@@ -19,8 +19,8 @@ from typing import Any
 from noetlc.cli import vm_main
 from noetlc.compiler.pipeline import compile_source
 from noetlc.runtime.embedded import run_embedded
+from noetlc.runtime.event_store import SQLiteStore
 from noetlc.runtime.logcheck import check_log, violations
-from noetlc.runtime.store import SQLiteStore
 
 NAPS = """\
 apiVersion: noetl.io/v2

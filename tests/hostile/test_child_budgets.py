@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from noetlc.cli import vm_main
+from noetlc.runtime.event_store import SQLiteStore
 from noetlc.runtime.logcheck import violations
-from noetlc.runtime.store import SQLiteStore
 
 ITSELF = """\
 apiVersion: noetl.io/v2

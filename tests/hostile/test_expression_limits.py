@@ -15,7 +15,7 @@ from noetlc.expr.compile import ExpressionSyntaxError, ExpressionUnsafe, compile
 from noetlc.expr.limits import MAX_NESTING, ExpressionLimit
 from noetlc.expr.runtime import ExpressionError, SecurityError, compile_entry
 from noetlc.runtime.embedded import run_embedded
-from noetlc.runtime.store import MemoryStore
+from noetlc.runtime.event_store import MemoryStore
 
 # Each of these allocated a gigabyte or ran for minutes before the limits existed.
 OVER_LIMIT = [

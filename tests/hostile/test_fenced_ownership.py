@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from noetlc.runtime.event_store import SQLiteStore
 from noetlc.runtime.logcheck import violations
-from noetlc.runtime.store import SQLiteStore
 
 TTL = 1.0  # NOETL_LEASE_TTL for both processes: the takeover needs no 15 s wait
 

@@ -15,8 +15,8 @@ from noetlc.cli import vm_main
 from noetlc.compiler.pipeline import compile_source
 from noetlc.expr.runtime import REF_KEY
 from noetlc.runtime.embedded import run_embedded
+from noetlc.runtime.event_store import MemoryStore, SQLiteStore
 from noetlc.runtime.results import ResultSpill
-from noetlc.runtime.store import MemoryStore, SQLiteStore
 from noetlc.vm import loop_results
 from noetlc.vm.loop_results import LoopResults
 
@@ -119,7 +119,7 @@ def test_the_loop_result_has_the_key_of_its_json() -> None:
     other way of storing that value (a replay, a summary stored by reference)."""
     import hashlib
 
-    from noetlc.runtime.store import encode_payload
+    from noetlc.runtime.event_store import encode_payload
 
     spill = ResultSpill(MemoryStore())
     results = LoopResults(19, spill)

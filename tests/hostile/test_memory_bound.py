@@ -14,8 +14,8 @@ import pytest
 from noetlc.compiler.pipeline import compile_source
 from noetlc.runtime import driver as driver_module
 from noetlc.runtime.embedded import EmbeddedRuntime
-from noetlc.runtime.stores import open_store
-from noetlc.vm.program import Program
+from noetlc.runtime.store_url import open_store
+from noetlc.vm.loaded_program import LoadedProgram
 
 CYCLE = """\
 apiVersion: noetl.io/v2
@@ -47,7 +47,7 @@ def _run(tmp_path: Path, runs: int) -> tuple[dict[str, Any], EmbeddedRuntime, in
     unit = compile_source(CYCLE.replace("RUNS", str(runs)), "t.yaml")
     assert not unit.reporter.has_errors, unit.reporter.sorted()
     store = open_store(f"sqlite:///{tmp_path}/run{runs}.db")
-    runtime = EmbeddedRuntime(Program(unit.payload), store, str(uuid.uuid4()))
+    runtime = EmbeddedRuntime(LoadedProgram(unit.payload), store, str(uuid.uuid4()))
     tracemalloc.start()
     try:
         summary = runtime.start({"stop": False})

@@ -11,8 +11,8 @@ import pytest
 
 from noetlc.expr import limits
 from noetlc.runtime.memory_backend import MemoryBackend
-from noetlc.runtime.programs import encode_program
 from noetlc.runtime.server import Server
+from noetlc.runtime.stored_program import encode_program
 from noetlc.runtime.worker import Worker
 from tests.hostile.test_untrusted_programs import HEALTHY, _finished, _payload, _submit
 

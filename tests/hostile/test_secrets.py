@@ -12,7 +12,7 @@ from typing import Any
 
 from noetlc.compiler.pipeline import compile_source
 from noetlc.runtime.embedded import run_embedded
-from noetlc.runtime.store import SQLiteStore
+from noetlc.runtime.event_store import SQLiteStore
 from noetlc.stdlib_tools.keychain import MASK, Keychain
 
 PIN = 98765432

@@ -13,9 +13,9 @@ import pytest
 from noetlc.cli import vm_main
 from noetlc.compiler.pipeline import compile_source
 from noetlc.runtime.embedded import run_embedded
+from noetlc.runtime.event_store import SQLiteStore
 from noetlc.runtime.logcheck import violations
 from noetlc.runtime.results import SUMMARY_INLINE_BYTES
-from noetlc.runtime.store import SQLiteStore
 
 # every run returns the previous run's text and 200 KB more: storage grows with the square
 GROWING = """\

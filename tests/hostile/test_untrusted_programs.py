@@ -21,8 +21,8 @@ from noetlc.compiler.pipeline import compile_source
 from noetlc.diagnostics.errors import UserError
 from noetlc.ir.program import Program as IRProgram
 from noetlc.runtime.memory_backend import MemoryBackend
-from noetlc.runtime.programs import encode_program, requested_event
 from noetlc.runtime.server import Server
+from noetlc.runtime.stored_program import encode_program, requested_event
 from noetlc.runtime.worker import Worker
 from tests.hostile.program_fuzz import CANARY, PAYLOAD_CODE, drive, resign, seeds
 

@@ -19,9 +19,9 @@ from noetlc.ir import nbc
 from noetlc.ir.opcodes import BY_MNEMONIC
 from noetlc.ir.program import Program
 from noetlc.runtime.embedded import run_embedded
-from noetlc.runtime.programs import decode_program
-from noetlc.runtime.store import SQLiteStore
-from noetlc.vm.program import Program as LoadedProgram
+from noetlc.runtime.event_store import SQLiteStore
+from noetlc.runtime.stored_program import decode_program
+from noetlc.vm.loaded_program import LoadedProgram
 
 PLAYBOOK = """\
 apiVersion: noetl.io/v2

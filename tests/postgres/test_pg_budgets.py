@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from noetlc.runtime.postgres.cluster_testing import Cluster
-from noetlc.runtime.postgres.store import PostgresStore
+from noetlc.runtime.postgres.event_store import PostgresStore
 
 ITSELF = """\
 apiVersion: noetl.io/v2

@@ -12,7 +12,7 @@ from pathlib import Path
 from noetlc.runtime.logcheck import check_log
 from noetlc.runtime.postgres.cluster_testing import Cluster
 from noetlc.runtime.postgres.cluster_testing import run_vm as _vm
-from noetlc.runtime.postgres.store import PostgresStore
+from noetlc.runtime.postgres.event_store import PostgresStore
 from tests.hostile.test_cancel_log import NAPS
 
 

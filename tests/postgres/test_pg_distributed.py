@@ -22,7 +22,7 @@ from noetlc.compiler.pipeline import compile_file
 from noetlc.runtime.embedded import run_embedded
 from noetlc.runtime.postgres.cluster_testing import Cluster
 from noetlc.runtime.postgres.cluster_testing import run_vm as _vm
-from noetlc.runtime.postgres.store import PostgresStore
+from noetlc.runtime.postgres.event_store import PostgresStore
 from noetlc.vm.protocol import folded_task
 from tests.conftest import CONFORMANCE
 

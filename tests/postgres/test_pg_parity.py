@@ -23,7 +23,7 @@ from noetlc.runtime.ids import is_execution_id
 from noetlc.runtime.logcheck import check_log
 from noetlc.runtime.postgres.cluster_testing import Cluster
 from noetlc.runtime.postgres.database import Database
-from noetlc.runtime.postgres.store import PostgresStore
+from noetlc.runtime.postgres.event_store import PostgresStore
 from noetlc.runtime.postgres.testing import run_sync
 from noetlc.vm.protocol import folded_task
 

@@ -19,7 +19,7 @@ import pytest
 
 from noetlc.runtime.logcheck import check_store
 from noetlc.runtime.postgres.cluster_testing import Cluster
-from noetlc.runtime.postgres.store import PostgresStore
+from noetlc.runtime.postgres.event_store import PostgresStore
 from tests.postgres.partition_helpers import Hosts, effects, wait_for
 
 TTL = os.environ.get("NOETLC_PARTITION_TTL", "2")  # lease and ownership TTL (seconds)

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from noetlc.runtime.postgres.store import PostgresStore
+from noetlc.runtime.postgres.event_store import PostgresStore
 from noetlc.runtime.postgres.testing import schema_or_skip
 from noetlc.vm.protocol import EventName, Source, envelope
 

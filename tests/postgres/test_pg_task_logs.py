@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from noetlc.runtime.postgres.cluster_testing import Cluster
-from noetlc.runtime.postgres.store import PostgresStore
+from noetlc.runtime.postgres.event_store import PostgresStore
 from noetlc.service.progress import StepProgress
 
 PLAYBOOK = """apiVersion: noetl.io/v2

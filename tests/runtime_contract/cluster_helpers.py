@@ -8,7 +8,7 @@ from typing import Any
 
 from noetlc.compiler.pipeline import compile_source
 from noetlc.runtime.memory_backend import MemoryBackend
-from noetlc.runtime.programs import encode_program, requested_event
+from noetlc.runtime.stored_program import encode_program, requested_event
 
 
 def compiled(source: str) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from noetlc.runtime.replay import check
 from noetlc.runtime.server import Server
 from noetlc.runtime.worker import Worker
 from noetlc.vm.control_state import action_id
-from noetlc.vm.program import Program
+from noetlc.vm.loaded_program import LoadedProgram
 from noetlc.vm.protocol import Command, CommandKind
 from tests.runtime_contract.cluster_helpers import comparable, compiled, submit, until_finished
 
@@ -180,7 +180,9 @@ def test_bundled_iterations_run_once_each_with_embedded_results() -> None:
         ids = [e["event_id"] for e in events if e["name"] == name]
         assert len(ids) == 40 and len(set(ids)) == 40
     assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
-    report = check(Program(payload), record["execution_id"], dict(payload["workload"]), events)
+    report = check(
+        LoadedProgram(payload), record["execution_id"], dict(payload["workload"]), events
+    )
     assert report.ok, report.divergence
 
 
@@ -236,7 +238,9 @@ def test_a_takeover_does_not_enqueue_bundled_iterations_again() -> None:
     assert set(held) == actions and all(len(jobs) == 1 for jobs in held.values()), held
     done = [e["iteration"] for e in events if e["name"] == "loop.iteration.done"]
     assert sorted(done) == sorted([*range(20), *range(20)])
-    report = check(Program(payload), record["execution_id"], dict(payload["workload"]), events)
+    report = check(
+        LoadedProgram(payload), record["execution_id"], dict(payload["workload"]), events
+    )
     assert report.ok, report.divergence
 
 

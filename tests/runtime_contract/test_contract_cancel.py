@@ -17,7 +17,7 @@ from noetlc.runtime.logcheck import check_log
 from noetlc.runtime.memory_backend import MemoryBackend
 from noetlc.runtime.replay import check
 from noetlc.runtime.server import Server
-from noetlc.vm.program import Program
+from noetlc.vm.loaded_program import LoadedProgram
 from noetlc.vm.protocol import EventName, Source, envelope
 from tests.runtime_contract.cluster_helpers import compiled, submit
 
@@ -88,6 +88,8 @@ def test_the_cancel_is_the_last_event_after_the_servers_own() -> None:
     asked = names.index(EventName.CANCEL_REQUESTED)
     assert EventName.LOOP_ITERATION_STARTED in names[asked:-1]
     assert check_log(record["execution_id"], events, record["status"]) == []
-    report = check(Program(payload), record["execution_id"], dict(payload["workload"]), events)
+    report = check(
+        LoadedProgram(payload), record["execution_id"], dict(payload["workload"]), events
+    )
     assert report.ok, report.divergence
     assert record["summary"]["steps"]["each"]["status"] == "cancelled"

@@ -16,7 +16,7 @@ from noetlc.runtime.memory_backend import MemoryBackend
 from noetlc.runtime.replay import check
 from noetlc.runtime.server import Server
 from noetlc.runtime.worker import Worker
-from noetlc.vm.program import Program
+from noetlc.vm.loaded_program import LoadedProgram
 from tests.runtime_contract.cluster_helpers import comparable, compiled, submit, until_finished
 
 PLAYBOOKS = Path(__file__).resolve().parents[1] / "vm" / "playbooks"
@@ -114,7 +114,7 @@ def test_server_and_worker_over_memory_match_embedded_mode(source: str) -> None:
     # a gap-free log that replay reproduces
     assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
     report = check(
-        Program(payload), record["execution_id"], dict(payload["workload"] or {}), events
+        LoadedProgram(payload), record["execution_id"], dict(payload["workload"] or {}), events
     )
     assert report.ok, report.divergence
 
@@ -155,7 +155,7 @@ def test_a_server_that_dies_mid_execution_is_taken_over() -> None:
 
     record, events, execution_id = asyncio.run(scenario())
     assert comparable(record["summary"]) == comparable(run_embedded(payload))
-    report = check(Program(payload), execution_id, dict(payload["workload"] or {}), events)
+    report = check(LoadedProgram(payload), execution_id, dict(payload["workload"] or {}), events)
     assert report.ok, report.divergence
     # every server event appears once: the heir appended only what the dead one had not
     server_ids = [e["event_id"] for e in events if e["source"] == "server"]
@@ -215,7 +215,9 @@ def test_noop_steps_run_inside_the_server_round(inline: bool) -> None:
     record, events, jobs = asyncio.run(scenario())
     assert comparable(record["summary"]) == comparable(run_embedded(payload))
     assert record["summary"]["steps"]["each"]["result"]["results"] == [2, 4, 6]
-    report = check(Program(payload), record["execution_id"], dict(payload["workload"]), events)
+    report = check(
+        LoadedProgram(payload), record["execution_id"], dict(payload["workload"]), events
+    )
     assert report.ok, report.divergence
     queued = sorted(job.payload["step"] for job in jobs.values() if job is not None)
     assert queued == (["last"] if inline else ["each", "each", "each", "last", "start"])
@@ -356,7 +358,9 @@ def test_rounds_overlap_but_commit_in_order(monkeypatch: pytest.MonkeyPatch, inl
     assert len(ids) == len(set(ids))
     done = sorted(e["iteration"] for e in events if e["name"] == "loop.iteration.done")
     assert done == list(range(16))
-    report = check(Program(payload), record["execution_id"], dict(payload["workload"]), events)
+    report = check(
+        LoadedProgram(payload), record["execution_id"], dict(payload["workload"]), events
+    )
     assert report.ok, report.divergence
     # the workers' results arrive, and are fed, while a round's commit is in flight
     assert any(overlapped), overlapped

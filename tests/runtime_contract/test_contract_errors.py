@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from noetlc.diagnostics.errors import UserError
+from noetlc.runtime.event_store import StoreError
 from noetlc.runtime.postgres.errors import DatabaseError
-from noetlc.runtime.store import StoreError
-from noetlc.runtime.stores import open_store
+from noetlc.runtime.store_url import open_store
 from noetlc.stdlib_tools.keychain import Keychain, KeychainError
 
 SUBCLASSES = [StoreError, DatabaseError, KeychainError]

@@ -11,7 +11,7 @@ import pytest
 
 from noetlc.compiler.pipeline import compile_source
 from noetlc.runtime.execute import execute
-from noetlc.vm.program import Program
+from noetlc.vm.loaded_program import LoadedProgram
 from noetlc.vm.protocol import Event
 
 PLAYBOOK = """\
@@ -42,7 +42,7 @@ class NoCopy(dict[str, Any]):
         raise AssertionError("the borrowed scope was copied")
 
 
-def _run(program: Program, scope: dict[str, Any], borrow: bool) -> list[Event]:
+def _run(program: LoadedProgram, scope: dict[str, Any], borrow: bool) -> list[Event]:
     events: list[Event] = []
     execute(
         program,
@@ -77,7 +77,7 @@ def _scope() -> dict[str, Any]:
 def test_a_borrowed_scope_is_not_copied_and_comes_back_unchanged(preset: bool) -> None:
     unit = compile_source(PLAYBOOK, "lend.yaml")
     assert unit.program is not None, unit.reporter.diagnostics
-    program = Program(unit.program)
+    program = LoadedProgram(unit.program)
     base = _scope() if preset else {"workload": {"n": 2}, "start": {"from": "start"}}
     copied = _run(program, dict(base), borrow=False)
     lent = NoCopy(base)

@@ -13,7 +13,7 @@ from noetlc.compiler.pipeline import compile_source
 from noetlc.ir.nbc import BytecodeError
 from noetlc.runtime import driver
 from noetlc.runtime.driver import Driver, program_from_requested, shared_program
-from noetlc.runtime.programs import encode_program
+from noetlc.runtime.stored_program import encode_program
 
 
 def _bytes(name: str) -> bytes:

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from noetlc.runtime.store import MemoryStore, SQLiteStore, StoreError
-from noetlc.runtime.stores import open_store
+from noetlc.runtime.event_store import MemoryStore, SQLiteStore, StoreError
+from noetlc.runtime.store_url import open_store
 
 
 @pytest.fixture(params=["memory", "sqlite", "postgres"])
@@ -24,7 +24,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
     elif request.param == "sqlite":
         s = SQLiteStore(str(tmp_path / "contract.db"))
     else:
-        from noetlc.runtime.postgres.store import PostgresStore
+        from noetlc.runtime.postgres.event_store import PostgresStore
 
         s = PostgresStore(request.getfixturevalue("pg_url"))
     yield s

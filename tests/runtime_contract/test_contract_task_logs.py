@@ -14,8 +14,8 @@ import pytest
 
 from noetlc.compiler.pipeline import compile_source
 from noetlc.runtime.embedded import run_embedded
+from noetlc.runtime.event_store import MemoryStore, SQLiteStore
 from noetlc.runtime.logs import ActionLog, Budget, clean
-from noetlc.runtime.store import MemoryStore, SQLiteStore
 
 
 @pytest.fixture(params=["memory", "sqlite", "postgres"])
@@ -25,7 +25,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
     elif request.param == "sqlite":
         s = SQLiteStore(str(tmp_path / "logs.db"))
     else:
-        from noetlc.runtime.postgres.store import PostgresStore
+        from noetlc.runtime.postgres.event_store import PostgresStore
 
         s = PostgresStore(request.getfixturevalue("pg_url"))
     yield s
@@ -213,10 +213,10 @@ def test_each_action_records_one_task_started_within_the_event_budget() -> None:
     assert all(per_step[("each", i)] == 3 for i in range(4))  # iteration started, task, done
     # a task.started never reaches the control VM: the log still replays
     from noetlc.runtime.replay import check
-    from noetlc.vm.program import Program
+    from noetlc.vm.loaded_program import LoadedProgram
 
     payload = _payload(CHAIN)
-    report = check(Program(payload), "x", dict(payload.get("workload") or {}), events)
+    report = check(LoadedProgram(payload), "x", dict(payload.get("workload") or {}), events)
     assert report.ok, report.divergence
 
 

@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from noetlc.runtime.catalog import SQLiteCatalog
-from noetlc.runtime.ownership import Lease
+from noetlc.runtime.event_store import LOG_COLUMNS, SQLiteStore
+from noetlc.runtime.ownership import ExecutionLease
 from noetlc.runtime.postgres.queries import queries as pg_queries
 from noetlc.runtime.sql_files import sqlite_queries
-from noetlc.runtime.store import LOG_COLUMNS, SQLiteStore
 from noetlc.vm.protocol import ENVELOPE
 
 
@@ -55,7 +55,7 @@ def test_schema_sql_is_what_opening_a_store_makes(tmp_path: Path) -> None:
     made = tmp_path / "opened.db"
     SQLiteStore(str(made)).close()  # the event store, upgraded to SCHEMA_VERSION
     SQLiteCatalog(str(made)).close()  # the service's tables
-    Lease(str(made), "x").owner()  # the owners table
+    ExecutionLease(str(made), "x").owner()  # the owners table
     written = tmp_path / "schema.db"
     text = resources.files("noetlc.runtime").joinpath("sql", "schema.sql").read_text()
     db = sqlite3.connect(written)

@@ -12,7 +12,7 @@ import pytest
 
 from noetlc.compiler.pipeline import compile_source
 from noetlc.runtime.embedded import run_embedded
-from noetlc.runtime.store import MemoryStore
+from noetlc.runtime.event_store import MemoryStore
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "compat_rules"
 

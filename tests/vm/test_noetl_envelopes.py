@@ -12,8 +12,8 @@ import pytest
 
 from noetlc.compiler.pipeline import compile_file, compile_source
 from noetlc.runtime.embedded import run_embedded
+from noetlc.runtime.event_store import MemoryStore
 from noetlc.runtime.ids import child_execution_id, is_execution_id, snowflake
-from noetlc.runtime.store import MemoryStore
 from noetlc.vm.control_state import arc_output, job_namespace
 from tests.standin_api import point_urls, serve
 

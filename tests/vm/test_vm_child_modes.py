@@ -9,7 +9,7 @@ from typing import Any
 
 from noetlc.compiler.pipeline import compile_file
 from noetlc.runtime.embedded import run_embedded
-from noetlc.runtime.store import MemoryStore
+from noetlc.runtime.event_store import MemoryStore
 
 CHILD = """\
 apiVersion: noetl.io/v2

@@ -12,10 +12,10 @@ import pytest
 from noetlc.cli import vm_main as cli
 from noetlc.compiler.pipeline import compile_file
 from noetlc.runtime.embedded import resume_embedded, run_embedded
-from noetlc.runtime.programs import encode_program
+from noetlc.runtime.event_store import MemoryStore, SQLiteStore
 from noetlc.runtime.replay import check
-from noetlc.runtime.store import MemoryStore, SQLiteStore
-from noetlc.vm.program import Program
+from noetlc.runtime.stored_program import encode_program
+from noetlc.vm.loaded_program import LoadedProgram
 
 PLAYBOOKS = Path(__file__).resolve().parent / "playbooks"
 
@@ -68,12 +68,12 @@ def test_guards_read_references_without_io_and_replay_gives_the_same_answer() ->
     assert summary["steps"]["count"]["result"] == {"first": "row-0"}
     events = store.read(summary["execution_id"])
     watched = _WatchedResults(store)
-    report = check(Program(payload), summary["execution_id"], {}, events, watched)
+    report = check(LoadedProgram(payload), summary["execution_id"], {}, events, watched)
     assert report.ok, report.divergence
     assert watched.reads and not any(watched.reads)  # loaded before `step`, never during it
     # without the result store, the guard cannot see the rows: the replay decides otherwise
     # (the reference is not resolved at all, rather than read behind the VM's back)
-    blind = check(Program(payload), summary["execution_id"], {}, events)
+    blind = check(LoadedProgram(payload), summary["execution_id"], {}, events)
     assert not blind.ok
 
 

@@ -9,9 +9,9 @@ import pytest
 
 from noetlc.cli import vm_main as cli
 from noetlc.compiler.pipeline import compile_source
-from noetlc.runtime.store import MemoryStore
+from noetlc.runtime.event_store import MemoryStore
 from noetlc.vm.control import ControlVM, Token, action_id
-from noetlc.vm.program import Program
+from noetlc.vm.loaded_program import LoadedProgram
 from noetlc.vm.protocol import envelope
 
 FORK = """
@@ -52,10 +52,10 @@ workflow:
 """
 
 
-def _program(text: str) -> Program:
+def _program(text: str) -> LoadedProgram:
     unit = compile_source(text, "t.yaml")
     assert not unit.reporter.has_errors, unit.reporter.sorted()
-    return Program(unit.payload)
+    return LoadedProgram(unit.payload)
 
 
 def _answer(vm: ControlVM, command: Any, result: Any = None) -> list[Any]:
@@ -148,7 +148,7 @@ def test_unhandled_failure_names_the_task_line(capsys: pytest.CaptureFixture[str
 
 
 def test_execution_without_program(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    from noetlc.runtime.store import SQLiteStore
+    from noetlc.runtime.event_store import SQLiteStore
 
     db = tmp_path / "old.db"
     store = SQLiteStore(str(db))

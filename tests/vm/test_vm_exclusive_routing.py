@@ -12,7 +12,7 @@ import pytest
 
 from noetlc.compiler.pipeline import compile_source
 from noetlc.vm.control import ControlVM
-from noetlc.vm.program import Program
+from noetlc.vm.loaded_program import LoadedProgram
 from noetlc.vm.protocol import Event
 
 EXCLUSIVE = """
@@ -66,7 +66,7 @@ def _steps(n: int) -> str:
 def _first_decision(text: str, workload: dict[str, Any]) -> list[str]:
     unit = compile_source(text, "t.yaml")
     assert not unit.reporter.has_errors, unit.reporter.sorted()
-    vm = ControlVM(Program(unit.payload), workload, "x")
+    vm = ControlVM(LoadedProgram(unit.payload), workload, "x")
     [start] = vm.start().commands
     commands = vm.step(
         Event("step.done", "worker", start.step, start.step_run_id, payload={"result": None})

@@ -16,10 +16,10 @@ import pytest
 
 from noetlc.compiler.pipeline import compile_file
 from noetlc.runtime.embedded import run_embedded
+from noetlc.runtime.event_store import MemoryStore, SQLiteStore
 from noetlc.runtime.group_commit import GroupCommit
 from noetlc.runtime.replay import check
-from noetlc.runtime.store import MemoryStore, SQLiteStore
-from noetlc.vm.program import Program
+from noetlc.vm.loaded_program import LoadedProgram
 
 PLAYBOOKS = Path(__file__).resolve().parent / "playbooks"
 CONTENT = ("name", "source", "step", "step_run_id", "iteration", "payload")
@@ -176,7 +176,7 @@ def test_kill_with_a_group_open_then_resume_reaches_the_same_result(
     assert events[len(before)]["name"] == "execution.resumed"
     redone = before + events[len(before) + 1 :]
     assert _content(redone) == _content(uninterrupted)
-    report = check(Program(payload), execution, record["workload"], events)
+    report = check(LoadedProgram(payload), execution, record["workload"], events)
     assert report.ok, report.divergence
     assert report.vm.status == "completed"
     store.close()

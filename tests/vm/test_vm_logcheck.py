@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from noetlc.cli import vm_main
+from noetlc.runtime.event_store import SQLiteStore
 from noetlc.runtime.logcheck import check_children, check_log, child_calls
-from noetlc.runtime.store import SQLiteStore
 
 LOOP = """\
 apiVersion: noetl.io/v2

@@ -16,10 +16,10 @@ import pytest
 from noetlc.cli import vm_main as cli
 from noetlc.compiler.pipeline import compile_file
 from noetlc.runtime.embedded import run_embedded
+from noetlc.runtime.event_store import MemoryStore, SQLiteStore
 from noetlc.runtime.postgres.cluster_testing import run_vm
 from noetlc.runtime.replay import check
-from noetlc.runtime.store import MemoryStore, SQLiteStore
-from noetlc.vm.program import Program
+from noetlc.vm.loaded_program import LoadedProgram
 from noetlc.vm.protocol import Event
 from tests.conftest import CONFORMANCE
 
@@ -51,7 +51,7 @@ def test_replay_reproduces_every_conformance_log(case: Path) -> None:
     assert record is not None
     events = store.read(summary["execution_id"])
     assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
-    report = check(Program(payload), summary["execution_id"], record["workload"], events)
+    report = check(LoadedProgram(payload), summary["execution_id"], record["workload"], events)
     assert report.ok, report.divergence
     assert report.vm.status == summary["status"]
     assert report.inputs > 0
@@ -67,7 +67,7 @@ def test_replay_finds_a_tampered_log() -> None:
         if event["name"] == "step.done" and event.get("source") == "worker":
             event["payload"] = {"result": {"amount": 500}}  # was 50: now `big` would win
             break
-    report = check(Program(payload), summary["execution_id"], {}, events)
+    report = check(LoadedProgram(payload), summary["execution_id"], {}, events)
     assert not report.ok
     assert report.divergence is not None and report.divergence["recorded"] is not None
 
@@ -133,7 +133,7 @@ def test_signal_routes_a_listener_step() -> None:
     events = store.read("exec-signal")
     record = store.execution("exec-signal")
     assert record is not None
-    assert check(Program(_payload(PLAYBOOKS / "listener.yaml")), "exec-signal", {}, events).ok
+    assert check(LoadedProgram(_payload(PLAYBOOKS / "listener.yaml")), "exec-signal", {}, events).ok
 
 
 def test_timer_fires_when_no_signal_comes() -> None:
@@ -189,7 +189,7 @@ def test_resume_after_sigkill_runs_no_finished_task_again(tmp_path: Path) -> Non
     events = store.read(execution)
     assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
     assert check(
-        Program(_payload(PLAYBOOKS / "crash_loop.yaml")),
+        LoadedProgram(_payload(PLAYBOOKS / "crash_loop.yaml")),
         execution,
         store.execution(execution)["workload"],
         events,
@@ -260,7 +260,7 @@ def test_large_results_are_stored_by_reference(tmp_path: Path) -> None:
     record = store.execution(summary["execution_id"])
     assert record is not None
     assert check(
-        Program(_payload(PLAYBOOKS / "big_result.yaml")),
+        LoadedProgram(_payload(PLAYBOOKS / "big_result.yaml")),
         summary["execution_id"],
         record["workload"],
         events,

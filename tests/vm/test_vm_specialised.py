@@ -25,8 +25,8 @@ from hypothesis import strategies as st
 from noetlc.compiler.pipeline import compile_file, compile_source
 from noetlc.vm import specialise as specialise_module
 from noetlc.vm.control import ControlVM, action_id
-from noetlc.vm.program import Program
-from noetlc.vm.protocol import Command, Event, Step, materialize, recorded
+from noetlc.vm.loaded_program import LoadedProgram
+from noetlc.vm.protocol import Command, Event, VMAnswer, materialize, recorded
 from noetlc.vm.specialise import HOT, done_handlers, heat
 
 HERE = Path(__file__).resolve().parent
@@ -95,7 +95,7 @@ def _fixture(path: Path) -> dict[str, Any]:
     return unit.payload
 
 
-def _commands(answer: Step) -> list[Any]:
+def _commands(answer: VMAnswer) -> list[Any]:
     out = []
     for c in answer.commands:
         # the lazy id is `action_id`'s value
@@ -160,7 +160,7 @@ def _run(
 ) -> tuple[list[Any], list[Event]]:
     """Feed a VM the results the script draws, answering pending commands in the drawn order;
     returns the trace and the input events fed."""
-    program = Program(payload)
+    program = LoadedProgram(payload)
     vm = ControlVM(program, dict(program.workload), EXECUTION, specialise=specialise)
     answer = vm.start()
     trace: list[Any] = [_commands(answer), answer.events, _state(vm)]
@@ -189,7 +189,7 @@ def _run(
 
 
 def _replayed(payload: dict[str, Any], specialise: int | None, inputs: list[Event]) -> list[Any]:
-    program = Program(payload)
+    program = LoadedProgram(payload)
     vm = ControlVM(program, dict(program.workload), EXECUTION, specialise=specialise)
     answer = vm.start()
     trace: list[Any] = [_commands(answer), answer.events, _state(vm)]
@@ -218,7 +218,7 @@ SCRIPTS = [[], [1, 2, 3, 4, 5, 6, 7, 8, 9, 10] * 8, [5, 11, 3, 23, 17, 4, 0, 9] 
 @pytest.mark.parametrize("script", SCRIPTS, ids=["first", "mixed", "failures"])
 def test_shapes_agree(script: list[int]) -> None:
     _agree(_compiled(SHAPES), script)
-    program = Program(_compiled(SHAPES))
+    program = LoadedProgram(_compiled(SHAPES))
     tables = ControlVM(program, {}, "x").tables
     planned = {name for name, table in tables.items() if heat(program, table, 1) is not None}
     assert {"start", "count", "guarded", "broken", "finish", "last"} <= planned
@@ -229,7 +229,7 @@ def test_shapes_agree(script: list[int]) -> None:
 def test_a_step_is_specialised_at_its_second_completion() -> None:
     """By default (`HOT`) a step that completes once is decided by the table interpreter
     and one that completes again gets its handler: in SHAPES only the `count` cycle."""
-    program = Program(_compiled(SHAPES))
+    program = LoadedProgram(_compiled(SHAPES))
     vm = ControlVM(program, dict(program.workload), EXECUTION)
     assert HOT == 2 and vm._on_done is done_handlers(program) and not vm._on_done
     pending = list(vm.start().commands)
@@ -305,7 +305,7 @@ def test_budgets_end_a_hot_cycle_where_the_interpreter_ends_it(
     payload = _compiled(CYCLE.replace("EVENTS", str(events)).replace("RUNS", str(runs)))
     ends = []
     for specialise in (1, HOT, None):
-        program = Program(payload)
+        program = LoadedProgram(payload)
         vm = ControlVM(program, dict(program.workload), EXECUTION, specialise=specialise)
         pending = list(vm.start().commands)
         trace: list[Any] = []
@@ -331,7 +331,7 @@ def test_run_numbers_past_the_table_are_formatted(monkeypatch: pytest.MonkeyPatc
     payload = _compiled(CYCLE.replace("EVENTS", "0").replace("RUNS", "0"))
     traces = []
     for hot in (1, None):
-        program = Program(payload)
+        program = LoadedProgram(payload)
         vm = ControlVM(program, dict(program.workload), EXECUTION, specialise=hot)
         pending = list(vm.start().commands)
         trace: list[Any] = []
@@ -351,10 +351,10 @@ def test_run_numbers_past_the_table_are_formatted(monkeypatch: pytest.MonkeyPatc
 
 
 def test_events_are_built_when_read() -> None:
-    """A `Step` keeps the compact records of the generated handlers until `events` is read;
+    """A `VMAnswer` keeps the compact records of the generated handlers until `events` is read;
     the events built are the envelopes `recorded` makes (ids `EXECUTION:sN`, source server),
     in order with the events the table interpreter recorded as such."""
-    program = Program(_compiled(SHAPES))
+    program = LoadedProgram(_compiled(SHAPES))
     vm = ControlVM(program, dict(program.workload), EXECUTION, specialise=1)
     answer = vm.start()  # the table interpreter: events
     assert all(type(r) is Event for r in answer.records)
@@ -397,7 +397,7 @@ def test_events_are_built_when_read() -> None:
 def test_a_handler_that_did_everything_answers_its_one_record_bare() -> None:
     """`ControlVM.step` hands the one `RoutedRecord` of a generated handler that admitted the
     next run over as the answer's `records` (no list); `events` builds its two events."""
-    program = Program(_compiled(CYCLE.replace("EVENTS", "0").replace("RUNS", "0")))
+    program = LoadedProgram(_compiled(CYCLE.replace("EVENTS", "0").replace("RUNS", "0")))
     vm = ControlVM(program, dict(program.workload), EXECUTION, specialise=1)
     [command] = vm.start().commands
     bare = []
@@ -417,7 +417,7 @@ def test_a_handler_that_did_everything_answers_its_one_record_bare() -> None:
 
 
 def test_action_ids_are_computed_once_and_keep_their_value() -> None:
-    program = Program(_compiled(SHAPES))
+    program = LoadedProgram(_compiled(SHAPES))
     [command] = ControlVM(program, {}, EXECUTION).start().commands
     assert type(command.action) is not str  # the seed: not hashed until read
     assert command.action_id == action_id(EXECUTION, "start#1", None)
@@ -428,14 +428,14 @@ def test_action_ids_are_computed_once_and_keep_their_value() -> None:
     assert copy._replace(delay=None) == command
     # no Python-level __init__: `of` builds one, pickling goes through it
     assert pickle.loads(pickle.dumps(copy)) == copy == Command.of(*copy._fields())
-    assert Step.of([copy], []) == Step.of([command._replace(delay=2.5)], [])
+    assert VMAnswer.of([copy], []) == VMAnswer.of([command._replace(delay=2.5)], [])
 
 
 def test_a_result_with_ctx_writes_is_decided_by_the_generated_handler() -> None:
     """A `step.done` carrying ctx writes goes through `ControlVM._result` (the writes first),
     then to the step's handler once it has one, as a result without writes does: the handler
     is generated once, never again for each such result."""
-    program = Program(_compiled(CYCLE.replace("EVENTS", "0").replace("RUNS", "0")))
+    program = LoadedProgram(_compiled(CYCLE.replace("EVENTS", "0").replace("RUNS", "0")))
     vm = ControlVM(program, dict(program.workload), EXECUTION)
     pending = list(vm.start().commands)
     handlers = done_handlers(program)

@@ -14,13 +14,13 @@ from typing import Any
 import pytest
 
 from noetlc.cli import vm_main as cli
-from noetlc.runtime.store import (
+from noetlc.runtime.event_store import (
     MemoryStore,
     SQLiteStore,
     StoreError,
     encode_payload,
 )
-from noetlc.runtime.stores import open_store
+from noetlc.runtime.store_url import open_store
 from tests.conftest import CONFORMANCE
 
 

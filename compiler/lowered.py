@@ -24,7 +24,7 @@ class Block:
 
 
 @dataclass
-class Programs:
+class LoweredPrograms:
     """The output of `lower`: name pool, positions, control and pipeline blocks."""
 
     names: list[str]

@@ -1,13 +1,13 @@
 """Open an event store by URL: memory, SQLite (embedded) or PostgreSQL (distributed).
 
-Its own module, above `store.py` (memory and SQLite) and `postgres/` (which builds its store on
-`store.py`'s interface), so neither of those imports the other.
+Its own module, above `event_store.py` (memory and SQLite) and `postgres/` (which builds its store on
+`event_store.py`'s interface), so neither of those imports the other.
 """
 
 from __future__ import annotations
 
 from noetlc.runtime.catalog import CatalogStore, SQLiteCatalog
-from noetlc.runtime.store import EventStore, MemoryStore, SQLiteStore, StoreError
+from noetlc.runtime.event_store import EventStore, MemoryStore, SQLiteStore, StoreError
 
 
 def open_store(url: str) -> EventStore:
@@ -17,7 +17,7 @@ def open_store(url: str) -> EventStore:
     if url.startswith("sqlite:///"):
         return SQLiteStore(url[len("sqlite:///") :] or ":memory:")
     if url.startswith(("postgresql://", "postgres://")):
-        from noetlc.runtime.postgres.store import PostgresStore  # asyncpg only when asked
+        from noetlc.runtime.postgres.event_store import PostgresStore  # asyncpg only when asked
 
         return PostgresStore(url)
     raise StoreError(

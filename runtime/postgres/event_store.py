@@ -20,10 +20,10 @@ from typing import Any, TypeVar
 
 from noetlc.ir.events import EventName
 from noetlc.runtime.driver import cancel_requested
+from noetlc.runtime.event_store import Appendable, StoreError
 from noetlc.runtime.postgres.database import Database
 from noetlc.runtime.postgres.errors import DatabaseError
-from noetlc.runtime.programs import requested_event
-from noetlc.runtime.store import Appendable, StoreError
+from noetlc.runtime.stored_program import requested_event
 from noetlc.vm.protocol import Source, envelope
 
 T = TypeVar("T")

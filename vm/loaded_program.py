@@ -22,7 +22,7 @@ OP = {name: op.code for name, op in BY_MNEMONIC.items()}
 
 
 @dataclass(frozen=True, slots=True)
-class ControlBlock:
+class LoadedControlBlock:
     id: str
     kind: str
     step: str | None
@@ -48,7 +48,7 @@ class StepInfo:
     end_pc: int = 0
 
 
-class Program:
+class LoadedProgram:
     """Everything both VMs need, from one verified program.
 
     Takes a `noetlc.ir.program.Program` (from `Program.decode`, or the compiler's), or a
@@ -79,8 +79,8 @@ class Program:
             place: tuple(self.expressions[i] for i in guards)
             for place, guards in payload.get("decisions", [])
         }
-        self.blocks: list[ControlBlock] = []
-        self.by_place: dict[str, list[ControlBlock]] = {}
+        self.blocks: list[LoadedControlBlock] = []
+        self.by_place: dict[str, list[LoadedControlBlock]] = {}
         for b in program.control:
             tid, kind, step, target, instructions, positions = (
                 b.id,
@@ -93,7 +93,9 @@ class Program:
             events = frozenset(self.names[i[1]] for i in instructions if i[0] == OP["ON"])
             consumes = tuple(i[1] for i in instructions if i[0] == OP["CONSUME"])
             line = self.positions[positions[0]][1] if positions else 0
-            block = ControlBlock(tid, kind, step, target, instructions, events, consumes, line)
+            block = LoadedControlBlock(
+                tid, kind, step, target, instructions, events, consumes, line
+            )
             self.blocks.append(block)
             for place in consumes[:1]:
                 self.by_place.setdefault(place, []).append(block)
