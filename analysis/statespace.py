@@ -28,6 +28,7 @@ from noetlc.analysis.model import CONTINUE, DEAD, LIVE, Marking, Path, System, a
 
 ENDED = -1  # the execution failed (or ran into an already reported trap)
 COVER_DEPTH = 2_000  # ancestors compared when a move adds tokens
+PER_PLACE = 2  # tokens on one place past which a growing state is not expanded
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +44,7 @@ class Search:
     complete: bool = True
     violations: list[Violation] = field(default_factory=list)
     max_tokens: int = 0
+    moves: list[Path] = field(default_factory=list)  # the paths of every explored move
 
 
 Move = tuple[int, Path]  # successor state id (or ENDED), the path of the move
@@ -59,6 +61,7 @@ class _Explorer:
         self.pruned: set[int] = set()
         self.result = Search()
         self.join_rank = {target: i for i, target in enumerate(system.joins)}
+        self.grew = False
 
     # ------------------------------------------------------------------ moves
 
@@ -80,6 +83,8 @@ class _Explorer:
                     new = dict(base)
                     for s, c in o.prods:
                         add(new, s, c)
+                        if s % 2 == LIVE and s // 2 in system.counter:
+                            new.pop(2 * system.counter[s // 2] + DEAD, None)  # a live arrival
                     out.append((self.settle(new), o.path))
             else:
                 new = dict(base)
@@ -106,6 +111,8 @@ class _Explorer:
                         new[s] -= 1
                     live = any(s % 2 == LIVE for s in chosen)
                     add(new, 2 * target + (LIVE if live else DEAD))
+                    if live and target in system.counter:
+                        new.pop(2 * system.counter[target] + DEAD, None)
                     out.append((self.settle(new), rule.path))
         return out
 
@@ -114,6 +121,8 @@ class _Explorer:
         so no marking keeps one at a step's entry; a dead cycle is cut after a while."""
         system = self.system
         for _ in range(1_000):
+            if system.any_branch:
+                self._let_through(marking)
             pending = [
                 s for s, c in marking.items() if c and s % 2 == DEAD and s // 2 in system.outcomes
             ]
@@ -121,9 +130,30 @@ class _Explorer:
                 break
             for slot in pending:
                 count = marking.pop(slot)
-                for s, c in system.dead_rules.get(slot // 2, ()):
+                node = slot // 2
+                counter = system.counter.get(node)
+                if counter is not None:
+                    # a merge dies when all its alternatives did (vm/admission.py `_admit`)
+                    seen = marking.get(2 * counter + DEAD, 0) + count
+                    count, rest = divmod(seen, system.alternatives[node])
+                    marking[2 * counter + DEAD] = rest
+                for s, c in system.dead_rules.get(node, ()):
                     add(marking, s, c * count)
         return freeze(marking)
+
+    def _let_through(self, marking: dict[int, int]) -> None:
+        """Tokens at an `any` join's branches: the first live one enters the step (its
+        has-run flag set), the others and every dead one are dropped (vm/joins.py)."""
+        system = self.system
+        for slot in [s for s, c in marking.items() if c and s // 2 in system.any_branch]:
+            count = marking.pop(slot)
+            target = system.any_branch[slot // 2]
+            flag = 2 * system.ran_flag[target] + DEAD
+            if slot % 2 == LIVE and count and not marking.get(flag):
+                marking[flag] = 1
+                add(marking, 2 * target + LIVE)
+                if target in system.counter:
+                    marking.pop(2 * system.counter[target] + DEAD, None)
 
     def state(self, m: Marking) -> tuple[int, bool]:
         known = self.ids.get(m)
@@ -163,6 +193,7 @@ class _Explorer:
             on_stack.add(target)
             self.expand(target, on_stack, stack)
         self.result.states = len(self.markings)
+        self.result.moves = [path for succs in self.succ if succs for _, path in succs]
         self.classify()
         return self.result
 
@@ -181,9 +212,14 @@ class _Explorer:
             tid, fresh = self.state(new)
             succs.append((tid, path))
             if fresh and sum(c for _, c in new) > total and self._covers(new, stack):
-                self.pruned.add(tid)
-                self.succ[tid] = []
-                self.result.violations.append(Violation("unbounded", Path(), new))
+                if not self.grew:
+                    self.grew = True
+                    self.result.violations.append(Violation("unbounded", Path(), new))
+                if max(c for _, c in new) > PER_PLACE:
+                    # growth without bound: the search stops here, but only after a few turns,
+                    # so what the growth leads to (a join left waiting) is still found
+                    self.pruned.add(tid)
+                    self.succ[tid] = []
         self.succ[sid] = succs
 
     def _needs_full(self, raw: list[tuple[Marking | None, Path]], on_stack: set[int]) -> bool:
