@@ -24,7 +24,17 @@ from dataclasses import dataclass, field
 from itertools import product
 from typing import Literal
 
-from noetlc.analysis.model import CONTINUE, DEAD, LIVE, Marking, Path, System, add, freeze
+from noetlc.analysis.model import (
+    CONTINUE,
+    DEAD,
+    EMPTY,
+    LIVE,
+    Marking,
+    Path,
+    System,
+    add,
+    freeze,
+)
 
 ENDED = -1  # the execution failed (or ran into an already reported trap)
 COVER_DEPTH = 2_000  # ancestors compared when a move adds tokens
@@ -62,6 +72,9 @@ class _Explorer:
         self.result = Search()
         self.join_rank = {target: i for i, target in enumerate(system.joins)}
         self.grew = False
+        # places that count (a merge's dead arrivals, an `any` join's has-run flag): bounded
+        # by construction, so they never make a state grow
+        self.counting = {2 * p + DEAD for p in (*system.counter.values(), *system.ran_flag.values())}
 
     # ------------------------------------------------------------------ moves
 
@@ -85,12 +98,12 @@ class _Explorer:
                         add(new, s, c)
                         if s % 2 == LIVE and s // 2 in system.counter:
                             new.pop(2 * system.counter[s // 2] + DEAD, None)  # a live arrival
-                    out.append((self.settle(new), o.path))
+                    out.append(self.settle(new, o.path))
             else:
                 new = dict(base)
                 for s, c in system.dead_rules.get(node, ()):
                     add(new, s, c)
-                out.append((self.settle(new), Path()))
+                out.append(self.settle(new, Path()))
             if reduced:
                 return out
         # only joins with a token on some branch can fire: look at those, in a fixed order
@@ -113,12 +126,13 @@ class _Explorer:
                     add(new, 2 * target + (LIVE if live else DEAD))
                     if live and target in system.counter:
                         new.pop(2 * system.counter[target] + DEAD, None)
-                    out.append((self.settle(new), rule.path))
+                    out.append(self.settle(new, rule.path))
         return out
 
-    def settle(self, marking: dict[int, int]) -> Marking:
-        """Dead tokens pass steps at once (the control VM propagates them while settling),
-        so no marking keeps one at a step's entry; a dead cycle is cut after a while."""
+    def settle(self, marking: dict[int, int], path: Path) -> tuple[Marking, Path]:
+        """Dead tokens pass steps at once and joins fire on the arrival that completes them
+        (the control VM does both while settling), so no marking keeps a dead token at a
+        step's entry; a dead cycle is cut after a while. `path` grows by the joins fired."""
         system = self.system
         for _ in range(1_000):
             if system.any_branch:
@@ -127,7 +141,11 @@ class _Explorer:
                 s for s, c in marking.items() if c and s % 2 == DEAD and s // 2 in system.outcomes
             ]
             if not pending:
-                break
+                fired = self._fire_joins(marking) if system.joins else EMPTY
+                if not fired.length:
+                    break
+                path = path + fired
+                continue
             for slot in pending:
                 count = marking.pop(slot)
                 node = slot // 2
@@ -139,7 +157,37 @@ class _Explorer:
                     marking[2 * counter + DEAD] = rest
                 for s, c in system.dead_rules.get(node, ()):
                     add(marking, s, c * count)
-        return freeze(marking)
+        return freeze(marking), path
+
+    def _fire_joins(self, marking: dict[int, int]) -> Path:
+        """AND-joins fire as soon as every branch holds a token (vm/joins.py `arrive`, in the
+        same step as the arrival): left for later, a join of dead tokens would let them
+        overtake the live ones that follow. Where a branch holds both colours the VM takes
+        the older one, which a marking does not know: that join is left to `moves`."""
+        system = self.system
+        branch_join = system.branch_join
+        fed = {branch_join[s // 2] for s, c in marking.items() if c and s // 2 in branch_join}
+        fired = EMPTY
+        for target in fed:
+            rule = system.joins[target]
+            while True:
+                chosen = []
+                for b in rule.branches:
+                    live, dead = marking.get(2 * b + LIVE, 0), marking.get(2 * b + DEAD, 0)
+                    if not (live or dead) or (live and dead):
+                        break
+                    chosen.append(2 * b + (LIVE if live else DEAD))
+                else:
+                    for s in chosen:
+                        marking[s] -= 1
+                    live_out = any(s % 2 == LIVE for s in chosen)
+                    add(marking, 2 * target + (LIVE if live_out else DEAD))
+                    if live_out and target in system.counter:
+                        marking.pop(2 * system.counter[target] + DEAD, None)
+                    fired = fired + rule.path
+                    continue
+                break
+        return fired
 
     def _let_through(self, marking: dict[int, int]) -> None:
         """Tokens at an `any` join's branches: the first live one enters the step (its
@@ -203,7 +251,8 @@ class _Explorer:
         raw = self.moves(m, reduced)
         if reduced and self._needs_full(raw, on_stack):
             raw = self.moves(m, False)
-        total = sum(c for _, c in m)
+        counting = self.counting
+        total = sum(c for s, c in m if s not in counting)
         succs: list[Move] = []
         for new, path in raw:
             if new is None:
@@ -211,7 +260,11 @@ class _Explorer:
                 continue
             tid, fresh = self.state(new)
             succs.append((tid, path))
-            if fresh and sum(c for _, c in new) > total and self._covers(new, stack):
+            if (
+                fresh
+                and sum(c for s, c in new if s not in counting) > total
+                and self._covers(new, stack)
+            ):
                 if not self.grew:
                     self.grew = True
                     self.result.violations.append(Violation("unbounded", Path(), new))
@@ -228,10 +281,13 @@ class _Explorer:
         return any(new is not None and self.ids.get(new) in on_stack for new, _ in raw)
 
     def _covers(self, new: Marking, stack: list[tuple[int, int]]) -> bool:
-        big = dict(new)
+        counting = self.counting
+        big = {s: c for s, c in new if s not in counting}
         for sid, _ in reversed(stack[-COVER_DEPTH:]):
-            small = self.markings[sid]
-            if small != new and all(big.get(s, 0) >= c for s, c in small):
+            small = [(s, c) for s, c in self.markings[sid] if s not in counting]
+            if all(big.get(s, 0) >= c for s, c in small) and sum(c for _, c in small) < sum(
+                big.values()
+            ):
                 return True
         return False
 
