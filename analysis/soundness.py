@@ -164,9 +164,10 @@ def check(
     traps: list[structure.Trap] = []
     growing = structure.growth(system)
     original = dict(system.outcomes)  # the reduction replaces lists, never edits them
-    reduced = reduce and not system.stateful
+    reduced = reduce and not system.any_branch
     if reduced:
-        # a merge that counts its dead arrivals is state the reductions do not keep
+        # an `any` join's has-run flag is state the reductions do not keep (a merge's count
+        # is, see `structure._fold_merges`)
         reduction = structure.reduce(system)
         traps = reduction.traps
         result.structural = reduction.trivial(system)

@@ -74,7 +74,9 @@ class _Explorer:
         self.grew = False
         # places that count (a merge's dead arrivals, an `any` join's has-run flag): bounded
         # by construction, so they never make a state grow
-        self.counting = {2 * p + DEAD for p in (*system.counter.values(), *system.ran_flag.values())}
+        self.counting = {
+            2 * p + DEAD for p in (*system.counter.values(), *system.ran_flag.values())
+        }
 
     # ------------------------------------------------------------------ moves
 
@@ -137,8 +139,10 @@ class _Explorer:
         for _ in range(1_000):
             if system.any_branch:
                 self._let_through(marking)
+            # (a step the reduction inlined keeps its dead rule: a join upstream that fires
+            # dead still sends a token there)
             pending = [
-                s for s, c in marking.items() if c and s % 2 == DEAD and s // 2 in system.outcomes
+                s for s, c in marking.items() if c and s % 2 == DEAD and s // 2 in system.dead_rules
             ]
             if not pending:
                 fired = self._fire_joins(marking) if system.joins else EMPTY
