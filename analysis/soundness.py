@@ -171,6 +171,12 @@ def check(
         reduction = structure.reduce(system)
         traps = reduction.traps
         result.structural = reduction.trivial(system)
+        if system.counter and not result.structural:
+            # a merge still counts: the order its dead and live arrivals take matters, which
+            # the reduced outcomes no longer keep; the search runs on the whole system
+            system = model.build(ctx, fixed)
+            original = dict(system.outcomes)
+            reduced, traps = False, []
     for step, path in growing:
         result.findings.append(
             Finding(
