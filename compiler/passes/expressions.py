@@ -108,6 +108,7 @@ def defined_names(playbook: tree.Playbook) -> frozenset[str]:
 class _PoolBuilder:
     def __init__(self, unit: CompilationUnit) -> None:
         self.unit = unit
+        self._lines: list[str] | None = None  # the source's lines, split once (code spans)
         self.pool = ExpressionPool()
         assert unit.playbook is not None
         self.defined = defined_names(unit.playbook)
@@ -142,7 +143,9 @@ class _PoolBuilder:
         if not isinstance(node, YScalar) or not isinstance(node.value, str):
             return
         span = node.span
-        lines = self.unit.source.splitlines()
+        if self._lines is None:
+            self._lines = self.unit.source.splitlines()
+        lines = self._lines
         if 0 < span.line <= len(lines):
             text = lines[span.line - 1]
             mark = text[span.column - 1 : span.column]
