@@ -92,8 +92,12 @@ def reduce(system: System, max_outcomes: int = MAX_OUTCOMES) -> Reduction:
     _push_dead_tokens(system)
     index = _Producers(system)
     changed = True
-    while changed:
+    # each rule is a verdict-preserving rewrite, so stopping early only leaves more to search;
+    # the bound keeps a rewrite that undoes another from running forever
+    rounds = 2 * len(system.outcomes) + 8
+    while changed and rounds:
         changed = False
+        rounds -= 1
         for node in sorted(system.outcomes, reverse=True):
             if node not in system.outcomes:
                 continue
@@ -151,11 +155,7 @@ class _Producers:
         """A dead token passing a step still in the system can arrive at `place`: only if
         something can put one at that step's entry (dead tokens are pushed to where they end
         up before the rules run, so this is a dead cycle's token, or none)."""
-        outcomes = self.system.outcomes
-        return any(
-            n in outcomes and self.by_slot.get(2 * n + DEAD)
-            for n in self.dead_by_place.get(place, ())
-        )
+        return any(self.by_slot.get(2 * n + DEAD) for n in self.dead_by_place.get(place, ()))
 
 
 _NOBODY: set[int] = set()
@@ -196,8 +196,16 @@ def _push_dead_tokens(system: System) -> None:
 
 
 def _expand_dead(system: System, o: Outcome) -> Outcome:
+    # a step the reduction inlined keeps its dead rule (already closed over by
+    # `_push_dead_tokens`): a dead token that reaches it later must still pass it, as the
+    # search's `settle` lets it
     def passes(slot: int) -> bool:
-        return slot % 2 == DEAD and slot // 2 in system.outcomes and slot // 2 not in system.counter
+        place = slot // 2
+        return (
+            slot % 2 == DEAD
+            and (place in system.outcomes or place in system.dead_rules)
+            and place not in system.counter
+        )
 
     if not any(passes(s) for s, _ in o.prods):
         return o
@@ -250,7 +258,7 @@ def _fold_merges(index: _Producers) -> bool:
         folded = system.dead_rules.get(merge, ())
         for n in producers:
             outcomes = [
-                Outcome(_fold(o.prods, live, dead, k, folded), o.end, o.path)
+                _expand_dead(system, Outcome(_fold(o.prods, live, dead, k, folded), o.end, o.path))
                 for o in system.outcomes[n]
             ]
             index.replace(n, _dedupe(outcomes))
@@ -431,7 +439,13 @@ def _resolve_joins(index: _Producers, node: int, result: Reduction) -> bool:
             out_slot = 2 * rule.target + (LIVE if any_live else DEAD)
             add(prods, out_slot)
             fired = Outcome(freeze(prods), o.end, o.path + rule.path)
-            new.append(_expand_dead(system, fired) if not any_live else fired)
+            fired = _expand_dead(system, fired) if not any_live else fired
+            if any(s // 2 in rule.branches for s, _ in fired.prods):
+                # the dead token the join sends comes back to its branches (a dead cycle):
+                # resolving again would never end; the search settles it (`statespace.settle`)
+                ok = False
+                break
+            new.append(fired)
         if ok:
             index.replace(node, _dedupe(new))
             result.joins_resolved += 1
