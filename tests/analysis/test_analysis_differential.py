@@ -33,9 +33,9 @@ SEEDS = range(24)  # the default suite; `python -m noetlc.bench.differential` ru
 
 
 def _verdict(case: Case) -> tuple[Verdict, list[Any]]:
-    findings, payload, steps, cycles = lint_case(case.text, f"case{case.seed}.yaml")
+    findings, payload, steps, cycles, needs_ctx = lint_case(case.text, f"case{case.seed}.yaml")
     runs = oracle(case, payload)
-    return compare(steps, runs, findings, cycles), runs
+    return compare(steps, runs, findings, cycles, needs_ctx), runs
 
 
 def _assert_agrees(case: Case) -> None:
