@@ -133,7 +133,14 @@ export function createGraph(box, graph, onSelect) {
     g.querySelector("text.progress").textContent = label; // cut at the node's edge (clip)
     const m = miniEls.get(id);
     if (m) m.setAttribute("class", `state-${state}`);
-    if (follow && (state === "running" || state === "failed")) focus(id);
+    if (follow && (state === "running" || state === "failed")) focusSoon(id);
+  };
+  // Following is done once a frame, on the last node that ran or failed: replaying a long
+  // log turns thousands of steps running in one frame, and each focus measures the panel.
+  let toFocus = null;
+  const focusSoon = (id) => {
+    if (toFocus === null) requestAnimationFrame(() => { const id_ = toFocus; toFocus = null; if (follow) focus(id_); });
+    toFocus = id;
   };
 
   const draw = (layout) => {
