@@ -255,6 +255,10 @@ def test_the_executions_list_and_the_catalog(browser: Any, served: Served) -> No
         ".every((b) => b.textContent === 'COMPLETED')"
     )
     page.select_option("#f-status", "")
+    page.wait_for_function(  # the unfiltered list again (not the one of the last filter)
+        "[...document.querySelectorAll('#executions tr.row .badge')]"
+        ".some((b) => b.textContent === 'FAILED')"
+    )
     page.screenshot(path=str(shots / "console-executions.png"))
     page.fill("#run-workload", "{not json")
     assert "invalid" in (page.get_attribute("#run-workload", "class") or "")
