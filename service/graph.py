@@ -10,28 +10,25 @@ def step_graph(program: bytes) -> dict[str, Any]:
     from noetlc.ir.graph import final_steps, step_edges
     from noetlc.runtime.stored_program import decode_program
 
-    payload = decode_program(program).to_payload()
-    where: dict[str, tuple[int, int]] = {}
-    for _file, line, column, path in payload.get("positions", []):
-        where.setdefault(path, (line, column))
+    image = decode_program(program)
     steps = []
-    finals = final_steps(payload)
-    for index, info in enumerate(payload["steps"]):
-        line, column = where.get(f"workflow[{index}]", (None, None))
+    finals = final_steps(image)
+    for facts in image.steps:
+        where = image.position_of(facts.name)
         steps.append(
             {
-                "name": info["name"],
-                "line": line,
-                "column": column,
-                "final": info["name"] in finals,
-                "entry": info["name"] == payload.get("entry"),
-                "loop": bool(info.get("loop")),
-                "listener": bool(info.get("listener")),
-                "tasks": len(info.get("tasks") or ()),
+                "name": facts.name,
+                "line": None if where is None else where.line,
+                "column": None if where is None else where.column,
+                "final": facts.name in finals,
+                "entry": facts.name == image.entry,
+                "loop": bool(facts.loop),
+                "listener": facts.listener is not None,
+                "tasks": len(facts.tasks),
             }
         )
     edges = [
         {"source": s, "target": t, "guard": g, "style": style}
-        for s, t, g, style in step_edges(payload)
+        for s, t, g, style in step_edges(image)
     ]
-    return {"name": payload["metadata"].get("name"), "steps": steps, "edges": edges}
+    return {"name": image.metadata.name, "steps": steps, "edges": edges}
