@@ -29,9 +29,7 @@ def disassemble(program: Program | dict[str, Any]) -> str:
         program = Program.from_payload(program)
     names, exprs = program.names, program.expressions
     out = [f"playbook {program.metadata.name} (entry {program.entry})"]
-    out.append(
-        f"  {len(exprs)} expressions, {len(program.values)} values, {len(names)} names"
-    )
+    out.append(f"  {len(exprs)} expressions, {len(program.values)} values, {len(names)} names")
     for join in program.joins:
         out.append(
             f"  join {join.step}: {join.kind} (fork {join.fork or '-'};"
@@ -40,9 +38,7 @@ def disassemble(program: Program | dict[str, Any]) -> str:
     for decision in program.decisions:
         # what a transition's `earlier n` at `place` must find false: the first n of these
         out.append(f"  decision {decision.place}")
-        out.extend(
-            f"    {rank:>5} {_expr(g, exprs)}" for rank, g in enumerate(decision.guards)
-        )
+        out.extend(f"    {rank:>5} {_expr(g, exprs)}" for rank, g in enumerate(decision.guards))
     listeners = {s.name for s in program.steps if s.listener is not None}
     for t in program.control:
         suffix = f", to {t.target}" if t.target else ""

@@ -33,7 +33,7 @@ from typing import Any
 
 from noetlc import FORMAT_VERSION, __version__
 from noetlc.ir import nbc
-from noetlc.ir.opcodes import BY_CODE, BY_MNEMONIC, ProgramKind, shown, verify_code
+from noetlc.ir.opcodes import BY_MNEMONIC, ProgramKind, shown, verify_code
 
 EXPRESSION_KINDS = frozenset({"code", "const", "jinja_expression", "jinja_template"})
 MODES = frozenset({"guard", "template"})

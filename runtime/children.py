@@ -200,9 +200,7 @@ class ChildRunner:
             if self.on_wait is not None:
                 self.on_wait(-1)
 
-    async def _over_budget(
-        self, child_id: str, name: str, child: Program
-    ) -> dict[str, Any] | None:
+    async def _over_budget(self, child_id: str, name: str, child: Program) -> dict[str, Any] | None:
         """The NOE858 error when a new child would be deeper than `child_depth` below its
         root, or past the root's `child_executions` (runtime/family.py: the root's budgets,
         read from its first event; the parent links from the database); else the child's

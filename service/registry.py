@@ -96,6 +96,7 @@ def compile_playbook(text: str, path: str) -> tuple[bytes, list[dict[str, Any]]]
     """(program bytes, findings) of a playbook; NOE873 with the diagnostics when it has errors."""
     from noetlc.analysis.lint import lint_unit
     from noetlc.compiler.pipeline import compile_source
+
     unit = compile_source(text, file=path)
     if unit.reporter.has_errors or unit.program is None:
         diagnostics = [d.to_json() for d in unit.reporter.sorted()]

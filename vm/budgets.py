@@ -94,7 +94,9 @@ def parse_option(text: str) -> tuple[str, int]:
     return name, value
 
 
-def spec_with_budgets(spec: dict[str, Any] | None, budgets: dict[str, int]) -> dict[str, Any] | None:
+def spec_with_budgets(
+    spec: dict[str, Any] | None, budgets: dict[str, int]
+) -> dict[str, Any] | None:
     """A copy of an executor spec that carries `budgets` (over its own); `spec` itself when
     there are none (`Program.with_executor_spec` takes the result)."""
     if not budgets:

@@ -58,17 +58,11 @@ class LoadedTransition:
         # exclusive routing: the first `earlier` guards of `decision` (the guards of the arcs
         # before this one, shared by every arc of the decision, not copied) must be false
         self.earlier: int = record.earlier
-        self.decision: tuple[Evaluator, ...] = (
-            decisions[record.consume[0]] if self.earlier else ()
-        )
+        self.decision: tuple[Evaluator, ...] = decisions[record.consume[0]] if self.earlier else ()
         self.args: int | None = record.args
         self.writes: int | None = record.writes
-        self.targets: tuple[str, ...] = tuple(
-            p for p in record.produce if p != "execution.sink"
-        )
-        self.dead_targets: tuple[str, ...] = tuple(
-            p for p in record.dead if p != "execution.sink"
-        )
+        self.targets: tuple[str, ...] = tuple(p for p in record.produce if p != "execution.sink")
+        self.dead_targets: tuple[str, ...] = tuple(p for p in record.dead if p != "execution.sink")
         # each target with the step whose entry it is (None for a join branch place), so
         # putting a token needs no string work at run time
         self.entries: tuple[tuple[str, str | None], ...] = tuple(

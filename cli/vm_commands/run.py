@@ -320,9 +320,7 @@ def run(args: argparse.Namespace) -> int:
         if budgets:
             from noetlc.vm.budgets import spec_with_budgets
 
-            program = program.with_executor_spec(
-                spec_with_budgets(program.executor_spec, budgets)
-            )
+            program = program.with_executor_spec(spec_with_budgets(program.executor_spec, budgets))
         warn_undeclared(overrides, program.workload)
         store = open_store(args.db)
     execution_id = snowflake()

@@ -146,7 +146,10 @@ def test_python_put_into_the_pool_never_runs(
     ("change", "problem"),
     [
         (lambda p: p["control"][0][5].append([99, False]), "guard 99"),
-        (lambda p: p["pipelines"][0][1].insert(0, [BY_MNEMONIC["TASK"].code, 99, 0, 0, None]), "TASK"),
+        (
+            lambda p: p["pipelines"][0][1].insert(0, [BY_MNEMONIC["TASK"].code, 99, 0, 0, None]),
+            "TASK",
+        ),
         (lambda p: p["control"][0][11].append("x.entry"), "x.entry"),
         (lambda p: p["pipelines"][0][1].pop(), "positions"),
         (lambda p: p["pipelines"].pop(), "pipeline block"),
