@@ -2,19 +2,22 @@
 
 `Program` is what the `assemble` pass builds and what every loader reads: the metadata, the
 entry step, the workload defaults, keychain declarations, the executor spec, per-step facts,
-the name, expression and value pools, places, joins, decisions, the control and pipeline
-programs, the debug map and the workbook.
+the name, expression and value pools, places, joins, decisions, the control program (one
+`TransitionInfo` record per transition) and the pipeline programs (instructions), the debug
+map and the workbook.
 
-* `encode()` — the `.nbc` container (`ir/nbc.py`: magic, format version, compiler version,
-  source and payload SHA-256, msgpack). Stores keep exactly these bytes.
+* `payload`, `nbc` — the plain form (lists and maps) and the `.nbc` container (`ir/nbc.py`:
+  magic, format version, compiler version, source and payload SHA-256, msgpack), each made
+  once, when first asked for, and kept (`encode()` returns `nbc`). Stores keep these bytes.
 * `decode(data)` — the container back into a `Program`: container checks (NOE701–703), the
-  payload's shape (NOE704), then `verify()` (NOE704). A program that decodes is well formed:
-  every index a VM follows is in range.
-* `verify()` — structural rules (docs/bytecode.md, "Verification"): instructions per
-  `ir/opcodes.py` (known opcode of the right program, operand count and types), every pool
-  index in range, every place, step, name and label referred to exists, each step has one
-  pipeline block ending in `END`, a decision's guards are expressions and `GUARD_NOT_ANY n`
-  fits the decision at its block's input place.
+  payload's shape (NOE704), then `verify()` (NOE704); it keeps `data` as its `nbc`. A program
+  that decodes is well formed: every index a VM follows is in range.
+* `position_of(step, task)` — where a step or task is written, through the debug map.
+* `verify()` — structural rules (docs/bytecode.md, "Verification"): pipeline instructions
+  per `ir/opcodes.py` (known opcode, operand count and types), transition records of the
+  right shape, every pool index in range, every place, step, name and label referred to
+  exists, each step has one pipeline block ending in `END`, a decision's guards are
+  expressions and a transition's `earlier n` fits the decision at its input place.
 
 The expression pool stores each expression's source text, mode and the SHA-256 of the code
 the code generator made from it, never code: loading rebuilds the code from the source
