@@ -50,7 +50,7 @@ def test_a_decoded_program_keeps_the_bytes_it_was_read_from() -> None:
     data = _program().encode()
     decoded = Program.decode(data)
     assert decoded.nbc is data  # a store keeps them without encoding again
-    header, payload = nbc.decode(data, format_version=FORMAT_VERSION)
+    _header, payload = nbc.decode(data, format_version=FORMAT_VERSION)
     assert decoded.payload == payload
 
 
