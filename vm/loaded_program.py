@@ -66,7 +66,7 @@ class LoadedProgram:
             if j.kind != "each"
         }
         self.join_kind: dict[str, str] = {j.step: j.kind for j in program.joins}
-        # each decision place's guards in order: `GUARD_NOT_ANY n` negates the first n
+        # each decision place's guards in order: a transition's `earlier n` negates the first n
         self.decisions: dict[str, tuple[Evaluator, ...]] = {
             d.place: tuple(self.expressions[i] for i in d.guards) for d in program.decisions
         }
