@@ -43,7 +43,7 @@ def _program() -> bytes:
 
 def test_the_graph_is_read_without_decoding_the_program(monkeypatch: pytest.MonkeyPatch) -> None:
     program = _program()
-    verified = graph_module._graph(decode_program(program).to_payload())
+    verified = graph_module._graph(decode_program(program))
 
     def refuse(*_args: object, **_kwargs: object) -> Program:
         raise AssertionError("the whole program was decoded and verified")
