@@ -173,8 +173,12 @@ def the_key(args: argparse.Namespace) -> tuple[bytes, str, str]:
         return parse_key(new_key(), "a new key"), "a new key for this process", note
     if path.is_file():
         return load_key(str(path)), str(path), f"credential key from {path}"
+    if args.db.startswith("sqlite:///"):
+        # the store's rule, checked before the key is written: a mistyped --db folder is
+        # NOE803 whether or not a key was given, never a folder made for the key
+        ensure_sqlite_folder(str(Path(args.db[len("sqlite:///") :]).expanduser()))
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(exist_ok=True)  # `.noetl/` of the working directory at most
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
         return load_key(str(path)), str(path), f"credential key from {path}"
