@@ -149,6 +149,7 @@ def test_a_task_over_its_memory_limit_fails_alone(
             greedy = run(api, GREEDY, "tests/greedy")
             assert greedy["status"] == "failed", greedy
             assert "MemoryError" in json.dumps(greedy["error"]), greedy
+            assert "300 MB" in greedy["error"]["message"], greedy  # type: ignore[index]
             small = run(api, SMALL, "tests/small")
             assert small["status"] == "completed", small
             assert small["steps"]["start"]["result"] == 42  # type: ignore[index]
