@@ -82,6 +82,8 @@ def sqlite_query(path: str, sql: str) -> Rows:
         raise refused(f"the query was refused: {exc}") from None
     except sqlite3.Error as exc:
         why = "it ran past the statement timeout" if time.monotonic() > deadline else str(exc)
+        if why in ("not authorized", "authorization denied"):  # the authorizer said no
+            why = "only reading the store's tables runs here (no writes, ATTACH or PRAGMA)"
         raise refused(f"the query was refused: {why}") from None
     finally:
         db.close()

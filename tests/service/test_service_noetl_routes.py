@@ -112,6 +112,8 @@ async def test_sqlite_query_cannot_reach_beyond_reading(
         refused = await api.post("/api/postgres/execute", json={"query": sql})
         assert refused.status_code == 400 and refused.json()["code"] == "NOE883", sql
         assert not outside.exists(), sql
+        detail = refused.json()["detail"]
+        assert "only reading" in detail or "function: load_extension" in detail, detail
     columns = await api.post(
         "/api/postgres/execute", json={"query": "SELECT name FROM pragma_table_info('executions')"}
     )
