@@ -203,6 +203,12 @@ def main() -> None:
             sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
         reply: dict[str, Any] = {"outcome": outcome, "stdout": out.value(), "stderr": err.value()}
         error_type = ((outcome.get("error") or {}).get("type")) if outcome else None
+        if error_type == "MemoryError" and not outcome["error"].get("message"):
+            # Python's MemoryError has no text: say which limit it met
+            outcome["error"]["message"] = (
+                f"the task ran out of memory (its limit: {limits.memory_bytes // 2**20} MB"
+                " of address space, --task-memory-mb)"
+            )
         if error_type in ("MemoryError", "SystemExit", "KeyboardInterrupt"):
             reply["retire"] = True  # the runner's state may be broken: the next task gets another
         if not baseline.restore():
