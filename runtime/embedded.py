@@ -482,7 +482,7 @@ class EmbeddedRuntime:
         return self._child(payload, workload, child_id, self.active.get(action_id))
 
     def _detach(
-        self, payload: dict[str, Any], workload: dict[str, Any], child_id: str
+        self, payload: dict[str, Any] | Program, workload: dict[str, Any], child_id: str
     ) -> dict[str, Any]:
         """Start a child that is not waited for (NoETL's playbook tool without `return_step`):
         admitted by the budgets now, run by a thread the parent's run joins before it returns
@@ -503,7 +503,7 @@ class EmbeddedRuntime:
 
     def _child(
         self,
-        payload: dict[str, Any],
+        payload: dict[str, Any] | Program,
         workload: dict[str, Any],
         child_id: str,
         stop: threading.Event | None,

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
 
-from noetlc.cli.noetlc_commands.artifacts import render_payload
+from noetlc.cli.noetlc_commands.artifacts import render_program
 from noetlc.ir.graph import to_dot, to_mermaid
+from noetlc.ir.program import Program
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -30,12 +30,12 @@ def run(args: argparse.Namespace) -> int:
     if args.format in ("pnml", "promela"):
         return _export(args.file, args.format)
 
-    def render(payload: dict[str, Any]) -> str:
+    def render(program: Program) -> str:
         if args.format == "dot":
-            return to_dot(payload, args.level)
-        return to_mermaid(payload, args.level)
+            return to_dot(program, args.level)
+        return to_mermaid(program, args.level)
 
-    return render_payload(args.file, render)
+    return render_program(args.file, render)
 
 
 def _export(path: str, fmt: str) -> int:
