@@ -141,3 +141,13 @@ def test_structured_workflows_are_decided_by_the_reduction_alone(seed: int) -> N
     result = check(ctx)
     assert not result.findings
     assert result.structural and result.states == 0 and result.nodes == 1
+
+
+def test_a_join_whose_dead_output_returns_to_it_is_left_to_the_search() -> None:
+    """Regression: the join's dead token went round a cycle back to its own branches, and the
+    reduction resolved the join again forever (seed 7 with a deadlock ran for minutes)."""
+    ctx = context_of(compile_source(structured(40, 7, "deadlock"), until="net"), budget=20_000)
+    assert ctx is not None
+    result = check(ctx)
+    assert result.complete
+    assert [f.kind for f in result.findings] == ["deadlock"]
