@@ -150,13 +150,6 @@ NOETL_OUTCOMES: dict[str, tuple[str, str]] = {
 # Files whose outcome here is not NoETL's, and why (gaps and deliberate refusals): still
 # counted as failed, the reason printed beside the error.
 KNOWN_DIFFERENCES: dict[str, str] = {
-    "noetl-e2e/noetl@3d6c7cca/tests/fixtures/playbooks/pagination/loop_with_pagination/"
-    "test_loop_with_pagination.yaml": (
-        "check_results reads `validate_results.data.result.command_0.rows`, the older engine's "
-        "postgres event shape; NoETL's current postgres tool gives the last statement's "
-        "`{rows, ...}` (noetl/tools/postgres/response.py, collapse_results_to_last_command), "
-        "where `.result` is undefined too"
-    ),
     "noetl-e2e/e2e/fixtures/playbooks/pagination/fetch_load_test/test_fetch_load.yaml": (
         "a load test: 500 patients at 5 in flight, each call answered after 2-4 s, is past the "
         "runner's time limit. Its policy `set:` reads `output.data.meta.page` after an http "
