@@ -115,6 +115,5 @@ def _attribute(tokens: list[tuple[str, str]], j: int) -> str:
     return ""
 
 
-
 def _excerpt(text: str) -> str:
     return text if len(text) <= 120 else text[:117] + "..."

@@ -118,7 +118,12 @@ def test_the_result_key_rewrite_is_reported_and_only_in_the_case_form() -> None:
         == "{{ (start.data.result | default(start.data)).command_0.rows }}"
     )
     # not a step name, an attribute of another name, a method: kept as written
-    for text in ("{{ other.result }}", "{{ x.start.result }}", "{{ start.result() }}", "start.result"):
+    for text in (
+        "{{ other.result }}",
+        "{{ x.start.result }}",
+        "{{ start.result() }}",
+        "start.result",
+    ):
         assert rewrite_text(text, names) == text
     canonical = path.read_text(encoding="utf-8").replace(
         "    case:\n      - when: \"{{ event.name == 'call.done' }}\"\n        then:\n"
