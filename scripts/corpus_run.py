@@ -695,17 +695,61 @@ def table_makers(items: list[tuple[Path, Row]]) -> dict[str, list[str]]:
     return out
 
 
-def data_from_elsewhere(row: Row) -> None:
-    """A run that failed on a missing table which only other playbooks of the corpus create
-    is skipped: its data comes from them (NoETL's suite runs them first)."""
+def missing_table(row: Row) -> tuple[str, list[str]] | None:
+    """A run that failed on a missing table which other playbooks of the corpus create: the
+    table and those playbooks."""
     found = MISSING_TABLE.search(row.error or "") if row.outcome == "failed" else None
     if found is None:
-        return
+        return None
     table = (found.group(1) or found.group(2)).lower().removeprefix("public.")
     makers = [f for f in TABLE_MAKERS.get(table, []) if f != row.file]
-    if makers:
-        row.outcome = "skipped"
-        row.reason = f"uses table {table}, made by {Path(makers[0]).name} (another playbook)"
+    return (table, makers) if makers else None
+
+
+def data_from_elsewhere(
+    path: Path, row: Row, env: dict[str, str], limit: float, catalog: dict[str, Path],
+    pg_dsn: str, nats_url: str,
+) -> None:  # fmt: skip
+    """A run that failed on a missing table which other playbooks of the corpus create runs
+    again after the first of them that runs here made it, on the same database (NoETL's
+    suite runs them in one database, one after another); when none runs here, it is skipped:
+    its data comes from them."""
+    made = missing_table(row)
+    if made is None:
+        return
+    table, makers = made
+    base = Path(str(path)[: -len(row.file)])
+    why = []
+    for maker in makers:
+        maker_path = base / maker
+        text = maker_path.read_text(encoding="utf-8")
+        doc = yaml.safe_load(text)
+        needs = outside_services(doc, text, maker_path, catalog)
+        needs += [f"credential {n}" for n in local_credentials(credential_names(doc),
+                                                               pg_dsn, nats_url)[1]]  # fmt: skip
+        if needs:
+            why.append(f"{maker_path.name} needs {', '.join(needs)[:120]}")
+            continue
+        first = Row(file=maker, dialect=row.dialect)
+        if _compile(maker_path, env) and not (
+            _migrate(maker_path, env) and not _compile(maker_path, env)
+        ):
+            why.append(f"{maker_path.name} does not compile")
+            continue
+        run_one(maker_path, first, env, time_limit(doc))
+        if first.outcome != "passed":
+            why.append(f"{maker_path.name} {first.status}: {(first.error or '')[:120]}")
+            continue
+        first_error = row.error
+        row.outcome, row.status, row.error = "", None, None
+        run_one(path, row, env, limit)
+        after = f"run after {maker_path.name} made table {table} (before: {first_error})"
+        row.reason = f"{row.reason} ({after})" if row.outcome == "skipped" else after
+        return
+    row.outcome = "skipped"
+    row.reason = f"uses table {table}, made by {Path(makers[0]).name} (another playbook)"
+    if why:
+        row.reason += ", which does not run here: " + "; ".join(why)
 
 
 DB_FILE = re.compile(r"(?<![\w.])(/[\w./-]+\.(?:duckdb|sqlite3?|db))\b")
@@ -799,7 +843,7 @@ def evaluate(
                                       for c in _static_children(doc, path, catalog)])  # fmt: skip
     if run_setup(path, row, env):
         run_one(path, row, env, limit)
-        data_from_elsewhere(row)
+        data_from_elsewhere(path, row, env, limit, catalog, pg_dsn, nats_url)
         if row.setup and row.outcome == "failed" and not (path.parent / row.setup).is_file():
             row.outcome = "skipped"  # it ran without the setup NoETL gives it, and failed
             row.reason = f"needs its setup playbook {row.setup} (NoETL's requires_setup), "
