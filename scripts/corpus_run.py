@@ -15,7 +15,8 @@ For each YAML file whose root `kind` is a playbook (`Playbook`, or none):
    module that is not installed; a `kind: playbook` child that is neither a file nor a catalog path of the
    same corpus (also when a child named at run time turns out to be missing), a database
    file whose tables another playbook creates when that one needs an outside service (a run
-   that fails on a missing table only other playbooks create is skipped too), or a
+   that fails on a missing table other playbooks create runs again after the first of them
+   that runs here made it, on the same database; skipped when none runs here), or a
    script file that is not in the corpus; a child playbook (named in the file) that needs any of
    these. NoETL's e2e test server (`http://paginated-api...`) is not outside: its URLs are
    pointed at a loopback stand-in (`tests/standin_api.py`) started for the run. A playbook that
