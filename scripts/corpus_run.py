@@ -719,6 +719,8 @@ def data_from_elsewhere(
     if made is None:
         return
     table, makers = made
+    root = next((r for r in ROOTS if row.file.startswith(r + "/")), "")
+    makers = sorted(makers, key=lambda f: not f.startswith(root + "/"))  # its own tree first
     base = Path(str(path)[: -len(row.file)])
     why = []
     for maker in makers:
