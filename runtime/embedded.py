@@ -40,7 +40,7 @@ from noetlc.runtime.driver import (
 )
 from noetlc.runtime.event_store import EventStore
 from noetlc.runtime.execute import ToolEnv, execute, memo_from_events, noop_only, worker_event
-from noetlc.runtime.family import Family, descendants, lineage
+from noetlc.runtime.family import Family, descendants, lineage, started_children
 from noetlc.runtime.group_commit import GroupCommit
 from noetlc.runtime.ids import snowflake
 from noetlc.runtime.logs import ExecutionLogs, Row
@@ -261,6 +261,8 @@ class EmbeddedRuntime:
                 self.last_request = max(self.last_request, request_id)
         if not driver.vm.finished():  # else the log ended and only the row lags: no event
             self._log([resumed(str(uuid.uuid4()), len(events))])
+        for child_id in started_children(self.store, events):  # started, not waited for
+            self._detach({}, {}, child_id)  # found in the store: resumed, not counted again
         return self._loop(rebuilt.commands, started_at=started_times(events))
 
     # ------------------------------------------------------------------ the loop
