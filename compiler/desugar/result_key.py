@@ -14,7 +14,7 @@ that has a `result` key is read as before. Every rewritten text is reported (NOE
 
 from __future__ import annotations
 
-from noetlc.compiler.desugar.common import _lexer_env, step_name, steps
+from noetlc.compiler.desugar.common import lexer_env, step_name, steps
 from noetlc.compiler.ynodes import YMap, YNode, YScalar, YSeq
 from noetlc.diagnostics.report import Reporter
 
@@ -68,7 +68,7 @@ def rewrite_text(text: str, names: frozenset[str]) -> str:
     from jinja2 import TemplateSyntaxError
 
     try:
-        tokens = [(kind, value) for _, kind, value in _lexer_env().lex(text)]
+        tokens = [(kind, value) for _, kind, value in lexer_env().lex(text)]
     except TemplateSyntaxError:
         return text
     out: list[str] = []
