@@ -10,9 +10,14 @@
   forms for the hot paths. Stores serialize an `Event` to their rows at their edge and hand
   records back as dicts; `Event.from_record` turns a stored record into an `Event` again.
 * `Command` — what the control VM asks the runtime to do: run a step (or one loop iteration),
-  cancel one, or set a timer (a slots object whose `action_id` is computed when first read).
+  cancel one, or set a timer (a frozen dataclass).
 * `VMAnswer` — the control VM's answer to `start()` or to one input event: the commands it issues
-  and the server events it recorded, in order (kept as compact records until `events` is read).
+  and the server events it recorded, in order (a frozen dataclass).
+
+Both are plain values read from outside. The VM builds them on its hot path as drafts
+(`CommandDraft`, `AnswerDraft`: the same slots, assignable) and leaves a command's action id
+and an answer's events unset, computed when first read: most commands' ids and most answers'
+events are never read in a replay or an in-memory run.
 
 Input events (what the control VM consumes): a worker's result (`RESULT_NAMES`, source
 `worker`), `signal.received` and `execution.cancelled` (source `client`), `timer.fired`
@@ -23,6 +28,7 @@ task events.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from enum import StrEnum
 from hashlib import sha256
 from typing import Any, NamedTuple
@@ -302,97 +308,65 @@ class CommandKind(StrEnum):
     TIMER = "timer"  # deliver `timer.fired` after `delay` seconds
 
 
+@dataclass(frozen=True, slots=True)
 class Command:
     """What the runtime must do. `action_id` is stable per (step run, iteration): the same
-    for every attempt, so tools can use it as an idempotency key.
+    for every attempt, so tools can use it as an idempotency key (`action_id(execution_id,
+    step_run_id, iteration)`).
 
-    A slots object rather than a tuple so the action id can be lazy: the control VM gives a
-    command, in `action`, the SHA-256 of its execution id (`action_seed`) and the id is
-    computed the first time it is read — `action_id(execution_id, step_run_id, iteration)`,
-    the same value — then kept in `action`. A command nobody reads the id of (a replay's, an
-    answered one) never hashes."""
+    The control VM builds its commands as `CommandDraft`s and leaves `action_id` unset, with
+    the execution id in `_execution`: the id is computed the first time it is read, then
+    kept, so a command nobody reads the id of (a replay's, an in-memory benchmark's) never
+    hashes. Read from outside, such a command is any other `Command`."""
 
-    __slots__ = ("action", "args", "delay", "item", "iteration", "kind", "step", "step_run_id")
-
-    # No Python-level `__init__`: the VM makes one per admission as `Command()` and sets the
-    # eight fields (a call without a Python frame); `of` builds one from its fields.
     kind: str
     step: str
     step_run_id: str
     args: dict[str, Any]
-    action: Any  # the id, or the seed it is computed from (see above)
-    iteration: int | None
-    item: Any
-    delay: float | None
+    action_id: str = ""
+    iteration: int | None = None
+    item: Any = None
+    delay: float | None = None
+    # the VM's commands: their execution id, for `action_id` when first read (else None)
+    _execution: str | None = field(default=None, init=False, repr=False, compare=False)
 
-    @classmethod
-    def of(
-        cls,
-        kind: str,
-        step: str,
-        step_run_id: str,
-        args: dict[str, Any],
-        action_id: str = "",
-        iteration: int | None = None,
-        item: Any = None,
-        delay: float | None = None,
-    ) -> Command:
-        command = cls()
-        command.kind = kind
-        command.step = step
-        command.step_run_id = step_run_id
-        command.args = args
-        command.action = action_id
-        command.iteration = iteration
-        command.item = item
-        command.delay = delay
-        return command
-
-    @property
-    def action_id(self) -> str:
-        action = self.action
-        if type(action) is str:
-            return action
-        digest = action.copy()
-        iteration = self.iteration
-        digest.update(f"{self.step_run_id}/{'' if iteration is None else iteration}".encode())
-        text: str = digest.hexdigest()[:32]
-        self.action = text
+    def __getattr__(self, name: str) -> Any:
+        # only for a slot left unset: `action_id` of a command the VM built
+        if name != "action_id":
+            raise AttributeError(name)
+        text = action_id(self._execution, self.step_run_id, self.iteration)  # type: ignore[arg-type]
+        _set(self, "action_id", text)
         return text
 
     def key(self) -> tuple[Any, ...]:
         return (self.kind, self.step, self.step_run_id, self.iteration, self.action_id)
 
-    def _fields(self) -> tuple[Any, ...]:
-        return (self.kind, self.step, self.step_run_id, self.args, self.action_id,
-                self.iteration, self.item, self.delay)  # fmt: skip
 
-    def _replace(self, **changes: Any) -> Command:
-        """A copy with some fields changed (as `NamedTuple._replace`)."""
-        fields = dict(zip(COMMAND_FIELDS, self._fields(), strict=True))
-        fields.update(changes)
-        return Command.of(**fields)
+class CommandDraft:
+    """A `Command` as the control VM fills it in on its hot path: the same slots, assignable
+    (a frozen class's `__setattr__` costs a Python call per field), made a `Command` by
+    assigning its `__class__` once filled. Only the VM makes these; nothing else sees one.
+    `action_id` is left unset and `_execution` set (see `Command`)."""
 
-    def __eq__(self, other: object) -> bool:
-        if type(other) is not Command:
-            return NotImplemented
-        return self._fields() == other._fields()
+    __slots__ = Command.__slots__  # type: ignore[attr-defined]  # dataclass(slots=True)
 
-    __hash__ = None  # type: ignore[assignment]  # mutable args: like the tuple it was
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (Command.of, self._fields())
-
-    def __repr__(self) -> str:
-        return f"Command({self.kind} {self.step_run_id} it={self.iteration})"
+    kind: str
+    step: str
+    step_run_id: str
+    args: dict[str, Any]
+    iteration: int | None
+    item: Any
+    delay: float | None
+    _execution: str | None
 
 
-COMMAND_FIELDS = ("kind", "step", "step_run_id", "args", "action_id", "iteration", "item", "delay")
+def action_id(execution_id: str, step_run_id: str, iteration: int | None) -> str:
+    """Stable per (step run, iteration): the same for every attempt (tool idempotency key)."""
+    text = f"{execution_id}/{step_run_id}/{'' if iteration is None else iteration}"
+    return sha256(text.encode()).hexdigest()[:32]
 
 
-def action_seed(execution_id: str) -> Any:
-    """The hash every action id of an execution starts from (`Command`'s lazy `action_id`)."""
-    return sha256(f"{execution_id}/".encode())
+_set = object.__setattr__  # a frozen dataclass's own fields, set once (lazy values)
 
 
 # A server event as the control VM records it on its hot path: (name, step, step_run_id,
@@ -407,57 +381,55 @@ ServerRecord = tuple[str, str | None, str | None, int | None, Any, int, tuple[st
 RoutedRecord = tuple[str, str, str, str, str, dict[str, Any], int, tuple[str, str]]
 
 
+@dataclass(frozen=True, slots=True)
 class VMAnswer:
-    """The control VM's answer to `start()` or to one input event: `commands` and `events`
-    (the server events it recorded, in order). The VM hands over what it recorded
-    (`records`: a list of `Event`s and of the compact `ServerRecord`s / `RoutedRecord`s of
+    """The control VM's answer to `start()` or to one input event: the `commands` it issues
+    and the server `events` it recorded, in order. Unpacks as `commands, events`.
+
+    The VM builds its answers as `AnswerDraft`s and hands over what it recorded in
+    `_records` (a list of `Event`s and of the compact `ServerRecord`s / `RoutedRecord`s of
     its generated hot path, or one `RoutedRecord` alone — the answer of a generated handler
-    that did everything, not wrapped in a list); `events` builds the `Event`s of those the
-    first time it is read, in place, so an answer whose events nobody reads (a replay's, an
-    in-memory benchmark's) builds none. Unpacks as `commands, events`."""
+    that did everything, not wrapped in a list), leaving `events` unset: the `Event`s are
+    built the first time `events` is read, so an answer whose events nobody reads (a
+    replay's, an in-memory benchmark's) builds none."""
 
-    __slots__ = ("commands", "records")
-
-    # no Python-level `__init__` (the VM makes one per input event as `VMAnswer()`); `of` builds
-    # one from its commands and events
     commands: list[Command]
-    records: list[Any] | RoutedRecord
+    events: list[Event]
+    _records: Any = field(default=None, init=False, repr=False, compare=False)
 
-    @classmethod
-    def of(cls, commands: list[Command], events: list[Any]) -> VMAnswer:
-        answer = cls()
-        answer.commands = commands
-        answer.records = events
-        return answer
-
-    @property
-    def events(self) -> list[Event]:
-        records = self.records
-        if type(records) is tuple:  # one `RoutedRecord`
-            events: list[Any] = [records]
-            materialize(events)
-            self.records = events
-            return events
-        events = records  # type: ignore[assignment]  # a list: a tuple returned above
-        for record in events:
-            if type(record) is tuple:  # not an `Event` yet
-                materialize(events)
-                break
+    def __getattr__(self, name: str) -> Any:
+        # only for a slot left unset: `events` of an answer the VM built
+        if name != "events":
+            raise AttributeError(name)
+        records = self._records
+        events: list[Any] = [records] if type(records) is tuple else records
+        materialize(events)
+        _set(self, "events", events)
+        _set(self, "_records", events)
         return events
 
     def __iter__(self) -> Iterator[Any]:
         yield self.commands
         yield self.events
 
-    def __eq__(self, other: object) -> bool:
-        if type(other) is not VMAnswer:
-            return NotImplemented
-        return self.commands == other.commands and self.events == other.events
 
-    __hash__ = None  # type: ignore[assignment]
+class AnswerDraft:
+    """A `VMAnswer` as the control VM fills it in (as `CommandDraft` for `Command`):
+    `commands` and `_records` set, then its `__class__` assigned."""
 
-    def __repr__(self) -> str:
-        return f"VMAnswer(commands={self.commands!r}, events={self.events!r})"
+    __slots__ = VMAnswer.__slots__  # type: ignore[attr-defined]  # dataclass(slots=True)
+
+    commands: list[Command]
+    _records: Any
+
+
+def answer(commands: list[Command], records: Any) -> VMAnswer:
+    """A `VMAnswer` of the VM's commands and records (see `VMAnswer`)."""
+    draft = AnswerDraft()
+    draft.commands = commands
+    draft._records = records
+    draft.__class__ = VMAnswer  # type: ignore[assignment]
+    return draft  # type: ignore[return-value]
 
 
 def materialize(records: list[Any]) -> None:
@@ -492,14 +464,15 @@ _NEXT_SELECTED = EventName.NEXT_SELECTED.value
 
 
 __all__ = [
-    "COMMAND_FIELDS",
     "ENVELOPE",
     "INPUT_NAMES",
     "INPUT_SOURCES",
     "RESULT_NAMES",
     "TASK_FIELDS",
     "TERMINAL_NAMES",
+    "AnswerDraft",
     "Command",
+    "CommandDraft",
     "CommandKind",
     "Event",
     "EventName",
@@ -508,7 +481,8 @@ __all__ = [
     "Source",
     "VMAnswer",
     "action_event",
-    "action_seed",
+    "action_id",
+    "answer",
     "envelope",
     "fold_task",
     "folded_task",
