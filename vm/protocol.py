@@ -28,7 +28,7 @@ task events.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
 from hashlib import sha256
 from typing import Any, NamedTuple
@@ -308,16 +308,64 @@ class CommandKind(StrEnum):
     TIMER = "timer"  # deliver `timer.fired` after `delay` seconds
 
 
-@dataclass(frozen=True, slots=True)
-class Command:
+class LazySlot:
+    """A dataclass slot whose value is computed from the instance the first time it is read
+    when its constructor left it unset (the control VM's drafts), then kept. A data
+    descriptor over the slot's own: reads of the class's other fields stay plain slot reads
+    (a class `__getattr__` would slow them all)."""
+
+    __slots__ = ("compute", "slot")
+
+    def __init__(self, slot: Any, compute: Any) -> None:
+        self.slot = slot  # the slot's member descriptor
+        self.compute = compute
+
+    def __get__(self, instance: Any, owner: Any = None) -> Any:
+        if instance is None:
+            return self
+        try:
+            return self.slot.__get__(instance, owner)
+        except AttributeError:  # left unset: computed now, then kept
+            value = self.compute(instance)
+            self.slot.__set__(instance, value)
+            return value
+
+    def __set__(self, instance: Any, value: Any) -> None:
+        self.slot.__set__(instance, value)
+
+    def __delete__(self, instance: Any) -> None:
+        self.slot.__delete__(instance)
+
+
+class _CommandSlots:
+    # the storage of `Command` and of the VM's `CommandDraft`: two subclasses of one layout,
+    # so a filled draft becomes a command by assigning its `__class__` (the cheapest such
+    # check); `_execution` is not a field: what a draft's `action_id` is computed from
+    __slots__ = (
+        "_execution",
+        "action_id",
+        "args",
+        "delay",
+        "item",
+        "iteration",
+        "kind",
+        "step",
+        "step_run_id",
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Command(_CommandSlots):
     """What the runtime must do. `action_id` is stable per (step run, iteration): the same
     for every attempt, so tools can use it as an idempotency key (`action_id(execution_id,
     step_run_id, iteration)`).
 
     The control VM builds its commands as `CommandDraft`s and leaves `action_id` unset, with
-    the execution id in `_execution`: the id is computed the first time it is read, then
-    kept, so a command nobody reads the id of (a replay's, an in-memory benchmark's) never
+    the execution id kept aside: the id is computed the first time it is read, then kept,
+    so a command nobody reads the id of (a replay's, an in-memory benchmark's) never
     hashes. Read from outside, such a command is any other `Command`."""
+
+    __slots__ = ()
 
     kind: str
     step: str
@@ -327,37 +375,23 @@ class Command:
     iteration: int | None = None
     item: Any = None
     delay: float | None = None
-    # the VM's commands: their execution id, for `action_id` when first read (else None)
-    _execution: str | None = field(default=None, init=False, repr=False, compare=False)
-
-    def __getattr__(self, name: str) -> Any:
-        # only for a slot left unset: `action_id` of a command the VM built
-        if name != "action_id":
-            raise AttributeError(name)
-        text = action_id(self._execution, self.step_run_id, self.iteration)  # type: ignore[arg-type]
-        _set(self, "action_id", text)
-        return text
 
     def key(self) -> tuple[Any, ...]:
         return (self.kind, self.step, self.step_run_id, self.iteration, self.action_id)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        fields = (self.kind, self.step, self.step_run_id, self.args, self.action_id,
+                  self.iteration, self.item, self.delay)  # fmt: skip
+        return (Command, fields)
 
-class CommandDraft:
+
+class CommandDraft(_CommandSlots):
     """A `Command` as the control VM fills it in on its hot path: the same slots, assignable
     (a frozen class's `__setattr__` costs a Python call per field), made a `Command` by
     assigning its `__class__` once filled. Only the VM makes these; nothing else sees one.
     `action_id` is left unset and `_execution` set (see `Command`)."""
 
-    __slots__ = Command.__slots__  # type: ignore[attr-defined]  # dataclass(slots=True)
-
-    kind: str
-    step: str
-    step_run_id: str
-    args: dict[str, Any]
-    iteration: int | None
-    item: Any
-    delay: float | None
-    _execution: str | None
+    __slots__ = ()
 
 
 def action_id(execution_id: str, step_run_id: str, iteration: int | None) -> str:
@@ -366,7 +400,17 @@ def action_id(execution_id: str, step_run_id: str, iteration: int | None) -> str
     return sha256(text.encode()).hexdigest()[:32]
 
 
-_set = object.__setattr__  # a frozen dataclass's own fields, set once (lazy values)
+def _slots_under(cls: type, lazy: str, compute: Any) -> None:
+    """Leave `cls`'s fields to its base's slots (dataclass keeps a field's default as a class
+    attribute, which would hide the slot; its `__init__` has the defaults itself), with
+    `lazy` computed by `compute(instance)` when left unset (`LazySlot`)."""
+    for name in cls.__dataclass_fields__:  # type: ignore[attr-defined]
+        if name in cls.__dict__:
+            delattr(cls, name)
+    setattr(cls, lazy, LazySlot(getattr(cls.__mro__[1], lazy), compute))
+
+
+_slots_under(Command, "action_id", lambda c: action_id(c._execution, c.step_run_id, c.iteration))
 
 
 # A server event as the control VM records it on its hot path: (name, step, step_run_id,
@@ -381,8 +425,13 @@ ServerRecord = tuple[str, str | None, str | None, int | None, Any, int, tuple[st
 RoutedRecord = tuple[str, str, str, str, str, dict[str, Any], int, tuple[str, str]]
 
 
-@dataclass(frozen=True, slots=True)
-class VMAnswer:
+class _AnswerSlots:
+    # the storage of `VMAnswer` and of the VM's `AnswerDraft` (as `_CommandSlots`)
+    __slots__ = ("_records", "commands", "events")
+
+
+@dataclass(frozen=True)
+class VMAnswer(_AnswerSlots):
     """The control VM's answer to `start()` or to one input event: the `commands` it issues
     and the server `events` it recorded, in order. Unpacks as `commands, events`.
 
@@ -393,34 +442,36 @@ class VMAnswer:
     built the first time `events` is read, so an answer whose events nobody reads (a
     replay's, an in-memory benchmark's) builds none."""
 
+    __slots__ = ()
+
     commands: list[Command]
     events: list[Event]
-    _records: Any = field(default=None, init=False, repr=False, compare=False)
-
-    def __getattr__(self, name: str) -> Any:
-        # only for a slot left unset: `events` of an answer the VM built
-        if name != "events":
-            raise AttributeError(name)
-        records = self._records
-        events: list[Any] = [records] if type(records) is tuple else records
-        materialize(events)
-        _set(self, "events", events)
-        _set(self, "_records", events)
-        return events
 
     def __iter__(self) -> Iterator[Any]:
         yield self.commands
         yield self.events
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (VMAnswer, (self.commands, self.events))
 
-class AnswerDraft:
+
+class AnswerDraft(_AnswerSlots):
     """A `VMAnswer` as the control VM fills it in (as `CommandDraft` for `Command`):
     `commands` and `_records` set, then its `__class__` assigned."""
 
-    __slots__ = VMAnswer.__slots__  # type: ignore[attr-defined]  # dataclass(slots=True)
+    __slots__ = ()
 
-    commands: list[Command]
-    _records: Any
+
+def _events(answer: VMAnswer) -> list[Event]:
+    """The events of an answer the VM built: its records, as `Event`s (in place)."""
+    records = answer._records  # type: ignore[attr-defined]
+    events: list[Any] = [records] if type(records) is tuple else records
+    materialize(events)
+    _AnswerSlots._records.__set__(answer, events)  # type: ignore[attr-defined]
+    return events
+
+
+_slots_under(VMAnswer, "events", _events)
 
 
 def answer(commands: list[Command], records: Any) -> VMAnswer:
@@ -476,6 +527,7 @@ __all__ = [
     "CommandKind",
     "Event",
     "EventName",
+    "LazySlot",
     "RoutedRecord",
     "ServerRecord",
     "Source",

@@ -420,7 +420,7 @@ def test_a_handler_that_did_everything_answers_its_one_record_bare() -> None:
 def test_action_ids_are_computed_once_and_keep_their_value() -> None:
     program = LoadedProgram(_compiled(SHAPES))
     [command] = ControlVM(program, {}, EXECUTION).start().commands
-    slot = Command.__dict__["action_id"]  # the VM leaves it unset: not hashed until read
+    slot = Command.__dict__["action_id"].slot  # the VM leaves it unset: not hashed until read
     with pytest.raises(AttributeError):
         slot.__get__(command)
     assert type(command) is Command
