@@ -423,12 +423,7 @@ class EmbeddedRuntime:
         action = partial(
             execute,
             self.program,
-            command.step,
-            command.step_run_id,
-            command.action_id,
-            command.args,
-            command.iteration,
-            command.item,
+            command,
             call_tool=self.call_tool,
             env=self.env,
             resolve=self.refs.resolve,

@@ -353,6 +353,16 @@ class _CommandSlots:
         "step_run_id",
     )  # fmt: skip
 
+    action_id: str
+    args: dict[str, Any]
+    delay: float | None
+    item: Any
+    iteration: int | None
+    kind: str
+    step: str
+    step_run_id: str
+    _execution: str
+
 
 @dataclass(frozen=True)
 class Command(_CommandSlots):
@@ -429,6 +439,10 @@ class _AnswerSlots:
     # the storage of `VMAnswer` and of the VM's `AnswerDraft` (as `_CommandSlots`)
     __slots__ = ("_records", "commands", "events")
 
+    commands: list[Command]
+    events: list[Event]
+    _records: Any
+
 
 @dataclass(frozen=True)
 class VMAnswer(_AnswerSlots):
@@ -464,13 +478,14 @@ class AnswerDraft(_AnswerSlots):
 
 def _events(answer: VMAnswer) -> list[Event]:
     """The events of an answer the VM built: its records, as `Event`s (in place)."""
-    records = answer._records  # type: ignore[attr-defined]
+    records = answer._records
     events: list[Any] = [records] if type(records) is tuple else records
     materialize(events)
-    _AnswerSlots._records.__set__(answer, events)  # type: ignore[attr-defined]
+    _SET_RECORDS(answer, events)  # the answer is frozen: its base's slot
     return events
 
 
+_SET_RECORDS = _AnswerSlots.__dict__["_records"].__set__
 _slots_under(VMAnswer, "events", _events)
 
 
