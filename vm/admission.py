@@ -187,6 +187,7 @@ def new_command(
     draft.step = step
     draft.step_run_id = run_id
     draft.args = args
+    draft.action_id = None  # type: ignore[assignment]  # computed when first read
     draft._execution = vm.execution_id
     draft.iteration = iteration
     draft.item = item
@@ -204,6 +205,7 @@ def command_for(
     draft.step = run.step
     draft.step_run_id = run.run_id
     draft.args = run.args
+    draft.action_id = None  # type: ignore[assignment]  # computed when first read
     draft._execution = vm.execution_id
     draft.iteration = iteration
     draft.item = run.items[iteration] if iteration is not None else None

@@ -137,6 +137,7 @@ class ControlVM(ControlState):
                                 done = AnswerDraft()  # `protocol.answer`, inlined
                                 done.commands = commands
                                 done._records = records
+                                done.events = None  # type: ignore[assignment]
                                 done.__class__ = VMAnswer  # type: ignore[assignment]
                                 return done  # type: ignore[return-value]
             elif name in RESULT_NAMES:
@@ -156,6 +157,7 @@ class ControlVM(ControlState):
         draft = AnswerDraft()  # `protocol.answer`, inlined
         draft.commands = commands
         draft._records = self._events
+        draft.events = None  # type: ignore[assignment]  # built when first read
         draft.__class__ = VMAnswer  # type: ignore[assignment]
         self._events = []
         return draft  # type: ignore[return-value]

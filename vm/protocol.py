@@ -16,7 +16,7 @@
 
 Both are plain values read from outside. The VM builds them on its hot path as drafts
 (`CommandDraft`, `AnswerDraft`: the same slots, assignable) and leaves a command's action id
-and an answer's events unset, computed when first read: most commands' ids and most answers'
+and an answer's events None, computed when first read: most commands' ids and most answers'
 events are never read in a replay or an in-memory run.
 
 Input events (what the control VM consumes): a worker's result (`RESULT_NAMES`, source
@@ -310,25 +310,26 @@ class CommandKind(StrEnum):
 
 class LazySlot:
     """A dataclass slot whose value is computed from the instance the first time it is read
-    when its constructor left it unset (the control VM's drafts), then kept. A data
+    when its constructor left it None (the control VM's drafts), then kept. A data
     descriptor over the slot's own: reads of the class's other fields stay plain slot reads
-    (a class `__getattr__` would slow them all)."""
+    (a class `__getattr__` would slow them all); None rather than unset, because a read of
+    an unset slot raises, and an exception per command costs more than the draft saves."""
 
-    __slots__ = ("compute", "slot")
+    __slots__ = ("compute", "get", "slot")
 
     def __init__(self, slot: Any, compute: Any) -> None:
         self.slot = slot  # the slot's member descriptor
-        self.compute = compute
+        self.get = slot.__get__
+        self.compute = compute  # instance -> the value, or None when it cannot tell
 
     def __get__(self, instance: Any, owner: Any = None) -> Any:
         if instance is None:
             return self
-        try:
-            return self.slot.__get__(instance, owner)
-        except AttributeError:  # left unset: computed now, then kept
+        value = self.get(instance, owner)
+        if value is None:  # left to be computed: now, then kept
             value = self.compute(instance)
             self.slot.__set__(instance, value)
-            return value
+        return value
 
     def __set__(self, instance: Any, value: Any) -> None:
         self.slot.__set__(instance, value)
@@ -370,7 +371,7 @@ class Command(_CommandSlots):
     for every attempt, so tools can use it as an idempotency key (`action_id(execution_id,
     step_run_id, iteration)`).
 
-    The control VM builds its commands as `CommandDraft`s and leaves `action_id` unset, with
+    The control VM builds its commands as `CommandDraft`s and leaves `action_id` None, with
     the execution id kept aside: the id is computed the first time it is read, then kept,
     so a command nobody reads the id of (a replay's, an in-memory benchmark's) never
     hashes. Read from outside, such a command is any other `Command`."""
@@ -399,7 +400,7 @@ class CommandDraft(_CommandSlots):
     """A `Command` as the control VM fills it in on its hot path: the same slots, assignable
     (a frozen class's `__setattr__` costs a Python call per field), made a `Command` by
     assigning its `__class__` once filled. Only the VM makes these; nothing else sees one.
-    `action_id` is left unset and `_execution` set (see `Command`)."""
+    `action_id` is left None and `_execution` set (see `Command`)."""
 
     __slots__ = ()
 
@@ -413,14 +414,21 @@ def action_id(execution_id: str, step_run_id: str, iteration: int | None) -> str
 def _slots_under(cls: type, lazy: str, compute: Any) -> None:
     """Leave `cls`'s fields to its base's slots (dataclass keeps a field's default as a class
     attribute, which would hide the slot; its `__init__` has the defaults itself), with
-    `lazy` computed by `compute(instance)` when left unset (`LazySlot`)."""
+    `lazy` computed by `compute(instance)` when left None (`LazySlot`)."""
     for name in cls.__dataclass_fields__:  # type: ignore[attr-defined]
         if name in cls.__dict__:
             delattr(cls, name)
     setattr(cls, lazy, LazySlot(getattr(cls.__mro__[1], lazy), compute))
 
 
-_slots_under(Command, "action_id", lambda c: action_id(c._execution, c.step_run_id, c.iteration))
+def _action_id(command: Command) -> str | None:
+    execution = getattr(command, "_execution", None)  # set on the VM's commands only
+    return (
+        None if execution is None else action_id(execution, command.step_run_id, command.iteration)
+    )
+
+
+_slots_under(Command, "action_id", _action_id)
 
 
 # A server event as the control VM records it on its hot path: (name, step, step_run_id,
@@ -452,7 +460,7 @@ class VMAnswer(_AnswerSlots):
     The VM builds its answers as `AnswerDraft`s and hands over what it recorded in
     `_records` (a list of `Event`s and of the compact `ServerRecord`s / `RoutedRecord`s of
     its generated hot path, or one `RoutedRecord` alone — the answer of a generated handler
-    that did everything, not wrapped in a list), leaving `events` unset: the `Event`s are
+    that did everything, not wrapped in a list), leaving `events` None: the `Event`s are
     built the first time `events` is read, so an answer whose events nobody reads (a
     replay's, an in-memory benchmark's) builds none."""
 
@@ -476,9 +484,11 @@ class AnswerDraft(_AnswerSlots):
     __slots__ = ()
 
 
-def _events(answer: VMAnswer) -> list[Event]:
+def _events(answer: VMAnswer) -> list[Event] | None:
     """The events of an answer the VM built: its records, as `Event`s (in place)."""
-    records = answer._records
+    records = getattr(answer, "_records", None)  # set on the VM's answers only
+    if records is None:
+        return None
     events: list[Any] = [records] if type(records) is tuple else records
     materialize(events)
     _SET_RECORDS(answer, events)  # the answer is frozen: its base's slot
@@ -494,6 +504,7 @@ def answer(commands: list[Command], records: Any) -> VMAnswer:
     draft = AnswerDraft()
     draft.commands = commands
     draft._records = records
+    draft.events = None  # built when first read (`_events`)
     draft.__class__ = VMAnswer  # type: ignore[assignment]
     return draft  # type: ignore[return-value]
 

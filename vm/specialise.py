@@ -308,6 +308,7 @@ def _branch(
         f"command.step = {prefix}_TO",
         "command.step_run_id = run_id",
         "command.args = args",
+        "command.action_id = None",
         "command._execution = vm.execution_id",
         "command.iteration = None",
         "command.item = None",
