@@ -504,7 +504,7 @@ def answer(commands: list[Command], records: Any) -> VMAnswer:
     draft = AnswerDraft()
     draft.commands = commands
     draft._records = records
-    draft.events = None  # built when first read (`_events`)
+    draft.events = None  # type: ignore[assignment]  # built when first read (`_events`)
     draft.__class__ = VMAnswer  # type: ignore[assignment]
     return draft  # type: ignore[return-value]
 
