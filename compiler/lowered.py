@@ -1,5 +1,6 @@
-"""The lowered programs: the control program's blocks (one per transition), the pipeline
-programs (one per step), the name and position tables and the workbook's tasks.
+"""The lowered programs: the control program (one record per transition), the pipeline
+programs (one block of instructions per step), the name and position tables and the
+workbook's tasks.
 
 `lower` builds them from the net and the tree; `assemble` writes them into the `.nbc` payload.
 """
@@ -10,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from noetlc.ir.net import Position
+from noetlc.ir.program import TransitionInfo
 
 Instruction = list[Any]
 
@@ -25,11 +27,11 @@ class Block:
 
 @dataclass
 class LoweredPrograms:
-    """The output of `lower`: name pool, positions, control and pipeline blocks."""
+    """The output of `lower`: name pool, positions, control records and pipeline blocks."""
 
     names: list[str]
     positions: list[Position]
-    control: list[Block]
+    control: list[TransitionInfo]
     pipelines: list[Block]
     task_labels: dict[str, dict[str, int]]  # step -> task name -> pc of its TASK
     workbook: list[list[Any]] = field(default_factory=list)  # [name, kind, args value, spec value]

@@ -43,8 +43,17 @@ class CompilationUnit:
     values: ValuePool | None = None
     # lower: the control and pipeline programs
     programs: LoweredPrograms | None = None
-    # assemble: the verified program object, its payload (plain data) and its `.nbc` bytes
+    # assemble: the verified program object (its payload and `.nbc` bytes are made from it
+    # when first asked for, and kept on it)
     program: Program | None = None
-    payload: dict[str, Any] | None = None
-    nbc: bytes | None = None
     passes_run: list[str] = field(default_factory=list)
+
+    @property
+    def payload(self) -> dict[str, Any] | None:
+        """The program's payload (plain data), None before `assemble`."""
+        return None if self.program is None else self.program.payload
+
+    @property
+    def nbc(self) -> bytes | None:
+        """The program's `.nbc` bytes, None before `assemble`."""
+        return None if self.program is None else self.program.nbc

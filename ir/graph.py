@@ -11,89 +11,77 @@ from __future__ import annotations
 from typing import Any
 
 from noetlc.ir.events import STEP_FAILED
-from noetlc.ir.opcodes import BY_MNEMONIC
-
-ON = BY_MNEMONIC["ON"].code
-GUARD = BY_MNEMONIC["GUARD"].code
-CONSUME = BY_MNEMONIC["CONSUME"].code
-PRODUCE = BY_MNEMONIC["PRODUCE"].code
-DEAD = BY_MNEMONIC["DEAD"].code
+from noetlc.ir.program import Expression, Program, TransitionInfo
 
 
 def _esc(text: str) -> str:
     return text.replace("\\", "\\\\").replace('"', '\\"')
 
 
-def _guard(code: list[Any], exprs: list[Any]) -> str:
-    """The source of a transition's guard, or ''."""
-    for instruction in code:
-        if instruction[0] == GUARD and instruction[1] is not None:
-            return str(exprs[instruction[1]].get("source", ""))
+def _guard(t: TransitionInfo, exprs: tuple[Expression, ...]) -> str:
+    """The source of a transition's own guard, or ''."""
+    for expr, negated in t.guards:
+        if not negated:
+            return exprs[expr].source
     return ""
+
+
+def _program(program: Program | dict[str, Any]) -> Program:
+    return program if isinstance(program, Program) else Program.from_payload(program)
 
 
 DEAD_DOT = ', style="filled,dashed", fillcolor="#e8e8e8", color="#555555"'
 
 
-def _steps_edges(payload: dict[str, Any]) -> list[tuple[str, str, str, str]]:
-    """(source, target, label, style) for every route transition; style: ok|failed|dead."""
-    exprs = payload["expressions"]
-    names = payload["names"]
+def _steps_edges(program: Program) -> list[tuple[str, str, str, str]]:
+    """(source, target, label, style) for every route transition; style: ok|failed."""
     edges = []
-    for _tid, kind, step, target, code, _ in payload["control"]:
-        if kind not in ("route", "dead") or target is None:
+    for t in program.control:
+        if t.kind != "route" or t.target is None or t.step is None:
             continue
-        guard = _guard(code, exprs)
-        events = []
-        for instruction in code:
-            if instruction[0] == ON:
-                events.append(names[instruction[1]])
-        style = "dead" if kind == "dead" else ("failed" if events == [STEP_FAILED] else "ok")
-        if kind == "dead":
-            continue
-        edges.append((step, target, guard, style))
+        style = "failed" if list(t.on) == [STEP_FAILED] else "ok"
+        edges.append((t.step, t.target, _guard(t, program.expressions), style))
     return edges
 
 
-def step_edges(payload: dict[str, Any]) -> list[tuple[str, str, str, str]]:
+def step_edges(program: Program | dict[str, Any]) -> list[tuple[str, str, str, str]]:
     """The steps view's arcs: (source, target, guard source, style ok|failed)."""
-    return _steps_edges(payload)
+    return _steps_edges(_program(program))
 
 
-def final_steps(payload: dict[str, Any]) -> set[str]:
+def final_steps(program: Program | dict[str, Any]) -> set[str]:
     """Steps no route leaves."""
-    return _finals(payload)
+    return _finals(_program(program))
 
 
-def to_dot(payload: dict[str, Any], level: str = "steps") -> str:
+def to_dot(program: Program | dict[str, Any], level: str = "steps") -> str:
+    program = _program(program)
     lines = [
-        f'digraph "{_esc(payload["metadata"]["name"])}" {{',
+        f'digraph "{_esc(program.metadata.name)}" {{',
         "  rankdir=LR;",
         "  node [fontname=Helvetica];",
     ]
     if level == "net":
-        for pid, kind, _step, capacity in payload["places"]:
-            label = pid + (f"\\ncap {capacity}" if capacity else "")
-            shape = "doublecircle" if kind in ("sink", "failure") else "circle"
-            lines.append(f'  "{_esc(pid)}" [shape={shape}, label="{label}"];')
-        exprs = payload["expressions"]
-        for tid, kind, _step, _target, code, _ in payload["control"]:
+        for p in program.places:
+            label = p.id + (f"\\ncap {p.capacity}" if p.capacity else "")
+            shape = "doublecircle" if p.kind in ("sink", "failure") else "circle"
+            lines.append(f'  "{_esc(p.id)}" [shape={shape}, label="{label}"];')
+        for t in program.control:
+            tid, kind = t.id, t.kind
             style = DEAD_DOT if kind == "dead" else (", style=bold" if kind == "join" else "")
-            guard = _guard(code, exprs)
+            guard = _guard(t, program.expressions)
             label = f"{_esc(tid)}\\n{kind}" + (f"\\nwhen {_esc(guard)}" if guard else "")
             lines.append(f'  "t:{_esc(tid)}" [shape=box, label="{label}"{style}];')
-            for instruction in code:
-                if instruction[0] == CONSUME:
-                    lines.append(f'  "{_esc(instruction[1])}" -> "t:{_esc(tid)}";')
-                elif instruction[0] in (PRODUCE, DEAD):
-                    extra = ' [style=dashed, color="#555555"]' if instruction[0] == DEAD else ""
-                    lines.append(f'  "t:{_esc(tid)}" -> "{_esc(instruction[1])}"{extra};')
+            for place in t.consume:
+                lines.append(f'  "{_esc(place)}" -> "t:{_esc(tid)}";')
+            for place, extra in _outputs(t, ' [style=dashed, color="#555555"]'):
+                lines.append(f'  "t:{_esc(tid)}" -> "{_esc(place)}"{extra};')
         lines.append("}")
         return "\n".join(lines) + "\n"
-    joins = {j[0]: j[1] for j in payload["joins"]}
-    finals = _finals(payload)
-    for info in payload["steps"]:
-        name = info["name"]
+    joins = {j.step: j.kind for j in program.joins}
+    finals = _finals(program)
+    for info in program.steps:
+        name = info.name
         if name in joins:
             lines.append(
                 f'  "{_esc(name)}" [shape=diamond, label="{_esc(name)}\\njoin {joins[name]}"];'
@@ -101,9 +89,9 @@ def to_dot(payload: dict[str, Any], level: str = "steps") -> str:
         elif name in finals:
             lines.append(f'  "{_esc(name)}" [shape=box, peripheries=2];')
         else:
-            loop = "\\nloop" if "loop" in info else ""
+            loop = "\\nloop" if info.loop is not None else ""
             lines.append(f'  "{_esc(name)}" [shape=box, label="{_esc(name)}{loop}"];')
-    for source, target, guard, style in _steps_edges(payload):
+    for source, target, guard, style in _steps_edges(program):
         attrs = [f'label="{_esc(guard)}"'] if guard else []
         if style == "failed":
             attrs.append("style=dashed, color=red")
@@ -116,50 +104,57 @@ def to_dot(payload: dict[str, Any], level: str = "steps") -> str:
     return "\n".join(lines) + "\n"
 
 
-def to_mermaid(payload: dict[str, Any], level: str = "steps") -> str:
+def to_mermaid(program: Program | dict[str, Any], level: str = "steps") -> str:
+    program = _program(program)
+
     def node_id(text: str) -> str:
         return "n_" + "".join(c if c.isalnum() else "_" for c in text)
 
     lines = ["flowchart LR"]
     if level == "net":
-        for pid, _kind, _step, _capacity in payload["places"]:
-            lines.append(f'  {node_id(pid)}(("{pid}"))')
-        exprs = payload["expressions"]
+        for p in program.places:
+            lines.append(f'  {node_id(p.id)}(("{p.id}"))')
         dead = []
-        for tid, kind, _step, _target, code, _ in payload["control"]:
-            guard = _guard(code, exprs).replace(chr(34), chr(39))
+        for t in program.control:
+            tid, kind = t.id, t.kind
+            guard = _guard(t, program.expressions).replace(chr(34), chr(39))
             when = f"<br/>when {guard}" if guard else ""
             lines.append(f'  {node_id("t_" + tid)}["{tid} ({kind}){when}"]')
             if kind == "dead":
                 dead.append(node_id("t_" + tid))
-            for instruction in code:
-                if instruction[0] == CONSUME:
-                    lines.append(f"  {node_id(instruction[1])} --> {node_id('t_' + tid)}")
-                elif instruction[0] == PRODUCE:
-                    lines.append(f"  {node_id('t_' + tid)} --> {node_id(instruction[1])}")
-                elif instruction[0] == DEAD:
-                    lines.append(f"  {node_id('t_' + tid)} -.-> {node_id(instruction[1])}")
+            for place in t.consume:
+                lines.append(f"  {node_id(place)} --> {node_id('t_' + tid)}")
+            for place, arrow in _outputs(t, "-.->", "-->"):
+                lines.append(f"  {node_id('t_' + tid)} {arrow} {node_id(place)}")
         if dead:
             lines.append("  classDef dead fill:#e8e8e8,stroke:#555555,stroke-dasharray:5 5")
             lines.append(f"  class {','.join(dead)} dead")
         return "\n".join(lines) + "\n"
-    joins = {j[0]: j[1] for j in payload["joins"]}
-    finals = _finals(payload)
-    for info in payload["steps"]:
-        name = info["name"]
+    joins = {j.step: j.kind for j in program.joins}
+    finals = _finals(program)
+    for info in program.steps:
+        name = info.name
         if name in joins:
             lines.append(f'  {node_id(name)}{{"{name}<br/>join {joins[name]}"}}')
         elif name in finals:
             lines.append(f'  {node_id(name)}(["{name}"])')
         else:
             lines.append(f'  {node_id(name)}["{name}"]')
-    for source, target, guard, style in _steps_edges(payload):
+    for source, target, guard, style in _steps_edges(program):
         arrow = "-.->" if style == "failed" else "-->"
         label = f'|"{guard.replace(chr(34), chr(39))}"|' if guard else ""
         lines.append(f"  {node_id(source)} {arrow}{label} {node_id(target)}")
     return "\n".join(lines) + "\n"
 
 
-def _finals(payload: dict[str, Any]) -> set[str]:
-    routed = {step for _tid, kind, step, _t, _c, _p in payload["control"] if kind == "route"}
-    return {info["name"] for info in payload["steps"]} - routed
+def _outputs(t: TransitionInfo, dead: str, live: str = "") -> list[tuple[str, str]]:
+    """The places a transition feeds, each with `live` or `dead` (its arc's decoration): live
+    tokens first, then the dead tokens of a dead path."""
+    marks = {place: live for place in t.produce}
+    marks.update((place, dead) for place in t.dead)
+    return list(marks.items())
+
+
+def _finals(program: Program) -> set[str]:
+    routed = {t.step for t in program.control if t.kind == "route"}
+    return {info.name for info in program.steps} - routed

@@ -1,8 +1,12 @@
-"""The opcode table: the single source of truth for both instruction sets.
+"""The opcode table of the pipeline program, the one instruction set.
 
 The assembler (`compiler/passes/lower.py`) emits instructions as tuples `(opcode, *operands)`;
 the disassembler (`ir/dis.py`) and the verifier (`verify_code`) read operand kinds from here;
 `vm/README.md`'s opcode reference is generated from it (`python -m noetlc.ir.opcodes`).
+
+The control program is not instructions: its transitions are records
+(`noetlc.ir.program.TransitionInfo`, docs/bytecode.md "The control program"). Codes 1-15
+were its instructions up to format 3; they are not reused.
 
 Operand kinds: `expr` (expression pool index), `value` (value pool index), `place`
 (place name), `name` (name pool index: steps, tasks, events), `label` (instruction index in
@@ -17,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-ProgramKind = Literal["control", "pipeline"]
+ProgramKind = Literal["pipeline"]
 OperandKind = Literal["expr", "value", "place", "name", "label", "int", "float"]
 
 
@@ -33,72 +37,6 @@ class Opcode:
 
 
 OPCODES: tuple[Opcode, ...] = (
-    # ---- control program: one block per transition --------------------------------------
-    Opcode(
-        1,
-        "ON",
-        "control",
-        (("event", "name"),),
-        "the transition reacts to this boundary event (one ON per event)",
-    ),
-    Opcode(
-        2, "GUARD", "control", (("expr", "expr"),), "evaluate the guard; stop unless it is true"
-    ),
-    Opcode(
-        3,
-        "GUARD_NOT",
-        "control",
-        (("expr", "expr"),),
-        "evaluate this guard; stop if it is true (a dead arc: its own arc's guard)",
-    ),
-    Opcode(4, "CONSUME", "control", (("place", "place"),), "take one token from the place"),
-    Opcode(5, "PRODUCE", "control", (("place", "place"),), "put a token into the place"),
-    Opcode(
-        6,
-        "ARGS",
-        "control",
-        (("value", "value"),),
-        "evaluate the arc inscription: the new token's args",
-    ),
-    Opcode(
-        7,
-        "SET_CTX",
-        "control",
-        (("value", "value"),),
-        "evaluate and apply ctx writes (arc or step `set`)",
-    ),
-    Opcode(
-        9,
-        "LOOP",
-        "control",
-        (("items", "expr"), ("slots", "int")),
-        "evaluate the loop's items once; iterations run with at most `slots` in flight",
-    ),
-    Opcode(
-        12,
-        "DEAD",
-        "control",
-        (("place", "place"),),
-        "put a dead token into the place (dead-path elimination)",
-    ),
-    Opcode(13, "FAIL_EXECUTION", "control", (), "the execution fails with this step's error"),
-    Opcode(
-        14,
-        "ADMIT",
-        "control",
-        (("allow", "int"),),
-        "admission decision, first in every block entering a step: 1 start the step (the VM records "
-        "step.scheduled; loop.started for a loop, step.started for a listener), 0 skip it "
-        "(step.skipped; its paths downstream die)",
-    ),
-    Opcode(
-        15,
-        "GUARD_NOT_ANY",
-        "control",
-        (("first", "int"),),
-        "exclusive routing: stop if any of the `first` guards of the decision at the block's "
-        "input place (payload `decisions`: the earlier arcs' guards) is true",
-    ),
     # ---- pipeline program: one block per step, tasks in order ----------------------------
     Opcode(
         32,
@@ -243,7 +181,7 @@ def shown(value: object) -> str:
 
 _INDEXED = frozenset({"expr", "value", "name", "label"})
 # Instructions that evaluate their expression: it cannot be absent.
-_EXPR_REQUIRED = frozenset({"GUARD", "GUARD_NOT", "RULE"})
+_EXPR_REQUIRED = frozenset({"RULE"})
 
 
 def _operand_ok(kind: OperandKind, value: object, limit: int | None) -> bool:

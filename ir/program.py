@@ -2,19 +2,22 @@
 
 `Program` is what the `assemble` pass builds and what every loader reads: the metadata, the
 entry step, the workload defaults, keychain declarations, the executor spec, per-step facts,
-the name, expression and value pools, places, joins, decisions, the control and pipeline
-programs, the debug map and the workbook.
+the name, expression and value pools, places, joins, decisions, the control program (one
+`TransitionInfo` record per transition) and the pipeline programs (instructions), the debug
+map and the workbook.
 
-* `encode()` — the `.nbc` container (`ir/nbc.py`: magic, format version, compiler version,
-  source and payload SHA-256, msgpack). Stores keep exactly these bytes.
+* `payload`, `nbc` — the plain form (lists and maps) and the `.nbc` container (`ir/nbc.py`:
+  magic, format version, compiler version, source and payload SHA-256, msgpack), each made
+  once, when first asked for, and kept (`encode()` returns `nbc`). Stores keep these bytes.
 * `decode(data)` — the container back into a `Program`: container checks (NOE701–703), the
-  payload's shape (NOE704), then `verify()` (NOE704). A program that decodes is well formed:
-  every index a VM follows is in range.
-* `verify()` — structural rules (docs/bytecode.md, "Verification"): instructions per
-  `ir/opcodes.py` (known opcode of the right program, operand count and types), every pool
-  index in range, every place, step, name and label referred to exists, each step has one
-  pipeline block ending in `END`, a decision's guards are expressions and `GUARD_NOT_ANY n`
-  fits the decision at its block's input place.
+  payload's shape (NOE704), then `verify()` (NOE704); it keeps `data` as its `nbc`. A program
+  that decodes is well formed: every index a VM follows is in range.
+* `position_of(step, task)` — where a step or task is written, through the debug map.
+* `verify()` — structural rules (docs/bytecode.md, "Verification"): pipeline instructions
+  per `ir/opcodes.py` (known opcode, operand count and types), transition records of the
+  right shape, every pool index in range, every place, step, name and label referred to
+  exists, each step has one pipeline block ending in `END`, a decision's guards are
+  expressions and a transition's `earlier n` fits the decision at its input place.
 
 The expression pool stores each expression's source text, mode and the SHA-256 of the code
 the code generator made from it, never code: loading rebuilds the code from the source
@@ -27,12 +30,13 @@ import hashlib
 import math
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Any
 
 from noetlc import FORMAT_VERSION, __version__
 from noetlc.ir import nbc
-from noetlc.ir.opcodes import BY_CODE, BY_MNEMONIC, ProgramKind, shown, verify_code
+from noetlc.ir.opcodes import BY_MNEMONIC, ProgramKind, shown, verify_code
 
 EXPRESSION_KINDS = frozenset({"code", "const", "jinja_expression", "jinja_template"})
 MODES = frozenset({"guard", "template"})
@@ -104,15 +108,35 @@ class DecisionInfo:
 
 
 @dataclass(frozen=True, slots=True)
-class ControlBlock:
-    """The control program of one transition."""
+class TransitionInfo:
+    """One transition of the control program, as a record (like places, joins and
+    decisions): what fires it, what it checks, what it takes and what it puts. The control
+    VM loads each record once into its step tables (vm/tables.py); nothing is interpreted.
+
+    Checked in this order when it fires: an `on` event arrived; every `guards` entry passes
+    (an expression that must be true, or false when negated); exclusive routing: none of the
+    first `earlier` guards of the decision at `consume[0]` is true. Then `admit` (a
+    transition entering a step: 1 starts it, 0 skips it, None for others), `consume` the
+    tokens, evaluate `args` (the new token's) and `writes` (ctx), put tokens into `produce`
+    and dead tokens into `dead`, start the step's `loop` (items expression, slots in flight),
+    and `fails_execution` with the step's error."""
 
     id: str
     kind: str
     step: str | None
     target: str | None
-    code: tuple[Instruction, ...]
-    positions: tuple[int, ...]
+    on: tuple[str, ...]
+    guards: tuple[tuple[int, bool], ...]  # (expression index, negated), in order
+    earlier: int
+    admit: int | None
+    consume: tuple[str, ...]
+    args: int | None
+    writes: int | None
+    produce: tuple[str, ...]
+    dead: tuple[str, ...]
+    loop: tuple[int | None, int] | None  # (items expression, slots)
+    fails_execution: bool
+    position: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,9 +168,15 @@ class WorkbookTask:
     spec: int | None
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(frozen=True, eq=False)
 class Program:
-    """A verified program: everything a VM needs to run a playbook."""
+    """A verified program: everything a VM needs to run a playbook.
+
+    Readers use the typed fields. The two other forms are derived from them once, lazily,
+    and kept on the object (`functools.cached_property`, as vyper's `CompilerData` does):
+    `payload` (plain lists and maps, what msgpack writes) and `nbc` (the container bytes).
+    A program read by `decode` keeps the bytes and the payload it was read from, so a store
+    keeps exactly those bytes without encoding them again."""
 
     metadata: Metadata
     entry: str
@@ -160,30 +190,63 @@ class Program:
     places: tuple[PlaceInfo, ...]
     joins: tuple[JoinInfo, ...]
     decisions: tuple[DecisionInfo, ...]
-    control: tuple[ControlBlock, ...]
+    control: tuple[TransitionInfo, ...]
     pipelines: tuple[PipelineBlock, ...]
     positions: tuple[DebugPosition, ...]
     workbook: tuple[WorkbookTask, ...]
     source_sha256: str = ""
     compiler: str = __version__
-    # the payload this program was read from or turned into (lists and maps: what the
-    # disassembler, the graph and the runtime's keychain and limits read), built once
-    payload: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Program):
             return NotImplemented
-        return self.to_payload() == other.to_payload()
+        return self.payload == other.payload
 
     __hash__ = None  # type: ignore[assignment]
+
+    # ------------------------------------------------------------------ lookups
+
+    def position_of(self, step: str, task: str | None = None) -> DebugPosition | None:
+        """Where `step` (or its task `task`) is written in the YAML: the debug position of the
+        task's `TASK` instruction, else of the step's pipeline `END` (the step itself); None
+        for a step the program does not have. A task the step does not have gives the step."""
+        found = self._positions_by_step.get(step)
+        if found is None:
+            return None
+        at_step, at_task = found
+        index = at_task.get(task, at_step) if task is not None else at_step
+        return self.positions[index] if 0 <= index < len(self.positions) else None
+
+    @cached_property
+    def _positions_by_step(self) -> dict[str, tuple[int, dict[str, int]]]:
+        out: dict[str, tuple[int, dict[str, int]]] = {}
+        for block in self.pipelines:
+            tasks: dict[str, int] = {}
+            end = -1
+            for instruction, position in zip(block.code, block.positions):
+                if instruction[0] == _TASK:
+                    tasks.setdefault(self.names[instruction[1]], position)
+                elif instruction[0] == _END:
+                    end = position
+            out[block.step] = (end, tasks)
+        return out
+
+    def with_executor_spec(self, spec: dict[str, Any] | None) -> Program:
+        """The same program with another executor spec (`--budget` writes its budgets there):
+        a new object, whose payload and bytes are made again when asked for."""
+        return replace(self, executor_spec=spec)
 
     # ------------------------------------------------------------------ encoding
 
     def to_payload(self) -> dict[str, Any]:
-        """The msgpack payload (lists only, maps in a fixed order: deterministic bytes)."""
-        if self.payload:
-            return self.payload
-        payload = {
+        """The msgpack payload (`payload`)."""
+        return self.payload
+
+    @cached_property
+    def payload(self) -> dict[str, Any]:
+        """The msgpack payload (lists only, maps in a fixed order: deterministic bytes); made
+        once, when first asked for (encoding, `dis`, the graph)."""
+        return {
             "metadata": {
                 "name": self.metadata.name,
                 "path": self.metadata.path,
@@ -200,31 +263,33 @@ class Program:
             "places": [[p.id, p.kind, p.step, p.capacity] for p in self.places],
             "joins": [[j.step, j.kind, j.fork, list(j.branches)] for j in self.joins],
             "decisions": [[d.place, list(d.guards)] for d in self.decisions],
-            "control": [
-                [b.id, b.kind, b.step, b.target, [list(i) for i in b.code], list(b.positions)]
-                for b in self.control
-            ],
+            "control": [_transition_data(t) for t in self.control],
             "pipelines": [
                 [b.step, [list(i) for i in b.code], list(b.positions)] for b in self.pipelines
             ],
             "positions": [[p.file, p.line, p.column, p.path] for p in self.positions],
             "workbook": [[w.name, w.kind, w.args, w.spec] for w in self.workbook],
         }
-        self.payload.update(payload)
-        return self.payload
 
-    def encode(self) -> bytes:
-        """The `.nbc` bytes: what files and stores keep."""
+    @cached_property
+    def nbc(self) -> bytes:
+        """The `.nbc` bytes (what files and stores keep): encoded once, when first asked for;
+        for a decoded program, the bytes it was decoded from."""
         return nbc.encode(
-            self.to_payload(),
+            self.payload,
             format_version=FORMAT_VERSION,
             compiler_version=self.compiler,
             source_sha256=self.source_sha256,
         )
 
+    def encode(self) -> bytes:
+        """The `.nbc` bytes (`nbc`)."""
+        return self.nbc
+
     @classmethod
     def decode(cls, data: bytes) -> Program:
         """Read and verify untrusted bytes; every failure is a `BytecodeError` (NOE70x)."""
+        data = bytes(data)
         header, payload = nbc.decode(data, format_version=FORMAT_VERSION)
         program = cls.from_payload(
             payload,
@@ -233,6 +298,7 @@ class Program:
         )
         program.check()
         program.check_pool()
+        program.__dict__["nbc"] = data  # what it was read from: never encoded again
         return program
 
     def check_pool(self) -> None:
@@ -258,11 +324,13 @@ class Program:
         """A payload (decoded msgpack) as a `Program`; a payload of the wrong shape is a
         `BytecodeError` NOE704. Does not run `verify()`: `decode` and `check` do."""
         try:
-            return _from_payload(cls, payload, source_sha256, compiler)
+            program = _from_payload(cls, payload, source_sha256, compiler)
         except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
             raise invalid([f"malformed payload ({type(exc).__name__}: {exc})"]) from None
         except RecursionError:
             raise invalid(["malformed payload (a value is nested too deeply)"]) from None
+        program.__dict__["payload"] = payload  # what it was read from: not rebuilt
+        return program
 
     def check(self) -> None:
         """`verify()`, raising `BytecodeError` NOE704 with the first problems found."""
@@ -332,24 +400,11 @@ class Program:
                 add(f"decision at {d.place}: a guard is not an expression index")
         pools = {"expr": n_expr, "value": n_value, "name": n_name}
         ids: set[str] = set()
-        for b in self.control:
-            where = f"control {b.id}"
-            if b.id in ids:
-                add(f"duplicate control block {b.id}")
-            ids.add(b.id)
-            if (b.step is not None and b.step not in steps) or (
-                b.target is not None and b.target not in steps
-            ):
-                add(f"{where}: unknown step or target")
-            add_all(problems, _block_problems(where, b.code, b.positions, "control", pools, n_pos))
-            consumes = [ins[1] for ins in b.code if ins[:1] == (_CONSUME,) and len(ins) == 2]
-            for ins in b.code:
-                if ins and ins[0] in _PLACE_OPS and len(ins) == 2 and ins[1] not in places:
-                    add(f"{where}: unknown place {shown(ins[1])}")
-                if ins[:1] == (_GUARD_NOT_ANY,) and len(ins) == 2:
-                    limit = decisions.get(consumes[0], 0) if consumes else 0
-                    if type(ins[1]) is int and not 0 < ins[1] <= limit:
-                        add(f"{where}: GUARD_NOT_ANY {ins[1]} does not fit its decision")
+        for t in self.control:
+            if t.id in ids:
+                add(f"duplicate transition {t.id}")
+            ids.add(t.id)
+            add_all(problems, _transition_problems(t, steps, places, decisions, pools, n_pos))
         pipelines: set[str] = set()
         for pb in self.pipelines:
             where = f"pipeline {pb.step}"
@@ -377,12 +432,8 @@ class Program:
 
 # ---------------------------------------------------------------------------- helpers
 
-_CONSUME = BY_MNEMONIC["CONSUME"].code
-_GUARD_NOT_ANY = BY_MNEMONIC["GUARD_NOT_ANY"].code
+_TASK = BY_MNEMONIC["TASK"].code
 _END = BY_MNEMONIC["END"].code
-_PLACE_OPS = frozenset(
-    op.code for op in BY_CODE.values() if op.operands[:1] == (("place", "place"),)
-)
 MAX_PROBLEMS = 5
 
 
@@ -468,6 +519,115 @@ def _expression_refs(value: Any) -> Iterator[Any]:
     elif isinstance(value, list):
         for v in value:
             yield from _expression_refs(v)
+
+
+def _transition_problems(
+    t: TransitionInfo,
+    steps: set[str],
+    places: dict[str, PlaceInfo],
+    decisions: dict[str, int],
+    pools: dict[str, int],
+    n_positions: int,
+) -> list[str]:
+    """A transition record's references: steps, places, expression and value indices, the
+    decision its `earlier` counts into, its debug position."""
+    where = f"transition {t.id}"
+    problems: list[str] = []
+    add = problems.append
+    if (t.step is not None and t.step not in steps) or (
+        t.target is not None and t.target not in steps
+    ):
+        add(f"{where}: unknown step or target")
+    for place in (*t.consume, *t.produce, *t.dead):
+        if place not in places:
+            add(f"{where}: unknown place {shown(place)}")
+    n_expr, n_value = pools["expr"], pools["value"]
+    for expr, negated in t.guards:
+        if not (type(expr) is int and 0 <= expr < n_expr) or type(negated) is not bool:
+            add(f"{where}: guard {shown(expr)} is not an expression index")
+    if type(t.earlier) is not int or t.earlier < 0:
+        add(f"{where}: earlier {shown(t.earlier)} is not a count")
+    elif t.earlier and not (t.consume and t.earlier <= decisions.get(t.consume[0], 0)):
+        add(f"{where}: earlier {t.earlier} does not fit its decision")
+    if t.admit not in (None, 0, 1) or type(t.admit) is bool:
+        add(f"{where}: admit {shown(t.admit)} is not 0, 1 or absent")
+    for name, index in (("args", t.args), ("writes", t.writes)):
+        if index is not None and not (type(index) is int and 0 <= index < n_value):
+            add(f"{where}: {name} {shown(index)} is not a value index")
+    if t.loop is not None:
+        items, slots = t.loop
+        if (items is not None and not (type(items) is int and 0 <= items < n_expr)) or (
+            type(slots) is not int
+        ):
+            add(f"{where}: loop items or slots out of range")
+    if type(t.fails_execution) is not bool:
+        add(f"{where}: fails_execution is not a boolean")
+    if not (type(t.position) is int and 0 <= t.position < n_positions):
+        add(f"{where}: position {shown(t.position)} out of range")
+    return problems
+
+
+def _transition_data(t: TransitionInfo) -> list[Any]:
+    return [
+        t.id,
+        t.kind,
+        t.step,
+        t.target,
+        list(t.on),
+        [[expr, negated] for expr, negated in t.guards],
+        t.earlier,
+        t.admit,
+        list(t.consume),
+        t.args,
+        t.writes,
+        list(t.produce),
+        list(t.dead),
+        None if t.loop is None else list(t.loop),
+        t.fails_execution,
+        t.position,
+    ]
+
+
+def _transition(entry: Any) -> TransitionInfo:
+    (
+        tid,
+        kind,
+        step,
+        target,
+        on,
+        guards,
+        earlier,
+        admit,
+        consume,
+        args,
+        writes,
+        produce,
+        dead,
+        loop,
+        fails,
+        position,
+    ) = entry
+    if loop is not None:
+        items, slots = loop
+        loop = (items, slots)
+    return TransitionInfo(
+        _str(tid),
+        _str(kind),
+        _opt_str(step),
+        _opt_str(target),
+        tuple(map(_str, on)),
+        tuple((expr, negated) for expr, negated in guards),
+        earlier,
+        admit,
+        tuple(map(_str, consume)),
+        args,
+        writes,
+        tuple(map(_str, produce)),
+        tuple(map(_str, dead)),
+        loop,
+        fails,
+        position,
+    )
 
 
 def _step_data(s: StepFacts) -> dict[str, Any]:
@@ -563,17 +723,7 @@ def _from_payload(
         decisions=tuple(
             DecisionInfo(_str(place), _ints(guards)) for place, guards in payload["decisions"]
         ),
-        control=tuple(
-            ControlBlock(
-                _str(tid),
-                _str(kind),
-                _opt_str(step),
-                _opt_str(target),
-                _instructions(code),
-                _ints(positions),
-            )
-            for tid, kind, step, target, code, positions in payload["control"]
-        ),
+        control=tuple(_transition(entry) for entry in payload["control"]),
         pipelines=tuple(
             PipelineBlock(_str(step), _instructions(code), _ints(positions))
             for step, code, positions in payload["pipelines"]
@@ -588,5 +738,4 @@ def _from_payload(
         ),
         source_sha256=source_sha256,
         compiler=compiler,
-        payload=payload,
     )

@@ -2,5 +2,5 @@
 
 __version__ = "0.1.0"
 FORMAT_VERSION = (
-    3  # 3: the pool stores code hashes, not code; control blocks lost EMIT, DISPATCH, JOIN
+    4  # 4: the control program is transition records, not instructions (3: code hashes)
 )

@@ -36,12 +36,13 @@ from noetlc.runtime.event_store import EventStore
 from noetlc.runtime.family import Family
 from noetlc.runtime.ownership import OwnershipLost
 from noetlc.runtime.stored_program import requested_event
-from noetlc.vm.budgets import budgets_of, over_budget_error
+from noetlc.vm.budgets import budgets_for, over_budget_error
 from noetlc.vm.pipeline import ToolCall
 from noetlc.vm.protocol import Source, envelope
 
 if TYPE_CHECKING:
     from noetlc.compiler.unit import CompilationUnit
+    from noetlc.ir.program import Program
 
 _CATALOGS: dict[str, CatalogStore] = {}  # a distributed worker's catalogs, by database
 _CATALOGS_LOCK = threading.Lock()
@@ -66,8 +67,8 @@ def catalog_reference(path: str) -> tuple[str, int | None]:
 
 def compile_child(
     path: str, catalog: CatalogStore | None = None
-) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
-    """(the child's compiled payload, None), or (None, the summary of a child that could not
+) -> tuple[Program | None, dict[str, Any] | None]:
+    """(the child's program, None), or (None, the summary of a child that could not
     start: no such file or catalog entry, or compile errors) — what embedded and distributed
     runtimes share. A path that is not a file is looked up in `catalog` (the store's catalog:
     `catalog://PATH@VERSION`, `PATH@VERSION`, or `PATH` for the latest version). A file in a
@@ -79,20 +80,20 @@ def compile_child(
         if entry is not None and entry.get("program") is not None:
             from noetlc.runtime.stored_program import decode_program
 
-            return decode_program(entry["program"]).to_payload(), None
+            return decode_program(entry["program"]), None  # keeps the stored bytes
         where = f"no playbook file {path} and no catalog entry {name}" + (
             f" version {version}" if version else ""
         )
         error = {"code": "NOE004", "message": where, "step": None}
         return None, {"execution_id": None, "status": "failed", "result": None, "error": error}
     unit = child_unit(path)
-    if unit.reporter.has_errors or unit.payload is None:
+    if unit.reporter.has_errors or unit.program is None:
         first = next((d for d in unit.reporter.sorted() if d.is_error), unit.reporter.sorted()[0])
         where = f"{first.span}: " if first.span is not None else f"{path}: "
         hint = f" (hint: {first.hint})" if first.hint else ""
         error = {"code": first.code, "message": where + first.message + hint, "step": None}
         return None, {"execution_id": None, "status": "failed", "result": None, "error": error}
-    return unit.payload, None
+    return unit.program, None
 
 
 def child_unit(path: str) -> CompilationUnit:
@@ -103,9 +104,9 @@ def child_unit(path: str) -> CompilationUnit:
     from noetlc.compiler.pipeline import compile_file
 
     unit = compile_file(path)
-    if unit.reporter.has_errors or unit.payload is None:
+    if unit.reporter.has_errors or unit.program is None:
         migrated = compile_file(path, options={"migrate": True})
-        if not migrated.reporter.has_errors and migrated.payload is not None:
+        if not migrated.reporter.has_errors and migrated.program is not None:
             unit = migrated
     if not unit.reporter.has_errors:
         import logging
@@ -164,13 +165,13 @@ class ChildRunner:
         is offered to the servers (it runs on by itself, as NoETL's children do)."""
         from noetlc.runtime.stored_program import encode_program
 
-        payload, failed = compile_child(path, self._catalog())
-        if payload is None:
+        program, failed = compile_child(path, self._catalog())
+        if program is None:
             assert failed is not None
             return failed
-        child_workload = {**(payload.get("workload") or {}), **workload}
+        child_workload = {**program.workload, **workload}
         child = self._start(
-            child_id, action_id, payload, encode_program(payload), child_workload, wait
+            child_id, action_id, program, encode_program(program), child_workload, wait
         )
         return asyncio.run_coroutine_threadsafe(child, self.loop).result()
 
@@ -181,15 +182,15 @@ class ChildRunner:
         self,
         child_id: str,
         action_id: str,
-        payload: dict[str, Any],
+        image: Program,
         program: bytes,
         workload: dict[str, Any],
         wait: bool = True,
     ) -> dict[str, Any]:
         record = await self.db.events.execution(child_id)
-        name = payload["metadata"]["name"]
+        name = image.metadata.name
         if record is None:
-            over = await self._over_budget(child_id, name, payload)
+            over = await self._over_budget(child_id, name, image)
             if over is not None:  # not started: the calling step fails with NOE858
                 return {"execution_id": None, "status": "failed", "result": None, "error": over}
         if record is None or record["status"] == "running":
@@ -210,9 +211,7 @@ class ChildRunner:
             if self.on_wait is not None:
                 self.on_wait(-1)
 
-    async def _over_budget(
-        self, child_id: str, name: str, payload: dict[str, Any]
-    ) -> dict[str, Any] | None:
+    async def _over_budget(self, child_id: str, name: str, child: Program) -> dict[str, Any] | None:
         """The NOE858 error when a new child would be deeper than `child_depth` below its
         root, or past the root's `child_executions` (runtime/family.py: the root's budgets,
         read from its first event; the parent links from the database); else the child's
@@ -225,7 +224,7 @@ class ChildRunner:
                 break
             depth, root = depth + 1, str(parent)
             seen.add(root)
-        budgets = await self._budgets(root, payload)
+        budgets = await self._budgets(root, child)
         limit = budgets["child_depth"]
         if limit and depth > limit:
             return over_budget_error("child_depth", depth, limit, f"a child of {self.parent_id}")
@@ -237,16 +236,16 @@ class ChildRunner:
             "child_executions", count, limit, f"the child executions of {root}"
         )
 
-    async def _budgets(self, root_id: str, payload: dict[str, Any]) -> dict[str, int]:
+    async def _budgets(self, root_id: str, child: Program) -> dict[str, int]:
         """The root's budgets (its program is in its first event), kept per root; the
         child's own when the root's first event cannot be read."""
         budgets = _ROOT_BUDGETS.get(root_id)
         if budgets is None:
             first = await self.db.events.read(root_id, 0, 1)
             if not first or first[0]["name"] != EventName.EXECUTION_REQUESTED:
-                return budgets_of(payload)
+                return budgets_for(child.executor_spec)
             program, _ = program_from_requested(first[0])
-            budgets = budgets_of(program.payload)
+            budgets = program.budgets
             if len(_ROOT_BUDGETS) >= 256:
                 _ROOT_BUDGETS.pop(next(iter(_ROOT_BUDGETS)))
             _ROOT_BUDGETS[root_id] = budgets
@@ -361,7 +360,7 @@ class EmbeddedChildren:
         return self._child(payload, workload, child_id, parent.active.get(action_id))
 
     def _detach(
-        self, payload: dict[str, Any], workload: dict[str, Any], child_id: str
+        self, payload: dict[str, Any] | Program, workload: dict[str, Any], child_id: str
     ) -> dict[str, Any]:
         """Start a child that is not waited for (NoETL's playbook tool without `return_step`):
         admitted by the budgets now, run by a thread the parent's run joins before it returns
@@ -383,7 +382,7 @@ class EmbeddedChildren:
 
     def _child(
         self,
-        payload: dict[str, Any],
+        payload: dict[str, Any] | Program,
         workload: dict[str, Any],
         child_id: str,
         stop: threading.Event | None,

@@ -37,7 +37,7 @@ from noetlc.runtime.results import (
     References,
     ResultSpill,
     ResultStore,
-    payload_limit,
+    reference_limit,
 )
 from noetlc.runtime.stored_program import decode_program
 from noetlc.vm.control import ControlVM
@@ -248,7 +248,9 @@ class Driver:
         self.execution_id = execution_id
         self.workload = workload
         # the result store: large worker results are put there, references read back
-        self.refs = None if results is None else References(results, payload_limit(program.payload))
+        self.refs = (
+            None if results is None else References(results, reference_limit(program.executor_spec))
+        )
         self.loaded = LoadedResults(self.refs)
         self.vm = ControlVM(
             program,

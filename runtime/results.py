@@ -32,9 +32,14 @@ class StorageOverBudget(Exception):
 
 
 def payload_limit(payload: dict[str, Any]) -> int | None:
-    """`executor.spec.policy.limits.max_payload_bytes`; None when `results.reference_first`
-    is false."""
-    policy = ((payload.get("executor_spec") or {}).get("policy")) or {}
+    """`reference_limit` of a program's payload map."""
+    return reference_limit(payload.get("executor_spec"))
+
+
+def reference_limit(spec: dict[str, Any] | None) -> int | None:
+    """`executor.spec.policy.limits.max_payload_bytes` of a program's executor spec; None
+    when `results.reference_first` is false."""
+    policy = ((spec or {}).get("policy")) or {}
     if (policy.get("results") or {}).get("reference_first") is False:
         return None
     limit = (policy.get("limits") or {}).get("max_payload_bytes")

@@ -1,5 +1,6 @@
-"""How a stored execution keeps its program: the `.nbc` container bytes (`Program.encode`,
-format version and checksums included), and the first event of a distributed execution,
+"""How a stored execution keeps its program: the `.nbc` container bytes (`Program.nbc`,
+format version and checksums included: the bytes the compiler made, or the ones a decoded
+program was read from, never encoded twice), and the first event of a distributed execution,
 which carries them. Reading goes through `Program.decode`: a stored program is verified like
 a file, and its expressions are compiled from their sources when a VM loads it."""
 
@@ -15,10 +16,11 @@ from noetlc.vm.protocol import Event, Source, envelope
 
 
 def encode_program(program: Program | dict[str, Any]) -> bytes:
-    """The container bytes of a program (a payload map is read as a program first)."""
+    """The container bytes of a program, kept on it (a payload map is read as a program
+    first)."""
     if not isinstance(program, Program):
         program = Program.from_payload(program)
-    return program.encode()
+    return program.nbc
 
 
 def decode_program(data: bytes) -> Program:

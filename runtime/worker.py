@@ -45,11 +45,10 @@ from noetlc.runtime.results import (
     References,
     StorageOverBudget,
     over_budget_event,
-    payload_limit,
+    reference_limit,
 )
 from noetlc.runtime.stored_budget import StoredBytes
 from noetlc.stdlib_tools.keychain import Keychain
-from noetlc.vm.budgets import budgets_of
 from noetlc.vm.loaded_program import OP, LoadedProgram
 from noetlc.vm.protocol import Command, CommandKind, Event
 
@@ -335,7 +334,7 @@ class Worker:
                 raise LookupError(f"execution {execution_id} has no {REQUESTED} event")
             program, workload = program_from_requested(first)
             keychain = Keychain(
-                program.payload.get("keychain") or [],
+                list(program.keychain),
                 file=self.keychain_file,
                 provider=self._credentials(execution_id),
             )
@@ -370,11 +369,11 @@ class Worker:
                 # (runtime/stored_budget.py)
                 References(
                     self.results,
-                    payload_limit(program.payload),
-                    {"result_bytes": budgets_of(program.payload)["result_bytes"]},
+                    reference_limit(program.executor_spec),
+                    {"result_bytes": program.budgets["result_bytes"]},
                 ),
             )
-            limit = budgets_of(program.payload)["stored_bytes"]
+            limit = program.budgets["stored_bytes"]
             if limit:
                 known.refs.share_total(limit)
             if len(self.executions) > 1000:

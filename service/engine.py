@@ -131,7 +131,7 @@ class Engine:
         found = self._programs.get(key)
         if found is None:
             image = decode_program(program)
-            found = (image, dict(image.to_payload().get("workload") or {}))
+            found = (image, dict(image.workload))
             if len(self._programs) >= 64:
                 self._programs.pop(next(iter(self._programs)))
             self._programs[key] = found

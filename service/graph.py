@@ -1,5 +1,11 @@
 """The step graph of a stored program, as the console draws it (the steps view of
-`noetlc graph`): each step with its YAML line, each route arc with its guard and style."""
+`noetlc graph`): each step with its YAML line, each route arc with its guard and style.
+
+The program is one this service stored (verified when it was compiled and stored), so it is
+read from the container (magic, format, checksum: `nbc.decode`) and its typed form built
+without `Program.decode`'s verification and expression pool check, which cost seconds for a
+10,000-step program and are not needed to draw it; a payload of an unexpected shape is
+decoded the verifying way, so a bad one is refused with its NOE70x code like anywhere else."""
 
 from __future__ import annotations
 
@@ -7,31 +13,42 @@ from typing import Any
 
 
 def step_graph(program: bytes) -> dict[str, Any]:
-    from noetlc.ir.graph import final_steps, step_edges
-    from noetlc.runtime.stored_program import decode_program
+    from noetlc import FORMAT_VERSION
+    from noetlc.ir import nbc
+    from noetlc.ir.nbc import BytecodeError
+    from noetlc.ir.program import Program
 
-    payload = decode_program(program).to_payload()
-    where: dict[str, tuple[int, int]] = {}
-    for _file, line, column, path in payload.get("positions", []):
-        where.setdefault(path, (line, column))
+    _header, payload = nbc.decode(bytes(program), format_version=FORMAT_VERSION)
+    try:
+        image = Program.from_payload(payload)
+        return _graph(image)
+    except (BytecodeError, KeyError, IndexError, TypeError, ValueError, AttributeError):
+        from noetlc.runtime.stored_program import decode_program
+
+        return _graph(decode_program(program))
+
+
+def _graph(image: Any) -> dict[str, Any]:
+    from noetlc.ir.graph import final_steps, step_edges
+
     steps = []
-    finals = final_steps(payload)
-    for index, info in enumerate(payload["steps"]):
-        line, column = where.get(f"workflow[{index}]", (None, None))
+    finals = final_steps(image)
+    for facts in image.steps:
+        where = image.position_of(facts.name)
         steps.append(
             {
-                "name": info["name"],
-                "line": line,
-                "column": column,
-                "final": info["name"] in finals,
-                "entry": info["name"] == payload.get("entry"),
-                "loop": bool(info.get("loop")),
-                "listener": bool(info.get("listener")),
-                "tasks": len(info.get("tasks") or ()),
+                "name": facts.name,
+                "line": None if where is None else where.line,
+                "column": None if where is None else where.column,
+                "final": facts.name in finals,
+                "entry": facts.name == image.entry,
+                "loop": bool(facts.loop),
+                "listener": facts.listener is not None,
+                "tasks": len(facts.tasks),
             }
         )
     edges = [
         {"source": s, "target": t, "guard": g, "style": style}
-        for s, t, g, style in step_edges(payload)
+        for s, t, g, style in step_edges(image)
     ]
-    return {"name": payload["metadata"].get("name"), "steps": steps, "edges": edges}
+    return {"name": image.metadata.name, "steps": steps, "edges": edges}

@@ -121,9 +121,13 @@ class StepProgress:
             for info in steps.values():
                 if info["state"] in ("running", "scheduled"):
                     info["state"] = "cancelled" if cancelled else "failed"
+        loops = {name: dict(loop) for name, loop in self.loops.items()}
+        if ended:  # a fail-fast loop ends the run with iterations in flight: they were stopped
+            for loop in loops.values():
+                loop["in_flight"] = loop["running"] = 0
         return {
             "running_steps": [] if ended else self.in_state("running"),
             "scheduled_steps": [] if ended else self.in_state("scheduled"),
             "steps": steps,
-            "loops": {name: dict(loop) for name, loop in self.loops.items()},
+            "loops": loops,
         }

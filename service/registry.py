@@ -96,10 +96,9 @@ def compile_playbook(text: str, path: str) -> tuple[bytes, list[dict[str, Any]]]
     """(program bytes, findings) of a playbook; NOE873 with the diagnostics when it has errors."""
     from noetlc.analysis.lint import lint_unit
     from noetlc.compiler.pipeline import compile_source
-    from noetlc.runtime.stored_program import encode_program
 
     unit = compile_source(text, file=path)
-    if unit.reporter.has_errors or unit.payload is None:
+    if unit.reporter.has_errors or unit.program is None:
         diagnostics = [d.to_json() for d in unit.reporter.sorted()]
         first = next((d for d in diagnostics if d["severity"] == "error"), diagnostics[0])
         where = f"{path}:{first['line']}:{first['column']}" if first.get("line") else path
@@ -112,7 +111,7 @@ def compile_playbook(text: str, path: str) -> tuple[bytes, list[dict[str, Any]]]
             diagnostics=diagnostics,
         )
     findings = [d.to_json() for d in lint_unit(unit).diagnostics]
-    return encode_program(unit.payload), findings
+    return unit.program.nbc, findings
 
 
 def register(

@@ -10,9 +10,8 @@ query SQL`, on our store.
   `GET /api/ehdb/events`, `GET /api/ehdb/tiers/{tier}` — NoETL's read model of executions and
   events: ids, statuses, step names, counts and times; never results, errors or workloads
   (which may carry secrets).
-* `POST /api/postgres/execute` (`noetl query`) — read-only SQL against the store, in a
-  read-only transaction (PostgreSQL) or a read-only connection (SQLite) with a statement
-  timeout (`QUERY_TIMEOUT`) and at most `QUERY_ROWS` rows; anything else is 400 NOE883.
+* `POST /api/postgres/execute` (`noetl query`) — read-only SQL against the store
+  (`sql_query.py`: what it refuses besides writes, and why); anything else is 400 NOE883.
 
 All are behind the token like every other route.
 """
@@ -20,21 +19,18 @@ All are behind the token like every other route.
 from __future__ import annotations
 
 import asyncio
-import sqlite3
-import time
 from typing import Any, Literal
 
 from fastapi import APIRouter, Query
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 
 from noetlc.service.deps import ExecutionId, ServiceDep
-from noetlc.service.errors import ApiError, bad_request, error_responses
+from noetlc.service.errors import bad_request, error_responses
+from noetlc.service.sql_query import QUERY_ROWS, pg_query, sqlite_query
+from noetlc.service.sql_query import refused as _refused
 from noetlc.service.state import Service
 from noetlc.service.views import summary_of
 
-QUERY_TIMEOUT = 5.0  # seconds
-QUERY_ROWS = 1000
-QUERY_REFUSED = "NOE883"
 TERMINAL = ("COMPLETED", "FAILED", "CANCELLED")
 
 router = APIRouter(prefix="/api", tags=["noetl client"], responses=error_responses())
@@ -363,66 +359,6 @@ def _sql_of(body: QueryRequest) -> str:
     return text.strip()
 
 
-def _refused(message: str) -> ApiError:
-    return ApiError(
-        400,
-        QUERY_REFUSED,
-        message,
-        "send one read-only SELECT; narrow it with WHERE and LIMIT",
-    )
-
-
-def _sqlite_query(path: str, sql: str) -> tuple[list[str], list[list[Any]], bool]:
-    uri = f"file:{path}?mode=ro"
-    db = sqlite3.connect(uri, uri=True, timeout=QUERY_TIMEOUT)
-    deadline = time.monotonic() + QUERY_TIMEOUT
-    db.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
-    try:
-        db.execute("PRAGMA query_only = ON")
-        cursor = db.execute(sql)
-        if cursor.description is None:
-            return [], [], False
-        names = [c[0] for c in cursor.description]
-        rows = cursor.fetchmany(QUERY_ROWS + 1)
-    except sqlite3.Warning as exc:  # more than one statement
-        raise _refused(f"the query was refused: {exc}") from None
-    except sqlite3.Error as exc:
-        why = "it ran past the statement timeout" if time.monotonic() > deadline else str(exc)
-        raise _refused(f"the query was refused: {why}") from None
-    finally:
-        db.close()
-    return names, [list(r) for r in rows[:QUERY_ROWS]], len(rows) > QUERY_ROWS
-
-
-async def _pg_query(
-    url: str, sql: str, schema: str | None
-) -> tuple[list[str], list[list[Any]], bool]:
-    import asyncpg
-
-    from noetlc.runtime.postgres.connect import connect, parse_url
-
-    parsed = parse_url(url)
-    conn = await connect(parsed)
-    try:
-        async with conn.transaction(readonly=True):
-            await conn.execute(f"SET LOCAL statement_timeout = {int(QUERY_TIMEOUT * 1000)}")
-            path = [parsed.schema] + ([schema] if schema and schema != parsed.schema else [])
-            await conn.execute(
-                "SELECT set_config('search_path', $1, true)",
-                ", ".join('"' + p.replace('"', '""') + '"' for p in path),
-            )
-            try:
-                statement = await conn.prepare(sql)
-                names = [a.name for a in statement.get_attributes()]
-                records = await statement.fetch()
-            except asyncpg.PostgresError as exc:
-                raise _refused(f"the query was refused: {exc}") from None
-    finally:
-        await conn.close()
-    rows = [list(r) for r in records[: QUERY_ROWS + 1]]
-    return names, rows[:QUERY_ROWS], len(rows) > QUERY_ROWS
-
-
 @router.post("/postgres/execute", response_model=QueryReply, tags=["query"])
 def execute_query(body: QueryRequest, service: ServiceDep) -> QueryReply:
     """`noetl query SQL`: read-only SQL against this service's store (its own tables; the
@@ -431,12 +367,12 @@ def execute_query(body: QueryRequest, service: ServiceDep) -> QueryReply:
 
     sql = _sql_of(body)
     if service.engine.distributed:
-        names, rows, cut = asyncio.run(_pg_query(service.settings.db, sql, body.db_schema))
+        names, rows, cut = asyncio.run(pg_query(service.settings.db, sql, body.db_schema))
     else:
         path = getattr(service.engine.store, "path", None)
         if not path or path == ":memory:":
             raise _refused("a memory: store has no SQL database to query")
-        names, rows, cut = _sqlite_query(str(path), sql)
+        names, rows, cut = sqlite_query(str(path), sql)
     result = [[jsonable(v) for v in row] for row in rows]
     return QueryReply(
         status="ok", result=result, columns=names, row_count=len(result), truncated=cut

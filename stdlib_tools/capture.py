@@ -9,6 +9,7 @@ before. Output of a task is therefore never printed by the process running it.
 
 from __future__ import annotations
 
+import codecs
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -26,6 +27,7 @@ class _Router:
     def __init__(self, name: str, real: TextIO) -> None:
         self._name = name
         self._real = real
+        self.buffer = _BytesRouter(self)
 
     def write(self, text: str) -> int:
         log: Log | None = getattr(_local, "log", None)
@@ -49,6 +51,40 @@ class _Router:
         return getattr(self._real, name)
 
 
+class _BytesRouter:
+    """`sys.stdout.buffer` of the router: bytes a capturing thread writes go to its log,
+    decoded as UTF-8 (bytes that are not become lone surrogates, which the log escapes);
+    anything else to the real stream's buffer."""
+
+    def __init__(self, router: _Router) -> None:
+        self._router = router
+
+    def write(self, data: Any) -> int:
+        log: Log | None = getattr(_local, "log", None)
+        if log is None:
+            written: int = self._router._real.buffer.write(data)
+            return written
+        chunk = bytes(memoryview(data))  # as a real binary stream: bytes-like only
+        decoders = _local.decoders
+        name = self._router._name
+        if name not in decoders:
+            decoders[name] = codecs.getincrementaldecoder("utf-8")("surrogateescape")
+        text = decoders[name].decode(chunk)
+        if text:
+            log(name, text)
+        return len(chunk)
+
+    def writable(self) -> bool:
+        return True
+
+    def flush(self) -> None:
+        if getattr(_local, "log", None) is None:
+            self._router._real.buffer.flush()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._router._real.buffer, name)
+
+
 def _routed() -> None:
     with _install:
         if not isinstance(sys.stdout, _Router):
@@ -65,8 +101,13 @@ def captured(log: Log | None) -> Iterator[None]:
         return
     _routed()
     outer = getattr(_local, "log", None)
-    _local.log = log
+    outer_decoders = getattr(_local, "decoders", None)
+    _local.log, _local.decoders = log, {}
     try:
         yield
     finally:
-        _local.log = outer
+        for name, decoder in _local.decoders.items():  # an incomplete sequence at the end
+            rest = decoder.decode(b"", final=True)
+            if rest:
+                log(name, rest)
+        _local.log, _local.decoders = outer, outer_decoders

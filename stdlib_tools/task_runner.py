@@ -9,6 +9,7 @@ captured per task (bounded by the output limit) and returned.
 
 from __future__ import annotations
 
+import codecs
 import io
 import json
 import os
@@ -20,13 +21,21 @@ HEADER = struct.Struct(">I")
 
 
 class Capped(io.TextIOBase):
-    """A text sink that keeps at most `limit` characters (and says it cut the rest)."""
+    """A text sink that keeps at most `limit` characters (and says it cut the rest).
+
+    It has what code expects of `sys.stdout`: an `encoding`, and a `buffer` for bytes
+    (`sys.stdout.buffer.write(b"...")`), decoded as UTF-8 across writes; bytes that are not
+    UTF-8 become lone surrogates, which the task log escapes (`\\xff`)."""
+
+    encoding = "utf-8"
+    errors = "surrogateescape"
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.parts: list[str] = []
         self.size = 0
         self.cut = False
+        self.buffer = BytesInto(self.write)
 
     def writable(self) -> bool:
         return True
@@ -42,8 +51,32 @@ class Capped(io.TextIOBase):
         return len(text)
 
     def value(self) -> str:
+        self.buffer.flush()  # an incomplete UTF-8 sequence at the end, escaped
         text = "".join(self.parts)
         return text + ("\n[output cut at the task's output limit]\n" if self.cut else "")
+
+
+class BytesInto(io.RawIOBase):
+    """A binary stream that hands what it gets, decoded, to a text `write`."""
+
+    def __init__(self, write: Any) -> None:
+        self._write = write
+        self._decoder = codecs.getincrementaldecoder("utf-8")("surrogateescape")
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        chunk = bytes(memoryview(data))  # as a real binary stream: bytes-like only
+        text = self._decoder.decode(chunk)
+        if text:
+            self._write(text)
+        return len(chunk)
+
+    def flush(self) -> None:
+        text = self._decoder.decode(b"", final=True)
+        if text:
+            self._write(text)
 
 
 class Baseline:
@@ -170,6 +203,12 @@ def main() -> None:
             sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
         reply: dict[str, Any] = {"outcome": outcome, "stdout": out.value(), "stderr": err.value()}
         error_type = ((outcome.get("error") or {}).get("type")) if outcome else None
+        if error_type == "MemoryError" and not outcome["error"].get("message"):
+            # Python's MemoryError has no text: say which limit it met
+            outcome["error"]["message"] = (
+                f"the task ran out of memory (its limit: {limits.memory_bytes // 2**20} MB"
+                " of address space, --task-memory-mb)"
+            )
         if error_type in ("MemoryError", "SystemExit", "KeyboardInterrupt"):
             reply["retire"] = True  # the runner's state may be broken: the next task gets another
         if not baseline.restore():

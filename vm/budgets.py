@@ -63,9 +63,13 @@ class BudgetError(ValueError):
 
 
 def budgets_of(payload: dict[str, Any]) -> dict[str, int]:
+    """The budgets of a program's payload map (`budgets_for` of its executor spec)."""
+    return budgets_for(payload.get("executor_spec"))
+
+
+def budgets_for(spec: Any) -> dict[str, int]:
     """The budgets of a program: the defaults, then its executor spec's `budgets`."""
     out = dict(DEFAULTS)
-    spec = payload.get("executor_spec")
     given = spec.get("budgets") if isinstance(spec, dict) else None
     if isinstance(given, dict):
         for name, value in given.items():
@@ -90,10 +94,13 @@ def parse_option(text: str) -> tuple[str, int]:
     return name, value
 
 
-def with_budgets(payload: dict[str, Any], budgets: dict[str, int]) -> dict[str, Any]:
-    """A copy of `payload` whose executor spec carries `budgets` (over its own)."""
+def spec_with_budgets(
+    spec: dict[str, Any] | None, budgets: dict[str, int]
+) -> dict[str, Any] | None:
+    """A copy of an executor spec that carries `budgets` (over its own); `spec` itself when
+    there are none (`Program.with_executor_spec` takes the result)."""
     if not budgets:
-        return payload
-    spec = dict(payload.get("executor_spec") or {})
-    spec["budgets"] = {**(spec.get("budgets") or {}), **budgets}
-    return {**payload, "executor_spec": spec}
+        return spec
+    out = dict(spec or {})
+    out["budgets"] = {**(out.get("budgets") or {}), **budgets}
+    return out

@@ -2,8 +2,8 @@
 
 Expressions become callables by compiling their sources again (`noetlc.expr.loader`: stored
 code is never run; an entry whose code hash differs is refused with NOE705), values stay as
-data with `{"$e": i}` leaves (evaluated by `evaluate_value`), control blocks are grouped by
-the place they consume from, pipeline blocks by step.
+data with `{"$e": i}` leaves (evaluated by `evaluate_value`), pipeline blocks are indexed by
+step; the control program's transition records become step tables (vm/tables.py).
 """
 
 from __future__ import annotations
@@ -17,20 +17,9 @@ from noetlc.expr.runtime import REF_KEY, RESOLVER_KEY, Evaluator, Scope
 from noetlc.ir import program as ir_program
 from noetlc.ir.nbc import BytecodeError
 from noetlc.ir.opcodes import BY_MNEMONIC
+from noetlc.vm.budgets import budgets_for
 
 OP = {name: op.code for name, op in BY_MNEMONIC.items()}
-
-
-@dataclass(frozen=True, slots=True)
-class LoadedControlBlock:
-    id: str
-    kind: str
-    step: str | None
-    target: str | None
-    code: tuple[tuple[Any, ...], ...]
-    events: frozenset[str]
-    consumes: tuple[str, ...]
-    line: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +27,7 @@ class StepInfo:
     name: str
     tasks: tuple[str, ...]
     loop: dict[str, Any] | None
+    listener: dict[str, Any] | None
     pipeline: tuple[tuple[Any, ...], ...]
     task_pcs: dict[str, int]
     next_task_pc: dict[int, int]  # pc of a TASK -> pc of the next TASK (or the step's end)
@@ -49,7 +39,7 @@ class StepInfo:
 
 
 class LoadedProgram:
-    """Everything both VMs need, from one verified program.
+    """Everything both VMs need, from one verified program, read from its typed fields.
 
     Takes a `noetlc.ir.program.Program` (from `Program.decode`, or the compiler's), or a
     payload map, which is read and verified first (`BytecodeError` NOE704 if it does not)."""
@@ -59,69 +49,61 @@ class LoadedProgram:
             program = ir_program.Program.from_payload(program)
             program.check()
         self.image = program
-        payload = self.payload = program.to_payload()
         self.name: str = program.metadata.name
         self.entry: str = program.entry
         self.workload: dict[str, Any] = program.workload
-        self.names: list[str] = payload["names"]
+        self.keychain: tuple[dict[str, Any], ...] = program.keychain
+        self.executor_spec: dict[str, Any] | None = program.executor_spec
+        self.budgets: dict[str, int] = budgets_for(program.executor_spec)
+        self.names: tuple[str, ...] = program.names
         self.expressions: list[Evaluator] = load_expressions(program)
         self.expression_sources: list[str] = [e.source for e in program.expressions]
-        self.values: list[Any] = payload["values"]
-        self.positions: list[list[Any]] = payload["positions"]
+        self.values: tuple[Any, ...] = program.values
+        self.positions: tuple[ir_program.DebugPosition, ...] = program.positions
         self.joins: dict[str, tuple[str, ...]] = {
-            step: tuple(f"{step}.from.{b}" for b in branches)
-            for step, kind, _fork, branches in payload["joins"]
-            if kind != "each"
+            j.step: tuple(f"{j.step}.from.{b}" for b in j.branches)
+            for j in program.joins
+            if j.kind != "each"
         }
-        self.join_kind: dict[str, str] = {step: kind for step, kind, _f, _b in payload["joins"]}
-        # each decision place's guards in order: `GUARD_NOT_ANY n` negates the first n
+        self.join_kind: dict[str, str] = {j.step: j.kind for j in program.joins}
+        # each decision place's guards in order: a transition's `earlier n` negates the first n
         self.decisions: dict[str, tuple[Evaluator, ...]] = {
-            place: tuple(self.expressions[i] for i in guards)
-            for place, guards in payload.get("decisions", [])
+            d.place: tuple(self.expressions[i] for i in d.guards) for d in program.decisions
         }
-        self.blocks: list[LoadedControlBlock] = []
-        self.by_place: dict[str, list[LoadedControlBlock]] = {}
-        for b in program.control:
-            tid, kind, step, target, instructions, positions = (
-                b.id,
-                b.kind,
-                b.step,
-                b.target,
-                b.code,
-                b.positions,
-            )
-            events = frozenset(self.names[i[1]] for i in instructions if i[0] == OP["ON"])
-            consumes = tuple(i[1] for i in instructions if i[0] == OP["CONSUME"])
-            line = self.positions[positions[0]][1] if positions else 0
-            block = LoadedControlBlock(
-                tid, kind, step, target, instructions, events, consumes, line
-            )
-            self.blocks.append(block)
-            for place in consumes[:1]:
-                self.by_place.setdefault(place, []).append(block)
+        # the control program's transition records, as stored: vm/tables.py turns them
+        # into step tables with callables (once per program)
+        self.transitions: tuple[ir_program.TransitionInfo, ...] = program.control
         self.workbook: dict[str, tuple[str, int, int | None]] = {
-            name: (kind, args, spec) for name, kind, args, spec in payload.get("workbook", [])
+            w.name: (w.kind, w.args, w.spec) for w in program.workbook
         }
         self.steps: dict[str, StepInfo] = {}
         pipelines = {b.step: (b.code, b.positions) for b in program.pipelines}
-        for info in payload["steps"]:
-            instructions, positions = pipelines[info["name"]]
+        for facts in program.steps:
+            instructions, positions = pipelines[facts.name]
             task_pcs = [pc for pc, i in enumerate(instructions) if i[0] == OP["TASK"]]
             end_pc = next(pc for pc, i in enumerate(instructions) if i[0] == OP["END"])
             while end_pc > 0 and instructions[end_pc - 1][0] == OP["SET_CTX_P"]:
                 end_pc -= 1
             firsts = [*task_pcs, end_pc]
-            self.steps[info["name"]] = StepInfo(
-                name=info["name"],
-                tasks=tuple(info["tasks"]),
-                loop=info.get("loop"),
+            first = self.positions[positions[0]] if positions else None
+            self.steps[facts.name] = StepInfo(
+                name=facts.name,
+                tasks=facts.tasks,
+                loop=facts.loop,
+                listener=facts.listener,
                 pipeline=instructions,
                 task_pcs={self.names[instructions[pc][1]]: pc for pc in task_pcs},
                 next_task_pc={pc: firsts[i + 1] for i, pc in enumerate(task_pcs)},
                 end_pc=end_pc,
-                line=self.positions[positions[0]][1] if positions else 0,
-                file=str(self.positions[positions[0]][0]) if positions else "",
+                line=first.line if first is not None else 0,
+                file=first.file if first is not None else "",
             )
+
+    @property
+    def payload(self) -> dict[str, Any]:
+        """The program's payload map (made once, on first use, and kept on the program): for
+        readers that still take the plain form; the VMs read the typed fields above."""
+        return self.image.payload
 
     def evaluate(self, index: int, scope: Scope) -> Any:
         return self.expressions[index](scope)

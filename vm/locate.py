@@ -35,9 +35,9 @@ def code_origin(program: LoadedProgram, args_index: int | None) -> tuple[str, in
     code = value.get("code") if isinstance(value, dict) else None
     if not (isinstance(code, dict) and isinstance(code.get("$e"), int)):
         return None
-    entries = program.payload.get("expressions") or []
+    entries = program.image.expressions
     index = code["$e"]
-    return where(entries[index].get("where")) if 0 <= index < len(entries) else None
+    return where(entries[index].where) if 0 <= index < len(entries) else None
 
 
 def locate_code_error(

@@ -32,11 +32,10 @@ from typing import Any
 
 from noetlc.ir.events import EventName
 from noetlc.vm.admission import enter
-from noetlc.vm.budgets import budgets_of
 from noetlc.vm.control_state import StepRecord, StepRun, Token, arc_output
 from noetlc.vm.loaded_program import LoadedProgram
 from noetlc.vm.protocol import Command, CommandDraft, CommandKind
-from noetlc.vm.tables import DecodedTransition, StepTable
+from noetlc.vm.tables import LoadedTransition, StepTable
 
 # (the VM, the finished run, its result, the commands issued so far) -> None: it counted its
 # firings (the step's complete transition included) and recorded its events
@@ -142,7 +141,7 @@ def _handler(
     guard, taken, target, otherwise, otherwise_target = table.done_plan
     if _GLOBALS["_digits"] is None:
         _GLOBALS["_digits"] = list(map(str, range(RUN_NUMBERS)))
-    budgets = budgets_of(program.payload)  # as `ControlVM` reads them
+    budgets = program.budgets  # as `ControlVM` reads them
     constants: dict[str, Any] = {
         "STEP": table.name,
         "GUARD": guard,
@@ -201,7 +200,7 @@ _SET_EVENT = (
 def _branch(
     table: StepTable,
     prefix: str,
-    transition: DecodedTransition,
+    transition: LoadedTransition,
     target: StepTable | None,
     event_set: bool,
     constants: dict[str, Any],

@@ -1,9 +1,11 @@
-"""The control program pre-decoded into per-step handler tables (loaded once, never rescanned).
+"""The control program's transition records loaded into per-step handler tables (once per
+program, never rescanned).
 
-The control VM never interprets opcodes at run time: each control block becomes one
-`DecodedTransition` (slots) with its guard callables, its value indices and the places it feeds, and
-the transitions are indexed by what triggers them — a step's admission rules, its routes on
-`done`/`failed` and its dead-path arcs. Built once per `LoadedProgram` and cached on it.
+Each record (`noetlc.ir.program.TransitionInfo`) becomes one `LoadedTransition` (slots): the
+same facts with its guard callables, the decision's guards it must find false, and the
+places it feeds split by the step they enter; the transitions are indexed by what triggers
+them: a step's admission rules, its routes on `done`/`failed` and its dead-path arcs. Built
+once per `LoadedProgram` and cached on it.
 """
 
 from __future__ import annotations
@@ -13,11 +15,12 @@ from typing import Any
 from noetlc.expr.runtime import Evaluator
 from noetlc.ir.cycles import back_edges
 from noetlc.ir.events import EventName
-from noetlc.vm.loaded_program import OP, LoadedControlBlock, LoadedProgram
+from noetlc.ir.program import TransitionInfo
+from noetlc.vm.loaded_program import LoadedProgram
 
 
-class DecodedTransition:
-    """One control block, decoded."""
+class LoadedTransition:
+    """One transition record, loaded: expression indices turned into callables."""
 
     __slots__ = (
         "args",
@@ -39,40 +42,39 @@ class DecodedTransition:
 
     def __init__(
         self,
-        block: LoadedControlBlock,
+        record: TransitionInfo,
         expressions: list[Evaluator],
         decisions: dict[str, tuple[Evaluator, ...]],
+        line: int,
     ) -> None:
-        self.id = block.id
-        self.kind = block.kind
-        self.step = block.step
-        self.line = block.line
-        self.events = block.events
+        self.id = record.id
+        self.kind = record.kind
+        self.step = record.step
+        self.line = line
+        self.events = frozenset(record.on)
         self.guards: tuple[tuple[Evaluator, bool], ...] = tuple(
-            (expressions[i[1]], i[0] == OP["GUARD_NOT"])
-            for i in block.code
-            if i[0] in (OP["GUARD"], OP["GUARD_NOT"])
+            (expressions[expr], negated) for expr, negated in record.guards
         )
         # exclusive routing: the first `earlier` guards of `decision` (the guards of the arcs
         # before this one, shared by every arc of the decision, not copied) must be false
-        self.earlier: int = next((i[1] for i in block.code if i[0] == OP["GUARD_NOT_ANY"]), 0)
-        self.decision: tuple[Evaluator, ...] = decisions[block.consumes[0]] if self.earlier else ()
-        self.args: int | None = next((i[1] for i in block.code if i[0] == OP["ARGS"]), None)
-        self.writes: int | None = next((i[1] for i in block.code if i[0] == OP["SET_CTX"]), None)
-        self.targets: tuple[str, ...] = tuple(
-            i[1] for i in block.code if i[0] == OP["PRODUCE"] and i[1] != "execution.sink"
-        )
-        self.dead_targets: tuple[str, ...] = tuple(
-            i[1] for i in block.code if i[0] == OP["DEAD"] and i[1] != "execution.sink"
-        )
+        self.earlier: int = record.earlier
+        self.decision: tuple[Evaluator, ...] = decisions[record.consume[0]] if self.earlier else ()
+        self.args: int | None = record.args
+        self.writes: int | None = record.writes
+        self.targets: tuple[str, ...] = tuple(p for p in record.produce if p != "execution.sink")
+        self.dead_targets: tuple[str, ...] = tuple(p for p in record.dead if p != "execution.sink")
         # each target with the step whose entry it is (None for a join branch place), so
         # putting a token needs no string work at run time
         self.entries: tuple[tuple[str, str | None], ...] = tuple(
             (place, place[: -len(".entry")] if place.endswith(".entry") else None)
             for place in self.targets
         )
-        self.fails_execution = any(i[0] == OP["FAIL_EXECUTION"] for i in block.code)
-        self.skip = any(i[0] == OP["ADMIT"] and i[1] == 0 for i in block.code)
+        self.fails_execution = record.fails_execution
+        self.skip = record.admit == 0
+
+
+# The name the control VM's modules import (vm/routing.py, vm/admission.py, vm/specialise.py).
+DecodedTransition = LoadedTransition
 
 
 def clear_prefix(
@@ -101,8 +103,8 @@ def clear_prefix(
 
 
 def first_passing(
-    transitions: list[DecodedTransition] | tuple[DecodedTransition, ...], scope: dict[str, Any]
-) -> DecodedTransition | None:
+    transitions: list[LoadedTransition] | tuple[LoadedTransition, ...], scope: dict[str, Any]
+) -> LoadedTransition | None:
     """The first transition whose guard passes (admission rules, a listener's routes): each
     distinct guard is evaluated at most once, the earlier guards of exclusive routing with
     `clear_prefix`, so n rules cost O(n) evaluations."""
@@ -157,12 +159,12 @@ class StepTable:
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self.admission: list[DecodedTransition] = []  # start / admit / skip, in rule order
-        self.done_routes: list[DecodedTransition] = []  # route, dead and end transitions on `done`
-        self.failed_routes: list[DecodedTransition] = []  # route and unhandled on `failed`
+        self.admission: list[LoadedTransition] = []  # start / admit / skip, in rule order
+        self.done_routes: list[LoadedTransition] = []  # route, dead and end transitions on `done`
+        self.failed_routes: list[LoadedTransition] = []  # route and unhandled on `failed`
         # the same routes indexed by boundary event name, dead arcs left out (they never fire)
-        self.done_on: dict[str, tuple[DecodedTransition, ...]] = {}
-        self.failed_on: dict[str, tuple[DecodedTransition, ...]] = {}
+        self.done_on: dict[str, tuple[LoadedTransition, ...]] = {}
+        self.failed_on: dict[str, tuple[LoadedTransition, ...]] = {}
         # every place a route of this step feeds on the way to an AND-join: an arc that does
         # not fire sends a dead token there (dead-path elimination)
         self.join_feeds: tuple[str, ...] = ()
@@ -183,7 +185,7 @@ class StepTable:
         self.done_plan: DonePlan | None = None
         # a plain step (no loop, no listener) with one unguarded rule that admits without
         # writing ctx: a live token enters it without the general admission
-        self.plain_rule: DecodedTransition | None = None
+        self.plain_rule: LoadedTransition | None = None
 
 
 def build_tables(program: LoadedProgram) -> dict[str, StepTable]:
@@ -191,32 +193,35 @@ def build_tables(program: LoadedProgram) -> dict[str, StepTable]:
     if cached is not None:
         return cached
     tables: dict[str, StepTable] = {}
-    for info in program.payload["steps"]:
-        table = tables[info["name"]] = StepTable(info["name"])
-        table.loop = info.get("loop")
+    for info in program.steps.values():
+        table = tables[info.name] = StepTable(info.name)
+        table.loop = info.loop
         stop = (table.loop or {}).get("stop_when")
         table.stop_when = program.expressions[stop] if stop is not None else None
         slots_from = (table.loop or {}).get("max_in_flight_from")
         if slots_from is not None and (table.loop or {}).get("mode") == "parallel":
             table.slots_from = program.expressions[slots_from]
-        listener = info.get("listener")
+        listener = info.listener
         table.listener = listener is not None
         table.listener_timeout = (listener or {}).get("timeout")
-    for block in program.blocks:
-        if block.step is None or block.step not in tables:
+    positions = program.positions
+    for record in program.transitions:
+        if record.step is None or record.step not in tables:
             continue
-        table = tables[block.step]
-        transition = DecodedTransition(block, program.expressions, program.decisions)
-        place = block.consumes[0] if block.consumes else ""
-        if block.kind in ("start", "admit", "skip") and place.endswith(".entry"):
+        table = tables[record.step]
+        transition = LoadedTransition(
+            record, program.expressions, program.decisions, positions[record.position].line
+        )
+        place = record.consume[0] if record.consume else ""
+        if record.kind in ("start", "admit", "skip") and place.endswith(".entry"):
             table.admission.append(transition)
-            loop = next((i for i in block.code if i[0] == OP["LOOP"]), None)
-            if loop is not None:
-                table.items = program.expressions[loop[1]] if loop[1] is not None else None
-                table.slots = max(1, int(loop[2] or 1))
-        elif block.kind in ("route", "dead", "end") and place.endswith((".done", ".waiting")):
+            if record.loop is not None:
+                items, slots = record.loop
+                table.items = program.expressions[items] if items is not None else None
+                table.slots = max(1, int(slots or 1))
+        elif record.kind in ("route", "dead", "end") and place.endswith((".done", ".waiting")):
             table.done_routes.append(transition)
-        elif block.kind in ("route", "unhandled") and place.endswith(".failed"):
+        elif record.kind in ("route", "unhandled") and place.endswith(".failed"):
             table.failed_routes.append(transition)
     # Steps whose success can reach a join branch: their dead paths must be announced (when
     # the step is skipped, receives a dead token, or fails and the failure is handled).
@@ -255,14 +260,14 @@ def build_tables(program: LoadedProgram) -> dict[str, StepTable]:
 # route's target is the table of the step it enters when it feeds exactly one, else None.
 DonePlan = tuple[
     Evaluator | None,
-    DecodedTransition,
+    LoadedTransition,
     "StepTable | None",
-    DecodedTransition | None,
+    LoadedTransition | None,
     "StepTable | None",
 ]
 
 
-def _plain_rule(table: StepTable) -> DecodedTransition | None:
+def _plain_rule(table: StepTable) -> LoadedTransition | None:
     if table.loop is not None or table.listener or len(table.admission) != 1:
         return None
     rule = table.admission[0]
@@ -298,13 +303,13 @@ def _done_plan(table: StepTable, tables: dict[str, StepTable]) -> DonePlan | Non
     return guard, first, _target(first, tables), other, _target(other, tables)
 
 
-def _target(t: DecodedTransition, tables: dict[str, StepTable]) -> StepTable | None:
+def _target(t: LoadedTransition, tables: dict[str, StepTable]) -> StepTable | None:
     if t.kind != "route" or len(t.entries) != 1:
         return None
     return tables.get(t.entries[0][1] or "")
 
 
-def _plain_route(t: DecodedTransition) -> bool:
+def _plain_route(t: LoadedTransition) -> bool:
     if t.kind == "end":
         return not t.guards and t.writes is None and not t.entries  # (`earlier`: see above)
     return (
@@ -315,7 +320,7 @@ def _plain_route(t: DecodedTransition) -> bool:
     )
 
 
-def _by_event(routes: list[DecodedTransition]) -> dict[str, tuple[DecodedTransition, ...]]:
+def _by_event(routes: list[LoadedTransition]) -> dict[str, tuple[LoadedTransition, ...]]:
     names = {name for t in routes for name in t.events}
     return {
         name: tuple(t for t in routes if t.kind != "dead" and name in t.events) for name in names

@@ -1,23 +1,18 @@
-"""Shared by `compile`, `dis` and `graph`: get a compiled payload from a .yaml or a .nbc."""
+"""Shared by `compile`, `dis`, `graph`, `run` and `submit`: get the program of a .yaml or a
+.nbc."""
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from noetlc.ir import nbc
 from noetlc.ir.program import Program
 
 if TYPE_CHECKING:
     from noetlc.compiler.unit import CompilationUnit
-
-
-def load_payload(path: str, use_cache: bool = False) -> dict[str, Any] | None:
-    """Compile a playbook or read a bytecode file; print located errors and return None."""
-    program = load_program(path, use_cache)
-    return None if program is None else program.to_payload()
 
 
 def load_program(path: str, use_cache: bool = False) -> Program | None:
@@ -81,17 +76,16 @@ def _keep(entry_key: str, source: str, unit: CompilationUnit) -> None:
 
     if plugins_loaded() or unit.source != source or unit.program is None:
         return
-    body = unit.nbc if unit.nbc is not None else unit.program.encode()  # assemble's bytes
-    compile_cache.store(entry_key, unit.reporter.sorted(), body)
+    compile_cache.store(entry_key, unit.reporter.sorted(), unit.program.nbc)  # kept on it
 
 
-def render_payload(path: str, render: Callable[[dict[str, Any]], str]) -> int:
+def render_program(path: str, render: Callable[[Program], str]) -> int:
     """Load or compile `path`, render it, print it (a `.nbc` file is verified first)."""
-    payload = load_payload(path)
-    if payload is None:
+    program = load_program(path)
+    if program is None:
         return 1
     try:
-        text = render(payload)
+        text = render(program)
     except (KeyError, IndexError, TypeError, ValueError) as exc:
         print(
             f"{path}:1:1: error[NOE702]: the bytecode is malformed ({type(exc).__name__}: {exc})",

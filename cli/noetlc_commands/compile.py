@@ -62,8 +62,8 @@ def stage_text(name: str, unit: CompilationUnit) -> str | None:
         return "".join(f"e{i} {e.mode} {e.kind} {e.source!r}\n" for i, e in enumerate(entries))
     if name == "net" and unit.net is not None:
         return dump(unit.net)
-    if name in ("lower", "assemble") and unit.payload is not None:
-        return disassemble(unit.payload)
+    if name in ("lower", "assemble") and unit.program is not None:
+        return disassemble(unit.program)
     return None
 
 
@@ -94,15 +94,16 @@ def run(args: argparse.Namespace) -> int:
         return 1
     if dumps:
         return _emit("\n".join(dumps), out)
-    if unit.net is None or unit.payload is None or unit.nbc is None:
+    if unit.net is None or unit.program is None:
         raise InternalCompilerError("the pipeline ended without bytecode and without an error")
     if args.emit == "ir":
         return _emit(dump(unit.net), out)
     if args.emit == "bytecode":
-        return _emit(disassemble(unit.payload), out)
+        return _emit(disassemble(unit.program), out)
     assert out is not None
-    _write(out, unit.nbc)
-    print(f"wrote {out} ({len(unit.nbc)} bytes)", file=sys.stderr)
+    data = unit.program.nbc
+    _write(out, data)
+    print(f"wrote {out} ({len(data)} bytes)", file=sys.stderr)
     return 0
 
 

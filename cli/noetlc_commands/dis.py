@@ -1,4 +1,5 @@
-"""Disassemble a playbook's bytecode: every instruction with the YAML line it came from.
+"""Disassemble a playbook's bytecode: the control program's transition records and the
+pipeline instructions, each with the YAML line it came from.
 
 Takes a `.nbc` file or a `.yaml` playbook (compiled on the fly). Jump targets are marked
 `>>`; expressions are shown with their source; join kinds are listed first.
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from noetlc.cli.noetlc_commands.artifacts import render_payload
+from noetlc.cli.noetlc_commands.artifacts import render_program
 from noetlc.ir.dis import disassemble
 
 
@@ -17,4 +18,4 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    return render_payload(args.file, disassemble)
+    return render_program(args.file, disassemble)

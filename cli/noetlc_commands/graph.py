@@ -10,10 +10,10 @@ double border, failure arcs are dashed, dead-path transitions dotted (net view).
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
-from noetlc.cli.noetlc_commands.artifacts import render_payload
+from noetlc.cli.noetlc_commands.artifacts import render_program
 from noetlc.ir.graph import to_dot, to_mermaid
+from noetlc.ir.program import Program
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -23,9 +23,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    def render(payload: dict[str, Any]) -> str:
+    def render(program: Program) -> str:
         if args.format == "dot":
-            return to_dot(payload, args.level)
-        return to_mermaid(payload, args.level)
+            return to_dot(program, args.level)
+        return to_mermaid(program, args.level)
 
-    return render_payload(args.file, render)
+    return render_program(args.file, render)

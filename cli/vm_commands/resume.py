@@ -51,8 +51,8 @@ def run(args: argparse.Namespace) -> int:
         if lease is not None:
             lease.claim()  # refuses a live owner
             lease.fence(store)
-        payload = decode_program(record["program"]).to_payload()
-        progress = progress_for(args, len(payload["steps"]))
+        program = decode_program(record["program"])
+        progress = progress_for(args, len(program.steps))
         try:
             result = resume_embedded(
                 store, execution_id, on_events=progress, keychain_file=args.keychain
@@ -64,4 +64,4 @@ def run(args: argparse.Namespace) -> int:
         if lease is not None:
             lease.release()
         store.close()
-    return report(result, payload, args.json)
+    return report(result, program, args.json)

@@ -15,11 +15,14 @@ import argparse
 import json
 import math
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from noetlc.cli.common import EXIT_CANCELLED, EXIT_ERRORS, EXIT_OK, UsageError
 from noetlc.cli.vm_commands.history import DEFAULT_URL, default_db
 from noetlc.vm.budgets import NAMES as BUDGET_NAMES
+
+if TYPE_CHECKING:
+    from noetlc.ir.program import Program
 
 EXIT_FOR_STATUS = {"completed": EXIT_OK, "failed": EXIT_ERRORS, "cancelled": EXIT_CANCELLED}
 
@@ -194,7 +197,7 @@ def write_all(text: str) -> None:
 
 def report(
     result: dict[str, Any],
-    payload: dict[str, Any],
+    program: Program | None,
     as_json: bool,
     keychain_file: str | None = None,
 ) -> int:
@@ -208,16 +211,16 @@ def report(
         print(f"execution {result['execution_id']}: {result['status']} ({result['events']} events)")
     error = result.get("error")
     if error and result["status"] != "completed":
-        print(failure_text(error, payload), file=sys.stderr)
-        for line in unset_keychain(payload, keychain_file):
+        print(failure_text(error, program), file=sys.stderr)
+        for line in unset_keychain(program, keychain_file):
             print(line, file=sys.stderr)
     return EXIT_FOR_STATUS.get(result["status"], 1)
 
 
-def unset_keychain(payload: dict[str, Any], keychain_file: str | None) -> list[str]:
+def unset_keychain(program: Program | None, keychain_file: str | None) -> list[str]:
     """Notes for the playbook's declared keychain entries that no provider has: templates see
     them undefined, so a failed run may come from one (where to set each, as NOE812 says)."""
-    declared = payload.get("keychain") or []
+    declared = list(program.keychain) if program is not None else []
     if not declared:
         return []
     from noetlc.stdlib_tools.keychain import DEFAULT_FILE, Keychain, KeychainError, env_var
@@ -243,10 +246,10 @@ def _short_result(value: Any, limit: int = 72) -> str:
     return "  " + (text if len(text) <= limit else text[: limit - 3] + "...")
 
 
-def failure_text(error: dict[str, Any], payload: dict[str, Any]) -> str:
+def failure_text(error: dict[str, Any], program: Program | None) -> str:
     """`FILE:LINE:COL: error[CODE]: Type: message`, then where: the task, the step and the
     line of the task's code that raised."""
-    where = _step_location(payload, error.get("step"), error.get("task"))
+    where = _step_location(program, error.get("step"), error.get("task"))
     yaml = error.get("yaml")
     if isinstance(yaml, dict) and yaml.get("line"):  # the line that raised
         where = f"{yaml.get('file') or ''}:{yaml['line']}:{yaml.get('column') or 1}"
@@ -276,28 +279,13 @@ def failure_text(error: dict[str, Any], payload: dict[str, Any]) -> str:
     return text
 
 
-def _step_location(payload: dict[str, Any], step: str | None, task: Any = None) -> str | None:
+def _step_location(program: Program | None, step: Any, task: Any = None) -> str | None:
     """The YAML file:line:column of the failing task (else of its step), through the debug
-    map."""
-    if not step:
+    map (`Program.position_of`)."""
+    if program is None or not isinstance(step, str):
         return None
-    steps = payload.get("steps", [])
-    names = [s["name"] for s in steps]
-    if step not in names:
-        return None
-    index = names.index(step)
-    paths = [f"workflow[{index}]"]
-    tasks = steps[index].get("tasks") or []
-    if task in tasks:
-        paths.insert(0, f"workflow[{index}].tool[{tasks.index(task)}]")
-    found = {
-        where: (file, line, column) for file, line, column, where in payload.get("positions", [])
-    }
-    for path in paths:
-        if path in found:
-            file, line, column = found[path]
-            return f"{file}:{line}:{column}"
-    return None
+    found = program.position_of(step, task if isinstance(task, str) else None)
+    return None if found is None else f"{found.file}:{found.line}:{found.column}"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -330,14 +318,9 @@ def run(args: argparse.Namespace) -> int:
         if program is None:
             return EXIT_ERRORS
         if budgets:
-            from noetlc.ir.program import Program
-            from noetlc.vm.budgets import with_budgets
+            from noetlc.vm.budgets import spec_with_budgets
 
-            program = Program.from_payload(
-                with_budgets(program.to_payload(), budgets),
-                source_sha256=program.source_sha256,
-                compiler=program.compiler,
-            )
+            program = program.with_executor_spec(spec_with_budgets(program.executor_spec, budgets))
         warn_undeclared(overrides, program.workload)
         store = open_store(args.db)
     execution_id = snowflake()
@@ -371,8 +354,7 @@ def run(args: argparse.Namespace) -> int:
         if lease is not None:
             lease.release()
         store.close()
-    payload = program.to_payload() if result.get("error") else {}
-    code = report(result, payload, args.json, args.keychain)
+    code = report(result, program, args.json, args.keychain)
     if output:
         print(output, file=sys.stderr)
     return code

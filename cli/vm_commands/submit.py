@@ -51,10 +51,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from noetlc.cli.noetlc_commands.artifacts import load_payload
+    from noetlc.cli.noetlc_commands.artifacts import load_program
     from noetlc.runtime.postgres.event_store import PostgresStore
-    from noetlc.runtime.stored_program import encode_program
-    from noetlc.vm.budgets import with_budgets
+    from noetlc.vm.budgets import spec_with_budgets
     from noetlc.vm.protocol import Event
 
     check_db(args.db)
@@ -68,19 +67,20 @@ def run(args: argparse.Namespace) -> int:
     budgets = budget_options(args)
     from noetlc.cli import compile_cache
 
-    payload = load_payload(args.file, compile_cache.enabled(args.no_cache))
-    if payload is None:
+    program = load_program(args.file, compile_cache.enabled(args.no_cache))
+    if program is None:
         return EXIT_ERRORS
-    warn_undeclared(overrides, payload["workload"])
-    payload = with_budgets(payload, budgets)
+    warn_undeclared(overrides, program.workload)
+    if budgets:
+        program = program.with_executor_spec(spec_with_budgets(program.executor_spec, budgets))
     store = PostgresStore(args.db)
     try:
         execution_id = snowflake()
-        workload = {**(payload["workload"] or {}), **overrides}
+        workload = {**program.workload, **overrides}
         store.create_execution(
             execution_id,
-            payload["metadata"]["name"],
-            program=encode_program(payload),
+            program.metadata.name,
+            program=program.nbc,  # the compiler's (or the file's) bytes, encoded once
             workload=workload,
         )
         store.offer(execution_id)
@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
             print(json.dumps({"execution_id": execution_id}) if args.json else execution_id)
             return EXIT_OK
         announce(execution_id, args.json)
-        progress = progress_for(args, len(payload["steps"]))
+        progress = progress_for(args, len(program.steps))
         deadline = None if args.timeout is None else time.monotonic() + args.timeout
         seq = 0
         try:
@@ -136,4 +136,4 @@ def run(args: argparse.Namespace) -> int:
         }
     finally:
         store.close()
-    return report(result, payload, args.json)
+    return report(result, program, args.json)

@@ -1,11 +1,11 @@
-"""Pass `assemble`: pools, programs and the debug map -> a `Program` (`ir/program.py`) and its
-`.nbc` bytes.
+"""Pass `assemble`: pools, programs and the debug map -> a `Program` (`ir/program.py`); its
+payload and `.nbc` bytes are made from it when first asked for (`Program.payload`, `.nbc`).
 
 Everything a VM needs to run the playbook without its YAML is in the payload: metadata, the
 workload defaults, keychain declarations, the executor spec, per-step facts (loop, join kind,
-listener), the expression and value pools, the decisions' guard lists (what
-`GUARD_NOT_ANY` counts into), the name pool, the control and pipeline programs
-and the position table. The expression pool keeps sources and the SHA-256 of their generated
+listener), the expression and value pools, the decisions' guard lists (what a transition's
+`earlier` counts into), the name pool, the control program (transition records) and the
+pipeline programs, and the position table. The expression pool keeps sources and the SHA-256 of their generated
 code, never the code (loading compiles the sources again). The output is deterministic:
 lists only, maps built in a fixed order.
 """
@@ -17,7 +17,6 @@ import hashlib
 from noetlc.compiler.unit import CompilationUnit
 from noetlc.diagnostics.report import NO_SPAN
 from noetlc.ir.program import (
-    ControlBlock,
     DebugPosition,
     DecisionInfo,
     Expression,
@@ -81,17 +80,7 @@ def run(unit: CompilationUnit) -> None:
         places=tuple(PlaceInfo(p.id, p.kind, p.step, p.capacity) for p in net.places),
         joins=tuple(JoinInfo(j.step, j.kind, j.fork, tuple(j.branches)) for j in net.joins),
         decisions=tuple(DecisionInfo(d.place, tuple(d.guards)) for d in net.decisions),
-        control=tuple(
-            ControlBlock(
-                t.id,
-                t.kind,
-                t.step,
-                t.target,
-                tuple(tuple(i) for i in block.code),
-                tuple(block.positions),
-            )
-            for t, block in zip(net.transitions, programs.control)
-        ),
+        control=tuple(programs.control),
         pipelines=tuple(
             PipelineBlock(block.name, tuple(tuple(i) for i in block.code), tuple(block.positions))
             for block in programs.pipelines
@@ -102,6 +91,4 @@ def run(unit: CompilationUnit) -> None:
         workbook=tuple(WorkbookTask(*task) for task in programs.workbook),
         source_sha256=hashlib.sha256(unit.source.encode("utf-8")).hexdigest(),
     )
-    unit.program = program
-    unit.payload = program.to_payload()
-    unit.nbc = program.encode()
+    unit.program = program  # its payload and bytes are made when first asked for

@@ -1,11 +1,12 @@
 """Pass `lower`: the net and the tree -> the control program and the pipeline programs.
 
-Control program: one block per transition (`ON` events, `GUARD`/`GUARD_NOT`/
-`GUARD_NOT_ANY` (exclusive routing: a count into the decision's guards, so a router of n
-arcs lowers to O(n) instructions), `ADMIT` (a block entering a step), `CONSUME`,
-`ARGS`/`SET_CTX`, `PRODUCE`/`DEAD`, `LOOP`, `FAIL_EXECUTION`); only instructions the control
-VM acts on (vm/tables.py decodes them). Pipeline program: one
-block per step: for each task `TASK` followed by its policy (`RULE expr -> label`, `ELSE`,
+Control program: one record per transition (`noetlc.ir.program.TransitionInfo`): the events
+it is on, its guards (its own arc's, and for a dead arc the negated ones), `earlier`
+(exclusive routing: a count into the decision's guards, so a router of n arcs lowers to O(n)
+entries), `admit` (a transition entering a step), the places it consumes, its `args` and ctx
+`writes`, the places it feeds live or dead, the loop it starts, whether it fails the
+execution; the control VM loads these records into its step tables (vm/tables.py).
+Pipeline program: one block of instructions per step: for each task `TASK` followed by its policy (`RULE expr -> label`, `ELSE`,
 `UNMATCHED`) and the actions the rules jump to (`SET_ITER`, `SET_CTX_P`, then one of `CONTINUE`,
 `RETRY`, `JUMP`, `BREAK`, `FAIL`), and `END`. Every instruction gets a position (file, line,
 column, YAML path) in the debug map.
@@ -23,6 +24,7 @@ from noetlc.diagnostics.report import Span
 from noetlc.expr.compile import ExpressionPool
 from noetlc.ir.net import Net, Position, Transition
 from noetlc.ir.opcodes import BY_MNEMONIC
+from noetlc.ir.program import TransitionInfo
 
 
 def run(unit: CompilationUnit) -> None:
@@ -95,40 +97,42 @@ class Lowerer:
 
     # ------------------------------------------------------------------ control
 
-    def transition(self, t: Transition) -> Block:
-        block = Block(t.id)
-        pos = t.pos
-        for event in t.events:
-            self.emit(block, "ON", pos, self.name(event))
+    def transition(self, t: Transition) -> TransitionInfo:
+        guards: list[tuple[int, bool]] = []
         if t.guard.expr is not None and t.kind != "dead":
-            self.emit(block, "GUARD", pos, t.guard.expr)
-        for negated in t.guard.negated:
-            self.emit(block, "GUARD_NOT", pos, negated)
-        if t.guard.earlier:
-            self.emit(block, "GUARD_NOT_ANY", pos, t.guard.earlier)
+            guards.append((t.guard.expr, False))
+        guards.extend((negated, True) for negated in t.guard.negated)
+        admit = None
         if t.kind in ("start", "admit", "skip") and t.consume[:1] == (f"{t.step}.entry",):
-            self.emit(block, "ADMIT", pos, 0 if t.kind == "skip" else 1)
-        for place in t.consume:
-            self.emit(block, "CONSUME", pos, place)
-        if t.args is not None:
-            self.emit(block, "ARGS", pos, t.args)
-        if t.writes is not None:
-            self.emit(block, "SET_CTX", pos, t.writes)
+            admit = 0 if t.kind == "skip" else 1
         # a skipped step's outgoing paths are dead (dead-path elimination)
         dead = t.kind == "dead" or (t.kind == "end" and t.consume[0].endswith(".skipped"))
-        for place in t.produce:
-            self.emit(
-                block, "DEAD" if dead and place != "execution.sink" else "PRODUCE", pos, place
-            )
+        produce = tuple(p for p in t.produce if not dead or p == "execution.sink")
+        dead_places = tuple(p for p in t.produce if dead and p != "execution.sink")
         step = self.steps.get(t.step) if t.step else None
-        loop = step.loop if step is not None and step.listener is None else None
-        if t.kind in ("start", "admit") and step is not None and loop is not None:
+        loop_spec = step.loop if step is not None and step.listener is None else None
+        loop = None
+        if t.kind in ("start", "admit") and step is not None and loop_spec is not None:
             items = self.pool.by_path.get(("workflow", step.name, "loop"))
-            slots = loop.max_in_flight if loop.mode == "parallel" else 1
-            self.emit(block, "LOOP", pos, items, slots)
-        if t.kind == "unhandled":
-            self.emit(block, "FAIL_EXECUTION", pos)
-        return block
+            loop = (items, loop_spec.max_in_flight if loop_spec.mode == "parallel" else 1)
+        return TransitionInfo(
+            id=t.id,
+            kind=t.kind,
+            step=t.step,
+            target=t.target,
+            on=tuple(t.events),
+            guards=tuple(guards),
+            earlier=t.guard.earlier or 0,
+            admit=admit,
+            consume=tuple(t.consume),
+            args=t.args,
+            writes=t.writes,
+            produce=produce,
+            dead=dead_places,
+            loop=loop,
+            fails_execution=t.kind == "unhandled",
+            position=self.position(t.pos),
+        )
 
     # ------------------------------------------------------------------ pipelines
 

@@ -52,15 +52,15 @@ Example: a file compiled by an older noetlc after an upgrade.
         "error",
         "the bytecode does not verify",
         """
-The container is intact and of this format, but the program in it is not well formed: an
-instruction of the wrong program or with the wrong operands (ir/opcodes.py), an index past the
-end of its pool, a place, step, name or jump label that does not exist, a step without its
-pipeline block. Loaders verify every program before a VM sees it (files, stored executions and
+The container is intact and of this format, but the program in it is not well formed: a
+pipeline instruction with the wrong operands (ir/opcodes.py), a transition record of the wrong
+shape, an index past the end of its pool, a place, step, name or jump label that does not
+exist, a step without its pipeline block. Loaders verify every program before a VM sees it (files, stored executions and
 the first event of a distributed execution alike), so a program that was not made by noetlc,
 or was edited, is refused here instead of failing in the middle of an execution. The message
 names the first problems found.
 
-Example: a `.nbc` file whose control block reads expression 99 of a pool of 3.
+Example: a `.nbc` file whose transition reads expression 99 of a pool of 3.
 """,
         "recompile the playbook with `noetlc compile`; a file that still fails was not made by noetlc",
     ),

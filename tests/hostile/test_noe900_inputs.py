@@ -119,8 +119,8 @@ def _nested_nbc(tmp_path: Path, depth: int) -> Path:
     nested: object = 0
     for _ in range(depth):
         nested = [nested]
-    instruction = payload["control"][0][4][0]
-    payload["control"][0][4][0] = [instruction[0], nested, *instruction[2:]]
+    instruction = payload["pipelines"][0][1][0]  # an operand of the first instruction
+    payload["pipelines"][0][1][0] = [instruction[0], nested, *instruction[2:]]
     body = msgpack.packb(payload, use_bin_type=True)
     header["payload_sha256"] = hashlib.sha256(body).hexdigest()
     out = tmp_path / "deep.nbc"

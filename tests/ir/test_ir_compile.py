@@ -70,8 +70,7 @@ def test_every_compiled_playbook_round_trips_and_verifies(path: Path, tmp_path: 
         "value": len(payload["values"]),
         "name": len(payload["names"]),
     }
-    for _tid, _kind, _step, _target, code, _pos in payload["control"]:
-        assert verify_code(code, "control", pools) == []
+    assert Program.from_payload(payload).verify() == []  # the control records among them
     for _step, code, _pos in payload["pipelines"]:
         assert verify_code(code, "pipeline", {**pools, "label": len(code)}) == []
     out = tmp_path / "p.nbc"
@@ -174,13 +173,10 @@ def test_verifier_rejects_broken_nets() -> None:
 
 
 def test_code_verifier_rejects_bad_instructions() -> None:
-    assert verify_code([[999]], "control", {}) == ["0: unknown opcode [999]"]
-    assert verify_code([[BY_CODE[2].code]], "control", {})[0].startswith("0: GUARD takes 1")
-    assert (
-        "not a control instruction"
-        in verify_code([[32, 0, 0, 0, None]], "control", {"name": 1, "value": 1})[0]
-    )
-    assert "out of range" in verify_code([[2, 7]], "control", {"expr": 3})[0]
+    assert verify_code([[999]], "pipeline", {}) == ["0: unknown opcode [999]"]
+    assert verify_code([[BY_CODE[33].code]], "pipeline", {})[0].startswith("0: RULE takes 2")
+    assert "unknown opcode" in verify_code([[2, 0]], "pipeline", {"expr": 1})[0]  # format 3's
+    assert "out of range" in verify_code([[33, 7, 0]], "pipeline", {"expr": 3, "label": 1})[0]
 
 
 def test_opcode_table_is_consistent_and_documented() -> None:

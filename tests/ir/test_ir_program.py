@@ -3,6 +3,7 @@ stored code (a tampered expression pool is refused, Python put into a pool never
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Callable
 from pathlib import Path
@@ -144,9 +145,12 @@ def test_python_put_into_the_pool_never_runs(
 @pytest.mark.parametrize(
     ("change", "problem"),
     [
-        (lambda p: p["control"][0][4].append([BY_MNEMONIC["GUARD"].code, 99]), "GUARD expr=99"),
-        (lambda p: p["control"][0][4].append([BY_MNEMONIC["TASK"].code, 0, 0, 0, None]), "TASK"),
-        (lambda p: p["control"][0][4].append([BY_MNEMONIC["PRODUCE"].code, "x.entry"]), "x.entry"),
+        (lambda p: p["control"][0][5].append([99, False]), "guard 99"),
+        (
+            lambda p: p["pipelines"][0][1].insert(0, [BY_MNEMONIC["TASK"].code, 99, 0, 0, None]),
+            "TASK",
+        ),
+        (lambda p: p["control"][0][11].append("x.entry"), "x.entry"),
         (lambda p: p["pipelines"][0][1].pop(), "positions"),
         (lambda p: p["pipelines"].pop(), "pipeline block"),
         (lambda p: p.update(entry="nowhere"), "entry step"),
@@ -194,11 +198,9 @@ def test_a_pass_that_builds_a_broken_program_is_an_internal_error(
 
     original = lower.Lowerer.transition
 
-    def broken(self: lower.Lowerer, t: Any) -> lower.Block:
-        block = original(self, t)
-        block.code.append([BY_MNEMONIC["GUARD"].code, 12345])
-        block.positions.append(0)
-        return block
+    def broken(self: lower.Lowerer, t: Any) -> Any:
+        record = original(self, t)
+        return dataclasses.replace(record, guards=(*record.guards, (12345, False)))
 
     monkeypatch.setattr(lower.Lowerer, "transition", broken)
     with pytest.raises(InternalCompilerError) as err:

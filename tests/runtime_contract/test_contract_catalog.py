@@ -133,3 +133,16 @@ def test_origins(catalog: Any) -> None:
     }
     assert catalog.origins()[execution]["version"] == 2
     assert catalog.origin(unique("none")) is None
+
+
+def test_sqlite_files_commit_without_an_fsync_each(tmp_path: Path) -> None:
+    """The catalog and the event store of one SQLite file both run in WAL mode with
+    synchronous=NORMAL: a commit is durable at the next checkpoint. With the default (FULL)
+    the catalog fsynced the origin row of every execution the API started (half its wall)."""
+    from noetlc.runtime.event_store import SQLiteStore
+
+    path = str(tmp_path / "noetl.db")
+    for opened in (SQLiteCatalog(path), SQLiteStore(path)):
+        db = opened._db
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert db.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL

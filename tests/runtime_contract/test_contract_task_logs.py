@@ -158,13 +158,14 @@ workflow:
       code: |
         import sys
         sys.stdout.write("bad \\udcff byte and \\x00 nul\\n")
+        sys.stdout.buffer.write(b"raw \\xc3\\xa9 \\xff <b>\\n")
         result = 1
 """
     try:
         summary = run_embedded(_payload(playbook), store=store, execution_id="bin")
         assert summary["status"] == "completed"
-        [row] = store.read_logs("bin")
-        assert row["text"] == "bad \\xff byte and \\x00 nul\n"
+        text = "".join(row["text"] for row in store.read_logs("bin"))
+        assert text == "bad \\xff byte and \\x00 nul\nraw \u00e9 \\xff <b>\n"
     finally:
         store.close()
 

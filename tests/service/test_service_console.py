@@ -171,6 +171,10 @@ def test_a_200_iteration_loop_watched_live(browser: Any, served: Served) -> None
     failing = page.locator("#step-panel tr[data-iteration='150']")
     assert "FAILED" in failing.inner_text() and "item 150 is bad" in failing.inner_text()
     assert " failed" in page.inner_text("#loop-progress")
+    # the execution ended: nothing of the loop is shown running or in flight any more
+    assert "0 in flight · 0 running" in page.inner_text("#loop-progress")
+    assert "running" not in (page.text_content(f"{node} text.progress") or "")
+    assert page.locator("#step-panel .badge.RUNNING").count() == 0
     page.screenshot(path=str(shots / "console-loop-failed.png"))
     assert errors == []
     page.close()
@@ -211,10 +215,15 @@ def test_a_1000_step_graph_fits_and_zooms(browser: Any, served: Served) -> None:
     box = page.locator("#graph").bounding_box()
     nodes = page.locator("#graph g.viewport").bounding_box()
     assert box and nodes and nodes["width"] <= box["width"] + 1  # all of it in view
+    # too far out to read: each node is drawn as a thick border of its state's colour
+    assert "far" in (page.get_attribute("#graph", "class") or "")
     page.screenshot(path=str(shots / "console-1000-fit.png"))
-    for _ in range(4):
+    for _ in range(12):  # zoom in until the labels are readable
         page.click("button[data-act='in']")
+        if float(page.get_attribute("#graph", "data-zoom") or "0") >= 0.8:
+            break
     assert float(page.get_attribute("#graph", "data-zoom") or "0") > fitted * 4
+    assert "far" not in (page.get_attribute("#graph", "class") or "")
     page.screenshot(path=str(shots / "console-1000-zoom.png"))
     # a collapsed chain lists its steps
     page.click("button[data-act='fit']")
@@ -246,6 +255,10 @@ def test_the_executions_list_and_the_catalog(browser: Any, served: Served) -> No
         ".every((b) => b.textContent === 'COMPLETED')"
     )
     page.select_option("#f-status", "")
+    page.wait_for_function(  # the unfiltered list again (not the one of the last filter)
+        "[...document.querySelectorAll('#executions tr.row .badge')]"
+        ".some((b) => b.textContent === 'FAILED')"
+    )
     page.screenshot(path=str(shots / "console-executions.png"))
     page.fill("#run-workload", "{not json")
     assert "invalid" in (page.get_attribute("#run-workload", "class") or "")
@@ -258,6 +271,19 @@ def test_the_executions_list_and_the_catalog(browser: Any, served: Served) -> No
     page.wait_for_selector("#source .src-line")
     assert page.locator("#source .src-line").count() == len(loop(200).splitlines())
     page.screenshot(path=str(shots / "console-catalog.png"), full_page=True)
+    # two versions: the diff between them
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    for text in (chain(3, "diffed"), chain(3, "diffed").replace("says hello", "says goodbye")):
+        reply = httpx.post(
+            f"{served.url}/api/catalog/register", json={"content": b64(text)}, headers=headers
+        )
+        assert reply.status_code == 200, reply.text
+    page.goto(f"{served.url}/?token={TOKEN}#/catalog/demo%2Fdiffed")
+    page.wait_for_selector("#diff .d-add")
+    assert page.input_value("#diff-a") == "1" and page.input_value("#diff-b") == "2"
+    assert page.locator("#diff .d-del").count() == 3 and page.locator("#diff .d-add").count() == 3
+    assert "says goodbye" in page.inner_text("#diff .d-add >> nth=0")
+    page.screenshot(path=str(shots / "console-catalog-diff.png"), full_page=True)
     assert errors == []
     page.close()
 

@@ -86,13 +86,16 @@ def leaks(result: dict[str, object], secrets: list[str]) -> list[str]:
     return [s for s in secrets if s in text]
 
 
-def served_for(mode: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Served]:
+def served_for(
+    mode: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[Served, str]]:
+    """The service and its credential key (given by the environment, as an operator would)."""
     key = new_key()
     extra = ["--task-memory-mb", "300"]
     if mode == "embedded":
         served = Served(f"sqlite:///{tmp_path / 'noetl.db'}", tmp_path, key, TOKEN, extra)
         try:
-            yield served
+            yield served, key
         finally:
             served.stop()
         return
@@ -107,7 +110,7 @@ def served_for(mode: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> It
         cluster.worker(2, 2.0, "--task-memory-mb", "300")
         served = Served(url, tmp_path, key, TOKEN)
         try:
-            yield served
+            yield served, key
         finally:
             served.stop()
             cluster.stop()
@@ -117,10 +120,9 @@ def served_for(mode: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> It
 def test_task_code_finds_no_key_and_no_token(
     mode: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for served in served_for(mode, tmp_path, monkeypatch):
-        key = served.proc.args  # the serve command line holds neither (they come by env)
-        assert TOKEN not in " ".join(map(str, key))
-        secret_key = __import__("os").environ.get("NOETL_CREDENTIAL_KEY") or ""
+    for served, key in served_for(mode, tmp_path, monkeypatch):
+        # the serve command line holds neither (they come by environment)
+        assert TOKEN not in " ".join(map(str, served.proc.args))
         with httpx.Client(
             base_url=served.url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30
         ) as api:
@@ -131,21 +133,23 @@ def test_task_code_finds_no_key_and_no_token(
             assert "NOETL_CREDENTIAL_KEY" not in result["environ"]
             assert "NOETL_API_TOKEN" not in result["environ"]
             assert "serve" not in result["cmdline"] and "--token" not in result["cmdline"]
-            secrets = [TOKEN] + ([secret_key] if secret_key else [])
-            assert leaks(result, secrets) == [], mode
+            # the parent (serve, or the worker) had both in its environment: wiped from /proc
+            assert "unreadable" not in result["parent_environ"], result["parent_environ"]
+            assert leaks(result, [TOKEN, key]) == [], mode
 
 
 @pytest.mark.parametrize("mode", ["embedded", "distributed"])
 def test_a_task_over_its_memory_limit_fails_alone(
     mode: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for served in served_for(mode, tmp_path, monkeypatch):
+    for served, _key in served_for(mode, tmp_path, monkeypatch):
         with httpx.Client(
             base_url=served.url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30
         ) as api:
             greedy = run(api, GREEDY, "tests/greedy")
             assert greedy["status"] == "failed", greedy
             assert "MemoryError" in json.dumps(greedy["error"]), greedy
+            assert "300 MB" in greedy["error"]["message"], greedy  # type: ignore[index]
             small = run(api, SMALL, "tests/small")
             assert small["status"] == "completed", small
             assert small["steps"]["start"]["result"] == 42  # type: ignore[index]

@@ -183,3 +183,27 @@ def test_progress_folds_loops_attempts_and_what_runs() -> None:
     assert ended["running_steps"] == [] and ended["steps"]["l"]["state"] == "cancelled"
     assert progress.after == 10
     json.dumps(ended)  # plain data
+
+
+def test_a_loop_shows_nothing_in_flight_once_the_execution_ended() -> None:
+    """A fail-fast loop fails the execution while other iterations run: the status said
+    `in_flight: 3, running: 3` for ever after the end."""
+    progress = StepProgress()
+    progress.feed(
+        [
+            _event(1, "loop.started", "l", payload={"count": 5}),
+            *[_event(2 + i, "loop.iteration.started", "l", iteration=i) for i in range(3)],
+            *[
+                _event(5 + i, "task.started", "l", iteration=i, action_id=f"i{i}", attempt=1)
+                for i in range(3)
+            ],
+            _event(8, "loop.iteration.failed", "l", iteration=0, action_id="i0"),
+            _event(9, "step.failed", "l"),
+            _event(10, "execution.failed", None),
+        ]
+    )
+    live = progress.view(False, False)["loops"]["l"]
+    assert live["in_flight"] == 2 and live["running"] == 2
+    ended = progress.view(True, False)
+    assert ended["loops"]["l"] == {"total": 5, "done": 0, "failed": 1, "in_flight": 0, "running": 0}
+    assert ended["running_steps"] == [] and ended["steps"]["l"]["state"] == "failed"

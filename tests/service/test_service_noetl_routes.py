@@ -63,9 +63,9 @@ async def test_ehdb_reads_executions_and_events_without_payloads(api: httpx.Asyn
 async def test_query_is_read_only_and_bounded(
     api: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from noetlc.service import routes_noetl
+    from noetlc.service import sql_query
 
-    monkeypatch.setattr(routes_noetl, "QUERY_TIMEOUT", 0.5)
+    monkeypatch.setattr(sql_query, "QUERY_TIMEOUT", 0.5)
     execution_id = await _run(api)
     reply = await api.post(
         "/api/postgres/execute",
@@ -95,3 +95,67 @@ async def test_query_is_read_only_and_bounded(
     )
     assert still.json()["result"] == [[1]]
     assert (await api.post("/api/postgres/execute", json={})).status_code == 422
+
+
+async def test_sqlite_query_cannot_reach_beyond_reading(
+    api: httpx.AsyncClient, tmp_path: Path
+) -> None:
+    # a read-only connection still ATTACHes (creating the file) and VACUUMs INTO a new file
+    await _run(api)
+    outside = tmp_path / "outside.db"
+    for sql in (
+        f"ATTACH DATABASE '{outside}' AS x",
+        f"VACUUM INTO '{outside}'",
+        "PRAGMA query_only = OFF",
+        "SELECT load_extension('x')",
+    ):
+        refused = await api.post("/api/postgres/execute", json={"query": sql})
+        assert refused.status_code == 400 and refused.json()["code"] == "NOE883", sql
+        assert not outside.exists(), sql
+        detail = refused.json()["detail"]
+        assert "only reading" in detail or "function: load_extension" in detail, detail
+    columns = await api.post(
+        "/api/postgres/execute", json={"query": "SELECT name FROM pragma_table_info('executions')"}
+    )
+    assert columns.status_code == 200 and ["status"] in columns.json()["result"], columns.text
+
+
+POSTGRES_REFUSED = [
+    "COPY (SELECT 1) TO PROGRAM 'true'",  # a shell command as the database's OS user
+    "DO $$ BEGIN PERFORM 1; END $$",
+    "SET ROLE postgres",
+    "SELECT pg_read_file('/etc/hostname')",
+    "SELECT \"SET_CONFIG\"('role', 'postgres', true)",
+    "select pg_catalog . set_config('role', 'postgres', true)",
+    "SELECT query_to_xml('SELECT 1', true, true, '')",
+    "SELECT pg_terminate_backend(pg_backend_pid())",
+    'SELECT U&"\\0070g_sleep"(0)',
+    "/* SELECT */ LOCK executions",
+]
+
+
+@pytest.mark.postgres
+async def test_postgres_query_cannot_reach_beyond_reading(tmp_path: Path) -> None:
+    from noetlc.runtime.postgres.testing import dsn_or_skip, temporary_schema
+    from noetlc.service.testing import asgi_client, settings_for
+
+    dsn_or_skip()
+    marker = tmp_path / "ran"
+    with temporary_schema("noetl_query") as url:
+        async with asgi_client(settings_for(url)) as api:
+            for sql in [*POSTGRES_REFUSED, f"COPY (SELECT 1) TO PROGRAM 'touch {marker}'"]:
+                reply = await api.post("/api/postgres/execute", json={"query": sql})
+                assert reply.status_code == 400, (sql, reply.text)
+                assert reply.json()["code"] == "NOE883", sql
+            assert not marker.exists()
+            who = await api.post(
+                "/api/postgres/execute",
+                json={"query": "SELECT rolsuper FROM pg_roles WHERE rolname = current_user"},
+            )
+            # a superuser store queries as pg_read_all_data; another role is itself: never super
+            assert who.status_code == 200 and who.json()["result"] in ([[False]], []), who.text
+            rows = await api.post(
+                "/api/postgres/execute",
+                json={"query": "-- the store\n(SELECT count(*) AS n FROM executions)"},
+            )
+            assert rows.status_code == 200 and rows.json()["result"] == [[0]], rows.text

@@ -15,6 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from noetlc.runtime.credentials import new_key
 from noetlc.service.serving import free_port
 
 VM = [sys.executable, "-m", "noetlc.cli.vm_main", "serve"]
@@ -36,6 +37,7 @@ def serve(*args: str, cwd: Path, **extra: str) -> subprocess.CompletedProcess[st
 @pytest.fixture
 def running(tmp_path: Path):  # type: ignore[no-untyped-def]
     port = free_port()
+    (tmp_path / "data").mkdir()  # a store's folder is never created for it (NOE803)
     db = f"sqlite:///{tmp_path / 'data' / 'noetl.db'}"
     log = (tmp_path / "serve.log").open("w")
     proc = subprocess.Popen(
@@ -75,6 +77,16 @@ def test_the_first_start_creates_a_private_key_beside_the_store(running, tmp_pat
         json={"name": "pg", "data": {"password": "pw-123456"}},
     )
     assert made.status_code == 200, made.text
+
+
+def test_a_mistyped_store_folder_is_refused_with_or_without_a_key(tmp_path: Path) -> None:
+    # the key a first start writes beside the store must not create the store's folder: the
+    # same command is NOE803 whether or not a key was given
+    db = f"sqlite:///{tmp_path / 'typo' / 'noetl.db'}"
+    for extra in ({}, {"NOETL_CREDENTIAL_KEY": new_key()}):
+        result = serve("--port", str(free_port()), "--db", db, cwd=tmp_path, **extra)
+        assert result.returncode == 5 and "error[NOE803]" in result.stderr, result.stderr
+        assert not (tmp_path / "typo").exists()
 
 
 def test_a_second_serve_and_a_busy_port_are_refused(running, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

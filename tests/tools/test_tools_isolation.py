@@ -55,6 +55,46 @@ def test_python_output_goes_to_the_log_not_to_our_output(
     assert "to stdout" not in captured.out + captured.err
 
 
+BYTES_CODE = (
+    "import sys\n"
+    "sys.stdout.buffer.write(b'caf\\xc3')\n"  # a UTF-8 sequence cut across two writes
+    "sys.stdout.buffer.write(b'\\xa9 raw \\xff\\xfe\\x00 end\\n')\n"
+    "sys.stderr.buffer.write(b'err \\xc3')\n"  # cut at the end: escaped
+    "enc = sys.stdout.encoding\n"
+    "result = enc"
+)
+
+
+def test_bytes_written_to_the_binary_streams_are_captured(
+    process_mode: None, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """`sys.stdout.buffer.write(bytes)` works in a runner (it failed: the capture had no
+    `buffer`), and what it wrote reaches the log decoded, invalid bytes kept as surrogates
+    that the task log escapes."""
+    lines: list[tuple[str, str]] = []
+    ctx = LoggedContext(log=lambda stream, text: lines.append((stream, text)))
+    out = call_tool("python", {"code": BYTES_CODE}, None, ctx)
+    assert out["status"] == "ok", out
+    assert out["result"] == "utf-8"
+    assert lines == [("stdout", "caf\u00e9 raw \udcff\udcfe\x00 end\n"), ("stderr", "err \udcc3")]
+    assert out["py"]["stdout"] == "caf\u00e9 raw \\xff\\xfe\\x00 end\n"
+    captured = capfd.readouterr()
+    assert "raw" not in captured.out + captured.err
+
+
+def test_bytes_written_inline_go_to_the_log_not_to_our_output(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    lines: list[tuple[str, str]] = []
+    ctx = LoggedContext(log=lambda stream, text: lines.append((stream, text)))
+    out = call_tool("python", {"code": BYTES_CODE}, None, ctx)
+    assert out["status"] == "ok", out
+    assert "".join(t for s, t in lines if s == "stdout") == "caf\u00e9 raw \udcff\udcfe\x00 end\n"
+    assert "".join(t for s, t in lines if s == "stderr") == "err \udcc3"
+    captured = capfd.readouterr()
+    assert "raw" not in captured.out + captured.err
+
+
 def test_the_environment_is_clean(process_mode: None) -> None:
     code = "import os\nresult = dict(os.environ)"
     env = call_tool("python", {"code": code})["result"]

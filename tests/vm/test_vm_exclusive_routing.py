@@ -1,4 +1,4 @@
-"""Exclusive routing negates the earlier arcs by rank (`GUARD_NOT_ANY n`): the VM checks each
+"""Exclusive routing negates the earlier arcs by rank (a transition's `earlier n`): the VM checks each
 earlier guard once per decision and must still fire exactly the first match (exclusive routing),
 whatever the arcs write to ctx; inclusive routing fires every match, re-evaluated after writes.
 Every combination of guard values is checked against a direct first-match oracle."""

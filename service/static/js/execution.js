@@ -95,6 +95,7 @@ export async function executionView(main, id, onLeave) {
     const fresh = await api(`/api/executions/${encodeURIComponent(id)}?include_events=false`).catch(() => null);
     if (fresh) Object.assign(detail, fresh);
     render();
+    events.flush(true); // the last events at once
     document.getElementById("head").dataset.ended = "true";
     // a failed execution opens its failing step: its line, its error and its logs
     const failing = model.error && model.error.step;

@@ -38,6 +38,8 @@ export function createGraph(box, graph, onSelect) {
       miniView.setAttribute("height", r.height / view.k);
     }
     svg.dataset.zoom = view.k.toFixed(4);
+    // zoomed out past reading: nodes drawn as thick borders of their state's colour
+    svg.classList.toggle("far", view.k < MIN_READABLE);
   };
   const fit = () => {
     const r = svg.getBoundingClientRect();
@@ -128,16 +130,23 @@ export function createGraph(box, graph, onSelect) {
     const label = node.members.length > 1
       ? `${node.members.filter((m) => states.get(m) === "done").length}/${node.members.length} done`
       : labels.get(node.members[0]) || "";
-    g.querySelector("text.progress").textContent = label;
+    g.querySelector("text.progress").textContent = label; // cut at the node's edge (clip)
     const m = miniEls.get(id);
     if (m) m.setAttribute("class", `state-${state}`);
-    if (follow && (state === "running" || state === "failed")) focus(id);
+    if (follow && (state === "running" || state === "failed")) focusSoon(id);
+  };
+  // Following is done once a frame, on the last node that ran or failed: replaying a long
+  // log turns thousands of steps running in one frame, and each focus measures the panel.
+  let toFocus = null;
+  const focusSoon = (id) => {
+    if (toFocus === null) requestAnimationFrame(() => { const id_ = toFocus; toFocus = null; if (follow) focus(id_); });
+    toFocus = id;
   };
 
   const draw = (layout) => {
     view.width = Math.max(layout.width, 1);
     view.height = Math.max(layout.height, 1);
-    const parts = [`<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="6" markerHeight="6" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="#888"></path></marker></defs><g class="viewport">`];
+    const parts = [`<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="6" markerHeight="6" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="#888"></path></marker><clipPath id="in-node"><rect width="${W - 4}" height="${H}"></rect></clipPath></defs><g class="viewport">`];
     const styleOf = new Map(shape.edges.map((e) => [e.source + "\u0000" + e.target, e]));
     for (const e of layout.edges) {
       const d = "M" + e.points.map((p) => `${p.x.toFixed(1)},${p.y.toFixed(1)}`).join(" L");
@@ -150,8 +159,8 @@ export function createGraph(box, graph, onSelect) {
       const short = name.length > 20 ? name.slice(0, 19) + "…" : name;
       const kind = node.members.length > 1 ? " chain" : node.step && node.step.loop ? " loop" : "";
       parts.push(`<g class="node${kind}" data-id="${esc(n.id)}" data-step="${esc(node.members[0])}" data-state="pending" transform="translate(${(n.x - W / 2).toFixed(1)},${(n.y - H / 2).toFixed(1)})">
-        <rect width="${W}" height="${H}" rx="6"></rect><text x="8" y="16">${esc(short)}</text>
-        <text class="progress" x="8" y="32"></text><title>${esc(name)}${node.members.length > 1 ? ` (${node.members.length} steps)` : ""}</title></g>`);
+        <rect width="${W}" height="${H}" rx="6"></rect><text x="8" y="16" clip-path="url(#in-node)">${esc(short)}</text>
+        <text class="progress" x="8" y="32" clip-path="url(#in-node)"></text><title>${esc(name)}${node.members.length > 1 ? ` (${node.members.length} steps)` : ""}</title></g>`);
     }
     parts.push("</g>");
     svg.innerHTML = parts.join("");

@@ -92,11 +92,20 @@ export function feed(model, e) {
   }
 }
 
-// Steps still scheduled or running when the execution ended were stopped.
+// Steps still scheduled or running when the execution ended were stopped; so were a loop's
+// iterations in flight (a fail-fast loop ends the run while others run): none is shown
+// running after the end, each such iteration is cancelled.
 export function settle(model, status) {
   for (const s of model.steps.values()) {
     if (s.state === "running" || s.state === "scheduled") {
       s.state = status === "CANCELLED" ? "cancelled" : "failed";
+      model.changed.add(s.name);
+    }
+    for (const it of s.iterations.values()) {
+      if (it.state === "running" || it.state === "scheduled") { it.state = "cancelled"; model.changed.add(s.name); }
+    }
+    if (s.loop && (s.loop.inFlight || s.loop.running)) {
+      s.loop.inFlight = 0; s.loop.running = 0;
       model.changed.add(s.name);
     }
   }

@@ -2,7 +2,8 @@
 // "follow" is on), filterable by step and kind; at most ROWS rows are in the page.
 import { esc } from "./api.js";
 
-const ROWS = 1500;
+const ROWS = 500;
+const EVERY = 250;
 const KINDS = { all: () => true, steps: (n) => n.startsWith("step."), tasks: (n) => n.startsWith("task."),
   loops: (n) => n.startsWith("loop."), routing: (n) => n === "next.selected" || n === "join.fired",
   errors: (n) => n.endsWith(".failed") || n === "task.retry" || n === "execution.cancelled" };
@@ -17,6 +18,7 @@ export function timeline(box, steps) {
   const list = box.querySelector("#timeline");
   const all = [];
   let queued = [];
+  let last = -Infinity, timer = null;
   const keep = (e) => {
     const step = box.querySelector("#tl-step").value.trim();
     return KINDS[box.querySelector("#tl-kind").value](e.event_type) && (!step || e.node_name === step);
@@ -29,7 +31,16 @@ export function timeline(box, steps) {
     return `<div class="${cls}" data-kind="${esc(e.event_type)}"><span class="muted">${esc(new Date(e.timestamp).toLocaleTimeString())}</span>
       <b>${esc(e.event_type)}</b> ${esc(e.node_name || "")}${it}${at}${err}</div>`;
   };
-  const trim = () => { while (list.childElementCount > ROWS) list.firstElementChild.remove(); };
+  // the oldest rows past ROWS, removed at once (one by one, a replayed 40,000-event log spent
+  // seconds here)
+  const trim = () => {
+    const extra = list.childElementCount - ROWS;
+    if (extra <= 0) return;
+    const range = document.createRange();
+    range.setStartBefore(list.firstElementChild);
+    range.setEndAfter(list.children[extra - 1]);
+    range.deleteContents();
+  };
   const count = () => { box.querySelector("#tl-count").textContent = `${all.length} event(s)`; };
   const redraw = () => {
     list.innerHTML = all.filter(keep).slice(-ROWS).map(row).join("");
@@ -40,12 +51,20 @@ export function timeline(box, steps) {
   box.querySelector("#tl-kind").addEventListener("change", redraw);
   return {
     add(e) { all.push(e); queued.push(e); },
-    flush() {
+    // at most every EVERY ms (`now`: at once): each flush lays the list out again, and a
+    // replayed log of 40,000 events spent most of its load flushing every frame
+    flush(now) {
       if (!queued.length) return;
-      const html = queued.filter(keep).slice(-ROWS).map(row).join("");
+      const at = performance.now();
+      if (!now && at - last < EVERY) {
+        if (!timer) timer = setTimeout(() => { timer = null; this.flush(true); }, EVERY - (at - last));
+        return;
+      }
+      last = at;
+      const rows = queued.filter(keep);
       queued = [];
-      list.insertAdjacentHTML("beforeend", html);
-      trim();
+      if (rows.length >= ROWS) list.innerHTML = rows.slice(-ROWS).map(row).join("");
+      else { list.insertAdjacentHTML("beforeend", rows.map(row).join("")); trim(); }
       count();
       if (box.querySelector("#tl-follow").checked) list.scrollTop = list.scrollHeight;
     },
