@@ -419,7 +419,8 @@ class EmbeddedRuntime:
     def _run(self, command: Command) -> None:
         vm = self.vm
         assert vm is not None
-        memo = self.memo.pop(command.action_id, None)
+        action_id = command.action_id  # read once: each read of this lazy field is a call
+        memo = self.memo.pop(action_id, None)
         action = partial(
             execute,
             self.program,
@@ -431,11 +432,11 @@ class EmbeddedRuntime:
         if self.inline[command.step] and memo is None:
             # runs now, on this thread, before the VM changes: it borrows the VM's scope (a
             # copy per step would grow with every finished step)
-            self.active[command.action_id] = _INLINE
+            self.active[action_id] = _INLINE
             action(vm.scope, self.inbox.append, borrow_scope=True)
             return
         scope = dict(vm.scope)  # the VM goes on while the thread runs: a snapshot
-        flag = self.active[command.action_id] = threading.Event()
+        flag = self.active[action_id] = threading.Event()
         emit = self.queue.put  # thread-safe
 
         def wait(seconds: float) -> bool:

@@ -489,8 +489,15 @@ def _events(answer: VMAnswer) -> list[Event] | None:
     records = getattr(answer, "_records", None)  # set on the VM's answers only
     if records is None:
         return None
-    events: list[Any] = [records] if type(records) is tuple else records
-    materialize(events)
+    if type(records) is tuple:  # one `RoutedRecord`
+        events: list[Any] = [records]
+        materialize(events)
+    else:
+        events = records
+        for record in events:
+            if type(record) is tuple:  # not an `Event` yet
+                materialize(events)
+                break
     _SET_RECORDS(answer, events)  # the answer is frozen: its base's slot
     return events
 
