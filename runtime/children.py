@@ -323,7 +323,7 @@ class EmbeddedChildren:
         self.parent = parent
         self.run = run
         self.resume = resume
-        self.detached: list[threading.Thread] = []  # children not waited for (`_detach`)
+        self.detached: list[threading.Thread] = []  # children not waited for (`detach`)
 
     def join(self) -> None:
         """Wait for the children started and not waited for."""
@@ -338,7 +338,7 @@ class EmbeddedChildren:
         (finished: its summary; left running by the dead process: resumed), never a second.
         The calling action's cancel flag (set when the action is cancelled or the parent
         ended, `noetl-vm cancel` included) cancels a child waited for. With `wait=False` the
-        child runs in a thread of its own (`_detach`) and nothing of the parent stops it."""
+        child runs in a thread of its own (`detach`) and nothing of the parent stops it."""
         from noetlc.runtime.catalog import SQLiteCatalog
         from noetlc.runtime.event_store import SQLiteStore
 
@@ -356,10 +356,10 @@ class EmbeddedChildren:
         if parent.family is None:
             parent.find_family()
         if not wait:
-            return self._detach(payload, workload, child_id)
+            return self.detach(payload, workload, child_id)
         return self._child(payload, workload, child_id, parent.active.get(action_id))
 
-    def _detach(
+    def detach(
         self, payload: dict[str, Any] | Program, workload: dict[str, Any], child_id: str
     ) -> dict[str, Any]:
         """Start a child that is not waited for (NoETL's playbook tool without `return_step`):

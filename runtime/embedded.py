@@ -264,7 +264,8 @@ class EmbeddedRuntime:
         if not driver.vm.finished():  # else the log ended and only the row lags: no event
             self._log([resumed(str(uuid.uuid4()), len(events))])
         for child_id in started_children(self.store, events):  # started, not waited for
-            self._detach({}, {}, child_id)  # found in the store: resumed, not counted again
+            # found in the store: resumed, not admitted again
+            self._children().detach({}, {}, child_id)
         return self._loop(rebuilt.commands, started_at=started_times(events))
 
     # ------------------------------------------------------------------ the loop
@@ -458,11 +459,14 @@ class EmbeddedRuntime:
     ) -> dict[str, Any]:
         """`kind: playbook` (runtime/children.py, `EmbeddedChildren`; imported when a child
         runs: the distributed runner beside it imports asyncio)."""
+        return self._children().start(path, workload, action_id, child_id, wait)
+
+    def _children(self) -> EmbeddedChildren:
         from noetlc.runtime.children import EmbeddedChildren
 
         if self.children is None:
             self.children = EmbeddedChildren(self, run_embedded, resume_embedded)
-        return self.children.start(path, workload, action_id, child_id, wait)
+        return self.children
 
     # ------------------------------------------------------------------ requests
 
