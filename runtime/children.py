@@ -1,6 +1,7 @@
-"""`kind: playbook` in distributed workers: a child execution on the same cluster.
+"""`kind: playbook`: a child execution — in distributed workers on the same cluster
+(`ChildRunner`), in the embedded runtime in the same process and store (`EmbeddedChildren`).
 
-The tool thread compiles the child playbook, creates its execution with the parent's id and
+Distributed: the tool thread compiles the child playbook, creates its execution with the parent's id and
 the same first event `noetl-vm submit` writes (program and workload travel in it), offers it
 to the servers, and waits for its summary through the database (woken by the child's event
 NOTIFYs, polling as the fallback). The tool's outcome is the child's summary, as in embedded
@@ -10,6 +11,12 @@ after its worker died waits for the child the first lease started. When the wait
 cancelled (its parent was cancelled or ended, or the iteration was cancelled), the child is
 cancelled too. While it waits the job lends its worker slot (`on_wait`): the child's own
 jobs can run on the same worker, even with `--concurrency 1`.
+
+Embedded: the child runs in the calling action's pool thread with its own runtime (its own
+SQLite connection, fenced by the root's lease), or, not waited for, in a thread of its own
+that the parent's run joins before it returns; its id is the same function of the call, so
+a resumed parent finds the child its first run started (finished: its summary; left running:
+resumed).
 """
 
 from __future__ import annotations
@@ -19,14 +26,18 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from noetlc.ir.events import EventName
 from noetlc.runtime.backend import Backend
 from noetlc.runtime.catalog import CatalogStore
 from noetlc.runtime.driver import program_from_requested
+from noetlc.runtime.event_store import EventStore
+from noetlc.runtime.family import Family
+from noetlc.runtime.ownership import OwnershipLost
 from noetlc.runtime.stored_program import requested_event
 from noetlc.vm.budgets import budgets_for, over_budget_error
+from noetlc.vm.pipeline import ToolCall
 from noetlc.vm.protocol import Source, envelope
 
 if TYPE_CHECKING:
@@ -281,3 +292,172 @@ class ChildRunner:
         )
         await self.db.events.append_if(child_id, [cancel])
         return True
+
+
+class EmbeddedParent(Protocol):
+    """What `EmbeddedChildren` reads of the embedded runtime that runs the parent
+    (runtime/embedded.py)."""
+
+    store: EventStore
+    execution_id: str
+    call_tool: ToolCall | None
+    keychain_file: str | None
+    depth: int  # levels below the root
+    family: Family | None  # the budgets across the root's children (None: not found yet)
+    active: dict[str, threading.Event]  # action_id -> cancel flag
+
+    def find_family(self) -> None: ...
+
+
+# `run_embedded` and `resume_embedded` (runtime/embedded.py, which imports this module only
+# when a child runs: it is given them, not the other way round)
+RunEmbedded = Callable[..., dict[str, Any]]
+
+
+class EmbeddedChildren:
+    """`kind: playbook` in the embedded runtime: child executions in the parent's process
+    and store, each run by the calling action's pool thread (waited for) or by a thread of
+    its own (`wait=False`), which the parent's run joins before it returns."""
+
+    def __init__(self, parent: EmbeddedParent, run: RunEmbedded, resume: RunEmbedded) -> None:
+        self.parent = parent
+        self.run = run
+        self.resume = resume
+        self.detached: list[threading.Thread] = []  # children not waited for (`detach`)
+
+    def join(self) -> None:
+        """Wait for the children started and not waited for."""
+        for thread in self.detached:
+            thread.join()
+
+    def start(
+        self, path: str, workload: dict[str, Any], action_id: str, child_id: str, wait: bool = True
+    ) -> dict[str, Any]:
+        """`kind: playbook`: a child execution in this process and store, with parent_id. Its
+        id is a function of the call: a resumed parent finds the child its first run started
+        (finished: its summary; left running by the dead process: resumed), never a second.
+        The calling action's cancel flag (set when the action is cancelled or the parent
+        ended, `noetl-vm cancel` included) cancels a child waited for. With `wait=False` the
+        child runs in a thread of its own (`detach`) and nothing of the parent stops it."""
+        from noetlc.runtime.catalog import SQLiteCatalog
+        from noetlc.runtime.event_store import SQLiteStore
+
+        parent = self.parent
+        store = parent.store
+        catalog = SQLiteCatalog(store.path) if isinstance(store, SQLiteStore) else None
+        try:
+            payload, failed = compile_child(path, catalog)  # a file, else the store's catalog
+        finally:
+            if catalog is not None:
+                catalog.close()
+        if payload is None:
+            assert failed is not None
+            return failed
+        if parent.family is None:
+            parent.find_family()
+        if not wait:
+            return self.detach(payload, workload, child_id)
+        return self._child(payload, workload, child_id, parent.active.get(action_id))
+
+    def detach(
+        self, payload: dict[str, Any] | Program, workload: dict[str, Any], child_id: str
+    ) -> dict[str, Any]:
+        """Start a child that is not waited for (NoETL's playbook tool without `return_step`):
+        admitted by the budgets now, run by a thread the parent's run joins before it returns
+        (the process ends when every execution it started has ended)."""
+        parent = self.parent
+        assert parent.family is not None
+        if parent.store.execution(child_id) is None:  # a re-run call finds its child started
+            over = parent.family.admit(parent.depth + 1)
+            if over is not None:
+                return {"execution_id": None, "status": "failed", "result": None, "error": over}
+        thread = threading.Thread(
+            target=self._child,
+            args=(payload, workload, child_id, None, True),
+            name=f"noetl-child-{child_id}",
+        )
+        self.detached.append(thread)
+        thread.start()
+        return {"execution_id": child_id, "status": "started"}
+
+    def _child(
+        self,
+        payload: dict[str, Any] | Program,
+        workload: dict[str, Any],
+        child_id: str,
+        stop: threading.Event | None,
+        admitted: bool = False,
+    ) -> dict[str, Any]:
+        """Run (or resume, or find finished) the child `child_id` and give its summary."""
+        from noetlc.runtime.event_store import SQLiteStore
+
+        parent = self.parent
+        store = parent.store
+        if isinstance(store, SQLiteStore):
+            # its own connection (this runs in a pool thread), fenced by the root's lease
+            store = store.sibling()
+        family = parent.family
+        assert family is not None
+        try:
+            record = store.execution(child_id)
+            if record is not None and record["status"] != "running" and record["summary"]:
+                finished: dict[str, Any] = record["summary"]
+                return finished
+            if record is not None and record.get("program") is not None:
+                return self.resume(
+                    store,
+                    child_id,
+                    call_tool=parent.call_tool,
+                    keychain_file=parent.keychain_file,
+                    stop=stop,
+                    family=family,
+                    depth=parent.depth + 1,
+                )
+            over = None if admitted else family.admit(parent.depth + 1)
+            if over is not None:  # not started: the calling step fails with NOE858
+                return {"execution_id": None, "status": "failed", "result": None, "error": over}
+            return self.run(
+                payload,
+                workload,
+                store,
+                execution_id=child_id,
+                parent_id=parent.execution_id,
+                call_tool=parent.call_tool,
+                keychain_file=parent.keychain_file,
+                stop=stop,
+                family=family,
+                depth=parent.depth + 1,
+            )
+        except OwnershipLost:
+            raise
+        except Exception as exc:  # the child's runtime broke (its store, a thread limit)
+            return _fail_child(store, child_id, exc)
+        finally:
+            if store is not parent.store:
+                store.close()
+
+
+def _fail_child(store: EventStore, child_id: str, exc: Exception) -> dict[str, Any]:
+    """A child whose runtime raised must not stay `running`: its log gets the one terminal
+    event it lacks (none when it has one) and its row the status; the calling step fails."""
+    from noetlc.runtime.logcheck import terminal_status
+
+    error = {"code": "NOE850", "message": f"{type(exc).__name__}: {exc}", "step": None}
+    summary: dict[str, Any] = {"execution_id": child_id, "status": "failed", "result": None}
+    try:
+        if store.execution(child_id) is not None:
+            status = terminal_status(store.read(child_id))
+            if status is None:
+                status = "failed"
+                failed = envelope(
+                    EventName.EXECUTION_FAILED,
+                    Source.SERVER,
+                    event_id=f"{child_id}:runtime-failed",
+                    payload={"error": error},
+                )
+                store.append(child_id, [failed])
+            summary["status"] = status
+            store.finish_execution(child_id, status, {**summary, "error": error})
+    except Exception:  # the store itself is gone: `resume` of the root finishes the child
+        pass
+    return {**summary, "status": "failed", "error": error}

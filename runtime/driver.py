@@ -288,7 +288,7 @@ class Driver:
             event = Event.from_record(record)
             if is_input(event):
                 events.extend(self.feed(event).events)
-        return VMAnswer.of(vm.outstanding(), events)
+        return VMAnswer(vm.outstanding(), events)
 
     def summary(self, events: int) -> dict[str, Any]:
         """The JSON line of `noetl-vm run --json` (shared/corpus/conformance/README.md):

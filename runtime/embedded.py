@@ -27,7 +27,7 @@ import uuid
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from noetlc.ir.program import Program
 from noetlc.runtime.driver import (
@@ -40,7 +40,7 @@ from noetlc.runtime.driver import (
 )
 from noetlc.runtime.event_store import EventStore
 from noetlc.runtime.execute import ToolEnv, execute, memo_from_events, noop_only, worker_event
-from noetlc.runtime.family import Family, descendants, lineage
+from noetlc.runtime.family import Family, descendants, lineage, started_children
 from noetlc.runtime.group_commit import GroupCommit
 from noetlc.runtime.ids import snowflake
 from noetlc.runtime.logs import ExecutionLogs, Row
@@ -66,9 +66,11 @@ from noetlc.vm.protocol import (
     Event,
     EventName,
     Source,
-    envelope,
     is_input,
 )
+
+if TYPE_CHECKING:
+    from noetlc.runtime.children import EmbeddedChildren
 
 _LOOP_ITERATION_FAILED = EventName.LOOP_ITERATION_FAILED.value
 _STEP_FAILED = EventName.STEP_FAILED.value
@@ -200,7 +202,7 @@ class EmbeddedRuntime:
         self.stop = stop  # a child's: its calling action was cancelled, or its parent ended
         self.stop_asked = False  # a cancel was queued (one is enough)
         self.parent_id: str | None = None
-        self.detached: list[threading.Thread] = []  # children not waited for (`_detach`)
+        self.children: EmbeddedChildren | None = None  # `kind: playbook` (`_run_child`)
 
     # ------------------------------------------------------------------ entry points
 
@@ -222,7 +224,7 @@ class EmbeddedRuntime:
         )
         return self._loop(first.commands)
 
-    def _find_family(self) -> None:
+    def find_family(self) -> None:
         """A runtime started without its tree's counts (a resumed root, a child started by
         another process): its depth and the children its root has, from the store."""
         if self.family is not None:
@@ -246,7 +248,7 @@ class EmbeddedRuntime:
     def resume(self, workload: dict[str, Any]) -> dict[str, Any]:
         record = self.store.execution(self.execution_id) or {}
         self.parent_id = record.get("parent_id")
-        self._find_family()
+        self.find_family()
         events = self.store.read(self.execution_id)
         # the log is a prefix cut at a group boundary: every server event the replay
         # regenerates is in it already
@@ -261,6 +263,9 @@ class EmbeddedRuntime:
                 self.last_request = max(self.last_request, request_id)
         if not driver.vm.finished():  # else the log ended and only the row lags: no event
             self._log([resumed(str(uuid.uuid4()), len(events))])
+        for child_id in started_children(self.store, events):  # started, not waited for
+            # found in the store: resumed, not admitted again
+            self._children().detach({}, {}, child_id)
         return self._loop(rebuilt.commands, started_at=started_times(events))
 
     # ------------------------------------------------------------------ the loop
@@ -329,8 +334,8 @@ class EmbeddedRuntime:
         if self.keychain.has_secrets:
             summary_ = self.keychain.redact(summary_)  # it is printed and stored
         self.store.finish_execution(self.execution_id, vm.status, summary_)
-        for thread in self.detached:  # children started and not waited for end first
-            thread.join()
+        if self.children is not None:  # children started and not waited for end first
+            self.children.join()
         return summary_
 
     def _process(self, batch: list[Event], external: bool) -> None:
@@ -417,16 +422,12 @@ class EmbeddedRuntime:
     def _run(self, command: Command) -> None:
         vm = self.vm
         assert vm is not None
-        memo = self.memo.pop(command.action_id, None)
+        action_id = command.action_id  # read once: each read of this lazy field is a call
+        memo = self.memo.pop(action_id, None)
         action = partial(
             execute,
             self.program,
-            command.step,
-            command.step_run_id,
-            command.action_id,
-            command.args,
-            command.iteration,
-            command.item,
+            command,
             call_tool=self.call_tool,
             env=self.env,
             resolve=self.refs.resolve,
@@ -434,11 +435,11 @@ class EmbeddedRuntime:
         if self.inline[command.step] and memo is None:
             # runs now, on this thread, before the VM changes: it borrows the VM's scope (a
             # copy per step would grow with every finished step)
-            self.active[command.action_id] = _INLINE
+            self.active[action_id] = _INLINE
             action(vm.scope, self.inbox.append, borrow_scope=True)
             return
         scope = dict(vm.scope)  # the VM goes on while the thread runs: a snapshot
-        flag = self.active[command.action_id] = threading.Event()
+        flag = self.active[action_id] = threading.Event()
         emit = self.queue.put  # thread-safe
 
         def wait(seconds: float) -> bool:
@@ -456,105 +457,16 @@ class EmbeddedRuntime:
     def _run_child(
         self, path: str, workload: dict[str, Any], action_id: str, child_id: str, wait: bool = True
     ) -> dict[str, Any]:
-        """`kind: playbook`: a child execution in this process and store, with parent_id. Its
-        id is a function of the call: a resumed parent finds the child its first run started
-        (finished: its summary; left running by the dead process: resumed), never a second.
-        The calling action's cancel flag (set when the action is cancelled or the parent
-        ended, `noetl-vm cancel` included) cancels a child waited for. With `wait=False` the
-        child runs in a thread of its own (`_detach`) and nothing of the parent stops it."""
-        from noetlc.runtime.catalog import SQLiteCatalog
-        from noetlc.runtime.children import compile_child
-        from noetlc.runtime.event_store import SQLiteStore
+        """`kind: playbook` (runtime/children.py, `EmbeddedChildren`; imported when a child
+        runs: the distributed runner beside it imports asyncio)."""
+        return self._children().start(path, workload, action_id, child_id, wait)
 
-        catalog = SQLiteCatalog(self.store.path) if isinstance(self.store, SQLiteStore) else None
-        try:
-            payload, failed = compile_child(path, catalog)  # a file, else the store's catalog
-        finally:
-            if catalog is not None:
-                catalog.close()
-        if payload is None:
-            assert failed is not None
-            return failed
-        if self.family is None:
-            self._find_family()
-        if not wait:
-            return self._detach(payload, workload, child_id)
-        return self._child(payload, workload, child_id, self.active.get(action_id))
+    def _children(self) -> EmbeddedChildren:
+        from noetlc.runtime.children import EmbeddedChildren
 
-    def _detach(
-        self, payload: dict[str, Any] | Program, workload: dict[str, Any], child_id: str
-    ) -> dict[str, Any]:
-        """Start a child that is not waited for (NoETL's playbook tool without `return_step`):
-        admitted by the budgets now, run by a thread the parent's run joins before it returns
-        (the process ends when every execution it started has ended)."""
-        assert self.family is not None
-        if self.store.execution(child_id) is None:  # a re-run call finds its child started
-            over = self.family.admit(self.depth + 1)
-            if over is not None:
-                return {"execution_id": None, "status": "failed", "result": None, "error": over}
-        thread = threading.Thread(
-            target=self._child,
-            args=(payload, workload, child_id, None, True),
-            name=f"noetl-child-{child_id}",
-        )
-        self.detached.append(thread)
-        thread.start()
-        return {"execution_id": child_id, "status": "started"}
-
-    def _child(
-        self,
-        payload: dict[str, Any] | Program,
-        workload: dict[str, Any],
-        child_id: str,
-        stop: threading.Event | None,
-        admitted: bool = False,
-    ) -> dict[str, Any]:
-        """Run (or resume, or find finished) the child `child_id` and give its summary."""
-        from noetlc.runtime.event_store import SQLiteStore
-
-        store = self.store
-        if isinstance(store, SQLiteStore):
-            # its own connection (this runs in a pool thread), fenced by the root's lease
-            store = store.sibling()
-        family = self.family
-        assert family is not None
-        try:
-            record = store.execution(child_id)
-            if record is not None and record["status"] != "running" and record["summary"]:
-                finished: dict[str, Any] = record["summary"]
-                return finished
-            if record is not None and record.get("program") is not None:
-                return resume_embedded(
-                    store,
-                    child_id,
-                    call_tool=self.call_tool,
-                    keychain_file=self.keychain_file,
-                    stop=stop,
-                    family=family,
-                    depth=self.depth + 1,
-                )
-            over = None if admitted else family.admit(self.depth + 1)
-            if over is not None:  # not started: the calling step fails with NOE858
-                return {"execution_id": None, "status": "failed", "result": None, "error": over}
-            return run_embedded(
-                payload,
-                workload,
-                store,
-                execution_id=child_id,
-                parent_id=self.execution_id,
-                call_tool=self.call_tool,
-                keychain_file=self.keychain_file,
-                stop=stop,
-                family=family,
-                depth=self.depth + 1,
-            )
-        except OwnershipLost:
-            raise
-        except Exception as exc:  # the child's runtime broke (its store, a thread limit)
-            return _fail_child(store, child_id, exc)
-        finally:
-            if store is not self.store:
-                store.close()
+        if self.children is None:
+            self.children = EmbeddedChildren(self, run_embedded, resume_embedded)
+        return self.children
 
     # ------------------------------------------------------------------ requests
 
@@ -575,32 +487,6 @@ class EmbeddedRuntime:
                 else "the process running the execution stopped it"
             )
             self.queue.put_nowait(cancelled(f"{self.execution_id}:stopped-by-parent", reason))
-
-
-def _fail_child(store: EventStore, child_id: str, exc: Exception) -> dict[str, Any]:
-    """A child whose runtime raised must not stay `running`: its log gets the one terminal
-    event it lacks (none when it has one) and its row the status; the calling step fails."""
-    from noetlc.runtime.logcheck import terminal_status
-
-    error = {"code": "NOE850", "message": f"{type(exc).__name__}: {exc}", "step": None}
-    summary: dict[str, Any] = {"execution_id": child_id, "status": "failed", "result": None}
-    try:
-        if store.execution(child_id) is not None:
-            status = terminal_status(store.read(child_id))
-            if status is None:
-                status = "failed"
-                failed = envelope(
-                    EventName.EXECUTION_FAILED,
-                    Source.SERVER,
-                    event_id=f"{child_id}:runtime-failed",
-                    payload={"error": error},
-                )
-                store.append(child_id, [failed])
-            summary["status"] = status
-            store.finish_execution(child_id, status, {**summary, "error": error})
-    except Exception:  # the store itself is gone: `resume` of the root finishes the child
-        pass
-    return {**summary, "status": "failed", "error": error}
 
 
 class _Call:

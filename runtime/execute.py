@@ -36,6 +36,7 @@ from noetlc.vm.loaded_program import OP, LoadedProgram
 from noetlc.vm.pipeline import ToolCall, Wait, run_pipeline
 from noetlc.vm.protocol import (
     RESULT_NAMES,
+    Command,
     Event,
     EventName,
     Source,
@@ -156,12 +157,7 @@ def default_tools(
 
 def execute(
     program: LoadedProgram,
-    step: str,
-    step_run_id: str,
-    action_id: str,
-    args: dict[str, Any],
-    iteration: int | None,
-    item: Any,
+    command: Command,
     scope: dict[str, Any],
     emit: EmitEvent,
     call_tool: ToolCall | None = None,
@@ -172,7 +168,8 @@ def execute(
     handed_at: float | None = None,
     borrow_scope: bool = False,
 ) -> Event:
-    """Run the command; emit its events; return the terminal event (also emitted).
+    """Run the command (a `run` command of the control VM: a step, or one iteration of a
+    loop step); emit its events; return the terminal event (also emitted).
     Tools run through the registry with a `ToolContext` from `env`, unless `call_tool` is
     given (tests). `resolve` (reference-first results, from the result store) replaces the
     scope's own resolver: the pipeline may read any stored result, the control VM only those
@@ -182,6 +179,12 @@ def execute(
     loop's inline runs of noop-only steps, which it waits for): the run writes its own names
     into it and puts the old values back when it ends, instead of copying a scope that gains
     an entry per finished step (a copy per step made a chain quadratic)."""
+    step = command.step
+    step_run_id = command.step_run_id
+    action_id = command.action_id
+    args = command.args
+    iteration = command.iteration
+    item = command.item
     info = program.steps[step]
     saved: list[tuple[str, Any]] | None = None
     if borrow_scope:

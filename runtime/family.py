@@ -87,4 +87,28 @@ def descendants(store: Records, root_id: str) -> int:
     return count
 
 
-__all__ = ["Family", "descendants", "lineage"]
+def started_children(store: Records, events: list[dict[str, Any]]) -> list[str]:
+    """The children a parent's log says it started without waiting (NoETL's playbook tool
+    without `return_step`: the call's outcome is `child_status: started`) that are still
+    `running` in the store with their program: after a crash nothing runs them, and a replay
+    does not call again (the call is done). In NoETL a child is an execution of its own that
+    its server goes on with after a restart, whatever became of the parent's run."""
+    out: list[str] = []
+    for event in events:
+        outcome = (event.get("payload") or {}).get("outcome")
+        meta = outcome.get("meta") if isinstance(outcome, dict) else None
+        if not isinstance(meta, dict) or meta.get("child_status") != "started":
+            continue
+        child = meta.get("child_execution_id")
+        record = store.execution(str(child)) if child else None
+        if (
+            record is not None
+            and record.get("status") == "running"
+            and record.get("program") is not None
+            and str(child) not in out
+        ):
+            out.append(str(child))
+    return out
+
+
+__all__ = ["Family", "descendants", "lineage", "started_children"]

@@ -105,12 +105,7 @@ class ServerCommits:
                     vm = owned.vm
                     execute(
                         driver.program,
-                        command.step,
-                        command.step_run_id,
-                        command.action_id,
-                        command.args,
-                        command.iteration,
-                        command.item,
+                        command,
                         vm.scope,  # runs before the VM changes: no copy needed
                         emitted.append,
                         resolve=resolve,

@@ -50,7 +50,7 @@ from noetlc.runtime.results import (
 from noetlc.runtime.stored_budget import StoredBytes
 from noetlc.stdlib_tools.keychain import Keychain
 from noetlc.vm.loaded_program import OP, LoadedProgram
-from noetlc.vm.protocol import Event
+from noetlc.vm.protocol import Command, CommandKind, Event
 
 # one line per execution a round finished jobs of (`noetl-vm worker --log-level`)
 log = logging.getLogger("noetlc.worker")
@@ -554,9 +554,7 @@ def _redact(known: Known, events: list[Event]) -> list[Event]:
 
 def _execute_args(
     lease: Lease, known: Known, emit: EmitEvent, member: Member
-) -> tuple[
-    LoadedProgram, str, str, str, dict[str, Any], int | None, Any, dict[str, Any], EmitEvent
-]:
+) -> tuple[LoadedProgram, Command, dict[str, Any], EmitEvent]:
     """`execute`'s positional arguments for one action of a job (`member`: its action id,
     iteration and item): the command and the scope the job carries, plus the `keychain`
     namespace from this worker's own keychain (never in the job's payload)."""
@@ -565,14 +563,13 @@ def _execute_args(
     scope.update(workload=known.workload, ctx=p.get("ctx") or {}, execution_id=lease.execution_id)
     scope["keychain"] = known.keychain
     scope[RESOLVER_KEY] = known.refs.resolve
-    return (
-        known.program,
+    command = Command(
+        CommandKind.RUN.value,
         p["step"],
         p["step_run_id"],
-        member[0],
         p.get("args") or {},
+        member[0],
         member[1],
         member[2],
-        scope,
-        emit,
     )
+    return (known.program, command, scope, emit)

@@ -1,21 +1,45 @@
-"""The control VM's state objects: tokens, step records and step runs (slots classes: the VM
-creates several per transition fired). Commands and events are the protocol's (vm/protocol.py)."""
+"""The control VM's state: `ControlState`, the one object every part of the VM reads and
+writes (vm/routing.py, vm/admission.py, vm/boundary.py take it as their first argument;
+`ControlVM` in vm/control.py is a `ControlState` with the interface), and what it holds per
+step record and step run (slots classes: the VM creates several per transition fired).
+Tokens and join places are vm/joins.py's; commands and events the protocol's
+(vm/protocol.py)."""
 
 from __future__ import annotations
 
-import hashlib
+from collections import deque
+from collections.abc import Callable
 from typing import Any
 
-from noetlc.vm.loop_results import LoopResults
+from noetlc.expr.runtime import RESOLVER_KEY
+from noetlc.ir.events import EventName
+from noetlc.vm.budgets import OverBudget, budgets_of
+from noetlc.vm.joins import JoinPlaces, Token
+from noetlc.vm.loaded_program import LoadedProgram
+from noetlc.vm.loop_results import LoopResults, Spill
+from noetlc.vm.protocol import Event, Source, action_id
+from noetlc.vm.tables import StepTable, build_tables
 
+__all__ = [
+    "ControlState",
+    "LoopRun",
+    "Resolve",
+    "StepRecord",
+    "StepRun",
+    "Token",
+    "action_id",
+    "arc_output",
+    "job_namespace",
+    "loop_result",
+    "racing_write",
+]
 
-class Token:
-    __slots__ = ("args", "dead", "source")
+# the body of a `{"$ref": ...}` -> the value it refers to, from memory (no I/O: see ControlVM)
+Resolve = Callable[[dict[str, Any]], Any]
 
-    def __init__(self, args: dict[str, Any], dead: bool = False, source: str | None = None) -> None:
-        self.args = args
-        self.dead = dead
-        self.source = source
+_EXECUTION_FAILED = EventName.EXECUTION_FAILED.value
+_SERVER = Source.SERVER.value
+_new = tuple.__new__  # an Event without its Python-level __new__ (one per transition)
 
 
 class StepRecord:
@@ -111,12 +135,6 @@ def arc_output(result: Any, error: dict[str, Any] | None) -> dict[str, Any]:
     return {"status": "ok", "data": data, "result": result, "error": None}
 
 
-def action_id(execution_id: str, step_run_id: str, iteration: int | None) -> str:
-    """Stable per (step run, iteration): the same for every attempt (tool idempotency key)."""
-    text = f"{execution_id}/{step_run_id}/{'' if iteration is None else iteration}"
-    return hashlib.sha256(text.encode()).hexdigest()[:32]
-
-
 def racing_write(run: LoopRun, index: int, writes: Any) -> dict[str, Any] | None:
     """The error when iteration `index` of a parallel loop writes a ctx key another iteration
     wrote with a different value (the last write would win by timing); None otherwise, after
@@ -134,3 +152,149 @@ def racing_write(run: LoopRun, index: int, writes: Any) -> dict[str, Any] | None
                 f"{run.step!r} wrote different values to ctx.{key}",
             }
     return None
+
+
+class ControlState:
+    """Everything the control VM keeps for one execution, and the few operations every part
+    of it uses: record a server event, fail the execution, exceed a budget, set the scope."""
+
+    # slots: it holds more attributes than an instance dict shares keys for, and the hot path
+    # reads them on every event
+    __slots__ = (
+        "_events",
+        "_max_events",
+        "_max_step_runs",
+        "_stamp",
+        "budgets",
+        "ctx",
+        "ctx_size",
+        "ctx_sizes",
+        "dead_arrivals",
+        "error",
+        "event_count",
+        "execution_id",
+        "final_result",
+        "firings",
+        "handled_failures",
+        "inputs",
+        "iterations",
+        "join_places",
+        "listeners",
+        "program",
+        "ready",
+        "results",
+        "runs",
+        "scope",
+        "spill",
+        "status",
+        "step_runs",
+        "steps",
+        "tables",
+        "timers",
+        "workload",
+    )
+
+    def __init__(
+        self,
+        program: LoadedProgram,
+        workload: dict[str, Any],
+        execution_id: str,
+        keychain: dict[str, Any] | None,
+        resolve: Resolve | None,
+        spill: Spill | None,
+    ) -> None:
+        self.program = program
+        # where a long loop's iteration results go in chunks (vm/loop_results.py); None: kept
+        self.spill = spill
+        self.tables: dict[str, StepTable] = build_tables(program)
+        self.workload = workload
+        self.execution_id = execution_id
+        self.ctx: dict[str, Any] = {}
+        self.results: dict[str, Any] = {}  # finished steps by name
+        # step results by name plus the namespaces: what guards and arc args see
+        self.scope: dict[str, Any] = {
+            "workload": workload,
+            "ctx": self.ctx,
+            "execution_id": execution_id,
+            "job": job_namespace(execution_id),
+        }
+        if keychain is not None:
+            self.scope["keychain"] = keychain
+        if resolve is not None:
+            self.scope[RESOLVER_KEY] = resolve
+        self.steps: dict[str, StepRecord] = {}
+        # the current answer's server events (or the compact records of the generated hot
+        # path, vm/specialise.py), in order
+        self._events: list[Any] = []
+        # (event id prefix, execution id), shared by the records: server event ids EXECUTION:sN
+        self._stamp = (f"{execution_id}:s", execution_id)
+        self.event_count = 0  # server events recorded so far (N of the last id)
+        self.join_places = JoinPlaces(program.joins, program.join_kind, self.has_run)
+        self.runs: dict[str, StepRun] = {}  # active step runs by step_run_id
+        self.listeners: dict[str, StepRun] = {}  # waiting listener steps by step_run_id
+        self.timers: set[str] = set()  # step_run_ids with a pending timer
+        self.ready: deque[tuple[str, Token]] = deque()
+        self.dead_arrivals: dict[str, int] = {}  # merges: dead alternatives seen so far
+        self.error: dict[str, Any] | None = None
+        self.status = "running"
+        self.budgets = budgets_of(program.payload)
+        self._max_events = self.budgets["events"]  # read on every step: attributes
+        self._max_step_runs = self.budgets["step_runs"]
+        self.inputs = 0  # input events fed (with `event_count`: the events budget)
+        self.step_runs = 0
+        self.iterations = 0
+        self.ctx_size = 0  # characters and items held in ctx (`expr.limits.deep_size`)
+        self.ctx_sizes: dict[str, int] = {}
+        self.firings = 0
+        self.handled_failures = 0
+        self.final_result: Any = None  # the result of the step that finished last
+
+    def record(
+        self,
+        name: str,
+        step: str | None,
+        payload: dict[str, Any],
+        step_run_id: str | None = None,
+        iteration: int | None = None,
+    ) -> None:
+        """Record a server event. The generated handlers (vm/specialise.py) record compact
+        `protocol.ServerRecord`s instead, built into `Event`s when `VMAnswer.events` is
+        read."""
+        self.event_count = n = self.event_count + 1
+        event = (name, _SERVER, step, step_run_id, iteration, payload, f"{self._stamp[0]}{n}",
+                 self.execution_id, None, None, None, None, None, None, None)  # fmt: skip
+        self._events.append(_new(Event, event))  # `protocol.recorded`, inlined
+
+    def counts(self) -> dict[str, int]:
+        """What the budgets count, so far."""
+        return {
+            "events": self.event_count + self.inputs,
+            "step_runs": self.step_runs,
+            "loop_iterations": self.iterations,
+            "ctx_size": self.ctx_size,
+        }
+
+    def _over(self, name: str, count: int, limit: int) -> None:
+        """A budget is exceeded: the execution fails (`ControlVM` catches it)."""
+        raise OverBudget(name, count, limit, self.counts())
+
+    def fail(self, error: dict[str, Any]) -> None:
+        if self.status == "running":
+            self.status = "failed"
+            self.error = error
+            self.record(_EXECUTION_FAILED, error.get("step"), {"error": error})
+
+    def has_run(self, step: str) -> bool:
+        record = self.steps.get(step)
+        return record is not None and record.runs != 0
+
+    def scope_for(self, args: dict[str, Any], event: dict[str, Any] | None) -> dict[str, Any]:
+        """The one scope of the control VM, updated in place (evaluation is sequential)."""
+        scope = self.scope
+        scope["args"] = args
+        scope.pop("output", None)  # a step's own (`arc_output`), not a listener's
+        if event is None:
+            scope.pop("event", None)
+        else:
+            scope["event"] = event
+        return scope

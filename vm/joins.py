@@ -1,4 +1,4 @@
-"""Join branch places: the tokens waiting at a join, and when the join fires.
+"""Tokens, and join branch places: the tokens waiting at a join, and when the join fires.
 
 `JoinPlaces.arrive` puts a token on a branch place and returns what fired, so the control VM
 stays the only writer of its ready queue, its events and its firing count. An `all` join
@@ -12,7 +12,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from noetlc.vm.control_state import Token
+
+class Token:
+    """A token on a place: the args it carries into the step it enters, whether it is dead
+    (dead-path elimination) and the step that produced it (a join's branch)."""
+
+    __slots__ = ("args", "dead", "source")
+
+    def __init__(self, args: dict[str, Any], dead: bool = False, source: str | None = None) -> None:
+        self.args = args
+        self.dead = dead
+        self.source = source
+
 
 # (the join step, the token that enters it, the `join.fired` payload; None: it enters dead)
 Fired = tuple[str, Token, dict[str, Any] | None]

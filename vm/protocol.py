@@ -10,9 +10,14 @@
   forms for the hot paths. Stores serialize an `Event` to their rows at their edge and hand
   records back as dicts; `Event.from_record` turns a stored record into an `Event` again.
 * `Command` — what the control VM asks the runtime to do: run a step (or one loop iteration),
-  cancel one, or set a timer (a slots object whose `action_id` is computed when first read).
+  cancel one, or set a timer (a frozen dataclass).
 * `VMAnswer` — the control VM's answer to `start()` or to one input event: the commands it issues
-  and the server events it recorded, in order (kept as compact records until `events` is read).
+  and the server events it recorded, in order (a frozen dataclass).
+
+Both are plain values read from outside. The VM builds them on its hot path as drafts
+(`CommandDraft`, `AnswerDraft`: the same slots, assignable) and leaves a command's action id
+and an answer's events None, computed when first read: most commands' ids and most answers'
+events are never read in a replay or an in-memory run.
 
 Input events (what the control VM consumes): a worker's result (`RESULT_NAMES`, source
 `worker`), `signal.received` and `execution.cancelled` (source `client`), `timer.fired`
@@ -23,6 +28,7 @@ task events.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from enum import StrEnum
 from hashlib import sha256
 from typing import Any, NamedTuple
@@ -302,97 +308,127 @@ class CommandKind(StrEnum):
     TIMER = "timer"  # deliver `timer.fired` after `delay` seconds
 
 
-class Command:
+class LazySlot:
+    """A dataclass slot whose value is computed from the instance the first time it is read
+    when its constructor left it None (the control VM's drafts), then kept. A data
+    descriptor over the slot's own: reads of the class's other fields stay plain slot reads
+    (a class `__getattr__` would slow them all); None rather than unset, because a read of
+    an unset slot raises, and an exception per command costs more than the draft saves."""
+
+    __slots__ = ("compute", "get", "slot")
+
+    def __init__(self, slot: Any, compute: Any) -> None:
+        self.slot = slot  # the slot's member descriptor
+        self.get = slot.__get__
+        self.compute = compute  # instance -> the value, or None when it cannot tell
+
+    def __get__(self, instance: Any, owner: Any = None) -> Any:
+        if instance is None:
+            return self
+        value = self.get(instance, owner)
+        if value is None:  # left to be computed: now, then kept
+            value = self.compute(instance)
+            self.slot.__set__(instance, value)
+        return value
+
+    def __set__(self, instance: Any, value: Any) -> None:
+        self.slot.__set__(instance, value)
+
+    def __delete__(self, instance: Any) -> None:
+        self.slot.__delete__(instance)
+
+
+class _CommandSlots:
+    # the storage of `Command` and of the VM's `CommandDraft`: two subclasses of one layout,
+    # so a filled draft becomes a command by assigning its `__class__` (the cheapest such
+    # check); `_execution` is not a field: what a draft's `action_id` is computed from
+    __slots__ = (
+        "_execution",
+        "action_id",
+        "args",
+        "delay",
+        "item",
+        "iteration",
+        "kind",
+        "step",
+        "step_run_id",
+    )  # fmt: skip
+
+    action_id: str
+    args: dict[str, Any]
+    delay: float | None
+    item: Any
+    iteration: int | None
+    kind: str
+    step: str
+    step_run_id: str
+    _execution: str
+
+
+@dataclass(frozen=True)
+class Command(_CommandSlots):
     """What the runtime must do. `action_id` is stable per (step run, iteration): the same
-    for every attempt, so tools can use it as an idempotency key.
+    for every attempt, so tools can use it as an idempotency key (`action_id(execution_id,
+    step_run_id, iteration)`).
 
-    A slots object rather than a tuple so the action id can be lazy: the control VM gives a
-    command, in `action`, the SHA-256 of its execution id (`action_seed`) and the id is
-    computed the first time it is read — `action_id(execution_id, step_run_id, iteration)`,
-    the same value — then kept in `action`. A command nobody reads the id of (a replay's, an
-    answered one) never hashes."""
+    The control VM builds its commands as `CommandDraft`s and leaves `action_id` None, with
+    the execution id kept aside: the id is computed the first time it is read, then kept,
+    so a command nobody reads the id of (a replay's, an in-memory benchmark's) never
+    hashes. Read from outside, such a command is any other `Command`."""
 
-    __slots__ = ("action", "args", "delay", "item", "iteration", "kind", "step", "step_run_id")
+    __slots__ = ()
 
-    # No Python-level `__init__`: the VM makes one per admission as `Command()` and sets the
-    # eight fields (a call without a Python frame); `of` builds one from its fields.
     kind: str
     step: str
     step_run_id: str
     args: dict[str, Any]
-    action: Any  # the id, or the seed it is computed from (see above)
-    iteration: int | None
-    item: Any
-    delay: float | None
-
-    @classmethod
-    def of(
-        cls,
-        kind: str,
-        step: str,
-        step_run_id: str,
-        args: dict[str, Any],
-        action_id: str = "",
-        iteration: int | None = None,
-        item: Any = None,
-        delay: float | None = None,
-    ) -> Command:
-        command = cls()
-        command.kind = kind
-        command.step = step
-        command.step_run_id = step_run_id
-        command.args = args
-        command.action = action_id
-        command.iteration = iteration
-        command.item = item
-        command.delay = delay
-        return command
-
-    @property
-    def action_id(self) -> str:
-        action = self.action
-        if type(action) is str:
-            return action
-        digest = action.copy()
-        iteration = self.iteration
-        digest.update(f"{self.step_run_id}/{'' if iteration is None else iteration}".encode())
-        text: str = digest.hexdigest()[:32]
-        self.action = text
-        return text
+    action_id: str = ""
+    iteration: int | None = None
+    item: Any = None
+    delay: float | None = None
 
     def key(self) -> tuple[Any, ...]:
         return (self.kind, self.step, self.step_run_id, self.iteration, self.action_id)
 
-    def _fields(self) -> tuple[Any, ...]:
-        return (self.kind, self.step, self.step_run_id, self.args, self.action_id,
-                self.iteration, self.item, self.delay)  # fmt: skip
-
-    def _replace(self, **changes: Any) -> Command:
-        """A copy with some fields changed (as `NamedTuple._replace`)."""
-        fields = dict(zip(COMMAND_FIELDS, self._fields(), strict=True))
-        fields.update(changes)
-        return Command.of(**fields)
-
-    def __eq__(self, other: object) -> bool:
-        if type(other) is not Command:
-            return NotImplemented
-        return self._fields() == other._fields()
-
-    __hash__ = None  # type: ignore[assignment]  # mutable args: like the tuple it was
-
     def __reduce__(self) -> tuple[Any, ...]:
-        return (Command.of, self._fields())
-
-    def __repr__(self) -> str:
-        return f"Command({self.kind} {self.step_run_id} it={self.iteration})"
-
-
-COMMAND_FIELDS = ("kind", "step", "step_run_id", "args", "action_id", "iteration", "item", "delay")
+        fields = (self.kind, self.step, self.step_run_id, self.args, self.action_id,
+                  self.iteration, self.item, self.delay)  # fmt: skip
+        return (Command, fields)
 
 
-def action_seed(execution_id: str) -> Any:
-    """The hash every action id of an execution starts from (`Command`'s lazy `action_id`)."""
-    return sha256(f"{execution_id}/".encode())
+class CommandDraft(_CommandSlots):
+    """A `Command` as the control VM fills it in on its hot path: the same slots, assignable
+    (a frozen class's `__setattr__` costs a Python call per field), made a `Command` by
+    assigning its `__class__` once filled. Only the VM makes these; nothing else sees one.
+    `action_id` is left None and `_execution` set (see `Command`)."""
+
+    __slots__ = ()
+
+
+def action_id(execution_id: str, step_run_id: str, iteration: int | None) -> str:
+    """Stable per (step run, iteration): the same for every attempt (tool idempotency key)."""
+    text = f"{execution_id}/{step_run_id}/{'' if iteration is None else iteration}"
+    return sha256(text.encode()).hexdigest()[:32]
+
+
+def _slots_under(cls: type, lazy: str, compute: Any) -> None:
+    """Leave `cls`'s fields to its base's slots (dataclass keeps a field's default as a class
+    attribute, which would hide the slot; its `__init__` has the defaults itself), with
+    `lazy` computed by `compute(instance)` when left None (`LazySlot`)."""
+    for name in cls.__dataclass_fields__:  # type: ignore[attr-defined]
+        if name in cls.__dict__:
+            delattr(cls, name)
+    setattr(cls, lazy, LazySlot(getattr(cls.__mro__[1], lazy), compute))
+
+
+def _action_id(command: Command) -> str | None:
+    execution = getattr(command, "_execution", None)  # set on the VM's commands only
+    return (
+        None if execution is None else action_id(execution, command.step_run_id, command.iteration)
+    )
+
+
+_slots_under(Command, "action_id", _action_id)
 
 
 # A server event as the control VM records it on its hot path: (name, step, step_run_id,
@@ -407,57 +443,77 @@ ServerRecord = tuple[str, str | None, str | None, int | None, Any, int, tuple[st
 RoutedRecord = tuple[str, str, str, str, str, dict[str, Any], int, tuple[str, str]]
 
 
-class VMAnswer:
-    """The control VM's answer to `start()` or to one input event: `commands` and `events`
-    (the server events it recorded, in order). The VM hands over what it recorded
-    (`records`: a list of `Event`s and of the compact `ServerRecord`s / `RoutedRecord`s of
-    its generated hot path, or one `RoutedRecord` alone — the answer of a generated handler
-    that did everything, not wrapped in a list); `events` builds the `Event`s of those the
-    first time it is read, in place, so an answer whose events nobody reads (a replay's, an
-    in-memory benchmark's) builds none. Unpacks as `commands, events`."""
+class _AnswerSlots:
+    # the storage of `VMAnswer` and of the VM's `AnswerDraft` (as `_CommandSlots`)
+    __slots__ = ("_records", "commands", "events")
 
-    __slots__ = ("commands", "records")
-
-    # no Python-level `__init__` (the VM makes one per input event as `VMAnswer()`); `of` builds
-    # one from its commands and events
     commands: list[Command]
-    records: list[Any] | RoutedRecord
+    events: list[Event]
+    _records: Any
 
-    @classmethod
-    def of(cls, commands: list[Command], events: list[Any]) -> VMAnswer:
-        answer = cls()
-        answer.commands = commands
-        answer.records = events
-        return answer
 
-    @property
-    def events(self) -> list[Event]:
-        records = self.records
-        if type(records) is tuple:  # one `RoutedRecord`
-            events: list[Any] = [records]
-            materialize(events)
-            self.records = events
-            return events
-        events = records  # type: ignore[assignment]  # a list: a tuple returned above
-        for record in events:
-            if type(record) is tuple:  # not an `Event` yet
-                materialize(events)
-                break
-        return events
+@dataclass(frozen=True)
+class VMAnswer(_AnswerSlots):
+    """The control VM's answer to `start()` or to one input event: the `commands` it issues
+    and the server `events` it recorded, in order. Unpacks as `commands, events`.
+
+    The VM builds its answers as `AnswerDraft`s and hands over what it recorded in
+    `_records` (a list of `Event`s and of the compact `ServerRecord`s / `RoutedRecord`s of
+    its generated hot path, or one `RoutedRecord` alone — the answer of a generated handler
+    that did everything, not wrapped in a list), leaving `events` None: the `Event`s are
+    built the first time `events` is read, so an answer whose events nobody reads (a
+    replay's, an in-memory benchmark's) builds none."""
+
+    __slots__ = ()
+
+    commands: list[Command]
+    events: list[Event]
 
     def __iter__(self) -> Iterator[Any]:
         yield self.commands
         yield self.events
 
-    def __eq__(self, other: object) -> bool:
-        if type(other) is not VMAnswer:
-            return NotImplemented
-        return self.commands == other.commands and self.events == other.events
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (VMAnswer, (self.commands, self.events))
 
-    __hash__ = None  # type: ignore[assignment]
 
-    def __repr__(self) -> str:
-        return f"VMAnswer(commands={self.commands!r}, events={self.events!r})"
+class AnswerDraft(_AnswerSlots):
+    """A `VMAnswer` as the control VM fills it in (as `CommandDraft` for `Command`):
+    `commands` and `_records` set, then its `__class__` assigned."""
+
+    __slots__ = ()
+
+
+def _events(answer: VMAnswer) -> list[Event] | None:
+    """The events of an answer the VM built: its records, as `Event`s (in place)."""
+    records = getattr(answer, "_records", None)  # set on the VM's answers only
+    if records is None:
+        return None
+    if type(records) is tuple:  # one `RoutedRecord`
+        events: list[Any] = [records]
+        materialize(events)
+    else:
+        events = records
+        for record in events:
+            if type(record) is tuple:  # not an `Event` yet
+                materialize(events)
+                break
+    _SET_RECORDS(answer, events)  # the answer is frozen: its base's slot
+    return events
+
+
+_SET_RECORDS = _AnswerSlots.__dict__["_records"].__set__
+_slots_under(VMAnswer, "events", _events)
+
+
+def answer(commands: list[Command], records: Any) -> VMAnswer:
+    """A `VMAnswer` of the VM's commands and records (see `VMAnswer`)."""
+    draft = AnswerDraft()
+    draft.commands = commands
+    draft._records = records
+    draft.events = None  # type: ignore[assignment]  # built when first read (`_events`)
+    draft.__class__ = VMAnswer  # type: ignore[assignment]
+    return draft  # type: ignore[return-value]
 
 
 def materialize(records: list[Any]) -> None:
@@ -492,23 +548,26 @@ _NEXT_SELECTED = EventName.NEXT_SELECTED.value
 
 
 __all__ = [
-    "COMMAND_FIELDS",
     "ENVELOPE",
     "INPUT_NAMES",
     "INPUT_SOURCES",
     "RESULT_NAMES",
     "TASK_FIELDS",
     "TERMINAL_NAMES",
+    "AnswerDraft",
     "Command",
+    "CommandDraft",
     "CommandKind",
     "Event",
     "EventName",
+    "LazySlot",
     "RoutedRecord",
     "ServerRecord",
     "Source",
     "VMAnswer",
     "action_event",
-    "action_seed",
+    "action_id",
+    "answer",
     "envelope",
     "fold_task",
     "folded_task",

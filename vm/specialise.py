@@ -31,9 +31,10 @@ from collections.abc import Callable
 from typing import Any
 
 from noetlc.ir.events import EventName
+from noetlc.vm.admission import enter
 from noetlc.vm.control_state import StepRecord, StepRun, Token, arc_output
 from noetlc.vm.loaded_program import LoadedProgram
-from noetlc.vm.protocol import Command, CommandKind
+from noetlc.vm.protocol import Command, CommandDraft, CommandKind
 from noetlc.vm.tables import LoadedTransition, StepTable
 
 # (the VM, the finished run, its result, the commands issued so far) -> None: it counted its
@@ -54,6 +55,8 @@ _GLOBALS: dict[str, Any] = {
     "StepRun": StepRun,
     "StepRecord": StepRecord,
     "Command": Command,
+    "CommandDraft": CommandDraft,
+    "ENTER": enter,
     "_digits": None,  # `RUN_NUMBERS` strings, set when the first handler is generated
     "RUN": CommandKind.RUN.value,
     "STEP_DONE": EventName.STEP_DONE.value,
@@ -244,7 +247,7 @@ def _branch(
         lines.append("    return")
         if not event_set:
             lines.append(_SET_EVENT)
-        return [*lines, f"vm._enter({prefix}_TABLE, Token(args, False, STEP), commands)", "return"]
+        return [*lines, f"ENTER(vm, {prefix}_TABLE, Token(args, False, STEP), commands)", "return"]
     # `Admission._enter` of a plain step: its one rule admits the token. `next.selected` and
     # `step.scheduled` are recorded as one pair (`protocol.RoutedRecord`) unless something
     # comes between them (a queued token, the step_runs budget).
@@ -299,15 +302,17 @@ def _branch(
         *([] if transition.args is None else ["run.args = args"]),  # (else: the same args)
         "vm.event_count = n = vm.event_count + 2",
         f"routed = (STEP, finished, {prefix}_ID, {prefix}_TO, run_id, args, n, vm._stamp)",
-        "command = Command()",
+        "command = CommandDraft()",
         "command.kind = RUN",
         f"command.step = {prefix}_TO",
         "command.step_run_id = run_id",
         "command.args = args",
-        "command.action = vm._action_seed",
+        "command.action_id = None",
+        "command._execution = vm.execution_id",
         "command.iteration = None",
         "command.item = None",
         "command.delay = None",
+        "command.__class__ = Command",
         "commands.append(command)",
         # the answer's records are these alone (none recorded before them in this step), and
         # `ControlVM.step`'s events budget holds (its count: the events recorded and fed)

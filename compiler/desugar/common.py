@@ -20,7 +20,7 @@ Pass = Callable[[YMap, Reporter], YMap]
 
 
 @functools.lru_cache(maxsize=1)
-def _lexer_env() -> jinja2.Environment:
+def lexer_env() -> jinja2.Environment:
     """jinja2's lexer, made the first time a `{{ }}` expression is rewritten (importing this
     module does not import jinja2)."""
     import jinja2
@@ -93,7 +93,7 @@ def rewrite_expression(text: str, names: dict[str, str], strings: dict[str, str]
     from jinja2 import TemplateSyntaxError
 
     try:
-        tokens = list(_lexer_env().lex(text))
+        tokens = list(lexer_env().lex(text))
     except TemplateSyntaxError:
         return text
     out: list[str] = []

@@ -51,6 +51,8 @@ REWRITES: tuple[Rewrite, ...] = (
     Rewrite("step_when", "step_when"),
     Rewrite("loop_keys", "loop_keys"),
     Rewrite("loop_vars", "loop_vars", canonical=True),
+    # before `case` and `vars` are rewritten: it applies to playbooks in their form
+    Rewrite("result_key", "result_key"),
     # before `vars`, `sink` and `case`, which add their rules and tasks around the call's
     Rewrite("retry", "retry"),
     Rewrite("vars_block", "vars_block"),

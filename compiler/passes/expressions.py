@@ -70,6 +70,14 @@ _NOETL_LOOP_NAMES = {
     "`_first`": "NoETL's `iter._first` is `iter.index == 0` here",
     "`_last`": "NoETL's `iter._last` is known here when the loop's `in:` is a list or a template "
     "over `workload` or step results; else write `iter.index == (<the loop's list> | length) - 1`",
+    # what NoETL's engine adds to the result of a step whose `case` rules `collect` pages
+    # (noetl/core/dsl/engine/executor/events.py): noetlc keeps the pages in ctx instead
+    "`_all_collected_items`": "NoETL's `_all_collected_items` of a `case` pagination is "
+    "`ctx.<into>` here (the `into:` of its `collect`; with `strategy: extend`, the items "
+    "themselves, else one entry per page)",
+    "`_pagination`": "NoETL's `_pagination` of a `case` pagination: its `all_items` is "
+    "`ctx.<into>` here (the `into:` of its `collect`), `pages_collected` is "
+    "`ctx.<into> | length` (with the default `strategy: append`)",
 }
 
 

@@ -160,6 +160,13 @@ Example (a loop's `step.exit` runs after all iterations: no task can set the res
         "a bare `result` in a step's tools (the incoming step's result)",
         '    - step: end\n      tool:\n        kind: python\n        input: {data: "{{ result }}"}',
     ),
+    _legacy(
+        "NOE420",
+        "legacy-result-key",
+        "`<step>.result` read through a result without a `result` key (the `case:` form)",
+        "    - step: check\n      tool:\n        kind: python\n"
+        '        args: {rows: "{{ validate.data.result.command_0.rows }}"}',
+    ),
     _migrate_only(
         "NOE418",
         "tool-as-kind",

@@ -477,3 +477,20 @@ def test_unknown_keys_of_a_policy_rules_action_are_warnings_as_noetl_ignores_the
     # elsewhere an unknown key is still an error
     wrong = text.replace("  - step: start\n", "  - step: start\n    nxt: end\n")
     assert [d.code for d in compile_source(wrong).reporter.diagnostics if d.is_error] == ["NOE101"]
+
+
+def test_noetls_collected_pages_keys_are_refused_with_the_ctx_key_to_read() -> None:
+    # NoETL adds `_pagination` / `_all_collected_items` to a `case` pagination's step result;
+    # noetlc keeps the pages in `ctx.<into>`: a read of them is an error naming that
+    text = (
+        "apiVersion: noetl.io/v2\nkind: Playbook\nmetadata: {name: p, path: p}\n"
+        "workflow:\n  - step: start\n    tool: {kind: python, code: \"result = {'a': 1}\"}\n"
+        "    next: [{step: b}]\n  - step: b\n    tool:\n      kind: python\n"
+        '      input: {x: "{{ start._all_collected_items }}",'
+        ' y: "{{ start._pagination.pages_collected }}"}\n'
+        '      code: "result = x"\n'
+    )
+    unit = compile_source(text, "p.yaml")
+    errors = [d for d in unit.reporter.diagnostics if d.is_error]
+    assert [d.code for d in errors] == ["NOE302", "NOE302"]
+    assert all("ctx.<into>" in (d.hint or "") for d in errors)

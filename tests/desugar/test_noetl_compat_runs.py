@@ -96,3 +96,41 @@ def test_a_max_in_flight_template_that_is_no_positive_integer_fails_the_step() -
     summary = run_embedded(unit.payload, {"width": "wide"})
     assert summary["status"] == "failed"
     assert "max_in_flight" in str(summary["error"]) and "'wide'" in str(summary["error"])
+
+
+def test_a_result_key_read_in_the_case_form_is_the_result_itself() -> None:
+    # NoETL's engine of the `case:` form answered `.result` of a result without that key with
+    # the result itself (its template proxy); a result that has the key gives its value
+    summary = _run("legacy_result_key.yaml")
+    assert summary["status"] == "completed", summary
+    assert summary["result"] == [[{"n": 1}, {"n": 2}], 2, 5, 5, "yes"]
+
+
+def test_the_result_key_rewrite_is_reported_and_only_in_the_case_form() -> None:
+    from noetlc.compiler.desugar.result_key import rewrite_text
+
+    path = FIXTURES / "legacy_result_key.yaml"
+    unit = compile_source(path.read_text(encoding="utf-8"), str(path), until="desugar")
+    assert [d.code for d in unit.reporter.diagnostics].count("NOE420") == 5
+    names = frozenset({"start"})
+    assert (
+        rewrite_text("{{ start.data.result.command_0.rows }}", names)
+        == "{{ (start.data.result | default(start.data)).command_0.rows }}"
+    )
+    # not a step name, an attribute of another name, a method: kept as written
+    for text in (
+        "{{ other.result }}",
+        "{{ x.start.result }}",
+        "{{ start.result() }}",
+        "start.result",
+    ):
+        assert rewrite_text(text, names) == text
+    canonical = path.read_text(encoding="utf-8").replace(
+        "    case:\n      - when: \"{{ event.name == 'call.done' }}\"\n        then:\n"
+        "          - next:\n              - step: keyed\n",
+        "    next: keyed\n",
+    )
+    assert "case:" not in canonical
+    unit = compile_source(canonical, str(path), until="desugar")
+    assert "NOE420" not in {d.code for d in unit.reporter.diagnostics}
+    assert "start.data.result.command_0.rows" in str(unit.canonical)

@@ -111,12 +111,7 @@ def drive(program: IRProgram, max_commands: int = 200) -> ControlVM:
             continue
         terminal = execute(
             vm_program,
-            command.step,
-            command.step_run_id,
-            command.action_id,
-            command.args,
-            command.iteration,
-            command.item,
+            command,
             vm.scope,
             lambda event: None,
             call_tool=_tool,

@@ -28,9 +28,7 @@ EXECUTION = "e-1"
 def _runs(run: str, iterations: list[int | None], args: Any = None) -> list[Command]:
     shared = {} if args is None else args
     return [
-        Command.of(
-            CommandKind.RUN, "each", run, shared, action_id(EXECUTION, run, i), i, f"item{i}"
-        )
+        Command(CommandKind.RUN, "each", run, shared, action_id(EXECUTION, run, i), i, f"item{i}")
         for i in iterations
     ]
 

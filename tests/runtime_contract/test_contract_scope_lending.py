@@ -12,7 +12,7 @@ import pytest
 from noetlc.compiler.pipeline import compile_source
 from noetlc.runtime.execute import execute
 from noetlc.vm.loaded_program import LoadedProgram
-from noetlc.vm.protocol import Event
+from noetlc.vm.protocol import Command, CommandKind, Event
 
 PLAYBOOK = """\
 apiVersion: noetl.io/v2
@@ -46,12 +46,7 @@ def _run(program: LoadedProgram, scope: dict[str, Any], borrow: bool) -> list[Ev
     events: list[Event] = []
     execute(
         program,
-        "work",
-        "work:1",
-        "work:1:a",
-        {},
-        None,
-        None,
+        Command(CommandKind.RUN, "work", "work:1", {}, "work:1:a"),
         scope,
         events.append,
         borrow_scope=borrow,

@@ -10,6 +10,7 @@ import importlib.util
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -142,20 +143,67 @@ def test_a_database_file_made_by_a_playbook_that_needs_a_service_is_an_outside_n
     assert "storage.example.com" in found[reader.resolve()]
 
 
-def test_a_run_failing_on_a_table_only_other_playbooks_create_is_skipped() -> None:
+_MAKER = """\
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: make, path: make}
+workflow:
+  - step: start
+    tool: {kind: http, url: "URL"}
+"""
+
+
+def _failing_on_table(tmp_path: Path, table: str, url: str) -> tuple[Path, Any]:
+    (tmp_path / "e2e").mkdir()
+    (tmp_path / "e2e" / "make.yaml").write_text(_MAKER.replace("URL", url))
+    use = tmp_path / "e2e" / "use.yaml"
+    use.write_text(_MAKER.replace("URL", "http://127.0.0.1:9/x"))
+    row = corpus_run.Row(file="e2e/use.yaml", dialect="canonical", outcome="failed")
+    row.error = f'step count: relation "{table}" does not exist'
+    return use, row
+
+
+def test_a_run_failing_on_a_table_only_other_playbooks_create_is_skipped(tmp_path: Path) -> None:
     corpus_run.TABLE_MAKERS.clear()
     corpus_run.TABLE_MAKERS.update({"stress_items": ["e2e/make.yaml"]})
+    args = ({}, 90.0, {}, "postgresql://x", "nats://y")
     try:
-        row = corpus_run.Row(file="e2e/use.yaml", dialect="canonical", outcome="failed")
-        row.error = 'step count: relation "public.stress_items" does not exist'
-        corpus_run.data_from_elsewhere(row)
+        use, row = _failing_on_table(
+            tmp_path, "public.stress_items", "https://storage.example.com/"
+        )
+        corpus_run.data_from_elsewhere(use, row, *args)
         assert row.outcome == "skipped" and "made by make.yaml" in row.reason
+        assert "does not run here: make.yaml needs HTTP host storage.example.com" in row.reason
         own = corpus_run.Row(file="e2e/use.yaml", dialect="canonical", outcome="failed")
         own.error = 'step count: relation "other_table" does not exist'
-        corpus_run.data_from_elsewhere(own)
+        corpus_run.data_from_elsewhere(use, own, *args)
         assert own.outcome == "failed"  # nothing in the corpus makes it: a real failure
     finally:
         corpus_run.TABLE_MAKERS.clear()
+
+
+def test_a_run_failing_on_a_table_another_playbook_makes_here_runs_after_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # NoETL's suite runs its playbooks one after another in one database: the maker runs
+    # first, on the same database, and the playbook again after it
+    ran: list[str] = []
+
+    def run_one(path: Path, row: Any, env: dict[str, str], limit: float | None = None) -> None:
+        ran.append(path.name)
+        row.outcome, row.status = "passed", "completed"
+
+    monkeypatch.setattr(corpus_run, "run_one", run_one)
+    monkeypatch.setattr(corpus_run, "_compile", lambda path, env: [])
+    corpus_run.TABLE_MAKERS.clear()
+    corpus_run.TABLE_MAKERS.update({"stress_items": ["e2e/make.yaml"]})
+    try:
+        use, row = _failing_on_table(tmp_path, "stress_items", "http://127.0.0.1:9/make")
+        corpus_run.data_from_elsewhere(use, row, {}, 90.0, {}, "postgresql://x", "nats://y")
+    finally:
+        corpus_run.TABLE_MAKERS.clear()
+    assert ran == ["make.yaml", "use.yaml"]
+    assert row.outcome == "passed" and row.reason.startswith("run after make.yaml made table")
 
 
 def test_a_child_counts_only_through_a_parent_that_runs() -> None:

@@ -157,6 +157,64 @@ def test_a_resumed_parent_finds_its_child_instead_of_starting_another(
     assert call["payload"]["outcome"]["meta"]["child_execution_id"] == child["execution_id"]
 
 
+DETACHED_CHILD = """\
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: child, path: child}
+workflow:
+  - step: start
+    tool: {kind: python, code: "result = {'one': 1}"}
+    next: [{step: second}]
+  - step: second
+    tool: {kind: python, code: "result = {'two': 2}"}
+"""
+
+
+@pytest.mark.parametrize("parent_finished", [True, False], ids=["parent-done", "parent-running"])
+def test_a_resumed_parent_resumes_the_child_it_started_without_waiting(
+    tmp_path: Path, parent_finished: bool
+) -> None:
+    # NoETL's playbook tool without `return_step` starts the child and goes on; the child is an
+    # execution of its own that NoETL's server goes on with after a crash. A resumed parent
+    # (its call done: the replay does not call again) resumes such a child, once.
+    (tmp_path / "child.yaml").write_text(DETACHED_CHILD)
+    parent = tmp_path / "parent.yaml"
+    parent.write_text(
+        "apiVersion: noetl.io/v2\nkind: Playbook\nmetadata: {name: parent, path: parent}\n"
+        "workflow:\n  - step: start\n    tool: {kind: playbook, path: child.yaml}\n"
+        "    next: [{step: after}]\n"
+        "  - step: after\n    tool: {kind: noop, result: '{{ start.data.status }}'}\n"
+    )
+    full = MemoryStore()
+    summary = run_embedded(_payload(parent), store=full)
+    assert summary["status"] == "completed", summary["error"]
+    parent_id = summary["execution_id"]
+    [child] = [r for r in full.executions() if r["parent_id"] == parent_id]
+    assert child["status"] == "completed"
+    parent_events = full.read(parent_id)
+    call = next(
+        i
+        for i, e in enumerate(parent_events)
+        if "child_execution_id" in ((e["payload"].get("outcome") or {}).get("meta") or {})
+    )
+    crashed = MemoryStore()
+    # the process died after the call was logged (the parent's log ends there, or is whole)
+    _copy(full, crashed, parent_id, None if parent_finished else call + 1)
+    child_events = full.read(child["execution_id"])
+    cut = next(i for i, e in enumerate(child_events) if e["name"] == "step.done")
+    _copy(full, crashed, child["execution_id"], cut)
+    assert crashed.execution(child["execution_id"])["status"] == "running"
+    resumed = resume_embedded(crashed, parent_id)
+    assert resumed["status"] == "completed", resumed["error"]
+    assert resumed["result"] == "started"
+    children = [r for r in crashed.executions() if r["parent_id"] == parent_id]
+    assert [r["execution_id"] for r in children] == [child["execution_id"]]
+    assert children[0]["status"] == "completed"
+    assert children[0]["summary"]["steps"]["second"]["result"] == {"two": 2}
+    done = [e for e in crashed.read(child["execution_id"]) if e["name"] == "step.done"]
+    assert len(done) == 2  # each step once: the resumed child ran on from its log
+
+
 def test_cancelling_the_parent_cancels_its_running_child(tmp_path: Path) -> None:
     import threading
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import pickle
+from dataclasses import FrozenInstanceError, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -357,7 +358,7 @@ def test_events_are_built_when_read() -> None:
     program = LoadedProgram(_compiled(SHAPES))
     vm = ControlVM(program, dict(program.workload), EXECUTION, specialise=1)
     answer = vm.start()  # the table interpreter: events
-    assert all(type(r) is Event for r in answer.records)
+    assert all(type(r) is Event for r in answer._records)
     assert answer.events == [
         recorded(f"{EXECUTION}:s1", EXECUTION, "workflow.started", None, None, None, {}),
         recorded(f"{EXECUTION}:s2", EXECUTION, "step.scheduled", "start", "start#1", None,
@@ -367,9 +368,9 @@ def test_events_are_built_when_read() -> None:
     assert commands is answer.commands and unpacked is answer.events
     done = Event("step.done", "worker", "start", "start#1", None, {"result": None})
     answer = vm.step(done)  # a generated handler: one record of two events
-    assert [type(r) for r in answer.records] == [tuple]
+    assert [type(r) for r in answer._records] == [tuple]
     events = answer.events
-    assert events is answer.events and answer.records == events
+    assert events is answer.events and answer._records == events
     [selected, scheduled] = events
     assert selected == recorded(
         f"{EXECUTION}:s3", EXECUTION, "next.selected", "start", "start#1", None,
@@ -404,9 +405,9 @@ def test_a_handler_that_did_everything_answers_its_one_record_bare() -> None:
     for _ in range(3):
         answer = vm.step(Event("step.done", "worker", command.step, command.step_run_id))
         [command] = answer.commands
-        bare.append(type(answer.records) is tuple)
+        bare.append(type(answer._records) is tuple)
         events = answer.events
-        assert answer.records is events and [e.name for e in events] == [
+        assert answer._records is events and [e.name for e in events] == [
             "next.selected",
             "step.scheduled",
         ]
@@ -419,16 +420,21 @@ def test_a_handler_that_did_everything_answers_its_one_record_bare() -> None:
 def test_action_ids_are_computed_once_and_keep_their_value() -> None:
     program = LoadedProgram(_compiled(SHAPES))
     [command] = ControlVM(program, {}, EXECUTION).start().commands
-    assert type(command.action) is not str  # the seed: not hashed until read
+    slot = Command.__dict__["action_id"].slot  # the VM leaves it None: not hashed until read
+    assert slot.__get__(command) is None
+    assert type(command) is Command
     assert command.action_id == action_id(EXECUTION, "start#1", None)
-    assert command.action == command.action_id
+    assert slot.__get__(command) == command.action_id  # computed once, then kept
     assert command.key() == ("run", "start", "start#1", None, command.action_id)
-    copy = command._replace(delay=2.5)
+    copy = replace(command, delay=2.5)
     assert copy.delay == 2.5 and copy.action_id == command.action_id and copy != command
-    assert copy._replace(delay=None) == command
-    # no Python-level __init__: `of` builds one, pickling goes through it
-    assert pickle.loads(pickle.dumps(copy)) == copy == Command.of(*copy._fields())
-    assert VMAnswer.of([copy], []) == VMAnswer.of([command._replace(delay=2.5)], [])
+    assert replace(copy, delay=None) == command
+    # a plain frozen value: built from its fields, pickled, compared
+    built = Command(**{f.name: getattr(copy, f.name) for f in fields(Command) if f.init})
+    assert pickle.loads(pickle.dumps(copy)) == copy == built
+    assert VMAnswer([copy], []) == VMAnswer([replace(command, delay=2.5)], [])
+    with pytest.raises(FrozenInstanceError):
+        command.delay = 1.0  # type: ignore[misc]
 
 
 def test_a_result_with_ctx_writes_is_decided_by_the_generated_handler() -> None:
