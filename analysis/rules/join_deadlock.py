@@ -8,11 +8,10 @@ from noetlc.analysis.context import LintContext
 
 def run(ctx: LintContext) -> None:
     for finding in soundness.shared(ctx).of("deadlock"):
-        message, trace = finding.witness()
         step = ctx.steps.get(finding.step)
         ctx.report(
             "NOE504",
-            message,
+            finding.message,
             step.name_span if step is not None else None,
-            trace=trace,
+            trace=finding.trace,
         )
