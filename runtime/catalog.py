@@ -360,16 +360,10 @@ class SQLiteCatalog(CatalogTables):
         self._lock = threading.Lock()
         ensure_sqlite_folder(path)
         try:
-            from noetlc.runtime.event_store import private_file
+            from noetlc.runtime.event_store import connect_wal, private_file
 
             private_file(path)
-            self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-            self._db.execute("PRAGMA busy_timeout=5000")
-            if path != ":memory:":
-                self._db.execute("PRAGMA journal_mode=WAL")
-                # as the event store: a commit is durable at the next checkpoint, not fsynced
-                # one by one (each execute wrote its origin row with an fsync: ~40% of its wall)
-                self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db = connect_wal(path)
             self._db.executescript(q("catalog_schema"))
         except (OSError, sqlite3.Error) as exc:
             raise StoreError(

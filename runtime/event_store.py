@@ -290,6 +290,17 @@ def _write_lock(path: str) -> threading.RLock:
         return lock
 
 
+def connect_wal(path: str) -> sqlite3.Connection:
+    """A connection as every store on a SQLite file opens it: shared by threads (each store
+    serialises its own use), waiting for a busy writer, WAL with synchronous=NORMAL (a commit
+    is durable at the next checkpoint, not fsynced one by one)."""
+    db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    db.execute("PRAGMA busy_timeout=5000")
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=NORMAL")
+    return db
+
+
 def private_file(path: str) -> None:
     """Create a store file readable by its owner only (0600) before SQLite opens it: it holds
     every execution's data, and the service's credentials (encrypted). SQLite gives its -wal
@@ -314,10 +325,7 @@ class SQLiteStore:
         try:
             self._lock = threading.RLock() if path == ":memory:" else _write_lock(path)
             private_file(path)
-            self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-            self._db.execute("PRAGMA busy_timeout=5000")
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db = connect_wal(path)
             self._upgrade()
         except (OSError, sqlite3.Error) as exc:
             raise StoreError(
