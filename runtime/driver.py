@@ -338,6 +338,20 @@ def summary(vm: ControlVM, events: int) -> dict[str, Any]:
     }
 
 
+def failed_summary(execution_id: str, error: dict[str, Any], events: int) -> dict[str, Any]:
+    """The summary of an execution that failed before or outside its VM (it could not start,
+    or a server refused it): the shape of `summary`, nothing run."""
+    return {
+        "execution_id": execution_id,
+        "status": "failed",
+        "steps": {},
+        "ctx": {},
+        "result": None,
+        "events": events,
+        "error": error,
+    }
+
+
 def _ended(execution: str, step: str | None) -> str | None:
     """A step still `running` when its execution ended was stopped with it: `cancelled`."""
     return "cancelled" if step == "running" and execution != "running" else step

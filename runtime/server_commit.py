@@ -14,6 +14,7 @@ from noetlc.diagnostics.errors import UserError
 from noetlc.ir.events import EventName
 from noetlc.runtime.backend import Backend
 from noetlc.runtime.bundles import build_jobs
+from noetlc.runtime.driver import failed_summary
 from noetlc.runtime.execute import execute, noop_only
 from noetlc.runtime.queue import JobSpec
 from noetlc.runtime.server_state import (
@@ -277,15 +278,7 @@ class ServerCommits:
         )
         await self.db.queue.cancel_execution(execution_id)
         await self.db.events.append_if(execution_id, [failed])  # not past another end
-        summary = {
-            "execution_id": execution_id,
-            "status": "failed",
-            "steps": {},
-            "ctx": {},
-            "result": None,
-            "events": last_seq + 1,
-            "error": error,
-        }
+        summary = failed_summary(execution_id, error, last_seq + 1)
         await self.db.events.finish_execution(execution_id, "failed", summary)
         await self.db.owners.retire(self.owner, execution_id)
         self.refused += 1

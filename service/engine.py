@@ -18,8 +18,10 @@ import threading
 from typing import Any
 
 from noetlc.runtime.credentials import StoreCredentials
+from noetlc.runtime.driver import failed_summary
 from noetlc.runtime.event_store import EventStore
 from noetlc.runtime.ids import snowflake
+from noetlc.vm.protocol import TERMINAL_NAMES, EventName, Source, envelope
 
 
 class Engine:
@@ -175,16 +177,11 @@ class Engine:
                     provider=self.provider(execution_id),
                 )
         except Exception as exc:  # a run that could not start (e.g. a keychain file error)
-            summary = {
-                "execution_id": execution_id,
-                "status": "failed",
-                "steps": {},
-                "ctx": {},
-                "result": None,
-                "events": 0,
-                "error": {"code": getattr(exc, "code", "NOE850"), "message": str(exc)},
-            }
-            store.finish_execution(execution_id, "failed", summary)
+            error = {"code": getattr(exc, "code", "NOE850"), "message": str(exc)}
+            events = _end_log_failed(store, execution_id, error)
+            store.finish_execution(
+                execution_id, "failed", failed_summary(execution_id, error, events)
+            )
         finally:
             if own:
                 store.close()
@@ -217,3 +214,20 @@ class Engine:
         serve` on the same store (or `noetl-vm resume ID`) finishes them: nothing that was
         committed is lost or repeated."""
         self.store.close()
+
+
+def _end_log_failed(store: EventStore, execution_id: str, error: dict[str, Any]) -> int:
+    """End the log of an execution whose run stopped before its VM could (a keychain file
+    that does not load, a crash): `execution.failed` with the error, unless the log already
+    ended (one terminal event per log). Returns the log's event count."""
+    log = store.read(execution_id)
+    if log and log[-1]["name"] in TERMINAL_NAMES:
+        return len(log)
+    failed = envelope(
+        EventName.EXECUTION_FAILED,
+        Source.SERVER,
+        event_id=f"{execution_id}:not-started" if not log else f"{execution_id}:stopped",
+        payload={"error": error},
+    )
+    store.append(execution_id, [failed])
+    return len(log) + 1
