@@ -10,20 +10,9 @@ from typing import Any
 from noetlc.runtime.catalog import CatalogStore
 from noetlc.runtime.credentials import Cipher, StoreCredentials
 from noetlc.service.engine import Engine
+from noetlc.service.limits import Limits
 
 PROGRESS_KEPT = 1024
-
-
-@dataclass(frozen=True)
-class Limits:
-    """What one request may ask of the service (docs/api.md, "Limits"); each is a
-    `noetl-vm serve --max-...` flag."""
-
-    body_bytes: int = 16 * 1024 * 1024
-    yaml_bytes: int = 4 * 1024 * 1024
-    yaml_depth: int = 64
-    workload_bytes: int = 1024 * 1024
-    page_size: int = 500
 
 
 @dataclass

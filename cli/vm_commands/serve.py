@@ -27,11 +27,18 @@ from typing import Any
 from noetlc.cli.common import UnavailableError, UsageError
 from noetlc.cli.vm_commands import isolate
 from noetlc.runtime.event_store import DEFAULT_URL, ensure_sqlite_folder
+from noetlc.service.limits import Limits
 
 TOKEN_ENV = "NOETL_API_TOKEN"
 MIN_TOKEN = 16
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
 KEY_FILE = "credential.key"
+
+LIMITS = Limits()  # the flags' defaults
+
+
+def _mib(n: int) -> str:
+    return f"{n / 1024**2:g} MiB"
 
 
 def _port(text: str) -> int:
@@ -95,37 +102,37 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--max-body-bytes",
         type=_positive,
-        default=16 * 1024**2,
+        default=LIMITS.body_bytes,
         metavar="N",
-        help="largest request body (16 MiB; over it: 413 NOE878)",
+        help=f"largest request body ({_mib(LIMITS.body_bytes)}; over it: 413 NOE878)",
     )
     p.add_argument(
         "--max-yaml-bytes",
         type=_positive,
-        default=4 * 1024**2,
+        default=LIMITS.yaml_bytes,
         metavar="N",
-        help="largest registered document (4 MiB)",
+        help=f"largest registered document ({_mib(LIMITS.yaml_bytes)})",
     )
     p.add_argument(
         "--max-yaml-depth",
         type=_positive,
-        default=64,
+        default=LIMITS.yaml_depth,
         metavar="N",
-        help="deepest nesting of a registered document (64)",
+        help=f"deepest nesting of a registered document ({LIMITS.yaml_depth})",
     )
     p.add_argument(
         "--max-workload-bytes",
         type=_positive,
-        default=1024**2,
+        default=LIMITS.workload_bytes,
         metavar="N",
-        help="largest workload of one execution, as JSON (1 MiB)",
+        help=f"largest workload of one execution, as JSON ({_mib(LIMITS.workload_bytes)})",
     )
     p.add_argument(
         "--max-page-size",
         type=_positive,
-        default=500,
+        default=LIMITS.page_size,
         metavar="N",
-        help="largest page a list route returns (500; 100 unless asked)",
+        help=f"largest page a list route returns ({LIMITS.page_size}; 100 unless asked)",
     )
     isolate.add_arguments(p)
 
@@ -291,7 +298,7 @@ def run(args: argparse.Namespace) -> int:
     import uvicorn
 
     from noetlc.service.app import create_app
-    from noetlc.service.state import Limits, Settings
+    from noetlc.service.state import Settings
 
     token = read_token(args)
     if not token and not is_loopback(args.host):

@@ -133,3 +133,18 @@ def test_a_token_file_is_read_and_a_command_line_token_is_warned(tmp_path: Path)
         warned = serve("--token", "x" * 20, "--port", port, "--db", "memory:", cwd=tmp_path)
     assert "lists processes" in warned.stderr
     assert warned.returncode == 5 and "error[NOE880]" in warned.stderr
+
+
+def test_the_limit_flags_default_to_the_service_limits() -> None:
+    """One place for each limit's default: the flags read `service.limits.Limits`."""
+    import argparse
+    from dataclasses import fields
+
+    from noetlc.cli.vm_commands import serve
+    from noetlc.service.limits import Limits
+
+    parser = argparse.ArgumentParser()
+    serve.add_arguments(parser)
+    parsed = parser.parse_args([])
+    for f in fields(Limits):
+        assert getattr(parsed, f"max_{f.name}") == getattr(Limits(), f.name), f.name
