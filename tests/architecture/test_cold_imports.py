@@ -164,6 +164,14 @@ def test_a_compile_cache_hit_of_run_loads_no_compiler(tmp_path: Path) -> None:
     # the python tasks' arguments fit the generated table: built without pydantic
     forbidden = [*COMPILER_AND_LIBRARIES, "noetlc.stdlib_tools.schemas", "pydantic_core"]
     assert offending(modules, [*forbidden, *ALWAYS_HEAVY]) == []
+    # a playbook whose templates our expression language compiles, run on SQLite: no Jinja,
+    # no TLS, no event loop and no thread pool are needed, so none is imported
+    sqlite = ["run", str(HELLO), "--db", f"sqlite:///{tmp_path / 'n.db'}", "--quiet"]
+    loaded("noetl-vm", *sqlite, cache=tmp_path)
+    modules = loaded("noetl-vm", *sqlite, cache=tmp_path)
+    assert "noetlc.runtime.embedded" in modules
+    unused = ["jinja2", "markupsafe", "ssl", "_ssl", "asyncio", "concurrent.futures"]
+    assert offending(modules, unused) == []
 
 
 def test_status_loads_no_compiler_and_no_expression_language(tmp_path: Path) -> None:
