@@ -127,6 +127,20 @@ class RoundQueue(JobQueue, Protocol):
         current: False, and nothing appended, when it is not (fencing)."""
         ...
 
+    async def finish_and_lease(
+        self,
+        done: Sequence[Completion],
+        owner: str,
+        *,
+        pool: str = DEFAULT_POOL,
+        limit: int = 1,
+        ttl: float = 30.0,
+    ) -> tuple[set[str], list[Lease]]:
+        """A round without inline jobs in one step: `finish(done, [])` (fenced, the events
+        of the accepted completions appended) then `lease(owner, ...)`; all of it or nothing.
+        Returns (accepted job ids, new leases)."""
+        ...
+
 
 class Notifications(Protocol):
     """Wake-ups: a hint, never a source of truth (callers always query after waking)."""

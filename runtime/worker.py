@@ -20,6 +20,7 @@ slot (not its thread) meanwhile, so the child's jobs find one even on `--concurr
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import sys
@@ -94,6 +95,8 @@ class Worker:
         self._finished: list[Completion] = []
         self._more = False  # the last pick was full: pick again without waiting
         self._job_size = 1  # actions per job in the last pick (bundles: several)
+        # the last round ran jobs inline: the next one picks in a transaction (`_commit`)
+        self._inline_seen = False
         # reference-first results: large task results stored, references resolved
         self.results = db.result_store()
         self.stored = StoredBytes(db.events)  # the executions' `stored_bytes` budgets
@@ -188,6 +191,57 @@ class Worker:
             await self.db.notifications.sleep_on(woken, self.poll)
 
     async def _commit(self, limit: int) -> list[Lease]:
+        """The round's commit: `_commit_direct` (one statement) unless inline jobs were seen
+        last round or the jobs are bundles, then `_commit_round` (a transaction)."""
+        if self._inline_seen or self._job_size > 1:
+            return await self._commit_round(limit)
+        return await self._commit_direct(limit)
+
+    async def _commit_direct(self, limit: int) -> list[Lease]:
+        """A round of one statement in autocommit: complete the finished jobs (with their
+        events) and lease up to `limit` jobs — no BEGIN, no pick, no COMMIT, and a worker
+        that finds nothing sends that one statement only. Jobs that run inline are run now
+        and finished at once by a transaction round, which picks more of them; the rounds
+        after it are transactions while they find inline jobs (`_inline_seen`). A bundle
+        larger than the free slots goes back to the queue (no attempt spent)."""
+        done = await self.stored.admit(list(self._finished), self._refs)
+        accepted, leases = await self.db.queue.finish_and_lease(
+            done, self.owner, pool=self.pool, limit=limit, ttl=self.ttl
+        )
+        self._finished = []
+        self._accepted(done, accepted)
+        threaded: list[Lease] = []
+        left: list[Lease] = []
+        budget = limit
+        handled = 0
+        try:
+            for lease in leases:
+                need = self._job_size = size(lease.payload)
+                known = await self._known(lease.execution_id)
+                if self._inline(lease, known):
+                    self._inline_seen = True  # the next round picks them in its transaction
+                    self._finished.append((lease, self._run_inline(lease, known)))
+                elif need <= budget or not (self.running or threaded):
+                    threaded.append(lease)
+                    budget -= need
+                else:
+                    left.append(lease)
+                handled += 1
+        except BaseException:
+            # the leases not started go back to the queue (else they would expire)
+            with contextlib.suppress(Exception):
+                await self.db.queue.release(threaded + left + leases[handled:])
+            raise
+        if left:
+            await self.db.queue.release(left)
+        self._more = len(leases) == limit > 0 and not left
+        if self._finished:
+            # inline jobs ran: finished now by a transaction round, which picks more of them
+            # (a stream of noop jobs commits many per transaction, as before)
+            threaded += await self._commit_round(max(budget, 0))
+        return threaded
+
+    async def _commit_round(self, limit: int) -> list[Lease]:
         """One transaction (one WAL flush): pick up to `limit` jobs (row locks) and run the
         inline ones at once, again while every job ran inline (up to INLINE_ROUNDS batches);
         lease the others; then append the events of everything finished and complete it
@@ -240,6 +294,15 @@ class Worker:
             done = await self.stored.admit(done, self._refs)
             ran = await self.stored.admit(ran, self._refs)
             accepted = await tx.finish(done, ran)
+        self._inline_seen = bool(ran)
+        self._accepted(done, accepted, ran)
+        self._finished = []
+        return threaded
+
+    def _accepted(
+        self, done: list[Completion], accepted: set[str], ran: list[Completion] | None = None
+    ) -> None:
+        """Count a round's completions; say so when some were refused (fencing)."""
         self.completed += len(accepted)
         stale = sum(1 for lease, _ in done if lease.job_id not in accepted)
         if stale:
@@ -252,13 +315,11 @@ class Worker:
             )
         if log.isEnabledFor(logging.INFO):
             jobs: dict[str, int] = {}
-            for lease, _ in (*done, *ran):
+            for lease, _ in (*done, *(ran or ())):
                 if lease.job_id in accepted:
                     jobs[lease.execution_id] = jobs.get(lease.execution_id, 0) + 1
             for execution_id, n in jobs.items():
                 log.info("%s: execution %s: %d job(s) done", self.owner, execution_id, n)
-        self._finished = []
-        return threaded
 
     def _finish(self, lease: Lease, known: Known, events: list[Event]) -> None:
         self._finished.append((lease, _redact(known, events)))
