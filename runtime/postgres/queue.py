@@ -179,13 +179,15 @@ class PostgresJobQueue:
         """Append events of a job still running, only while `lease` is current (fencing):
         False, and nothing appended, when it is not."""
 
+        _, *columns = event_columns({lease.execution_id: events})
+
         async def run() -> bool:
-            async with self._pool.acquire() as conn, conn.transaction():
-                if not await conn.fetch(q("lease_is_current"), lease.job_id, lease.lease_id):
-                    return False
-                _, *columns = event_columns({lease.execution_id: events})
-                await conn.fetch(q("append_events"), lease.execution_id, *columns)
-                return True
+            # one statement in autocommit: the lease check and the append (queue.sql)
+            async with self._pool.acquire() as conn:
+                row = await conn.fetchrow(
+                    q("append_fenced"), lease.execution_id, *columns, lease.job_id, lease.lease_id
+                )
+            return bool(row and row["held"])
 
         return await with_retry(self._url, run)
 

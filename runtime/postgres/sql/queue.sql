@@ -245,9 +245,24 @@ SELECT false, l.job_id, l.execution_id, l.action_id, l.pool, l.payload, l.attemp
        l.max_attempts, l.lease_owner, l.lease_id, l.lease_expires_at, l.queue_seq
   FROM leased l;
 
--- name: lease_is_current
--- A worker appending a finished task's events before its job completes: only while it holds
--- the current lease (locked for share: the reaper's SKIP LOCKED passes the job by meanwhile).
-SELECT 1 FROM jobs
- WHERE job_id = $1 AND lease_id = $2 AND status = 'leased'
-   FOR SHARE;
+-- name: append_fenced
+-- A worker appending a finished task's events before its job completes, only while it holds
+-- the current lease: one statement in autocommit. The job is locked for share first (the
+-- reaper's SKIP LOCKED passes it by, a cancel waits for the append); the append's one-time
+-- filter reads that lock's count, so nothing is appended when the lease is not current.
+-- $1 the execution, $2..$14 the events as in append_events, $15 the job, $16 its lease.
+WITH held AS (
+    SELECT count(*) AS n
+      FROM (SELECT 1 FROM jobs
+             WHERE job_id = $15 AND lease_id = $16::uuid AND status = 'leased'
+               FOR SHARE) j
+), appended AS (
+    SELECT a.out_seq
+      FROM noetl_append_events(
+        $1, $2::text::text[], $3::text::float8[], $4::text::text[], $5::text::text[],
+        $6::text::text[], $7::text::text[], $8::text::text[], $9::text::integer[],
+        $10::text::integer[], $11::text::text[], $12::text::text[], $13::text::integer[],
+        $14::text::text[]) a
+     WHERE (SELECT n FROM held) > 0
+)
+SELECT n AS held, (SELECT count(*) FROM appended) AS appended FROM held;
