@@ -6,8 +6,9 @@ first-attempt jobs of noop-only pipelines right there (again while every lease r
 the batch was full, up to INLINE_ROUNDS batches), then complete the finished jobs and append
 their events in one statement and commit — a job is never finished without its events, and
 a crash rolls the leases back to the queue. Other jobs run in threads after the commit and
-join the next round's commit; event ids derive from `action_id` and the lease attempt, so a
-retried append adds nothing. Templates see the `keychain` namespace resolved from the
+join the next round's commit. While a worker's jobs run in threads, a round is one
+statement instead (finish the finished jobs, lease the next: "Statements per step"). Event
+ids derive from `action_id` and the lease attempt, so a retried append adds nothing. Templates see the `keychain` namespace resolved from the
 worker's own environment and `--keychain` file; those values are redacted from the events.
 Leases are heartbeated every ttl/3; a job whose lease was lost is told to stop and its events
 are not appended (its new holder runs it). A re-leased job (attempt > 1) reads the
@@ -95,7 +96,8 @@ class Worker:
         self._finished: list[Completion] = []
         self._more = False  # the last pick was full: pick again without waiting
         self._job_size = 1  # actions per job in the last pick (bundles: several)
-        # the last round ran jobs inline: the next one picks in a transaction (`_commit`)
+        # the last job this worker got ran inline: its rounds pick in a transaction
+        # (`_commit`) until it gets one that does not
         self._inline_seen = False
         # reference-first results: large task results stored, references resolved
         self.results = db.result_store()
@@ -191,8 +193,11 @@ class Worker:
             await self.db.notifications.sleep_on(woken, self.poll)
 
     async def _commit(self, limit: int) -> list[Lease]:
-        """The round's commit: `_commit_direct` (one statement) unless inline jobs were seen
-        last round or the jobs are bundles, then `_commit_round` (a transaction)."""
+        """The round's commit: `_commit_direct` (one statement), or `_commit_round` (a
+        transaction) while the jobs this worker gets run inline or are bundles. Inline jobs
+        commit with their results in the transaction that picked them (one commit per job
+        batch); a job leased in one statement commits twice, its lease and its finish,
+        which costs a job run in a thread nothing (it commits its lease before it runs)."""
         if self._inline_seen or self._job_size > 1:
             return await self._commit_round(limit)
         return await self._commit_direct(limit)
@@ -202,7 +207,7 @@ class Worker:
         events) and lease up to `limit` jobs — no BEGIN, no pick, no COMMIT, and a worker
         that finds nothing sends that one statement only. Jobs that run inline are run now
         and finished at once by a transaction round, which picks more of them; the rounds
-        after it are transactions while they find inline jobs (`_inline_seen`). A bundle
+        after it are transactions until a job runs in a thread (`_inline_seen`). A bundle
         larger than the free slots goes back to the queue (no attempt spent)."""
         done = await self.stored.admit(list(self._finished), self._refs)
         accepted, leases = await self.db.queue.finish_and_lease(
@@ -219,7 +224,7 @@ class Worker:
                 need = self._job_size = size(lease.payload)
                 known = await self._known(lease.execution_id)
                 if self._inline(lease, known):
-                    self._inline_seen = True  # the next round picks them in its transaction
+                    self._inline_seen = True  # rounds pick in a transaction from now on
                     self._finished.append((lease, self._run_inline(lease, known)))
                 elif need <= budget or not (self.running or threaded):
                     threaded.append(lease)
@@ -294,7 +299,8 @@ class Worker:
             done = await self.stored.admit(done, self._refs)
             ran = await self.stored.admit(ran, self._refs)
             accepted = await tx.finish(done, ran)
-        self._inline_seen = bool(ran)
+        if ran or threaded:  # an empty round tells nothing of the jobs to come
+            self._inline_seen = bool(ran)
         self._accepted(done, accepted, ran)
         self._finished = []
         return threaded

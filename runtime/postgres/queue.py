@@ -7,7 +7,8 @@ safe to repeat are retried on a fresh connection when the connection is lost (a 
 server); `lease` is not — a lease whose answer was lost just expires and is re-queued.
 `round()` is the worker's transaction: several picks (row locks, no lease), the lease of the
 picked jobs that run in threads, and one `finish` (complete + append the events, migration
-0002) under one commit.
+0002) under one commit. `finish_and_lease` is a round of one statement in autocommit (a
+worker whose jobs run in threads), `append_fenced` one statement too.
 """
 
 from __future__ import annotations
