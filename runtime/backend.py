@@ -127,6 +127,20 @@ class RoundQueue(JobQueue, Protocol):
         current: False, and nothing appended, when it is not (fencing)."""
         ...
 
+    async def finish_and_lease(
+        self,
+        done: Sequence[Completion],
+        owner: str,
+        *,
+        pool: str = DEFAULT_POOL,
+        limit: int = 1,
+        ttl: float = 30.0,
+    ) -> tuple[set[str], list[Lease]]:
+        """A round without inline jobs in one step: `finish(done, [])` (fenced, the events
+        of the accepted completions appended) then `lease(owner, ...)`; all of it or nothing.
+        Returns (accepted job ids, new leases)."""
+        ...
+
 
 class Notifications(Protocol):
     """Wake-ups: a hint, never a source of truth (callers always query after waking)."""
@@ -143,6 +157,12 @@ class Notifications(Protocol):
 
     async def sleep_on(self, event: asyncio.Event, timeout: float) -> bool: ...
 
+    def collect(self, channel: str) -> set[str]:
+        """A set every later wake-up of `channel` adds its key to (the caller empties it)."""
+        ...
+
+    def uncollect(self, channel: str, keys: set[str]) -> None: ...
+
 
 class Waiters:
     """The wake-up table both notification implementations keep: events registered per
@@ -150,11 +170,26 @@ class Waiters:
 
     def __init__(self) -> None:
         self._waiters: dict[tuple[str, str], set[asyncio.Event]] = {}
+        self._collectors: dict[str, list[set[str]]] = {}
 
     def wake(self, channel: str, key: str) -> None:
         for k in (key, ANY_KEY):
             for event in self._waiters.get((channel, k), ()):
                 event.set()
+        for keys in self._collectors.get(channel, ()):
+            keys.add(key)
+
+    def collect(self, channel: str) -> set[str]:
+        """A set every later wake-up of `channel` adds its key to (the caller empties it): a
+        server learns which executions got events, not only that some did."""
+        keys: set[str] = set()
+        self._collectors.setdefault(channel, []).append(keys)
+        return keys
+
+    def uncollect(self, channel: str, keys: set[str]) -> None:
+        collectors = self._collectors.get(channel, [])
+        if any(k is keys for k in collectors):
+            collectors[:] = [k for k in collectors if k is not keys]
 
     def register(self, channel: str, key: str = ANY_KEY) -> asyncio.Event:
         """Register before checking for work, so a wake-up in between is not lost."""

@@ -245,6 +245,18 @@ class MemoryRoundQueue(MemoryJobQueue):
         self.log.append_now(lease.execution_id, list(events))
         return True
 
+    async def finish_and_lease(
+        self,
+        done: Sequence[Completion],
+        owner: str,
+        *,
+        pool: str = DEFAULT_POOL,
+        limit: int = 1,
+        ttl: float = 30.0,
+    ) -> tuple[set[str], list[Lease]]:
+        accepted = await MemoryWorkerRound(self, owner, pool, ttl).finish(done, [])
+        return accepted, await self.lease(owner, pool=pool, limit=limit, ttl=ttl)
+
     @asynccontextmanager
     async def round(
         self, owner: str, *, pool: str = DEFAULT_POOL, ttl: float = 30.0

@@ -94,11 +94,15 @@ class Server(ServerCommits):
         self._wake = asyncio.Event()
         # reference-first results the control VMs read (arcs, step args, the summary)
         self.results = db.result_store()
+        # the executions whose events were notified since their last read (`run` collects
+        # them; None when a test drives `tick` alone: every round reads)
+        self._notified: set[str] | None = None
 
     async def run(self, stop: asyncio.Event) -> None:
         notes = self.db.notifications
         # our own appends need not wake us (we know what we wrote); timers wake us directly
         notes.ignore_own = True
+        self._notified = notes.collect(EVENTS)
         keeper = asyncio.create_task(self._keep_leases(stop))
         try:
             while not stop.is_set():
@@ -132,6 +136,8 @@ class Server(ServerCommits):
                     notes.unregister(EVENTS, ANY_KEY, wake_events)
                     notes.unregister(EXECUTIONS, ANY_KEY, wake_offers)
         finally:
+            notes.uncollect(EVENTS, self._notified)
+            self._notified = None
             keeper.cancel()
             for task in list(self._busy.values()):  # a VM step past the stop: dropped
                 task.cancel()
@@ -175,6 +181,9 @@ class Server(ServerCommits):
             if owned is None or execution_id in self._busy:  # lost meanwhile, or busy
                 continue
             started.append(self._run_for(execution_id, self._advance_or_refuse(owned)))
+        if self._notified:
+            # the notified executions this server does not own are not its to read
+            self._notified.intersection_update([*self.owned, *self._busy])
         if started:
             done, late = await asyncio.wait(started, timeout=slice_)
             self._late.update(late)  # no await since the wait: none of them has ended
@@ -331,6 +340,13 @@ class Server(ServerCommits):
         the events of an earlier round). The VM runs ahead of the log by one round at most,
         as it did between feeding and committing; a crash loses that round either way and
         the next owner decides it again from the log."""
+        if not self._needs_read(owned):
+            # woken by our own commit landing (or another execution's events): nothing to
+            # read unless someone appended between our last read and that commit
+            committing = owned.committing
+            if committing is None or not committing.done() or await self._settle(owned):
+                return False
+        owned.read_at = time.monotonic()
         last_seq, events = await self.db.events.read_inputs(
             owned.execution_id, owned.after_seq, INPUT_SOURCES, SERVER_READS
         )
@@ -366,6 +382,19 @@ class Server(ServerCommits):
         # in flight) or by the commit's landing (`_start_commit`), which tells whether
         # others appended meanwhile
         return False
+
+    def _needs_read(self, owned: Owned) -> bool:
+        """Whether a round reads the execution's log: when its events were notified since
+        the last read (a worker's, a client's; the notification is taken here, so one that
+        comes during the read asks for the next), and at least every `poll` seconds (the
+        fallback when notifications are lost). Not for our own commit landing: it tells
+        whether anyone appended between our last read and it (`_settle`)."""
+        notified = self._notified
+        if notified is None or owned.execution_id in notified:
+            if notified is not None:
+                notified.discard(owned.execution_id)
+            return True
+        return time.monotonic() - owned.read_at >= self.poll
 
     async def _cancel(self, owned: Owned, request: Event, inputs: list[Event]) -> None:
         """Answer a cancel request with the log's one terminal event, so that nothing can

@@ -48,6 +48,7 @@ class ServerCommits:
     refused: int
     _background: set[asyncio.Future[Any]]
     _wake: asyncio.Event
+    _notified: set[str] | None
 
     def _inline_steps(self, program: Any) -> dict[str, bool]:
         """The steps whose pipeline runs inside the server's round: noop-only ones (no I/O, no
@@ -219,6 +220,8 @@ class ServerCommits:
         async def append_and_wake(event: Event) -> None:
             # never after the log's terminal event (a timer due as the execution ends)
             await self.db.events.append_if(execution_id, [event])
+            if self._notified is not None:
+                self._notified.add(execution_id)  # our own append notifies nobody here
             self._wake.set()
 
         def deliver(event: Event) -> None:

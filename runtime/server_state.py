@@ -43,6 +43,8 @@ class Owned:
     bundles: BundleIndex = field(default_factory=BundleIndex)
     # its jobs were cancelled because it ended (before the terminal event was appended)
     ended: bool = False
+    # when the server last read its log (time.monotonic(); `Server._needs_read`)
+    read_at: float = 0.0
 
     @property
     def vm(self) -> ControlVM:

@@ -6,8 +6,9 @@ first-attempt jobs of noop-only pipelines right there (again while every lease r
 the batch was full, up to INLINE_ROUNDS batches), then complete the finished jobs and append
 their events in one statement and commit — a job is never finished without its events, and
 a crash rolls the leases back to the queue. Other jobs run in threads after the commit and
-join the next round's commit; event ids derive from `action_id` and the lease attempt, so a
-retried append adds nothing. Templates see the `keychain` namespace resolved from the
+join the next round's commit. While a worker's jobs run in threads, a round is one
+statement instead (finish the finished jobs, lease the next: "Statements per step"). Event
+ids derive from `action_id` and the lease attempt, so a retried append adds nothing. Templates see the `keychain` namespace resolved from the
 worker's own environment and `--keychain` file; those values are redacted from the events.
 Leases are heartbeated every ttl/3; a job whose lease was lost is told to stop and its events
 are not appended (its new holder runs it). A re-leased job (attempt > 1) reads the
@@ -20,6 +21,7 @@ slot (not its thread) meanwhile, so the child's jobs find one even on `--concurr
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import sys
@@ -94,6 +96,9 @@ class Worker:
         self._finished: list[Completion] = []
         self._more = False  # the last pick was full: pick again without waiting
         self._job_size = 1  # actions per job in the last pick (bundles: several)
+        # the last job this worker got ran inline: its rounds pick in a transaction
+        # (`_commit`) until it gets one that does not
+        self._inline_seen = False
         # reference-first results: large task results stored, references resolved
         self.results = db.result_store()
         self.stored = StoredBytes(db.events)  # the executions' `stored_bytes` budgets
@@ -188,6 +193,60 @@ class Worker:
             await self.db.notifications.sleep_on(woken, self.poll)
 
     async def _commit(self, limit: int) -> list[Lease]:
+        """The round's commit: `_commit_direct` (one statement), or `_commit_round` (a
+        transaction) while the jobs this worker gets run inline or are bundles. Inline jobs
+        commit with their results in the transaction that picked them (one commit per job
+        batch); a job leased in one statement commits twice, its lease and its finish,
+        which costs a job run in a thread nothing (it commits its lease before it runs)."""
+        if self._inline_seen or self._job_size > 1:
+            return await self._commit_round(limit)
+        return await self._commit_direct(limit)
+
+    async def _commit_direct(self, limit: int) -> list[Lease]:
+        """A round of one statement in autocommit: complete the finished jobs (with their
+        events) and lease up to `limit` jobs — no BEGIN, no pick, no COMMIT, and a worker
+        that finds nothing sends that one statement only. Jobs that run inline are run now
+        and finished at once by a transaction round, which picks more of them; the rounds
+        after it are transactions until a job runs in a thread (`_inline_seen`). A bundle
+        larger than the free slots goes back to the queue (no attempt spent)."""
+        done = await self.stored.admit(list(self._finished), self._refs)
+        accepted, leases = await self.db.queue.finish_and_lease(
+            done, self.owner, pool=self.pool, limit=limit, ttl=self.ttl
+        )
+        self._finished = []
+        self._accepted(done, accepted)
+        threaded: list[Lease] = []
+        left: list[Lease] = []
+        budget = limit
+        handled = 0
+        try:
+            for lease in leases:
+                need = self._job_size = size(lease.payload)
+                known = await self._known(lease.execution_id)
+                if self._inline(lease, known):
+                    self._inline_seen = True  # rounds pick in a transaction from now on
+                    self._finished.append((lease, self._run_inline(lease, known)))
+                elif need <= budget or not (self.running or threaded):
+                    threaded.append(lease)
+                    budget -= need
+                else:
+                    left.append(lease)
+                handled += 1
+        except BaseException:
+            # the leases not started go back to the queue (else they would expire)
+            with contextlib.suppress(Exception):
+                await self.db.queue.release(threaded + left + leases[handled:])
+            raise
+        if left:
+            await self.db.queue.release(left)
+        self._more = len(leases) == limit > 0 and not left
+        if self._finished:
+            # inline jobs ran: finished now by a transaction round, which picks more of them
+            # (a stream of noop jobs commits many per transaction, as before)
+            threaded += await self._commit_round(max(budget, 0))
+        return threaded
+
+    async def _commit_round(self, limit: int) -> list[Lease]:
         """One transaction (one WAL flush): pick up to `limit` jobs (row locks) and run the
         inline ones at once, again while every job ran inline (up to INLINE_ROUNDS batches);
         lease the others; then append the events of everything finished and complete it
@@ -240,6 +299,16 @@ class Worker:
             done = await self.stored.admit(done, self._refs)
             ran = await self.stored.admit(ran, self._refs)
             accepted = await tx.finish(done, ran)
+        if ran or threaded:  # an empty round tells nothing of the jobs to come
+            self._inline_seen = bool(ran)
+        self._accepted(done, accepted, ran)
+        self._finished = []
+        return threaded
+
+    def _accepted(
+        self, done: list[Completion], accepted: set[str], ran: list[Completion] | None = None
+    ) -> None:
+        """Count a round's completions; say so when some were refused (fencing)."""
         self.completed += len(accepted)
         stale = sum(1 for lease, _ in done if lease.job_id not in accepted)
         if stale:
@@ -252,13 +321,11 @@ class Worker:
             )
         if log.isEnabledFor(logging.INFO):
             jobs: dict[str, int] = {}
-            for lease, _ in (*done, *ran):
+            for lease, _ in (*done, *(ran or ())):
                 if lease.job_id in accepted:
                     jobs[lease.execution_id] = jobs.get(lease.execution_id, 0) + 1
             for execution_id, n in jobs.items():
                 log.info("%s: execution %s: %d job(s) done", self.owner, execution_id, n)
-        self._finished = []
-        return threaded
 
     def _finish(self, lease: Lease, known: Known, events: list[Event]) -> None:
         self._finished.append((lease, _redact(known, events)))

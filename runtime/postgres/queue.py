@@ -7,7 +7,8 @@ safe to repeat are retried on a fresh connection when the connection is lost (a 
 server); `lease` is not — a lease whose answer was lost just expires and is re-queued.
 `round()` is the worker's transaction: several picks (row locks, no lease), the lease of the
 picked jobs that run in threads, and one `finish` (complete + append the events, migration
-0002) under one commit.
+0002) under one commit. `finish_and_lease` is a round of one statement in autocommit (a
+worker whose jobs run in threads), `append_fenced` one statement too.
 """
 
 from __future__ import annotations
@@ -133,6 +134,29 @@ class PostgresJobQueue:
         accepted = {r["job_id"] for r in rows if r["was_completed"]}
         return accepted, _leases([r for r in rows if not r["was_completed"]])
 
+    async def finish_and_lease(
+        self,
+        done: Sequence[Completion],
+        owner: str,
+        *,
+        pool: str = DEFAULT_POOL,
+        limit: int = 1,
+        ttl: float = 30.0,
+    ) -> tuple[set[str], list[Lease]]:
+        """A round without a transaction: complete `done` (fenced, with their events) and
+        lease up to `limit` jobs in one statement, sent in autocommit — one statement and
+        one commit where a round transaction costs BEGIN, a pick, a lease, the finish and
+        COMMIT. Not retried: a lease whose answer was lost expires and is re-queued, and a
+        completion whose answer was lost is refused when sent again (the job is done)."""
+        if not done and limit <= 0:
+            return set(), []
+        rows = await self._fetch(
+            q("finish_and_lease_jobs"),
+            *_finish_args(done, [], owner, pool, limit, ttl),
+            retry=False,
+        )
+        return _finished(rows)
+
     @asynccontextmanager
     async def round(
         self, owner: str, *, pool: str = DEFAULT_POOL, ttl: float = 30.0
@@ -156,13 +180,15 @@ class PostgresJobQueue:
         """Append events of a job still running, only while `lease` is current (fencing):
         False, and nothing appended, when it is not."""
 
+        _, *columns = event_columns({lease.execution_id: events})
+
         async def run() -> bool:
-            async with self._pool.acquire() as conn, conn.transaction():
-                if not await conn.fetch(q("lease_is_current"), lease.job_id, lease.lease_id):
-                    return False
-                _, *columns = event_columns({lease.execution_id: events})
-                await conn.fetch(q("append_events"), lease.execution_id, *columns)
-                return True
+            # one statement in autocommit: the lease check and the append (queue.sql)
+            async with self._pool.acquire() as conn:
+                row = await conn.fetchrow(
+                    q("append_fenced"), lease.execution_id, *columns, lease.job_id, lease.lease_id
+                )
+            return bool(row and row["held"])
 
         return await with_retry(self._url, run)
 
@@ -304,22 +330,43 @@ class WorkerRound:
         with its events (0003)."""
         if not done and not ran:
             return set()
-        if done:
-            # lock the jobs in job_id order, as a cancel does: a cancel that comes later
-            # waits for our commit, one committed before is seen (and refuses the job)
-            await self._conn.fetch(q("jobs_locked"), sorted({d.job_id for d, _ in done}))
-        rows = await self._conn.fetch(
-            q("finish_jobs"),
-            text_array([d.job_id for d, _ in done]),
-            text_array([d.lease_id for d, _ in done]),
-            text_array([r.job_id for r, _ in ran]),
-            self.owner,
-            *completion_columns(
-                [(d.execution_id, d.job_id, d.lease_id, events) for d, events in done]
-                + [(r.execution_id, r.job_id, None, events) for r, events in ran]
-            ),
+        accepted, _ = _finished(
+            await self._conn.fetch(
+                q("finish_and_lease_jobs"), *_finish_args(done, ran, self.owner, self.pool, 0, 0.0)
+            )
         )
-        return {r["job_id"] for r in rows}
+        return accepted
+
+
+def _finish_args(
+    done: Sequence[Completion],
+    ran: Sequence[Completion],
+    owner: str,
+    pool: str,
+    limit: int,
+    ttl: float,
+) -> list[Any]:
+    """`finish_and_lease_jobs`' parameters: the completions (leased jobs, `done`, and jobs
+    picked and run in the same transaction, `ran`), their events, the lease to take."""
+    return [
+        text_array([d.job_id for d, _ in done]),
+        text_array([d.lease_id for d, _ in done]),
+        text_array([r.job_id for r, _ in ran]),
+        owner,
+        *completion_columns(
+            [(d.execution_id, d.job_id, d.lease_id, events) for d, events in done]
+            + [(r.execution_id, r.job_id, None, events) for r, events in ran]
+        ),
+        pool,
+        limit,
+        float(ttl),
+    ]
+
+
+def _finished(rows: list[asyncpg.Record]) -> tuple[set[str], list[Lease]]:
+    """The accepted completions and the new leases of `finish_and_lease_jobs`."""
+    accepted = {r["job_id"] for r in rows if r["was_completed"]}
+    return accepted, _leases([r for r in rows if not r["was_completed"]])
 
 
 class PostgresOwnership:

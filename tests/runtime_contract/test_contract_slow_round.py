@@ -12,6 +12,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from noetlc.runtime.backend import EVENTS
 from noetlc.runtime.memory_backend import MemoryBackend
 from noetlc.runtime.server import Server
 from noetlc.runtime.worker import Worker
@@ -105,3 +106,42 @@ def test_a_round_that_found_nothing_new_wakes_nobody() -> None:
     progressed, woken = asyncio.run(scenario())
     assert not progressed
     assert not woken
+
+
+def test_a_server_reads_an_execution_when_its_events_are_notified() -> None:
+    """A round reads an execution's inputs when its events were notified since the last
+    read, or `poll` seconds after it; not for another execution's events, and not because
+    its own commit landed (the commit tells whether anyone appended meanwhile)."""
+
+    async def scenario() -> list[int]:
+        backend = MemoryBackend()
+        server = Server(backend, ttl=30.0, poll=30.0)  # no polling read within the test
+        notes = backend.notifications
+        server._notified = notes.collect(EVENTS)  # what `run` does
+        execution_id = await submit(backend, compiled(CHAIN.replace("NAME", "reads")))
+        for _ in range(50):  # claimed and adopted; the first job waits for a worker
+            await server.tick(5.0)
+            if server.owned:
+                break
+        assert server.owned, "never adopted"
+        reads = 0
+        read_inputs = backend.events.read_inputs
+
+        async def counted(*args: Any, **kwargs: Any) -> Any:
+            nonlocal reads
+            reads += 1
+            return await read_inputs(*args, **kwargs)
+
+        backend.events.read_inputs = counted  # type: ignore[method-assign]
+        counts = []
+        for notify in (None, None, "other", execution_id, None):
+            if notify is not None:
+                notes.notify(EVENTS, notify)
+            await server.tick(5.0)
+            counts.append(reads)
+        notes.uncollect(EVENTS, server._notified)
+        return counts
+
+    # the first round reads what the adoption's own commit notified (the memory backend
+    # notifies every append); then nothing until the execution's own notification
+    assert asyncio.run(scenario()) == [1, 1, 1, 2, 2]

@@ -136,7 +136,7 @@ RETURNING job_id;
 
 -- name: cancel_jobs
 -- Rows are locked in job_id order, as a worker's round locks the jobs it completes
--- (jobs_locked), so the two do not deadlock on each other.
+-- (finish_and_lease_jobs), so the two do not deadlock on each other.
 UPDATE jobs j
    SET status = 'cancelled', finished_at = now(), lease_expires_at = NULL
   FROM (SELECT job_id FROM jobs
@@ -145,14 +145,6 @@ UPDATE jobs j
            FOR UPDATE) AS locked
  WHERE j.job_id = locked.job_id
 RETURNING j.job_id;
-
--- name: jobs_locked
--- The status of jobs a worker's round is about to complete, locked in job_id order: a
--- cancel committed before is seen, a cancel that comes later waits for the round's commit.
-SELECT job_id, status FROM jobs
- WHERE job_id = ANY ($1::text[])
- ORDER BY job_id
-   FOR UPDATE;
 
 -- name: get_job
 SELECT job_id, execution_id, action_id, pool, payload::text AS payload, status, attempt,
@@ -198,21 +190,79 @@ RETURNING j.job_id, j.execution_id, j.action_id, j.pool, j.payload::text AS payl
           j.max_attempts, j.lease_owner, j.lease_id::text AS lease_id,
           extract(epoch FROM j.lease_expires_at)::float8 AS lease_expires_at, j.queue_seq;
 
--- name: finish_jobs
--- The end of a worker's round transaction: complete the jobs, append the events of the
--- completions accepted (a stale lease's events are refused with it: 0003). The arrays come
--- as their text form (runtime/postgres/arrays.py), cast back here.
-SELECT out_job_id AS job_id
-  FROM noetl_finish_jobs(
-    $1::text::text[], $2::text::uuid[], $3::text::text[], $4, $5::text::text[],
-    $6::text::text[], $7::text::float8[], $8::text::text[], $9::text::text[],
-    $10::text::text[], $11::text::text[], $12::text::text[], $13::text::integer[],
-    $14::text::integer[], $15::text::text[], $16::text::text[], $17::text::integer[],
-    $18::text::text[], $19::text::text[], $20::text::uuid[]);
+-- name: finish_and_lease_jobs
+-- A worker's round in one statement: complete the jobs it ran (fenced: `noetl_finish_jobs`
+-- appends the events of the completions it accepts, 0003) and lease up to $22 queued jobs.
+-- Sent in autocommit when nothing runs inline (the statement is the round's transaction:
+-- no BEGIN, no COMMIT), and with $22 = 0 as the end of a round transaction. The arrays come
+-- as their text form (runtime/postgres/arrays.py), cast back here. Order inside the
+-- statement: the finished jobs are locked first, in job_id order as a cancel locks them (a
+-- cancel committed before is seen and refuses the job, a later one waits for our commit);
+-- the finish takes the lock count as an argument, so it runs after; the lease's one-time
+-- filter reads the finish's count, so it runs last. The two updates touch disjoint rows
+-- (leased or queued jobs), and the lease skips locked rows: it waits for nobody.
+WITH locked AS (
+    SELECT count(*) AS n
+      FROM (SELECT job_id FROM jobs
+             WHERE job_id = ANY ($1::text::text[])
+             ORDER BY job_id
+               FOR UPDATE) l
+), finished AS (
+    SELECT f.out_job_id
+      FROM locked,
+           LATERAL noetl_finish_jobs(
+               CASE WHEN locked.n >= 0 THEN $1::text::text[] END, $2::text::uuid[],
+               $3::text::text[], $4, $5::text::text[], $6::text::text[], $7::text::float8[],
+               $8::text::text[], $9::text::text[], $10::text::text[], $11::text::text[],
+               $12::text::text[], $13::text::integer[], $14::text::integer[],
+               $15::text::text[], $16::text::text[], $17::text::integer[], $18::text::text[],
+               $19::text::text[], $20::text::uuid[]) f
+), picked AS (
+    SELECT job_id FROM jobs
+     WHERE status = 'queued' AND pool = $21 AND available_at <= now()
+       AND (SELECT count(*) FROM finished) >= 0
+     ORDER BY queue_seq
+     LIMIT $22
+       FOR UPDATE SKIP LOCKED
+), leased AS (
+    UPDATE jobs j
+       SET status = 'leased', lease_owner = $4, lease_id = gen_random_uuid(),
+           lease_expires_at = now() + make_interval(secs => $23), heartbeat_at = now(),
+           leased_at = now()
+      FROM picked
+     WHERE j.job_id = picked.job_id
+    RETURNING j.job_id, j.execution_id, j.action_id, j.pool, j.payload::text AS payload,
+              j.attempt, j.max_attempts, j.lease_owner, j.lease_id::text AS lease_id,
+              extract(epoch FROM j.lease_expires_at)::float8 AS lease_expires_at, j.queue_seq
+)
+SELECT true AS was_completed, f.out_job_id AS job_id, NULL AS execution_id,
+       NULL AS action_id, NULL AS pool, NULL AS payload, NULL::integer AS attempt,
+       NULL::integer AS max_attempts, NULL AS lease_owner, NULL AS lease_id,
+       NULL::float8 AS lease_expires_at, NULL::bigint AS queue_seq
+  FROM finished f
+UNION ALL
+SELECT false, l.job_id, l.execution_id, l.action_id, l.pool, l.payload, l.attempt,
+       l.max_attempts, l.lease_owner, l.lease_id, l.lease_expires_at, l.queue_seq
+  FROM leased l;
 
--- name: lease_is_current
--- A worker appending a finished task's events before its job completes: only while it holds
--- the current lease (locked for share: the reaper's SKIP LOCKED passes the job by meanwhile).
-SELECT 1 FROM jobs
- WHERE job_id = $1 AND lease_id = $2 AND status = 'leased'
-   FOR SHARE;
+-- name: append_fenced
+-- A worker appending a finished task's events before its job completes, only while it holds
+-- the current lease: one statement in autocommit. The job is locked for share first (the
+-- reaper's SKIP LOCKED passes it by, a cancel waits for the append); the append's one-time
+-- filter reads that lock's count, so nothing is appended when the lease is not current.
+-- $1 the execution, $2..$14 the events as in append_events, $15 the job, $16 its lease.
+WITH held AS (
+    SELECT count(*) AS n
+      FROM (SELECT 1 FROM jobs
+             WHERE job_id = $15 AND lease_id = $16::uuid AND status = 'leased'
+               FOR SHARE) j
+), appended AS (
+    SELECT a.out_seq
+      FROM noetl_append_events(
+        $1, $2::text::text[], $3::text::float8[], $4::text::text[], $5::text::text[],
+        $6::text::text[], $7::text::text[], $8::text::text[], $9::text::integer[],
+        $10::text::integer[], $11::text::text[], $12::text::text[], $13::text::integer[],
+        $14::text::text[]) a
+     WHERE (SELECT n FROM held) > 0
+)
+SELECT n AS held, (SELECT count(*) FROM appended) AS appended FROM held;

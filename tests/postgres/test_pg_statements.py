@@ -1,0 +1,43 @@
+"""SQL statements per distributed step, counted (bench/statements.py): one server
+(`--no-inline`: every step is a job) and two workers, each process counting what its asyncpg
+connections send. A count, not a timing: the bound holds on any machine.
+
+Per python step: the winning worker's lease and its finish (one statement each, autocommit),
+the losing worker's empty lease, the task's fenced `task.started` append, the server's read
+of its inputs and its append-and-enqueue — about 7 (docs/distributed.md, "Statements per
+step")."""
+
+from __future__ import annotations
+
+import pytest
+
+from noetlc.bench import statements
+
+# the losing worker's lease varies with who wakes first; the reaper's and the claims' polls
+# spread over the steps: a little over 7, never near 8
+BOUND = 8.0
+
+
+@pytest.fixture(scope="module")
+def measured(cluster_url: str) -> dict[str, dict[str, float]]:
+    return statements.measure(cluster_url)
+
+
+@pytest.mark.parametrize("label", ["python chain", "sequential python loop"])
+def test_a_distributed_step_sends_at_most_8_statements(
+    measured: dict[str, dict[str, float]], label: str
+) -> None:
+    kinds = measured[label]
+    assert 0 < kinds["total"] <= BOUND, kinds
+
+
+@pytest.mark.parametrize("label", ["python chain", "sequential python loop"])
+def test_no_transaction_and_no_pool_reset_per_step(
+    measured: dict[str, dict[str, float]], label: str
+) -> None:
+    """A worker round without inline jobs, the fenced append and the server's round are one
+    statement each in autocommit: no BEGIN/COMMIT per step (a loser's empty round included),
+    and a pooled connection goes back without asyncpg's reset statement."""
+    kinds = measured[label]
+    assert kinds.get("BEGIN", 0.0) < 0.1 and kinds.get("COMMIT", 0.0) < 0.1, kinds
+    assert kinds.get("pool reset", 0.0) == 0.0, kinds
