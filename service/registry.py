@@ -23,7 +23,7 @@ from noetlc.service.errors import (
     bad_request,
 )
 from noetlc.service.guard import text_problem, value_problem
-from noetlc.service.state import Limits
+from noetlc.service.limits import Limits
 
 KIND_ALIASES = {
     "playbook": "playbook",
