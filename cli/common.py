@@ -229,5 +229,12 @@ def run_guarded(fn: Callable[[], int]) -> int:
         sys.stderr.write(f"internal error[NOE900]{where}: {exc}\n{REPORT_FOOTER}\n")
         return EXIT_INTERNAL
     except Exception as exc:
+        if type(exc).__module__ == "sqlite3":  # a store the user can fix (NOE814)?
+            from noetlc.runtime.event_store import store_error_of
+
+            unwritable = store_error_of(exc)
+            if unwritable is not None:
+                sys.stderr.write(unwritable.render() + "\n")
+                return exit_code_for(unwritable)
         sys.stderr.write(f"internal error[NOE900]: {type(exc).__name__}: {exc}\n{REPORT_FOOTER}\n")
         return EXIT_INTERNAL

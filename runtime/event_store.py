@@ -290,6 +290,26 @@ def _write_lock(path: str) -> threading.RLock:
         return lock
 
 
+# the sqlite3 errors a user can fix (a lock held too long, a full disk, a read-only file):
+# NOE814 at the command line and the API instead of an internal error
+_UNWRITABLE = ("locked", "busy", "disk is full", "readonly", "disk i/o error")
+
+
+def store_error_of(exc: BaseException) -> StoreError | None:
+    """NOE814 for a SQLite failure the user can fix (see `_UNWRITABLE`), else None."""
+    if not isinstance(exc, sqlite3.OperationalError):
+        return None
+    text = str(exc)
+    if not any(part in text.lower() for part in _UNWRITABLE):
+        return None
+    return StoreError(
+        "NOE814",
+        f"the SQLite store cannot be written: {text}",
+        "another process may hold its write lock (`fuser FILE`: a stopped noetl-vm?), or the "
+        "disk is full or read-only; nothing committed is lost, run the command again",
+    )
+
+
 def connect_wal(path: str) -> sqlite3.Connection:
     """A connection as every store on a SQLite file opens it: shared by threads (each store
     serialises its own use), waiting for a busy writer, WAL with synchronous=NORMAL (a commit

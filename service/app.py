@@ -26,6 +26,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from noetlc import __version__
 from noetlc.diagnostics.errors import OUTCOMES, ErrorKind, UserError
+from noetlc.runtime.event_store import store_error_of
 from noetlc.service import (
     routes_catalog,
     routes_console,
@@ -83,6 +84,7 @@ def create_app(settings: Settings, service: Service | None = None) -> FastAPI:
 
     @app.exception_handler(Exception)
     async def bug(request: Request, exc: Exception) -> JSONResponse:
+        exc = store_error_of(exc) or exc  # a SQLite store the user can fix: NOE814
         code = getattr(exc, "code", None)
         if isinstance(code, str) and code.startswith("NOE"):  # a user error from below
             return JSONResponse(

@@ -230,6 +230,27 @@ Example (a list instead of a mapping):
         "write `name: value` pairs at the top level of the file",
     ),
     code(
+        "NOE814",
+        "store-unwritable",
+        "error",
+        "the SQLite store cannot be written now",
+        """
+SQLite lets one process write a store file at a time. A command waited for the write lock
+and did not get it, or the file could not be written at all: another process has held the
+lock past the wait (a `noetl-vm` stopped with Ctrl-Z or SIGSTOP, a debugger, a stuck
+`sqlite3` shell inside a transaction), the disk is full, or the file or its folder is
+read-only. Nothing that was committed is lost; what the command was writing was not
+committed, and running the command again continues from the log (`noetl-vm resume` for an
+execution that was running).
+
+Example (a second process holds the write lock):
+
+    sqlite3 .noetl/noetl.db 'BEGIN IMMEDIATE; SELECT 1;' & noetl-vm resume 2126…
+""",
+        "find the process that holds the file (`fuser FILE`), continue or end it, free disk "
+        "space or fix the permissions, then run the command again",
+    ),
+    code(
         "NOE820",
         "missing-extra",
         "error",

@@ -58,6 +58,7 @@ COVERED_ELSEWHERE = {
     "NOE811": "tests/postgres/test_pg_migrations.py::test_an_edited_migration_is_refused_with_noe811",
     "NOE812": "tests/tools/test_tools_keychain.py::test_a_missing_entry_is_noe812_naming_the_env_var",
     "NOE813": "tests/tools/test_tools_keychain.py::test_a_bad_keychain_file_is_noe813",
+    "NOE814": "tests/vm/test_vm_store.py::test_a_store_another_process_holds_locked_is_noe814",
     "NOE820": "tests/cli/test_cli_extras.py::test_a_command_that_needs_an_extra_names_it",
     "NOE830": "tests/cli/test_cli_first_hour.py::test_undeclared_and_infinite_overrides_are_warned",
     "NOE831": "tests/cli/test_cli_ownership.py::test_resume_refuses_a_live_owner_and_takes_over_a_dead_one",

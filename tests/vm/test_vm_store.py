@@ -8,6 +8,7 @@ import json
 import multiprocessing
 import os
 import signal
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +90,41 @@ def test_bad_store_urls(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     blocked = tmp_path / "file"
     blocked.write_text("x")
     assert cli.main(["run", case, "--db", f"sqlite:///{blocked}/sub/e.db"]) == 5
+
+
+def test_a_store_another_process_holds_locked_is_noe814(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a stopped noetl-vm or a sqlite3 shell inside a transaction holds the write lock past
+    # the store's busy wait: a clear error, not an internal one, and nothing lost
+    db = tmp_path / "noetl.db"
+    url = f"sqlite:///{db}"
+    case = str(CONFORMANCE / "c01_chain.yaml")
+    assert cli.main(["run", case, "--db", url, "--quiet"]) == 0
+    holder = sqlite3.connect(db, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        capsys.readouterr()
+        assert cli.main(["run", case, "--db", url, "--quiet"]) == 5
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    err = capsys.readouterr().err
+    assert "error[NOE814]" in err and "database is locked" in err and "NOE900" not in err
+    assert cli.main(["status", "--json", "--db", url]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["status"] for r in rows] == ["completed"]  # the first run's, kept
+
+
+def test_only_sqlite_failures_a_user_can_fix_are_noe814() -> None:
+    from noetlc.runtime.event_store import store_error_of
+
+    locked = store_error_of(sqlite3.OperationalError("database is locked"))
+    assert locked is not None and locked.code == "NOE814"
+    full = store_error_of(sqlite3.OperationalError("database or disk is full"))
+    assert full is not None and full.code == "NOE814"
+    assert store_error_of(sqlite3.OperationalError('near "SELEC": syntax error')) is None
+    assert store_error_of(ValueError("database is locked")) is None
 
 
 def test_run_records_events_and_status(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
