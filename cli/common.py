@@ -124,16 +124,26 @@ class UsageParser(argparse.ArgumentParser):
 
 
 def build_parser(
-    prog: str, description: str, version: str, package: str, commands: Commands
+    prog: str,
+    description: str,
+    version: str,
+    package: str,
+    commands: Commands,
+    argv: Sequence[str] | None = None,
 ) -> argparse.ArgumentParser:
     """The parser of a command line whose subcommands are the modules `package.<module>`.
 
     A subcommand's module is imported only when that subcommand is parsed (`LazyCommandParser`):
-    `--version`, `--help` and one command never import the other commands' modules."""
+    `--version`, `--help` and one command never import the other commands' modules. Given the
+    `argv` it will parse, when its first word is a command, only that command gets a parser:
+    each parser costs a cold start argparse's set-up and message look-ups, and what that
+    command line prints (its help, its errors, the top usage naming `COMMAND`) is the same.
+    Anything else (no argv, an option or an unknown word first) gets every command's."""
     parser = UsageParser(prog=prog, description=description)
     parser.add_argument("--version", action="version", version=f"{prog} {version}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=LazyCommandParser)
-    for name, module, help_text in commands:
+    chosen = [c for c in commands if argv and c[0] == argv[0]] or commands
+    for name, module, help_text in chosen:
         sub.add_parser(
             name,
             help=help_text,
