@@ -23,7 +23,13 @@ from importlib import import_module
 from types import ModuleType
 from typing import Any
 
-from noetlc.diagnostics.errors import OUTCOMES, ErrorKind, InternalCompilerError, UserError
+from noetlc.diagnostics.errors import (
+    OUTCOMES,
+    REPORT_FOOTER,
+    ErrorKind,
+    InternalCompilerError,
+    UserError,
+)
 from noetlc.diagnostics.extras import missing_extra
 
 EXIT_OK = 0
@@ -213,8 +219,6 @@ def run_command(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> 
 def run_guarded(fn: Callable[[], int]) -> int:
     """Run a command; a problem the user can fix prints `error[CODE]` and its hint (exit code
     by its kind, `exit_code_for`), our own bugs a clean report instead of a traceback."""
-    from noetlc.diagnostics.report import REPORT_FOOTER
-
     try:
         return fn()
     except KeyboardInterrupt:
