@@ -144,11 +144,14 @@ def build_parser(
     `argv` it will parse, when its first word is a command, only that command gets a parser:
     each parser costs a cold start argparse's set-up and message look-ups, and what that
     command line prints (its help, its errors, the top usage naming `COMMAND`) is the same.
-    Anything else (no argv, an option or an unknown word first) gets every command's."""
+    `--version` first gets none; anything else (no argv, another option or an unknown word
+    first) gets every command's."""
     parser = UsageParser(prog=prog, description=description)
     parser.add_argument("--version", action="version", version=f"{prog} {version}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=LazyCommandParser)
     chosen = [c for c in commands if argv and c[0] == argv[0]] or commands
+    if argv and argv[0] == "--version":  # it prints and exits before a command is looked at
+        chosen = []
     for name, module, help_text in chosen:
         sub.add_parser(
             name,

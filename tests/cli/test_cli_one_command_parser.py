@@ -26,6 +26,8 @@ CASES = [
     (noetlc_main, ["check", "--help"]),
     (noetlc_main, ["explain", "NOE101", "extra"]),
     (noetlc_main, ["-h"]),
+    (noetlc_main, ["--version", "check"]),
+    (noetlc_main, ["--version", "--nope"]),
 ]
 
 
@@ -55,3 +57,4 @@ def test_only_the_named_command_gets_a_parser() -> None:
     assert len(commands(vm_main.build_parser(["nope"]))) == len(vm_main.COMMANDS)
     assert len(commands(vm_main.build_parser(["--help", "run"]))) == len(vm_main.COMMANDS)
     assert len(commands(noetlc_main.build_parser())) == len(noetlc_main.COMMANDS)
+    assert commands(noetlc_main.build_parser(["--version"])) == []
