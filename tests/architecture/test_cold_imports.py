@@ -154,6 +154,8 @@ def test_a_compile_cache_hit_of_check_loads_no_compiler(tmp_path: Path) -> None:
     modules = loaded("noetlc", "check", str(HELLO), cache=tmp_path)
     assert "noetlc.cli.compile_cache" in modules
     assert offending(modules, [*COMPILER_AND_LIBRARIES, "jinja2", *ALWAYS_HEAVY]) == []
+    # a clean playbook's text report renders no diagnostic: their module is not imported
+    assert "noetlc.diagnostics.report" not in modules
 
 
 def test_a_compile_cache_hit_of_run_loads_no_compiler(tmp_path: Path) -> None:
