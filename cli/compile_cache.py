@@ -25,13 +25,13 @@ least recently used entries are removed.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from noetlc import digest
 from noetlc.diagnostics.span import Span
 
 if TYPE_CHECKING:
@@ -69,7 +69,7 @@ def fingerprint() -> str:
 
     from noetlc import FORMAT_VERSION, __version__
 
-    h = digest.sha256(f"{__version__}\0{FORMAT_VERSION}\0{sys.version}".encode())
+    h = hashlib.sha256(f"{__version__}\0{FORMAT_VERSION}\0{sys.version}".encode())
     for name in COMPILER_PACKAGES:
         module = "noetlc" + (f".{name}" if name else "")
         spec = importlib.util.find_spec(module)
@@ -94,7 +94,7 @@ def _hash_tree(h: Any, root: str, recurse: bool) -> None:
 
 
 def key(kind: str, file: str, source: bytes, options: dict[str, Any] | None = None) -> str:
-    h = digest.sha256()
+    h = hashlib.sha256()
     head = json.dumps([fingerprint(), kind, file, options or {}], sort_keys=True)
     h.update(head.encode())
     h.update(b"\0")
@@ -144,7 +144,7 @@ def store(entry_key: str, diagnostics: list[Diagnostic], body: bytes = b"") -> N
         {
             "key": entry_key,
             "diagnostics": [_diag_data(d) for d in diagnostics],
-            "body_sha256": digest.sha256(body).hexdigest(),
+            "body_sha256": hashlib.sha256(body).hexdigest(),
             "body_size": len(body),
         },
         separators=(",", ":"),
@@ -203,7 +203,7 @@ def _decode(data: bytes, entry_key: str) -> Entry:
     body = data[start + size :]
     if header["key"] != entry_key or header["body_size"] != len(body):
         raise ValueError("truncated or misplaced entry")
-    if digest.sha256(body).hexdigest() != header["body_sha256"]:
+    if hashlib.sha256(body).hexdigest() != header["body_sha256"]:
         raise ValueError("corrupt entry")
     return Entry([_diag_from(d) for d in header["diagnostics"]], body)
 

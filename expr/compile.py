@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from noetlc import digest
 from noetlc.diagnostics.span import NO_SPAN, Span
 from noetlc.expr import codegen, facts, parser
 from noetlc.expr.limits import MAX_NESTING
@@ -84,7 +84,7 @@ class CompiledExpression:
     def code_sha256(self) -> str | None:
         """The hash a stored pool keeps in place of the code (`noetlc.expr.loader`)."""
         text = self.generated
-        return None if text is None else digest.sha256(text.encode("utf-8")).hexdigest()
+        return None if text is None else hashlib.sha256(text.encode("utf-8")).hexdigest()
 
     def stored_entry(self) -> dict[str, Any]:
         """The pool's stored form (plain data): source, mode and the generated code's hash,

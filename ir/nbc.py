@@ -11,11 +11,11 @@ this: `Program.decode` also checks the payload's shape and verifies it.
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import msgpack
 
-from noetlc import digest
 from noetlc.diagnostics.errors import UserError
 
 MAGIC = b"\x89NBC\r\n\x1a\n"
@@ -34,7 +34,7 @@ def encode(
         "format": format_version,
         "compiler": compiler_version,
         "source_sha256": source_sha256,
-        "payload_sha256": digest.sha256(body).hexdigest(),
+        "payload_sha256": hashlib.sha256(body).hexdigest(),
     }
     container: bytes = msgpack.packb([header, body], use_bin_type=True)
     return MAGIC + container
@@ -73,7 +73,7 @@ def decode(data: bytes, *, format_version: int) -> tuple[dict[str, Any], dict[st
             f"bytecode format {version!r} is not supported (this noetl-vm reads format {format_version})",
             f"recompile the playbook with this version (it was compiled by noetlc {header.get('compiler')!r})",
         )
-    if digest.sha256(body).hexdigest() != header.get("payload_sha256"):
+    if hashlib.sha256(body).hexdigest() != header.get("payload_sha256"):
         raise BytecodeError(
             "NOE702", "the bytecode file is corrupt (checksum mismatch)", "recompile the playbook"
         )

@@ -26,6 +26,7 @@ the code generator made from it, never code: loading rebuilds the code from the 
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 from collections.abc import Iterator
@@ -33,7 +34,7 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
 
-from noetlc import FORMAT_VERSION, __version__, digest
+from noetlc import FORMAT_VERSION, __version__
 from noetlc.ir import nbc
 from noetlc.ir.opcodes import BY_MNEMONIC, ProgramKind, shown, verify_code
 
@@ -453,7 +454,7 @@ def add_all(problems: list[str], found: list[str]) -> None:
 
 def code_sha256(text: str) -> str:
     """The hash stored per compiled expression: of its generated code (or jinja text)."""
-    return digest.sha256(text.encode("utf-8")).hexdigest()
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _expression_problems(index: int, e: Expression) -> list[str]:

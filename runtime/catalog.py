@@ -17,6 +17,7 @@ every read of a value is recorded (who, which execution, when) with `record_read
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 import threading
@@ -25,14 +26,13 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from noetlc.digest import sha256
 from noetlc.runtime.event_store import StoreError, ensure_sqlite_folder
 from noetlc.runtime.ids import snowflake
 from noetlc.runtime.sql_files import q
 
 
 def digest(content: str) -> str:
-    return sha256(content.encode("utf-8")).hexdigest()
+    return hashlib.sha256(content.encode("utf-8")).hexdigest()
 
 
 class CatalogStore(Protocol):

@@ -24,12 +24,12 @@ Timers are runtime/timers.py's `Timers` (both runtimes arm them on their asyncio
 from __future__ import annotations
 
 import base64
+import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from noetlc import digest
 from noetlc.expr.limits import begin_input, end_input
 from noetlc.expr.runtime import REF_KEY
 from noetlc.runtime.results import (
@@ -70,7 +70,7 @@ _programs_lock = threading.Lock()
 def shared_program(data: bytes) -> LoadedProgram:
     """The decoded program of container bytes, shared with every execution of the same bytes;
     `BytecodeError` (NOE70x) when they are not a valid program (never cached)."""
-    key = digest.sha256(data).digest()
+    key = hashlib.sha256(data).digest()
     with _programs_lock:
         program = _programs.get(key)
         if program is not None:

@@ -14,11 +14,10 @@ JavaScript clients lose precision on 64-bit numbers).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
 import time
-
-from noetlc.digest import sha256
 
 _EPOCH_MS = 1_288_834_974_657  # the usual snowflake epoch (2010-11-04)
 _lock = threading.Lock()
@@ -46,7 +45,7 @@ def child_execution_id(parent_id: str, action_id: str, task: str, attempt: int) 
     """The id of the child a `kind: playbook` task starts: a function of the call, so a re-run
     of the parent's action (resume, a re-leased job) finds the child the first run started
     instead of starting another; a retry (next attempt) starts a new one."""
-    digest = sha256(f"{parent_id}/{action_id}/{task}/{attempt}".encode()).digest()
+    digest = hashlib.sha256(f"{parent_id}/{action_id}/{task}/{attempt}".encode()).digest()
     return str(int.from_bytes(digest[:8], "big") & _MAX or 1)
 
 

@@ -7,10 +7,10 @@ Keys are the SHA-256 of the JSON text, so equal results are stored once.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any, Protocol
 
-from noetlc import digest
 from noetlc.expr.runtime import REF_KEY
 from noetlc.ir.events import EventName
 from noetlc.runtime.event_store import encode_payload
@@ -92,7 +92,7 @@ class References:
         ):
             return value
         data = text.encode()
-        key = digest.sha256(data).hexdigest()
+        key = hashlib.sha256(data).hexdigest()
         self.store.put_result(key, data)
         self.stored += 1
         return {REF_KEY: {"store": "results", "key": key, "size": len(data), "checksum": key}}
@@ -180,7 +180,7 @@ class References:
         if len(text) <= SUMMARY_INLINE_BYTES:
             return value
         data = text.encode()
-        key = digest.sha256(data).hexdigest()
+        key = hashlib.sha256(data).hexdigest()
         self.store.put_result(key, data)
         return {REF_KEY: {"store": "results", "key": key, "size": len(data), "checksum": key}}
 
@@ -196,7 +196,7 @@ class ResultSpill:
         self.joined: set[str] = set()  # the keys of the loops' results assembled here
 
     def _put(self, data: bytes) -> dict[str, Any]:
-        key = digest.sha256(data).hexdigest()
+        key = hashlib.sha256(data).hexdigest()
         self.store.put_result(key, data)
         return {"store": "results", "key": key, "size": len(data), "checksum": key}
 

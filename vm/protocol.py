@@ -30,9 +30,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import StrEnum
+from hashlib import sha256
 from typing import Any, NamedTuple
 
-from noetlc.digest import sha256
 from noetlc.ir.events import TERMINAL_STATUS, EventName
 
 

@@ -12,7 +12,8 @@ lists only, maps built in a fixed order.
 
 from __future__ import annotations
 
-from noetlc import digest
+import hashlib
+
 from noetlc.compiler.unit import CompilationUnit
 from noetlc.diagnostics.report import NO_SPAN
 from noetlc.ir.program import (
@@ -88,6 +89,6 @@ def run(unit: CompilationUnit) -> None:
             DebugPosition(p.file, p.line, p.column, p.path) for p in programs.positions
         ),
         workbook=tuple(WorkbookTask(*task) for task in programs.workbook),
-        source_sha256=digest.sha256(unit.source.encode("utf-8")).hexdigest(),
+        source_sha256=hashlib.sha256(unit.source.encode("utf-8")).hexdigest(),
     )
     unit.program = program  # its payload and bytes are made when first asked for

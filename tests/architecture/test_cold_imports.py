@@ -176,23 +176,16 @@ def test_a_compile_cache_hit_of_run_loads_no_compiler(tmp_path: Path) -> None:
     assert offending(modules, unused) == []
     # nor what a run costs without using: the SQL files are read from disk (no
     # importlib.resources), the host name from uname (no socket), task isolation only when it
-    # is configured (no subprocess), SHA-256 of small inputs without OpenSSL, no Decimal,
+    # is configured (no subprocess), no Decimal,
     # and a cache entry without diagnostics loads no diagnostics
     assert "noetlc.runtime.sql_files" in modules and "noetlc.runtime.ownership" in modules
     assert "noetlc.stdlib_tools.python_tool" in modules  # it did run a python task
     not_needed = ["importlib.resources", "zipfile", "tempfile", "socket", "subprocess"]
-    not_needed += ["noetlc.stdlib_tools.isolation", "hashlib", "_hashlib", "decimal"]
+    not_needed += ["noetlc.stdlib_tools.isolation", "decimal"]
     # a run that reports nothing needs no diagnostics (spans are diagnostics/span.py's)
     not_needed += ["noetlc.diagnostics.report", "noetlc.diagnostics.severity"]
     assert offending(modules, not_needed) == []
 
-
-def test_checking_with_the_compile_cache_loads_no_openssl(tmp_path: Path) -> None:
-    # the cache key and the payload hashes are small inputs: CPython's own SHA-256 hashes them
-    for cache in (None, tmp_path, tmp_path):
-        modules = loaded("noetlc", "check", str(HELLO), cache=cache)
-        assert "noetlc.digest" in modules
-        assert offending(modules, ["hashlib", "_hashlib"]) == []
 
 
 def test_status_loads_no_compiler_and_no_expression_language(tmp_path: Path) -> None:

@@ -92,10 +92,3 @@ def test_a_finished_run_leaves_no_owner(tmp_path: Path) -> None:
     [record] = store.executions()
     store.close()
     assert ExecutionLease(str(db_path), record["execution_id"]).owner() is None
-
-
-def test_the_owner_host_is_the_socket_host_name() -> None:
-    # read from uname so a run need not import socket: the same name an owner row compares
-    from noetlc.runtime.ownership import hostname
-
-    assert hostname() == socket.gethostname()
