@@ -187,7 +187,6 @@ def test_a_compile_cache_hit_of_run_loads_no_compiler(tmp_path: Path) -> None:
     assert offending(modules, not_needed) == []
 
 
-
 def test_status_loads_no_compiler_and_no_expression_language(tmp_path: Path) -> None:
     modules = loaded("noetl-vm", "status", "--db", f"sqlite:///{tmp_path / 'n.db'}")
     assert "noetlc.runtime.event_store" in modules
