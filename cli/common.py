@@ -23,7 +23,13 @@ from importlib import import_module
 from types import ModuleType
 from typing import Any
 
-from noetlc.diagnostics.errors import OUTCOMES, ErrorKind, InternalCompilerError, UserError
+from noetlc.diagnostics.errors import (
+    OUTCOMES,
+    REPORT_FOOTER,
+    ErrorKind,
+    InternalCompilerError,
+    UserError,
+)
 from noetlc.diagnostics.extras import missing_extra
 
 EXIT_OK = 0
@@ -124,16 +130,29 @@ class UsageParser(argparse.ArgumentParser):
 
 
 def build_parser(
-    prog: str, description: str, version: str, package: str, commands: Commands
+    prog: str,
+    description: str,
+    version: str,
+    package: str,
+    commands: Commands,
+    argv: Sequence[str] | None = None,
 ) -> argparse.ArgumentParser:
     """The parser of a command line whose subcommands are the modules `package.<module>`.
 
     A subcommand's module is imported only when that subcommand is parsed (`LazyCommandParser`):
-    `--version`, `--help` and one command never import the other commands' modules."""
+    `--version`, `--help` and one command never import the other commands' modules. Given the
+    `argv` it will parse, when its first word is a command, only that command gets a parser:
+    each parser costs a cold start argparse's set-up and message look-ups, and what that
+    command line prints (its help, its errors, the top usage naming `COMMAND`) is the same.
+    `--version` first gets none; anything else (no argv, another option or an unknown word
+    first) gets every command's."""
     parser = UsageParser(prog=prog, description=description)
     parser.add_argument("--version", action="version", version=f"{prog} {version}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=LazyCommandParser)
-    for name, module, help_text in commands:
+    chosen = [c for c in commands if argv and c[0] == argv[0]] or commands
+    if argv and argv[0] == "--version":  # it prints and exits before a command is looked at
+        chosen = []
+    for name, module, help_text in chosen:
         sub.add_parser(
             name,
             help=help_text,
@@ -203,8 +222,6 @@ def run_command(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> 
 def run_guarded(fn: Callable[[], int]) -> int:
     """Run a command; a problem the user can fix prints `error[CODE]` and its hint (exit code
     by its kind, `exit_code_for`), our own bugs a clean report instead of a traceback."""
-    from noetlc.diagnostics.report import REPORT_FOOTER
-
     try:
         return fn()
     except KeyboardInterrupt:

@@ -30,10 +30,12 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from noetlc.diagnostics.report import Diagnostic, Span, TraceStep
-from noetlc.diagnostics.severity import Severity
+from noetlc.diagnostics.span import Span
+
+if TYPE_CHECKING:
+    from noetlc.diagnostics.report import Diagnostic
 
 MAGIC = b"NOETLCC1\n"
 MAX_ENTRIES = 5_000
@@ -240,6 +242,10 @@ def _opt_str(value: Any) -> str | None:
 
 
 def _diag_from(data: dict[str, Any]) -> Diagnostic:
+    # imported here: an entry without diagnostics (a cached run's) needs none of them
+    from noetlc.diagnostics.report import Diagnostic, TraceStep
+    from noetlc.diagnostics.severity import Severity
+
     for name in ("code", "message"):
         if not isinstance(data[name], str):
             raise ValueError(f"bad {name}")

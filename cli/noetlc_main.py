@@ -32,18 +32,22 @@ COMMANDS: Commands = [
 ]
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The command line's parser; given the `argv` it will parse, only its command's
+    (`common.build_parser`)."""
     return build_parser_of(
         "noetlc",
         "The NoETL playbook compiler.",
         __version__,
         "noetlc.cli.noetlc_commands",
         COMMANDS,
+        argv,
     )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return run_command(build_parser(), argv)
+    argv = sys.argv[1:] if argv is None else argv
+    return run_command(build_parser(argv), argv)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -66,6 +66,13 @@ class UserError(Exception):
         return OUTCOMES[self.kind]
 
 
+# printed under an `InternalCompilerError` (and any other bug) by the command lines
+REPORT_FOOTER = (
+    "This is a bug in noetlc, not in your playbook. Please report it with the playbook and the "
+    "command line at https://github.com/noetl/noetlc/issues"
+)
+
+
 class InternalCompilerError(Exception):
     """A bug in noetlc itself (never a user mistake). Printed with a please-report footer.
 

@@ -11,33 +11,14 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
+from noetlc.diagnostics.errors import REPORT_FOOTER as _REPORT_FOOTER
 from noetlc.diagnostics.severity import Severity
 
-
-class Span(NamedTuple):
-    """A source range; lines and columns are 1-based, the end is exclusive on the column.
-
-    A NamedTuple rather than a dataclass: the loader creates one per YAML node, and tuple
-    construction is several times cheaper."""
-
-    file: str
-    line: int
-    column: int
-    end_line: int
-    end_column: int
-
-    def __str__(self) -> str:
-        return f"{self.file}:{self.line}:{self.column}"
-
-    @staticmethod
-    def point(file: str, line: int, column: int) -> Span:
-        return Span(file, line, column, line, column + 1)
-
-
-# The span of generated nodes and of values that were never written in a file.
-NO_SPAN = Span("<generated>", 0, 0, 0, 0)
+# re-exported: where every pass imports them from
+from noetlc.diagnostics.span import NO_SPAN as NO_SPAN
+from noetlc.diagnostics.span import Span as Span
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,10 +141,7 @@ class CompileError(Exception):
         super().__init__(f"{first.code}: {first.message}" if first else "compilation failed")
 
 
-REPORT_FOOTER = (
-    "This is a bug in noetlc, not in your playbook. Please report it with the playbook and the "
-    "command line at https://github.com/noetl/noetlc/issues"
-)
+REPORT_FOOTER = _REPORT_FOOTER  # errors.py holds it: the CLIs print it without this module
 
 
 # --------------------------------------------------------------------------- rendering

@@ -25,7 +25,7 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from noetlc.diagnostics.report import NO_SPAN, Span
+from noetlc.diagnostics.span import NO_SPAN, Span
 from noetlc.expr import codegen, facts, parser
 from noetlc.expr.limits import MAX_NESTING
 from noetlc.expr.parser import ExpressionSyntaxError, ExprPiece

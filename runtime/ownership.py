@@ -21,7 +21,6 @@ lease; distributed executions (PostgreSQL) are owned by servers through their ow
 from __future__ import annotations
 
 import os
-import socket
 import sqlite3
 import threading
 import time
@@ -80,9 +79,20 @@ class Owner:
     def alive(self, ttl: float, now: float) -> bool:
         if now - self.renewed_at > ttl:
             return False
-        if self.host != socket.gethostname():
+        if self.host != hostname():
             return True
         return _pid_exists(self.pid)
+
+
+def hostname() -> str:
+    """This machine's name, as `socket.gethostname()` gives it: on POSIX both read uname's
+    node name, and a cold `noetl-vm run` need not import `socket` (and `selectors`) for it."""
+    uname = getattr(os, "uname", None)
+    if uname is not None:
+        return str(uname().nodename)
+    import socket  # Windows
+
+    return socket.gethostname()
 
 
 def _pid_exists(pid: int) -> bool:
@@ -102,7 +112,7 @@ class ExecutionLease:
         self.path = path
         self.execution_id = execution_id
         self.ttl = default_ttl() if ttl is None else ttl
-        self.token = f"{socket.gethostname()}:{os.getpid()}:{time.time_ns()}"
+        self.token = f"{hostname()}:{os.getpid()}:{time.time_ns()}"
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -156,7 +166,7 @@ class ExecutionLease:
                 {
                     "execution_id": self.execution_id,
                     "pid": os.getpid(),
-                    "host": socket.gethostname(),
+                    "host": hostname(),
                     "token": self.token,
                     "renewed_at": now,
                 },

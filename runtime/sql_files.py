@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import re
 from functools import cache
-from importlib import resources
-from importlib.resources.abc import Traversable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from importlib.resources.abc import Traversable
 
 _NAME = re.compile(r"^--\s*name:\s*([a-z_][a-z0-9_]*)\s*$", re.MULTILINE)
 
@@ -31,7 +34,7 @@ def parse_queries(text: str, source: str = "<sql>") -> dict[str, str]:
     return out
 
 
-def load_queries(folder: Traversable) -> dict[str, str]:
+def load_queries(folder: Traversable | Path) -> dict[str, str]:
     """Every named statement of the `.sql` files in `folder` (not its subfolders, not
     `schema.sql`); a name is unique across the files."""
     table: dict[str, str] = {}
@@ -46,7 +49,14 @@ def load_queries(folder: Traversable) -> dict[str, str]:
 
 @cache
 def sqlite_queries() -> dict[str, str]:
-    """Every named statement of the SQLite store."""
+    """Every named statement of the SQLite store. The folder is read beside this module:
+    `importlib.resources` (zipfile, tempfile and more) would cost each cold `noetl-vm run`
+    more than the whole SQLite module; a package that is not on disk still reads it there."""
+    folder = Path(__file__).parent / "sql"
+    if folder.is_dir():
+        return load_queries(folder)
+    from importlib import resources
+
     return load_queries(resources.files("noetlc.runtime").joinpath("sql"))
 
 

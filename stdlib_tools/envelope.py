@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
-import decimal
+import sys
 import uuid
 from collections.abc import Mapping
 from typing import Any
@@ -35,7 +35,10 @@ def jsonable(value: Any) -> Any:
         return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, list | tuple | set | frozenset):
         return [jsonable(v) for v in value]
-    if isinstance(value, decimal.Decimal):
+    # a Decimal comes from a driver that imported `decimal`; a process without it has none
+    # (and a cold `noetl-vm run` need not import it)
+    decimal = sys.modules.get("decimal")
+    if decimal is not None and isinstance(value, decimal.Decimal):
         return int(value) if value == value.to_integral_value() else float(value)
     if isinstance(value, dt.datetime | dt.date | dt.time):
         return value.isoformat()

@@ -61,9 +61,9 @@ def run(
         "expects": args.assert_.expects if args.assert_ else [],
         "returns": args.assert_.returns if args.assert_ else [],
     }
-    from noetlc.stdlib_tools.isolation import policy
+    from noetlc.stdlib_tools.registry import isolating
 
-    if spec.get("isolation") == "subprocess" or policy().mode == "process":
+    if isolating(spec):
         return _in_subprocess(request, spec.get("timeout"), ctx, keychain)
     with captured(ctx.log):  # the task's prints go to its log, not this process's output
         return execute(request)

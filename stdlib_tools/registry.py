@@ -97,17 +97,22 @@ def _dispatch(
     parsed = record.build_args(args)  # valid as they are: no pydantic (`ToolKind.plain_args`)
     if parsed is None:
         parsed = validate_args(record.schema, args)
-    if record.isolated and _isolating(spec):
+    if record.isolated and isolating(spec):
         return _isolated(record, args, spec, ctx, keychain)
     run = runner(record)
     assert run is not None
     return run(parsed, spec, ctx, keychain)
 
 
-def _isolating(spec: dict[str, Any]) -> bool:
-    from noetlc.stdlib_tools.isolation import policy
-
-    return spec.get("isolation") == "subprocess" or policy().mode == "process"
+def isolating(spec: dict[str, Any]) -> bool:
+    """Whether a task runs in a runner process: it asks (`isolation: subprocess`) or this
+    process is in `process` mode. Only `isolation.configure` sets that mode, so a process that
+    has not imported the module runs task code inline: `noetl-vm run` never imports it (nor
+    `subprocess`, `selectors` and `signal` with it)."""
+    if spec.get("isolation") == "subprocess":
+        return True
+    isolation = sys.modules.get("noetlc.stdlib_tools.isolation")
+    return isolation is not None and isolation.policy().mode == "process"
 
 
 def _isolated(

@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING
 
 from noetlc import __version__
 from noetlc.cli.common import UsageError
-from noetlc.diagnostics.report import Diagnostic, render_json, render_sarif, render_text
 
 if TYPE_CHECKING:
     from noetlc.analysis.static_budgets import Budgets
     from noetlc.cli.noetlc_commands.resources import Selection
     from noetlc.compiler.unit import CompilationUnit
+    from noetlc.diagnostics.report import Diagnostic
 
 FORMATS = ("text", "json", "sarif")
 
@@ -130,13 +130,21 @@ def run(args: argparse.Namespace) -> int:
             if budgets is not None:
                 stats[unit.file] = budgets.to_json()
                 texts.append(f"{unit.file}:\n" + "\n".join(f"  {b}" for b in budgets.lines()))
+    # the renderers are imported when used: a clean text check (a compile-cache hit) needs
+    # none, nor the diagnostics' dataclasses
     if args.format == "json":
+        from noetlc.diagnostics.report import render_json
+
         extra: dict[str, object] = {"stats": stats} if args.stats else {}
         print(render_json(diagnostics, files=len(files), skipped=chosen.to_json(), **extra))
     elif args.format == "sarif":
+        from noetlc.diagnostics.report import render_sarif
+
         print(render_sarif(diagnostics, __version__))
     else:
         if diagnostics:
+            from noetlc.diagnostics.report import render_text
+
             print(render_text(diagnostics, sources))
         for text in texts:
             print(text)

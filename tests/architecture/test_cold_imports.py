@@ -154,6 +154,8 @@ def test_a_compile_cache_hit_of_check_loads_no_compiler(tmp_path: Path) -> None:
     modules = loaded("noetlc", "check", str(HELLO), cache=tmp_path)
     assert "noetlc.cli.compile_cache" in modules
     assert offending(modules, [*COMPILER_AND_LIBRARIES, "jinja2", *ALWAYS_HEAVY]) == []
+    # a clean playbook's text report renders no diagnostic: their module is not imported
+    assert "noetlc.diagnostics.report" not in modules
 
 
 def test_a_compile_cache_hit_of_run_loads_no_compiler(tmp_path: Path) -> None:
@@ -172,6 +174,17 @@ def test_a_compile_cache_hit_of_run_loads_no_compiler(tmp_path: Path) -> None:
     assert "noetlc.runtime.embedded" in modules
     unused = ["jinja2", "markupsafe", "ssl", "_ssl", "asyncio", "concurrent.futures"]
     assert offending(modules, unused) == []
+    # nor what a run costs without using: the SQL files are read from disk (no
+    # importlib.resources), the host name from uname (no socket), task isolation only when it
+    # is configured (no subprocess), no Decimal,
+    # and a cache entry without diagnostics loads no diagnostics
+    assert "noetlc.runtime.sql_files" in modules and "noetlc.runtime.ownership" in modules
+    assert "noetlc.stdlib_tools.python_tool" in modules  # it did run a python task
+    not_needed = ["importlib.resources", "zipfile", "tempfile", "socket", "subprocess"]
+    not_needed += ["noetlc.stdlib_tools.isolation", "decimal"]
+    # a run that reports nothing needs no diagnostics (spans are diagnostics/span.py's)
+    not_needed += ["noetlc.diagnostics.report", "noetlc.diagnostics.severity"]
+    assert offending(modules, not_needed) == []
 
 
 def test_status_loads_no_compiler_and_no_expression_language(tmp_path: Path) -> None:
