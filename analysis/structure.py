@@ -19,6 +19,7 @@ eagerly: their path is deterministic.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from itertools import combinations_with_replacement
 
@@ -91,11 +92,17 @@ def reduce(system: System, max_outcomes: int = MAX_OUTCOMES) -> Reduction:
     _push_dead_tokens(system)
     index = _Producers(system)
     changed = True
-    while changed:
+    # each rule is a verdict-preserving rewrite, so stopping early only leaves more to search;
+    # the bound keeps a rewrite that undoes another from running forever
+    rounds = 2 * len(system.outcomes) + 8
+    while changed and rounds:
         changed = False
+        rounds -= 1
         for node in sorted(system.outcomes, reverse=True):
             if node not in system.outcomes:
                 continue
+            if system.counter and _fold_merges(index):
+                changed = True
             if _self_loops(index, node, result):
                 changed = True
             if _resolve_joins(index, node, result):
@@ -145,8 +152,10 @@ class _Producers:
         return self.by_slot.get(slot, _NOBODY)
 
     def dead_rule_feeds(self, place: int) -> bool:
-        """A dead token passing a step still in the system can arrive at `place`."""
-        return any(n in self.system.outcomes for n in self.dead_by_place.get(place, ()))
+        """A dead token passing a step still in the system can arrive at `place`: only if
+        something can put one at that step's entry (dead tokens are pushed to where they end
+        up before the rules run, so this is a dead cycle's token, or none)."""
+        return any(self.by_slot.get(2 * n + DEAD) for n in self.dead_by_place.get(place, ()))
 
 
 _NOBODY: set[int] = set()
@@ -166,7 +175,12 @@ def _push_dead_tokens(system: System) -> None:
         out: dict[int, int] = {}
         for slot, count in system.dead_rules.get(node, ()):
             place = slot // 2
-            if slot % 2 == DEAD and place in system.outcomes and place not in visiting:
+            if (
+                slot % 2 == DEAD
+                and place in system.outcomes
+                and place not in visiting
+                and place not in system.counter  # a merge counts: `_fold_merges`
+            ):
                 for s, c in closure(place, visiting):
                     add(out, s, c * count)
             else:
@@ -182,12 +196,23 @@ def _push_dead_tokens(system: System) -> None:
 
 
 def _expand_dead(system: System, o: Outcome) -> Outcome:
-    if not any(s % 2 == DEAD and s // 2 in system.outcomes for s, _ in o.prods):
+    # a step the reduction inlined keeps its dead rule (already closed over by
+    # `_push_dead_tokens`): a dead token that reaches it later must still pass it, as the
+    # search's `settle` lets it
+    def passes(slot: int) -> bool:
+        place = slot // 2
+        return (
+            slot % 2 == DEAD
+            and (place in system.outcomes or place in system.dead_rules)
+            and place not in system.counter
+        )
+
+    if not any(passes(s) for s, _ in o.prods):
         return o
     out: dict[int, int] = {}
     for slot, count in o.prods:
         place = slot // 2
-        if slot % 2 == DEAD and place in system.outcomes:
+        if passes(slot):
             for s, c in system.dead_rules.get(place, ()):
                 add(out, s, c * count)
         else:
@@ -202,6 +227,73 @@ def _dedupe(outcomes: list[Outcome]) -> list[Outcome]:
         if key not in best or o.path.length < best[key].path.length:
             best[key] = o
     return list(best.values())
+
+
+# --------------------------------------------------------------------------- merges
+
+
+def _fold_merges(index: _Producers) -> bool:
+    """A merge of k alternatives counts its dead arrivals (the control VM runs it on one live
+    arrival, passes it dead when all k were dead). Once every outcome that reaches it brings a
+    whole *activation* — k tokens, at most one live, as an exclusive block collapsed into its
+    split does — the count is back to zero after each, so the outcome can say the result:
+    one live token, or the merge's dead rule. When every producer is such, the merge counts
+    nothing any more and is a plain step for the other rules."""
+    system = index.system
+    changed = False
+    for merge in sorted(system.counter):
+        k = system.alternatives[merge]
+        live, dead = 2 * merge + LIVE, 2 * merge + DEAD
+        producers = index.producers(live) | index.producers(dead)
+        holders = [
+            n
+            for n in index.dead_by_place.get(merge, ())
+            if n in system.outcomes
+            and (index.by_slot.get(2 * n + DEAD) or (n in system.joins and _join_pending(index, n)))
+        ]
+        if not _whole((system.dead_rules.get(n, ()) for n in holders), live, dead, k):
+            continue
+        if not _whole((o.prods for n in producers for o in system.outcomes[n]), live, dead, k):
+            continue
+        folded = system.dead_rules.get(merge, ())
+        for n in producers:
+            outcomes = [
+                _expand_dead(system, Outcome(_fold(o.prods, live, dead, k, folded), o.end, o.path))
+                for o in system.outcomes[n]
+            ]
+            index.replace(n, _dedupe(outcomes))
+        for n in list(index.dead_by_place.get(merge, ())):
+            rule = system.dead_rules.get(n, ())
+            if _count(Outcome(rule, CONTINUE, EMPTY), dead) == k:
+                system.dead_rules[n] = _fold(rule, live, dead, k, folded)
+                index.dead_by_place[merge].discard(n)
+                for s, _ in folded:
+                    index.dead_by_place.setdefault(s // 2, set()).add(n)
+        del system.counter[merge]
+        changed = True
+    return changed
+
+
+def _whole(markings: Iterable[Marking], live: int, dead: int, k: int) -> bool:
+    """Every marking brings no token to the merge, or a whole activation (see above)."""
+    for m in markings:
+        counts = dict(m)
+        lv, dd = counts.get(live, 0), counts.get(dead, 0)
+        if lv > 1 or lv + dd not in (0, k):
+            return False
+    return True
+
+
+def _fold(prods: Marking, live: int, dead: int, k: int, rule: Marking) -> Marking:
+    counts = dict(prods)
+    lv, dd = counts.get(live, 0), counts.get(dead, 0)
+    if lv + dd != k:
+        return prods
+    counts.pop(dead, None)
+    if not lv:
+        for s, c in rule:
+            add(counts, s, c)
+    return freeze(counts)
 
 
 # --------------------------------------------------------------------------- rules
@@ -241,8 +333,10 @@ def _substitute(index: _Producers, node: int, max_outcomes: int) -> bool:
         # and its back arc), the join would get several producers and never resolve; wait
         # until the block has collapsed here
         return False
-    if index.producers(2 * node + DEAD):
-        return False  # a dead token still waits to pass through (a dead cycle)
+    if index.producers(2 * node + DEAD) or node in system.counter:
+        # a dead token still waits to pass through (a dead cycle), or may arrive at a merge
+        # that counts them (a join upstream firing dead): inlined, it would never pass
+        return False
     replaced: dict[int, list[Outcome]] = {}
     for n in referrers:
         new: list[Outcome] = []
@@ -345,7 +439,13 @@ def _resolve_joins(index: _Producers, node: int, result: Reduction) -> bool:
             out_slot = 2 * rule.target + (LIVE if any_live else DEAD)
             add(prods, out_slot)
             fired = Outcome(freeze(prods), o.end, o.path + rule.path)
-            new.append(_expand_dead(system, fired) if not any_live else fired)
+            fired = _expand_dead(system, fired) if not any_live else fired
+            if any(s // 2 in rule.branches for s, _ in fired.prods):
+                # the dead token the join sends comes back to its branches (a dead cycle):
+                # resolving again would never end; the search settles it (`statespace.settle`)
+                ok = False
+                break
+            new.append(fired)
         if ok:
             index.replace(node, _dedupe(new))
             result.joins_resolved += 1
