@@ -32,6 +32,7 @@ CONTINUE, FAILURE, TRAPPED = 0, 1, 2  # outcome ends: nothing, the execution fai
 MAX_GUARD_VARIABLES = 12
 
 Marking = tuple[tuple[int, int], ...]
+OutcomeKey = tuple[Marking, int, bool]
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,9 +148,14 @@ class Outcome:
     prods: Marking
     end: int
     path: Path
+    # its dead tokens arrive (and settle) before its live ones: an outcome the reduction
+    # composed of two decisions, the first one's arc not taken, the second one's taken. One
+    # decision alone sends its live tokens first (vm/routing.py `route`). The order matters
+    # at a merge that counts dead arrivals (a live one resets the count)
+    early: bool = False
 
-    def key(self) -> tuple[Marking, int]:
-        return (self.prods, self.end)
+    def key(self) -> OutcomeKey:
+        return (self.prods, self.end, self.early)
 
 
 @dataclass(frozen=True, slots=True)
@@ -347,7 +353,7 @@ class _Builder:
         return self.ctx.transition_truth(admit, None) is not False
 
     def outcomes(self, step: str) -> list[Outcome]:
-        found: dict[tuple[Marking, int], Outcome] = {}
+        found: dict[OutcomeKey, Outcome] = {}
         info = self.ctx.steps[step]
         entry = self.system.index[f"{step}.entry"]
         for admit in self.by_place.get(f"{step}.entry", []):
@@ -414,7 +420,7 @@ class _Builder:
                     dict(zip(variables, values, strict=True))
                     for values in product((False, True), repeat=len(variables))
                 ]
-            seen: set[tuple[Marking, int]] = set()
+            seen: set[OutcomeKey] = set()
             for assignment in assignments:
                 firing = [
                     t for t, lits in candidates if all(assignment[i] == pos for i, pos in lits)

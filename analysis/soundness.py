@@ -64,6 +64,7 @@ class SoundnessResult:
     findings: list[Finding] = field(default_factory=list)
     ran: set[str] = field(default_factory=set)  # steps some explored execution runs
     scenarios: int = 0  # scenarios of workload-only guards checked (0: none needed)
+    merge_checks: int = 0  # merges the reduction looked at (for the tests: linear work)
 
     def of(self, kind: Kind) -> list[Finding]:
         return [f for f in self.findings if f.kind == kind]
@@ -100,9 +101,14 @@ def by_scenario(ctx: LintContext) -> SoundnessResult:
         return base
     merged = SoundnessResult(structural=True, scenarios=len(cases), approximate=base.approximate)
     keys: set[tuple[str, str]] = set()
+    # one state budget for the whole lint: the scenarios share what the abstract check left
+    # (a scenario that gets none is searched with none: partial, NOE509 says so)
+    left = max(0, ctx.budget_states - base.states)
     for case in cases:
-        one = check(ctx, fixed=case.values)
+        one = check(ctx, fixed=case.values, budget=left)
+        left = max(0, left - one.states)
         merged.states += one.states
+        merged.merge_checks += one.merge_checks
         merged.structural = merged.structural and one.structural
         merged.complete = merged.complete and one.complete
         merged.nodes = max(merged.nodes, one.nodes)
@@ -114,6 +120,7 @@ def by_scenario(ctx: LintContext) -> SoundnessResult:
                 keys.add((f.kind, f.step))
                 merged.findings.append(replace(f, inputs=case.describe(ctx)))
     merged.seconds += base.seconds
+    merged.merge_checks += base.merge_checks
     merged.ran &= base.ran
     return merged
 
@@ -157,7 +164,9 @@ def check(
     por: bool = True,
     reduce: bool = True,
     fixed: dict[int, bool] | None = None,
+    budget: int | None = None,
 ) -> SoundnessResult:
+    """One check; the search explores at most `budget` states (default: the context's)."""
     start = time.perf_counter()
     system = model.build(ctx, fixed)
     result = SoundnessResult(approximate=list(system.approximate))
@@ -171,12 +180,9 @@ def check(
         reduction = structure.reduce(system)
         traps = reduction.traps
         result.structural = reduction.trivial(system)
-        if system.counter and not result.structural:
-            # a merge still counts: the order its dead and live arrivals take matters, which
-            # the reduced outcomes no longer keep; the search runs on the whole system
-            system = model.build(ctx, fixed)
-            original = dict(system.outcomes)
-            reduced, traps = False, []
+        result.merge_checks = reduction.merge_checks
+        # (a merge that still counts is searched on the reduced system too: every outcome
+        # says the order its dead and live arrivals take, `model.Outcome.first`)
     for step, path in growing:
         result.findings.append(
             Finding(
@@ -200,7 +206,8 @@ def check(
             )
         )
     if not result.structural:
-        search = statespace.explore(system, ctx.budget_states, por=por)
+        limit = ctx.budget_states if budget is None else budget
+        search = statespace.explore(system, limit, por=por)
         result.states = search.states
         result.complete = search.complete
         result.max_tokens = search.max_tokens

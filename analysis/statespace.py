@@ -72,6 +72,7 @@ class _Explorer:
         self.result = Search()
         self.join_rank = {target: i for i, target in enumerate(system.joins)}
         self.grew = False
+        self._plain: dict[int, tuple[dict[int, int], int]] = {}  # `_covers`, by state id
         # places that count (a merge's dead arrivals, an `any` join's has-run flag): bounded
         # by construction, so they never make a state grow
         self.counting = {
@@ -96,11 +97,19 @@ class _Explorer:
                         out.append((None, o.path))
                         continue
                     new = dict(base)
+                    path = o.path
+                    if o.early:  # its dead tokens settle before its live ones arrive
+                        for s, c in o.prods:
+                            if s % 2 == DEAD:
+                                add(new, s, c)
+                        settled, path = self.settle(new, path)
+                        new = dict(settled)
                     for s, c in o.prods:
-                        add(new, s, c)
+                        if s % 2 == LIVE or not o.early:
+                            add(new, s, c)
                         if s % 2 == LIVE and s // 2 in system.counter:
                             new.pop(2 * system.counter[s // 2] + DEAD, None)  # a live arrival
-                    out.append(self.settle(new, o.path))
+                    out.append(self.settle(new, path))
             else:
                 new = dict(base)
                 for s, c in system.dead_rules.get(node, ()):
@@ -136,32 +145,41 @@ class _Explorer:
         (the control VM does both while settling), so no marking keeps a dead token at a
         step's entry; a dead cycle is cut after a while. `path` grows by the joins fired."""
         system = self.system
+        rules = system.dead_rules
+        # (a step the reduction inlined keeps its dead rule: a join upstream that fires
+        # dead still sends a token there)
+        pending = [s for s, c in marking.items() if c and s % 2 == DEAD and s // 2 in rules]
         for _ in range(1_000):
             if system.any_branch:
                 self._let_through(marking)
-            # (a step the reduction inlined keeps its dead rule: a join upstream that fires
-            # dead still sends a token there)
-            pending = [
-                s for s, c in marking.items() if c and s % 2 == DEAD and s // 2 in system.dead_rules
-            ]
             if not pending:
                 fired = self._fire_joins(marking) if system.joins else EMPTY
                 if not fired.length:
                     break
                 path = path + fired
+                pending = [s for s, c in marking.items() if c and s % 2 == DEAD and s // 2 in rules]
                 continue
-            for slot in pending:
-                count = marking.pop(slot)
-                node = slot // 2
-                counter = system.counter.get(node)
-                if counter is not None:
-                    # a merge dies when all its alternatives did (vm/admission.py `_admit`)
-                    seen = marking.get(2 * counter + DEAD, 0) + count
-                    count, rest = divmod(seen, system.alternatives[node])
-                    marking[2 * counter + DEAD] = rest
-                for s, c in system.dead_rules.get(node, ()):
-                    add(marking, s, c * count)
+            # the dead tokens the last ones sent on, without a scan of the whole marking
+            now, pending = pending, []
+            for slot in now:
+                count = marking.pop(slot, 0)
+                if count:
+                    node = slot // 2
+                    self._count_dead(marking, node, count)
+                    pending += [s for s, _ in rules.get(node, ()) if s // 2 in rules]
         return freeze(marking), path
+
+    def _count_dead(self, marking: dict[int, int], node: int, count: int) -> None:
+        """`count` dead tokens pass `node`; a merge dies when all its alternatives did
+        (vm/admission.py `admit`), the rest are counted."""
+        system = self.system
+        counter = system.counter.get(node)
+        if counter is not None:
+            seen = marking.get(2 * counter + DEAD, 0) + count
+            count, rest = divmod(seen, system.alternatives[node])
+            marking[2 * counter + DEAD] = rest
+        for s, c in system.dead_rules.get(node, ()):
+            add(marking, s, c * count)
 
     def _fire_joins(self, marking: dict[int, int]) -> Path:
         """AND-joins fire as soon as every branch holds a token (vm/joins.py `arrive`, in the
@@ -174,23 +192,23 @@ class _Explorer:
         fired = EMPTY
         for target in fed:
             rule = system.joins[target]
-            while True:
-                chosen = []
-                for b in rule.branches:
-                    live, dead = marking.get(2 * b + LIVE, 0), marking.get(2 * b + DEAD, 0)
-                    if not (live or dead) or (live and dead):
-                        break
-                    chosen.append(2 * b + (LIVE if live else DEAD))
-                else:
-                    for s in chosen:
-                        marking[s] -= 1
-                    live_out = any(s % 2 == LIVE for s in chosen)
-                    add(marking, 2 * target + (LIVE if live_out else DEAD))
-                    if live_out and target in system.counter:
-                        marking.pop(2 * system.counter[target] + DEAD, None)
-                    fired = fired + rule.path
-                    continue
-                break
+            chosen = []
+            for b in rule.branches:
+                live, dead = marking.get(2 * b + LIVE, 0), marking.get(2 * b + DEAD, 0)
+                if not (live or dead) or (live and dead):
+                    break
+                chosen.append(2 * b + (LIVE if live else DEAD))
+            else:
+                # as often as every branch holds a token, at once (a dead cycle can leave
+                # many: one at a time, that took minutes)
+                times = min(marking[s] for s in chosen)
+                for s in chosen:
+                    marking[s] -= times
+                live_out = any(s % 2 == LIVE for s in chosen)
+                add(marking, 2 * target + (LIVE if live_out else DEAD), times)
+                if live_out and target in system.counter:
+                    marking.pop(2 * system.counter[target] + DEAD, None)
+                fired = fired + rule.path
         return fired
 
     def _let_through(self, marking: dict[int, int]) -> None:
@@ -285,15 +303,24 @@ class _Explorer:
         return any(new is not None and self.ids.get(new) in on_stack for new, _ in raw)
 
     def _covers(self, new: Marking, stack: list[tuple[int, int]]) -> bool:
-        counting = self.counting
-        big = {s: c for s, c in new if s not in counting}
+        """A state on the stack that `new` strictly covers. Each state's tokens (counting
+        places left out) and their total are computed once (`_plain`); an ancestor with as
+        many tokens or more is skipped on the total alone, before any place is compared."""
+        big, total = self._tokens(new)
+        plain = self._plain
         for sid, _ in reversed(stack[-COVER_DEPTH:]):
-            small = [(s, c) for s, c in self.markings[sid] if s not in counting]
-            if all(big.get(s, 0) >= c for s, c in small) and sum(c for _, c in small) < sum(
-                big.values()
-            ):
+            entry = plain.get(sid)
+            if entry is None:
+                entry = plain[sid] = self._tokens(self.markings[sid])
+            small, size = entry
+            if size < total and all(big.get(s, 0) >= c for s, c in small.items()):
                 return True
         return False
+
+    def _tokens(self, m: Marking) -> tuple[dict[int, int], int]:
+        counting = self.counting
+        tokens = {s: c for s, c in m if s not in counting}
+        return tokens, sum(tokens.values())
 
     # ------------------------------------------------------------------ verdicts
 
