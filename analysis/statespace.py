@@ -39,6 +39,7 @@ from noetlc.analysis.model import (
 ENDED = -1  # the execution failed (or ran into an already reported trap)
 COVER_DEPTH = 2_000  # ancestors compared when a move adds tokens
 PER_PLACE = 2  # tokens on one place past which a growing state is not expanded
+SETTLE_TURNS = 256  # rounds of dead tokens passing steps before a dead cycle is cut
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,7 +150,14 @@ class _Explorer:
         # (a step the reduction inlined keeps its dead rule: a join upstream that fires
         # dead still sends a token there)
         pending = [s for s, c in marking.items() if c and s % 2 == DEAD and s // 2 in rules]
-        for _ in range(1_000):
+        seen: set[Marking] = set()
+        for turn in range(SETTLE_TURNS):
+            if turn >= 16 and pending:
+                # dead tokens going round a cycle: cut as soon as the marking repeats
+                now = freeze(marking)
+                if now in seen:
+                    break
+                seen.add(now)
             if system.any_branch:
                 self._let_through(marking)
             if not pending:

@@ -14,8 +14,8 @@ with no live producer), livelock (the step budget), failed (an unhandled failure
 * a missed deadlock / livelock: a run shows one and lint has no finding at that step;
 * a missed never-reached step: no run reaches it and lint says nothing about it.
 
-`python -m noetlc.bench.differential [--count N] [--seed S]` prints the totals by rule and
-the precision figures of docs/lint.md.
+`python -m noetlc.bench.differential [--count N] [--seed S] [--spin N]` prints the totals by
+rule and the precision figures of docs/lint.md (`--spin N`: SPIN on the first N seeds too).
 """
 
 from __future__ import annotations
@@ -404,7 +404,21 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m noetlc.bench.differential")
     parser.add_argument("--count", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--spin", type=int, default=0, metavar="N", help="also check the first N seeds with SPIN"
+    )
     args = parser.parse_args(argv)
+    if args.spin:
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as workdir:
+            spin = spin_differential(range(args.seed, args.seed + args.spin), workdir)
+        print(
+            f"SPIN: playbooks {spin.playbooks}, states {spin.states:,}, agreed by rule "
+            f"{dict(spin.agreed)}, disagreements {dict(spin.disagreements) or 0}"
+        )
+        for seed, text in spin.examples:
+            print(f"seed {seed}: {text}")
     t = differential(range(args.seed, args.seed + args.count))
     print(f"playbooks {t.playbooks}, runs {t.runs} ({dict(t.statuses)}), {t.seconds:.1f} s")
     print(f"false errors by rule: {dict(t.false_errors) or 0}")
@@ -418,10 +432,6 @@ def main(argv: list[str] | None = None) -> int:
     for seed, text in t.examples:
         print(f"seed {seed}: {text}")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
 
 
 # --------------------------------------------------------------------------- SPIN as a second oracle
@@ -514,3 +524,7 @@ def spin_differential(seeds: range, workdir: str) -> SpinTotals:
                 if len(totals.examples) < 5:
                     totals.examples.append((seed, f"{rule}: lint {sorted(a)}, SPIN {sorted(b)}"))
     return totals
+
+
+if __name__ == "__main__":
+    sys.exit(main())
