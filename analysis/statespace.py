@@ -154,10 +154,10 @@ class _Explorer:
         for turn in range(SETTLE_TURNS):
             if turn >= 16 and pending:
                 # dead tokens going round a cycle: cut as soon as the marking repeats
-                now = freeze(marking)
-                if now in seen:
+                frozen = freeze(marking)
+                if frozen in seen:
                     break
-                seen.add(now)
+                seen.add(frozen)
             if system.any_branch:
                 self._let_through(marking)
             if not pending:
