@@ -35,13 +35,16 @@ class Outcome(NamedTuple):
     http_status: int  # of the service, for an error raised below its routes (docs/api.md)
 
 
-# kind -> outcome. The service answers 400 for every kind: the routes refuse unknown ids (404),
-# ended executions (409) and missing settings (503) themselves, before a lower layer would.
+# kind -> outcome. The service answers 400 for the kinds a request caused (the routes refuse
+# unknown ids (404), ended executions (409) and missing settings (503) themselves, before a
+# lower layer would) and 503 when its store or database cannot be used now (unreachable,
+# locked by another process, full): the request may succeed later, as NoETL's server answers
+# 503 when its database pool is busy.
 OUTCOMES: dict[ErrorKind, Outcome] = {
     ErrorKind.INPUT: Outcome(1, 400),
     ErrorKind.USAGE: Outcome(2, 400),
     ErrorKind.EXECUTION: Outcome(4, 400),
-    ErrorKind.UNAVAILABLE: Outcome(5, 400),
+    ErrorKind.UNAVAILABLE: Outcome(5, 503),
 }
 
 

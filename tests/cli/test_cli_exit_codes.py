@@ -209,9 +209,9 @@ KINDS_OF_CLASSES: list[tuple[str, int, int]] = [
     ("noetlc.runtime.credentials:CredentialKeyError", 2, 400),
     ("noetlc.cli.common:ExecutionStateError", 4, 400),
     ("noetlc.runtime.ownership:OwnedError", 4, 400),
-    ("noetlc.cli.common:UnavailableError", 5, 400),
-    ("noetlc.runtime.event_store:StoreError", 5, 400),
-    ("noetlc.runtime.postgres.errors:DatabaseError", 5, 400),
+    ("noetlc.cli.common:UnavailableError", 5, 503),
+    ("noetlc.runtime.event_store:StoreError", 5, 503),
+    ("noetlc.runtime.postgres.errors:DatabaseError", 5, 503),
 ]
 
 
