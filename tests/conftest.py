@@ -87,26 +87,6 @@ def conformance_dir() -> Path:
 
 
 @pytest.fixture(autouse=True)
-def task_isolation_restored() -> Any:
-    """How the process runs task code, as it was before the test: a test that runs `worker`
-    or `serve` in this process configures process isolation for the whole process, and the
-    next test's in-process python tasks (an HTTP server started by a task) would run in a
-    runner process instead."""
-    import sys
-
-    module = sys.modules.get("noetlc.stdlib_tools.isolation")
-    before = module.policy() if module is not None else None
-    yield
-    module = sys.modules.get("noetlc.stdlib_tools.isolation")
-    if module is None:
-        return
-    if before is None:
-        before = module.Policy()
-    if module.policy() != before:
-        module.configure(before.mode, before.limits, before.spare)
-
-
-@pytest.fixture(autouse=True)
 def log_invariants(request: pytest.FixtureRequest) -> Any:
     """After each runtime, chaos and fault test: the logs it wrote keep their invariants
     (tests/logcheck_support.py)."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from typing import Any
 from urllib.parse import urlsplit
 
 from noetlc.cli.common import UsageError
@@ -47,9 +48,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def start(args: argparse.Namespace, secrets: list[str]) -> None:
+def start(args: argparse.Namespace, secrets: list[str]) -> Any:
     """Check the limits, start the runner pool, and wipe `secrets` (and the secrets of the
-    environment and the database URL) from what /proc shows of this process."""
+    environment and the database URL) from what /proc shows of this process. Returns the
+    isolation policy that was before, for `stop`."""
     from noetlc.stdlib_tools import isolation
 
     for flag, value, least in (
@@ -67,6 +69,7 @@ def start(args: argparse.Namespace, secrets: list[str]) -> None:
         open_files=args.task_open_files,
         output_bytes=args.task_output_mb * 1024**2,
     )
+    before = isolation.policy()
     isolation.configure("process", limits, spare=args.task_spare)
     hidden = list(secrets)
     hidden += [os.environ[name] for name in SECRET_ENV if os.environ.get(name)]
@@ -80,3 +83,14 @@ def start(args: argparse.Namespace, secrets: list[str]) -> None:
         if password:
             hidden.append(password)
     isolation.scrub_process(hidden)
+    return before
+
+
+def stop(before: Any) -> None:
+    """Close the runners `start` made and put back the policy that was before it: a command
+    that returns leaves its process as it found it (an embedding that calls `main`, the
+    tests), where the next task code would otherwise run in a runner it did not ask for."""
+    from noetlc.stdlib_tools import isolation
+
+    isolation.pool().close()
+    isolation.configure(before.mode, before.limits, before.spare)

@@ -315,7 +315,7 @@ def run(args: argparse.Namespace) -> int:
     key, key_source, key_note = the_key(args)
     sock = listen(args.host, args.port)
     lock = lock_store(args.db)
-    isolate.start(args, [token] if token else [])
+    before = isolate.start(args, [token] if token else [])
     os.environ.pop(TOKEN_ENV, None)
     from noetlc.runtime.credentials import KEY_ENV
 
@@ -355,9 +355,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if lock is not None:
             os.close(lock)
-        from noetlc.stdlib_tools.isolation import pool
-
-        pool().close()
+        isolate.stop(before)
     return 0
 
 

@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     if args.concurrency < 1:
         raise UsageError("NOE800", "--concurrency must be at least 1")
     check_keychain_file(args.keychain)
-    isolate.start(args, [])  # task code runs in child processes without our secrets
+    before = isolate.start(args, [])  # task code runs in child processes without our secrets
 
     def make(db: object) -> Worker:
         return Worker(
@@ -74,7 +74,10 @@ def run(args: argparse.Namespace) -> int:
             keychain_file=args.keychain,
         )
 
-    status = asyncio.run(serve(make, args.db, args.log_level))
+    try:
+        status = asyncio.run(serve(make, args.db, args.log_level))
+    finally:
+        isolate.stop(before)
     _exit_past_stuck_threads(status)
     return status
 
