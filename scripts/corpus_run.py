@@ -725,11 +725,7 @@ def data_from_elsewhere(
     why = []
     for maker in makers:
         maker_path = base / maker
-        text = maker_path.read_text(encoding="utf-8")
-        doc = yaml.safe_load(text)
-        needs = outside_services(doc, text, maker_path, catalog)
-        needs += [f"credential {n}" for n in local_credentials(credential_names(doc),
-                                                               pg_dsn, nats_url)[1]]  # fmt: skip
+        doc, needs = _outside_needs(maker_path, catalog, pg_dsn, nats_url)
         if needs:
             why.append(f"{maker_path.name} needs {', '.join(needs)[:120]}")
             continue
@@ -753,6 +749,20 @@ def data_from_elsewhere(
     row.reason = f"uses table {table}, made by {Path(makers[0]).name} (another playbook)"
     if why:
         row.reason += ", which does not run here: " + "; ".join(why)
+
+
+def _outside_needs(
+    path: Path, catalog: dict[str, Path], pg_dsn: str, nats_url: str
+) -> tuple[Any, list[str]]:
+    """Another playbook's document and what it needs that this machine does not have:
+    outside services, and credentials no local service stands in for."""
+    text = path.read_text(encoding="utf-8")
+    doc = yaml.safe_load(text)
+    needs = outside_services(doc, text, path, catalog)
+    needs += [
+        f"credential {n}" for n in local_credentials(credential_names(doc), pg_dsn, nats_url)[1]
+    ]
+    return doc, needs
 
 
 DB_FILE = re.compile(r"(?<![\w.])(/[\w./-]+\.(?:duckdb|sqlite3?|db))\b")
@@ -815,11 +825,7 @@ def evaluate(
     cred_env, outside = local_credentials(credential_names(doc), pg_dsn, nats_url)
     reasons += [f"credential {name}" for name in outside]
     for child in _static_children(doc, path, catalog):  # a child's needs are the parent's too
-        child_text = child.read_text(encoding="utf-8")
-        child_doc = yaml.safe_load(child_text)
-        needs = outside_services(child_doc, child_text, child, catalog)
-        needs += [f"credential {n}" for n in local_credentials(credential_names(child_doc),
-                                                                pg_dsn, nats_url)[1]]  # fmt: skip
+        _, needs = _outside_needs(child, catalog, pg_dsn, nats_url)
         if needs:
             reasons.append(f"its child {child.name} needs " + ", ".join(needs))
     if reasons:
