@@ -8,8 +8,9 @@ their events in one statement and commit — a job is never finished without its
 a crash rolls the leases back to the queue. Other jobs run in threads after the commit and
 join the next round's commit. While a worker's jobs run in threads, a round is one
 statement instead (finish the finished jobs, lease the next: "Statements per step"). Event
-ids derive from `action_id` and the lease attempt, so a retried append adds nothing. Templates see the `keychain` namespace resolved from the
-worker's own environment and `--keychain` file; those values are redacted from the events.
+ids derive from `action_id` and the lease attempt, so a retried append adds nothing.
+Templates see the `keychain` namespace resolved from the worker's own environment and
+`--keychain` file; those values are redacted from the events.
 Leases are heartbeated every ttl/3; a job whose lease was lost is told to stop and its events
 are not appended (its new holder runs it). A re-leased job (attempt > 1) reads the
 task outcomes its earlier attempts recorded (`task.done`) and replays them instead of calling those

@@ -131,8 +131,7 @@ class PostgresJobQueue:
             float(ttl),
             retry=False,
         )
-        accepted = {r["job_id"] for r in rows if r["was_completed"]}
-        return accepted, _leases([r for r in rows if not r["was_completed"]])
+        return _finished(rows)
 
     async def finish_and_lease(
         self,
@@ -364,7 +363,8 @@ def _finish_args(
 
 
 def _finished(rows: list[asyncpg.Record]) -> tuple[set[str], list[Lease]]:
-    """The accepted completions and the new leases of `finish_and_lease_jobs`."""
+    """The accepted completions and the new leases of a statement that does both
+    (`complete_and_lease_jobs`, `finish_and_lease_jobs`: `was_completed` tells them apart)."""
     accepted = {r["job_id"] for r in rows if r["was_completed"]}
     return accepted, _leases([r for r in rows if not r["was_completed"]])
 
