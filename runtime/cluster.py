@@ -4,10 +4,10 @@ names, the database errors they retry a round after, and how they say so."""
 from __future__ import annotations
 
 import os
-import socket
 import sys
 import uuid
 
+from noetlc.runtime.ownership import hostname
 from noetlc.runtime.postgres.connect import TRANSIENT
 from noetlc.runtime.postgres.errors import DatabaseError
 
@@ -17,7 +17,7 @@ RETRYABLE: tuple[type[BaseException], ...] = (DatabaseError, *TRANSIENT)
 
 def new_owner(kind: str) -> str:
     """A process's lease owner name: kind, host, pid and a random suffix."""
-    return f"{kind}-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+    return f"{kind}-{hostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
 
 
 def warn_retrying(owner: str, exc: BaseException) -> None:
