@@ -83,6 +83,7 @@ class Run:
     polls: int  # `noetl status` calls until the end was seen
     premature: int  # statuses that said completed before the run had ended
     server_s: float | None  # the server's own duration_seconds, when it reports one
+    execution_id: str = ""
     load: float = field(default_factory=lambda: round(os.getloadavg()[0], 2))
 
 
@@ -233,7 +234,7 @@ class Client:
             time.sleep(POLL_S)
         cpu = cpu_between(before, cpu_sample(engine))
         server_s = status.get("duration_seconds")
-        return Run(wall, cpu, polls, premature, float(server_s) if server_s else None)
+        return Run(wall, cpu, polls, premature, float(server_s) if server_s else None, execution_id)
 
     def startup_s(self, runs: int = 11) -> float:
         """Median wall time of `noetl --help`: the client's start-up, in every figure."""
@@ -259,3 +260,56 @@ def summary(runs: list[Run]) -> dict[str, Any]:
         "load": statistics.median(r.load for r in runs),
         "rounds": [{"wall_s": round(r.wall_s, 4), "cpu_s": r.cpu_s, "load": r.load} for r in runs],
     }
+
+
+# ------------------------------------------------------------- where ours spends a step
+
+STARTS = ("step.scheduled", "loop.iteration.started")
+ENDS = ("step.done", "loop.iteration.done")
+LEGS = ("pick-up", "task", "server")  # the three legs of a step through the queue
+
+
+def legs(events: list[tuple[str, float]]) -> dict[str, float]:
+    """Median ms of each leg of a step from an execution's (event name, epoch seconds) in
+    order: pick-up = scheduled → `task.started` (the server's commit, the notification, a
+    worker's lease), task = `task.started` → done (the task in its runner, the worker's
+    commit), server = done → the next scheduled (the notification, the server's round and
+    commit)."""
+    found: dict[str, list[float]] = {leg: [] for leg in LEGS}
+    scheduled = started = done = None
+    for name, ts in events:
+        if name in STARTS:
+            if done is not None:
+                found["server"].append(ts - done)
+            scheduled, started, done = ts, None, None
+        elif name == "task.started" and scheduled is not None:
+            found["pick-up"].append(ts - scheduled)
+            started = ts
+        elif name in ENDS and started is not None:
+            found["task"].append(ts - started)
+            done = ts
+    return {leg: statistics.median(v) * 1e3 for leg, v in found.items() if v}
+
+
+def our_events(engine: Engine, execution_id: str) -> list[tuple[str, float]]:
+    """An execution's events from `noetl-vm serve`'s API (newest first, as NoETL's), in the
+    order they happened."""
+    import datetime as dt
+
+    import httpx
+
+    out: list[tuple[str, float]] = []
+    with httpx.Client(base_url=engine.url, timeout=30) as http:
+        page = 1
+        while True:
+            reply = http.get(
+                f"/api/executions/{execution_id}/events",
+                params={"page": page, "page_size": 500},
+            )
+            reply.raise_for_status()
+            body = reply.json()
+            for e in body["events"]:
+                out.append((e["event_type"], dt.datetime.fromisoformat(e["timestamp"]).timestamp()))
+            if not body.get("pagination", body).get("has_next"):
+                return out[::-1]
+            page += 1

@@ -37,7 +37,9 @@ from noetlc.bench.side_by_side import (
     Client,
     Engine,
     Run,
+    legs,
     noetl_from_env,
+    our_events,
     pg_backends,
     rotated,
     summary,
@@ -159,6 +161,11 @@ def test_side_by_side(
 
     benchmark.pedantic(one_round, rounds=ROUNDS, iterations=1)
     medians = {name: summary(done) for name, done in runs.items()}
+    for engine in engines:  # where a step's time goes, from the events of ours' last run
+        if engine.name in OURS:
+            medians[engine.name]["legs_ms"] = legs(
+                our_events(engine, runs[engine.name][-1].execution_id)
+            )
     theirs = medians.get(NOETL)
     for name in OURS:
         ours = medians.get(name)
@@ -178,6 +185,20 @@ def test_side_by_side(
             group=GROUP,
             detail=detail,
         )
+        if ours["server_s"] is not None:
+            their_server = theirs["server_s"] if theirs else None
+            record(
+                benchmark,
+                figure=f"{label}, {name}: the server's own duration",
+                value=ours["server_s"],
+                unit="s",
+                against="NoETL's server, its own duration" if their_server else None,
+                against_value=their_server,
+                fair="`duration_seconds` of the status that ended the run: from the"
+                " execution's first event to its end, as each server reports it (without the"
+                " client's start-up and the polling interval)",
+                group=GROUP,
+            )
         if ours["cpu_s"] is not None:
             their_cpu = theirs["cpu_s"] if theirs else None
             record(
@@ -193,6 +214,11 @@ def test_side_by_side(
             )
     with capsys.disabled():
         print("\n" + _row(label, medians))
+        for name in OURS:
+            split = (medians.get(name) or {}).get("legs_ms")
+            if split:
+                where = ", ".join(f"{leg} {ms:.1f}" for leg, ms in split.items())
+                print(f"  {label}, {name}: a step's legs, median ms: {where}")
     assert all(len(done) == ROUNDS for done in runs.values())
 
 
@@ -212,8 +238,9 @@ def _row(label: str, medians: dict[str, dict[str, Any]]) -> str:
     if not _printed:
         _printed.append(label)
         head = "| playbook | wall s: NoETL | embedded | distributed | NoETL ÷ emb. | NoETL ÷ dist."
-        head += " | CPU s: NoETL | embedded | distributed | NoETL ÷ dist. (CPU) | load (range) |"
-        head += "\n|---|" + "---:|" * 10 + "\n"
+        head += " | server's own s: NoETL | embedded | distributed | NoETL ÷ dist."
+        head += " | CPU s: NoETL | embedded | distributed | NoETL ÷ dist. | load (range) |"
+        head += "\n|---|" + "---:|" * 14 + "\n"
     else:
         head = ""
     loads = [r["load"] for m in medians.values() for r in m["rounds"]]
@@ -222,6 +249,8 @@ def _row(label: str, medians: dict[str, dict[str, Any]]) -> str:
         f"{head}| {label} | "
         + " | ".join(cell(n, "wall_s") for n in names)
         + f" | {times(OURS[0], 'wall_s')} | {times(OURS[1], 'wall_s')} | "
+        + " | ".join(cell(n, "server_s") for n in names)
+        + f" | {times(OURS[1], 'server_s')} | "
         + " | ".join(cell(n, "cpu_s") for n in names)
         + f" | {times(OURS[1], 'cpu_s')} | {load} |"
     )

@@ -65,3 +65,22 @@ def test_cpu_between() -> None:
     assert cpu_between({1: 1.0, 2: 0.5}, {1: 1.5, 3: 0.25}) == pytest.approx(0.75)
     assert cpu_between(None, {1: 1.0}) is None
     assert os.getpid() in side_by_side.with_descendants([os.getpid()])
+
+
+def test_the_legs_of_a_step() -> None:
+    events = [
+        ("workflow.started", 0.0),
+        ("step.scheduled", 0.0),
+        ("task.started", 0.002),
+        ("step.done", 0.005),
+        ("next.selected", 0.009),
+        ("step.scheduled", 0.009),
+        ("task.started", 0.013),
+        ("step.done", 0.015),
+        ("loop.iteration.started", 0.021),
+        ("task.started", 0.022),
+        ("loop.iteration.done", 0.025),
+    ]
+    split = side_by_side.legs(events)
+    assert split == pytest.approx({"pick-up": 2.0, "task": 3.0, "server": 5.0})
+    assert side_by_side.legs([("step.scheduled", 0.0)]) == {}
