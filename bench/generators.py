@@ -430,7 +430,11 @@ def _arcs_chain(name: str, n: int, tool: dict[str, object]) -> str:
 
 def python_chain(n: int) -> str:
     """`n` python steps in a row, each reading the workload and returning a dict."""
-    tool = {"kind": "python", "input": {"x": "{{ workload.limit }}"}, "code": PYTHON_CODE}
+    tool: dict[str, object] = {
+        "kind": "python",
+        "input": {"x": "{{ workload.limit }}"},
+        "code": PYTHON_CODE,
+    }
     return _arcs_chain(f"python_chain_{n}", n, tool)
 
 
