@@ -407,3 +407,62 @@ def wide_fanout(width: int, depth: int = 2) -> str:
             )
     steps.append({"step": "join", "tool": {"kind": "noop"}})
     return _doc(f"wide_fanout_{width}x{depth}", steps)
+
+
+# ------------------------------------------- both servers' dialect (the side-by-side bench)
+# Accepted as they are by NoETL's own server and worker and by `noetl-vm serve`: routing by
+# `next: {arcs: [...]}` only, one tool per step, loops over `workload.items` reading
+# `iter.<iterator>`, python code that sets `result`. The side-by-side bench waits until a playbook's last step
+# (`last_step`) is among the completed steps.
+
+PYTHON_CODE = "result = {'v': int(x) + 1}"
+
+
+def _arcs_chain(name: str, n: int, tool: dict[str, object]) -> str:
+    steps: list[dict[str, object]] = []
+    for i in range(n):
+        step: dict[str, object] = {"step": "start" if i == 0 else f"s{i}", "tool": dict(tool)}
+        if i + 1 < n:
+            step["next"] = {"arcs": [{"step": f"s{i + 1}"}]}
+        steps.append(step)
+    return _playbook(name, {"limit": 5}, steps)
+
+
+def python_chain(n: int) -> str:
+    """`n` python steps in a row, each reading the workload and returning a dict."""
+    tool: dict[str, object] = {
+        "kind": "python",
+        "input": {"x": "{{ workload.limit }}"},
+        "code": PYTHON_CODE,
+    }
+    return _arcs_chain(f"python_chain_{n}", n, tool)
+
+
+def arcs_noop_chain(n: int) -> str:
+    """`n` noop steps in a row (noop_chain with `next: {arcs}` instead of `next: NAME`)."""
+    return _arcs_chain(f"arcs_noop_chain_{n}", n, {"kind": "noop"})
+
+
+def python_loop(items: int, mode: str = "sequential", max_in_flight: int = 8) -> str:
+    """One step looping over `items` workload items with one python task, then `end`."""
+    spec: dict[str, object] = {"mode": mode}
+    if mode == "parallel":
+        spec["max_in_flight"] = max_in_flight
+    loop = {"in": "{{ workload.items }}", "iterator": "item", "spec": spec}
+    tool = {"kind": "python", "input": {"x": "{{ iter.item }}"}, "code": PYTHON_CODE}
+    done = {"arcs": [{"step": "end", "when": "{{ event.name == 'loop.done' }}"}]}
+    return _playbook(
+        f"python_loop_{mode}_{items}",
+        {"items": list(range(items))},
+        [
+            {"step": "start", "loop": loop, "tool": tool, "next": done},
+            {"step": "end", "tool": {"kind": "noop"}},
+        ],
+    )
+
+
+def last_step(text: str) -> str:
+    """The name of a generated playbook's last step (where every run of it ends)."""
+    doc = yaml.safe_load(text)
+    name: str = doc["workflow"][-1]["step"]
+    return name
