@@ -659,5 +659,15 @@ class SQLiteStore:
         )
         return [dict(zip(("seq", *LOG_COLUMNS), r, strict=True)) for r in cursor]
 
+    def forget(self, execution_id: str) -> None:
+        """Drop what this connection keeps for an execution it appends to (its last seq): a
+        connection reused for execution after execution (the service's worker threads)."""
+        self._last_seq.pop(execution_id, None)
+
+    @property
+    def fenced(self) -> bool:
+        """Whether writes are conditional on a lease (`fence`)."""
+        return self._fence is not None
+
     def close(self) -> None:
         self._db.close()
