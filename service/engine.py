@@ -107,11 +107,10 @@ class Engine:
         merged = {**defaults, **workload}
         execution_id = snowflake()
         if self.distributed:
-            with self._lock:
-                self.store.create_execution(
+            with self._lock:  # created and offered in one transaction
+                self.store.submit(  # type: ignore[attr-defined]
                     execution_id, name, program=program, workload=merged, parent_id=parent_id
                 )
-                self.store.offer(execution_id)  # type: ignore[attr-defined]
             return execution_id
         with self._lock:
             # created here, before the thread starts: a status read right after this call
