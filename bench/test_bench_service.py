@@ -212,7 +212,9 @@ def test_execute_to_first_task(benchmark: Any, served: tuple[str, Served, str]) 
 def _none_running(client: httpx.Client, path: str) -> bool:
     """No execution of `path` is running: one list query (`GET /api/executions`), where a
     status query per execution would cost as many requests as were submitted."""
-    reply = client.get("/api/executions", params={"path": path, "status": "RUNNING", "page_size": 1})
+    reply = client.get(
+        "/api/executions", params={"path": path, "status": "RUNNING", "page_size": 1}
+    )
     reply.raise_for_status()
     return not reply.json()
 
@@ -222,7 +224,7 @@ def _ended(client: httpx.Client, path: str) -> dict[str, str]:
     out: dict[str, str] = {}
     page = 1
     while True:
-        params = {"path": path, "page": page, "page_size": 200}
+        params: dict[str, str | int] = {"path": path, "page": page, "page_size": 200}
         rows = client.get("/api/executions", params=params).json()
         out.update((r["execution_id"], r["status"]) for r in rows)
         if len(rows) < 200:

@@ -316,9 +316,10 @@ def store_error_of(exc: BaseException) -> StoreError | None:
 # (~2,000 instructions, ~0.2 µs) for every None bound. An event row binds 5–7 None columns;
 # under callgrind that was 10 % of the instructions of the SQLite-logged control VM
 # benchmark (bench/test_bench_vm_core.py). An adapter registered for None is found first (a
-# dict look-up) and `{}.get` returns None for it without a Python frame: the value bound is
+# dict look-up) and an empty dict's `get` returns None for it without a Python frame: the value bound is
 # still NULL. Process-wide (the sqlite3 module's adapter table), like the behaviour it replaces.
-sqlite3.register_adapter(type(None), {}.get)
+_NONE_TO_NULL: dict[Any, None] = {}
+sqlite3.register_adapter(type(None), _NONE_TO_NULL.get)
 
 
 def connect_wal(path: str) -> sqlite3.Connection:

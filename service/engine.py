@@ -25,7 +25,6 @@ from noetlc.runtime.event_store import EventStore
 from noetlc.runtime.ids import snowflake
 from noetlc.vm.protocol import TERMINAL_NAMES, EventName, Source, envelope
 
-
 # a worker thread with no execution to run for this long leaves (its store connection closed)
 IDLE_SECONDS = 30.0
 
@@ -160,7 +159,8 @@ class Engine:
                     continue  # a job was queued for it meanwhile
                 if job is None:  # the engine closed
                     return
-                store = self._execute(*job, store)
+                image, workload, execution_id, parent_id, run = job
+                store = self._execute(image, workload, execution_id, parent_id, run, store)
                 with self._pool:
                     self._idle += 1
         finally:
