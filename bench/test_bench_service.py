@@ -9,8 +9,11 @@ Run: `python -m bench -k service` (or `pytest bench/test_bench_service.py -m ben
   step's task (its timestamp in the store; a task's start is not logged as an event of its own);
   against the same execution started in-process through the service's engine (no HTTP, no
   catalog lookup), measured in the same test.
-* executes per second: N sequential `POST /api/execute` until all N executions have ended,
-  against the same N started in-process through the engine.
+* executes per second: N sequential `POST /api/execute` until all N executions have ended
+  (seen through the API with one list query, `GET /api/executions?status=RUNNING&path=…`,
+  every 10 ms after the last submit; that each completed is checked after the clock), against
+  the same N started in-process through the engine. The detail gives the submits/s of the
+  POSTs alone and the service process's CPU per submit.
 * the 100-step noop chain and the 100-iteration noop loop through the NoETL client from PyPI
   (its own virtualenv): `noetl run PATH -r distributed --json`, then `noetl status ID --json`
   every 10 ms until completed; the time from the start of `noetl run` to the first status

@@ -7,13 +7,14 @@ Run: `python -m bench -k vm_core`.
   transition's guard, the admission, the dispatch). The driver does what the pipeline would
   (`ctx.i += 1`). Transitions fired are the VM's own count (`ControlVM.firings`: every net
   transition, admission, completion and route alike). Floor: a pure-Python token game with a list
-  marking (65–180 ns per firing on a 2-core machine). With SQLite, the events go through the embedded
+  marking, as many firings, timed in turns with the VM (`interleaved`: CPU time, best of 20). With SQLite, the events go through the embedded
   runtime's own commit policy: every step's batch (the result event and the VM's answer) is
   added to a `runtime.group_commit.GroupCommit`, which commits when a group reaches its size
   or age bound, and what is open is committed at the end (the runtime commits before it
   returns the summary). The driver answers at once, as the runtime does for inline noop
   steps, so no externally visible effect forces an earlier commit. Floor: the same events
-  appended with plain sqlite3 in the same groups (one transaction each), timed alone.
+  appended with plain sqlite3 in the same groups (one transaction each), timed in turns with
+  the VM (wall time, best of 5).
 * Pipeline VM tasks/s: one step of 100 noop tasks run by `run_pipeline`; floor: calling the
   noop tool directly the same number of times.
 """
