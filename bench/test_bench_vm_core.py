@@ -7,13 +7,14 @@ Run: `python -m bench -k vm_core`.
   transition's guard, the admission, the dispatch). The driver does what the pipeline would
   (`ctx.i += 1`). Transitions fired are the VM's own count (`ControlVM.firings`: every net
   transition, admission, completion and route alike). Floor: a pure-Python token game with a list
-  marking (65–180 ns per firing on a 2-core machine). With SQLite, the events go through the embedded
+  marking, as many firings, timed in turns with the VM (`interleaved`: CPU time, best of 20). With SQLite, the events go through the embedded
   runtime's own commit policy: every step's batch (the result event and the VM's answer) is
   added to a `runtime.group_commit.GroupCommit`, which commits when a group reaches its size
   or age bound, and what is open is committed at the end (the runtime commits before it
   returns the summary). The driver answers at once, as the runtime does for inline noop
   steps, so no externally visible effect forces an earlier commit. Floor: the same events
-  appended with plain sqlite3 in the same groups (one transaction each), timed alone.
+  appended with plain sqlite3 in the same groups (one transaction each), timed in turns with
+  the VM (wall time, best of 5).
 * Pipeline VM tasks/s: one step of 100 noop tasks run by `run_pipeline`; floor: calling the
   noop tool directly the same number of times.
 """
@@ -120,12 +121,33 @@ def best_of(fn: Callable[[], Any], rounds: int) -> float:
 N = 300 if quick() else 2_000
 
 
+def interleaved(
+    ours: Callable[[], Any],
+    floor: Callable[[], Any],
+    rounds: int,
+    clock: Callable[[], float] = time.process_time,
+) -> tuple[float, float]:
+    """The best time of each of two functions, run in turns: on a shared machine the load
+    moves within a run (the token-game floor timed alone after the VM gave 1.5 to 3.5
+    million firings/s in consecutive runs here), so both are measured in the same stretches
+    of it. The default clock is this process's CPU time: another process's time slices are
+    not counted."""
+    times: tuple[list[float], list[float]] = ([], [])
+    for _ in range(rounds):
+        for fn, out in ((ours, times[0]), (floor, times[1])):
+            start = clock()
+            fn()
+            out.append(clock() - start)
+    return min(times[0]), min(times[1])
+
+
 def test_control_vm_firings_memory(benchmark: Any) -> None:
     program = LoadedProgram(compiled(decisions(N)))
     fired = drive(program).firings
     benchmark.pedantic(drive, args=(program,), rounds=5, iterations=1)
-    ours = fired / best_of(lambda: drive(program), 5)
-    floor = 3 * 10_000 / best_of(lambda: token_game(10_000), 5)
+    rounds = fired // 3  # the floor fires as many transitions (3 per round)
+    vm_time, floor_time = interleaved(lambda: drive(program), lambda: token_game(rounds), 20)
+    ours, floor = fired / vm_time, 3 * rounds / floor_time
     record(
         benchmark,
         figure=f"control VM firings/s, in-memory log ({fired:,} firings)",
@@ -134,7 +156,8 @@ def test_control_vm_firings_memory(benchmark: Any) -> None:
         better="higher",
         against="floor: pure-Python token game, list marking",
         against_value=floor,
-        target=target("value", ">=", 2_000_000, "target: ≥ 2,000,000/s"),
+        target=target("ratio", ">=", 0.8, "target: ≥ 0.8 of the floor"),
+        fair="CPU time, best of 20 taken in turns with the floor, the same number of firings",
     )
 
 
@@ -177,7 +200,6 @@ def test_control_vm_firings_sqlite(benchmark: Any, tmp_path: Path) -> None:
         group_sizes[:] = sizes
 
     benchmark.pedantic(durable, rounds=3, iterations=1)
-    ours = fired / best_of(durable, 3)
     assert sum(group_sizes) == len(events)
     groups, start = [], 0
     for size in group_sizes:
@@ -191,7 +213,11 @@ def test_control_vm_firings_sqlite(benchmark: Any, tmp_path: Path) -> None:
             "CREATE TABLE events (execution_id TEXT, seq INTEGER, event_id TEXT UNIQUE, ts REAL,"
             " name TEXT, step TEXT, payload TEXT, PRIMARY KEY (execution_id, seq))"
         )
-        floor = fired / best_of(lambda: _raw_append(raw, str(uuid.uuid4()), groups), 3)
+        # wall time: a commit's writes (and a checkpoint's fsync) are part of the figure
+        ours_time, floor_time = interleaved(
+            durable, lambda: _raw_append(raw, str(uuid.uuid4()), groups), 5, time.perf_counter
+        )
+        ours, floor = fired / ours_time, fired / floor_time
         raw.close()
     store.close()
     record(
@@ -203,6 +229,7 @@ def test_control_vm_firings_sqlite(benchmark: Any, tmp_path: Path) -> None:
         against="floor: the same groups appended with plain sqlite3",
         against_value=floor,
         target=target("value", ">=", 100_000, "target: ≥ 100,000/s"),
+        fair="wall time, best of 5 taken in turns with the floor",
     )
 
 

@@ -1,8 +1,9 @@
 """Where the service's executions run.
 
-Embedded (`sqlite:///FILE` or `memory:`): each execution runs in this process, on its own
-thread with the embedded runtime, writing to the same store the API reads. Distributed
-(`postgresql://...`): the execution is created and offered to the database's servers exactly
+Embedded (`sqlite:///FILE` or `memory:`): each execution runs in this process, on a thread
+of its own while it runs (a worker thread, kept with its store connection for the next
+execution once idle) with the embedded runtime, writing to the same store the API reads.
+Distributed (`postgresql://...`): the execution is created and offered to the database's servers exactly
 as `noetl-vm submit` does; any number of `noetl-vm server|worker` processes (and API
 processes) share the database.
 
@@ -14,6 +15,7 @@ reads them (the embedded thread's cancel flag is also set, so it stops at once).
 from __future__ import annotations
 
 import hashlib
+import queue
 import threading
 from typing import Any
 
@@ -22,6 +24,26 @@ from noetlc.runtime.driver import failed_summary
 from noetlc.runtime.event_store import EventStore
 from noetlc.runtime.ids import snowflake
 from noetlc.vm.protocol import TERMINAL_NAMES, EventName, Source, envelope
+
+# a worker thread with no execution to run for this long leaves (its store connection closed)
+IDLE_SECONDS = 30.0
+
+
+class Run:
+    """One embedded execution on a worker thread: its cancel flag, and `join` (as a thread's)
+    to wait for its end."""
+
+    __slots__ = ("done", "stop")
+
+    def __init__(self, stop: threading.Event) -> None:
+        self.stop = stop
+        self.done = threading.Event()
+
+    def join(self, timeout: float | None = None) -> None:
+        self.done.wait(timeout)
+
+    def is_alive(self) -> bool:
+        return not self.done.is_set()
 
 
 class Engine:
@@ -33,7 +55,13 @@ class Engine:
         self.keychain_file = keychain_file
         self.store: EventStore = open_store(url)
         self._lock = threading.Lock()  # one API connection, used from the worker threads
-        self._running: dict[str, tuple[threading.Thread, threading.Event]] = {}
+        # execution id -> (its run: `join` waits for its end, its cancel flag)
+        self._running: dict[str, tuple[Run, threading.Event]] = {}
+        # the worker threads that run embedded executions (`_thread`)
+        self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._pool = threading.Lock()
+        self._workers = 0  # worker threads alive
+        self._idle = 0  # of them, waiting for a job nobody counts on them for
         self._programs: dict[bytes, tuple[Any, dict[str, Any]]] = {}
         # keychain entries from the credential store (set by the app when it has a key)
         self.credentials: StoreCredentials | None = None
@@ -78,11 +106,10 @@ class Engine:
         merged = {**defaults, **workload}
         execution_id = snowflake()
         if self.distributed:
-            with self._lock:
-                self.store.create_execution(
+            with self._lock:  # created and offered in one transaction
+                self.store.submit(  # type: ignore[attr-defined]
                     execution_id, name, program=program, workload=merged, parent_id=parent_id
                 )
-                self.store.offer(execution_id)  # type: ignore[attr-defined]
             return execution_id
         with self._lock:
             # created here, before the thread starts: a status read right after this call
@@ -96,15 +123,81 @@ class Engine:
     def _thread(
         self, image: Any, workload: dict[str, Any], execution_id: str, parent_id: str | None
     ) -> None:
-        stop = threading.Event()
-        thread = threading.Thread(
-            target=self._run,
-            args=(image, workload, execution_id, parent_id, stop),
-            name=f"execution-{execution_id}",
-            daemon=True,
-        )
-        self._running[execution_id] = (thread, stop)
-        thread.start()
+        """Run the execution on a worker thread: an idle one when there is one, else a new
+        one. Every execution still has a thread of its own while it runs (a long one never
+        holds up another); what is kept between executions is the thread and its store
+        connection: starting a thread (the starter waits until it runs) and opening a SQLite
+        connection (connect, pragmas, schema check) were a quarter of the CPU time of a
+        one-step execution started through the API (docs/performance.md, "The service")."""
+        run = Run(threading.Event())
+        self._running[execution_id] = (run, run.stop)
+        with self._pool:
+            self._jobs.put((image, workload, execution_id, parent_id, run))
+            if self._idle > 0:
+                self._idle -= 1  # an idle worker takes it
+                return
+            self._workers += 1
+        threading.Thread(target=self._worker, name="execution-worker", daemon=True).start()
+
+    def _worker(self) -> None:
+        """Take executions from `_jobs` until idle for `IDLE_SECONDS` (or the engine closes).
+        `_idle` counts the workers waiting for a job that no `_thread` call has counted on:
+        `_thread` takes one of them, or starts a worker, for every job it queues."""
+        store: EventStore | None = None
+        counted = True  # in `_workers`
+        try:
+            while True:
+                try:
+                    job = self._jobs.get(timeout=IDLE_SECONDS)
+                except queue.Empty:
+                    with self._pool:
+                        if self._idle > 0:  # nobody counts on this worker: it leaves
+                            self._idle -= 1
+                            self._workers -= 1
+                            counted = False
+                            return
+                    continue  # a job was queued for it meanwhile
+                if job is None:  # the engine closed
+                    return
+                image, workload, execution_id, parent_id, run = job
+                store = self._execute(image, workload, execution_id, parent_id, run, store)
+                with self._pool:
+                    self._idle += 1
+        finally:
+            if counted:
+                with self._pool:
+                    self._workers -= 1
+            if store is not None and store is not self.store:
+                store.close()
+
+    def _execute(
+        self,
+        image: Any,
+        workload: dict[str, Any],
+        execution_id: str,
+        parent_id: str | None,
+        run: Run,
+        store: EventStore | None,
+    ) -> EventStore | None:
+        """Run one execution on this worker's store connection (opened at its first); returns
+        the connection to keep for the next one (None: open another)."""
+        from noetlc.runtime.event_store import SQLiteStore
+
+        try:
+            if store is None:
+                store = self.store
+                if isinstance(store, SQLiteStore):
+                    store = SQLiteStore(store.path)  # the worker's own connection
+            self._run(image, workload, execution_id, parent_id, run.stop, store)
+        finally:
+            self._running.pop(execution_id, None)
+            run.done.set()
+        if isinstance(store, SQLiteStore):
+            store.forget(execution_id)
+            if store.fenced:  # (nothing the service runs fences it; if it did: not reused)
+                store.close()
+                return None
+        return store
 
     def resume_orphans(self, started_here: set[str]) -> list[str]:
         """Embedded: finish the executions this service started (`started_here`: the API's
@@ -146,14 +239,10 @@ class Engine:
         execution_id: str,
         parent_id: str | None,
         stop: threading.Event,
+        store: EventStore,
     ) -> None:
         from noetlc.runtime.embedded import run_embedded
-        from noetlc.runtime.event_store import SQLiteStore
 
-        store = self.store
-        own = isinstance(store, SQLiteStore)
-        if isinstance(store, SQLiteStore):
-            store = SQLiteStore(store.path)  # its own connection
         try:
             if image is None:  # an execution the service left running: finish it
                 from noetlc.runtime.embedded import resume_embedded
@@ -182,10 +271,6 @@ class Engine:
             store.finish_execution(
                 execution_id, "failed", failed_summary(execution_id, error, events)
             )
-        finally:
-            if own:
-                store.close()
-            self._running.pop(execution_id, None)
 
     def provider(self, execution_id: str) -> Any:
         """The keychain provider of one execution: credential-store reads are recorded with
@@ -212,7 +297,10 @@ class Engine:
         """Close the API's connection. Executions still running here are not cancelled: they
         stop with the process and stay `running` in the store, where the next `noetl-vm
         serve` on the same store (or `noetl-vm resume ID`) finishes them: nothing that was
-        committed is lost or repeated."""
+        committed is lost or repeated. Idle workers leave and close their connections."""
+        with self._pool:
+            for _ in range(self._workers):
+                self._jobs.put(None)  # a busy worker leaves after its execution
         self.store.close()
 
 

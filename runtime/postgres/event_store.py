@@ -67,6 +67,19 @@ class PostgresStore:
     def offer(self, execution_id: str) -> None:
         self._call(self.db.owners.offer([execution_id]))
 
+    def submit(
+        self,
+        execution_id: str,
+        playbook: str,
+        *,
+        program: bytes,
+        workload: dict[str, Any],
+        parent_id: str | None = None,
+    ) -> None:
+        """`create_execution` then `offer`, in one transaction."""
+        requested = requested_event(execution_id, playbook, program, workload, parent_id)
+        self._call(self.db.events.submit(execution_id, playbook, parent_id, requested))
+
     def append(self, execution_id: str, events: Appendable) -> int:
         return len(self._call(self.db.events.append(execution_id, events)))
 

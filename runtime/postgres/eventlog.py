@@ -139,6 +139,29 @@ class PostgresEventLog:
 
         await with_retry(self._url, run)
 
+    async def submit(
+        self,
+        execution_id: str,
+        playbook: str,
+        parent_execution_id: str | None,
+        requested: Event,
+    ) -> None:
+        """A new execution, its first event (`requested`) and its offer to the servers
+        (`offer_executions`) in one transaction: one commit where the three statements one
+        after another took three (the service's `POST /api/execute`). Idempotent, like each
+        of them."""
+        rows = _unique([requested])
+
+        async def run() -> None:
+            async with self._pool.acquire() as conn, conn.transaction():
+                await conn.execute(
+                    q("create_execution"), execution_id, playbook, parent_execution_id
+                )
+                await conn.fetch(q("append_events"), execution_id, *envelope_arrays(rows))
+                await conn.fetch(q("offer_executions"), [execution_id])
+
+        await with_retry(self._url, run)
+
     async def append(
         self, execution_id: str, events: Sequence[Event | Mapping[str, Any]]
     ) -> list[tuple[str, int]]:

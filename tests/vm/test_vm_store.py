@@ -238,3 +238,21 @@ def test_the_default_store_folder_is_created_in_the_current_folder(
     with pytest.raises(StoreError) as caught:
         SQLiteStore(str(tmp_path / "deeper" / ".noetl" / "noetl.db"))
     assert caught.value.code == "NOE803"
+
+
+def test_none_fields_are_stored_as_null(tmp_path: Path) -> None:
+    """The SQLite store registers an adapter for None (runtime/event_store.py: the sqlite3
+    module's adaptation of None was 10 % of a logged run's instructions); what is bound is
+    still NULL, and reads give None back."""
+    path = str(tmp_path / "e.db")
+    s = SQLiteStore(path)
+    s.create_execution("x", "p")
+    s.append("x", [{"event_id": "e1", "name": "task.done", "payload": {"v": None}}])
+    (event,) = s.read("x")
+    assert event["step"] is None and event["iteration"] is None and event["payload"] == {"v": None}
+    s.close()
+    raw = sqlite3.connect(path)
+    row = raw.execute("SELECT step IS NULL, iteration IS NULL, action_id IS NULL FROM events")
+    assert row.fetchone() == (1, 1, 1)
+    assert raw.execute("SELECT ? IS NULL", (None,)).fetchone() == (1,)
+    raw.close()
