@@ -37,6 +37,7 @@ from urllib.parse import urlsplit
 import yaml
 
 from noetlc.bench import generators
+from noetlc.ir.events import EventName
 
 SERVER_ENV = "NOETLC_BENCH_NOETL_SERVER"
 PIDS_ENV = "NOETLC_BENCH_NOETL_PIDS"
@@ -264,8 +265,9 @@ def summary(runs: list[Run]) -> dict[str, Any]:
 
 # ------------------------------------------------------------- where ours spends a step
 
-STARTS = ("step.scheduled", "loop.iteration.started")
-ENDS = ("step.done", "loop.iteration.done")
+STARTS = (EventName.STEP_SCHEDULED.value, EventName.LOOP_ITERATION_STARTED.value)
+ENDS = (EventName.STEP_DONE.value, EventName.LOOP_ITERATION_DONE.value)
+TASK_STARTED = EventName.TASK_STARTED.value
 LEGS = ("pick-up", "task", "server")  # the three legs of a step through the queue
 
 
@@ -282,7 +284,7 @@ def legs(events: list[tuple[str, float]]) -> dict[str, float]:
             if done is not None:
                 found["server"].append(ts - done)
             scheduled, started, done = ts, None, None
-        elif name == "task.started" and scheduled is not None:
+        elif name == TASK_STARTED and scheduled is not None:
             found["pick-up"].append(ts - scheduled)
             started = ts
         elif name in ENDS and started is not None:
