@@ -13,7 +13,8 @@ Run: `python -m bench -k service` (or `pytest bench/test_bench_service.py -m ben
   (seen through the API with one list query, `GET /api/executions?status=RUNNING&path=…`,
   every 10 ms after the last submit; that each completed is checked after the clock), against
   the same N started in-process through the engine. The detail gives the submits/s of the
-  POSTs alone and the service process's CPU per submit.
+  POSTs alone and the service process's CPU per submit. Two rows per mode: one client posting
+  one after another, and four clients (a connection each) posting at once.
 * the 100-step noop chain and the 100-iteration noop loop through the NoETL client from PyPI
   (its own virtualenv): `noetl run PATH -r distributed --json`, then `noetl status ID --json`
   every 10 ms until completed; the time from the start of `noetl run` to the first status
@@ -31,6 +32,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -242,7 +244,31 @@ def _ended(client: httpx.Client, path: str) -> dict[str, str]:
         page += 1
 
 
-def test_executes_per_second(benchmark: Any, served: tuple[str, Served, str]) -> None:
+def _post_all(base_url: str, path: str, n: int, clients: int) -> list[str]:
+    """`n` executes of `path`, split over `clients` threads with a connection each, every
+    thread posting one after another; the execution ids."""
+
+    def one(count: int) -> list[str]:
+        with httpx.Client(base_url=base_url, timeout=60) as client:
+            return [
+                client.post("/api/execute", json={"path": path}).json()["execution_id"]
+                for _ in range(count)
+            ]
+
+    if clients == 1:
+        return one(n)
+    shares = [n // clients + (1 if k < n % clients else 0) for k in range(clients)]
+    with ThreadPoolExecutor(max_workers=clients) as pool:
+        return [i for part in pool.map(one, shares) for i in part]
+
+
+# 1: one client posting one after another (the figure's history); 4: four clients at once,
+# as several users or a script with a few connections submit
+CLIENTS = [1, 4]
+
+
+@pytest.mark.parametrize("clients", CLIENTS, ids=[f"{c}-client" for c in CLIENTS])
+def test_executes_per_second(benchmark: Any, served: tuple[str, Served, str], clients: int) -> None:
     mode, server, db = served
     n = 40 if quick() else 1_000
     posted: list[float] = []
@@ -254,10 +280,7 @@ def test_executes_per_second(benchmark: Any, served: tuple[str, Served, str]) ->
         def through_api() -> float:
             cpu = _cpu_seconds(server.proc.pid)
             started = time.perf_counter()
-            ids[:] = [
-                client.post("/api/execute", json={"path": path}).json()["execution_id"]
-                for _ in range(n)
-            ]
+            ids[:] = _post_all(server.url, path, n, clients)
             posted.append(n / (time.perf_counter() - started))
             server_cpu.append((_cpu_seconds(server.proc.pid) - cpu) / n)
             deadline = time.monotonic() + 120
@@ -283,15 +306,17 @@ def test_executes_per_second(benchmark: Any, served: tuple[str, Served, str]) ->
             direct_rate = n / (time.perf_counter() - started)
         finally:
             engine.close()
+    how = "started one after another" if clients == 1 else f"posted by {clients} clients at once"
     record(
         benchmark,
-        figure=f"service {mode}: executes/s through the API",
+        figure=f"service {mode}: executes/s through the API"
+        + ("" if clients == 1 else f", {clients} concurrent clients"),
         value=api_rate,
         unit="jobs/s",
         better="higher",
         against="the same executions started in-process",
         against_value=direct_rate,
-        fair=f"{n} one-step noop executions each, started one after another, until all ended"
+        fair=f"{n} one-step noop executions each, {how}, until all ended"
         " (through the API: one list query per 10 ms after the last submit)",
         target=target("value", ">=", 500, "target: 1,000 submits ≥ 500/s") if not quick() else None,
         group="service",
