@@ -14,14 +14,21 @@ from collections.abc import Collection, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
+from noetlc.ir.events import EventName
 from noetlc.runtime.queue import DEFAULT_POOL, ExecutionOwnership, JobQueue, JobSpec, Lease
-from noetlc.vm.protocol import Event
+from noetlc.vm.protocol import INPUT_NAMES, Event
 
 ANY_KEY = "*"  # a waiter for every key of a channel
 
-# the wake-up channels: leasable jobs (key: the pool), claimable executions, new events (key:
-# the execution)
+# the wake-up channels: leasable jobs (key: the pool), claimable executions, new events a
+# server reads (key: the execution), and new events no server reads (`PROGRESS`: a task
+# started; key: the execution) — followers of a log wait for both, servers for `EVENTS` only
 JOBS, EXECUTIONS, EVENTS = "noetl_jobs", "noetl_executions", "noetl_events"
+PROGRESS = "noetl_progress"
+
+# the events a server reads of its executions' logs: the VM's inputs and the cancel requests
+# (an append with none of them notifies `PROGRESS`; migration 0010 lists the same names)
+SERVER_READS = INPUT_NAMES | {EventName.CANCEL_REQUESTED.value}
 
 EventLike = Event | Mapping[str, Any]
 
@@ -147,10 +154,15 @@ class Notifications(Protocol):
 
     ignore_own: bool  # this process's own writes wake nobody here
 
-    async def ensure_listening(self) -> bool: ...
+    async def ensure_listening(self, *channels: str) -> bool:
+        """Listen to `channels` (none: every channel) from now on; False when unreachable."""
+        ...
 
-    def register(self, channel: str, key: str = ANY_KEY) -> asyncio.Event:
-        """Register before checking for work, so a wake-up in between is not lost."""
+    def register(
+        self, channel: str, key: str = ANY_KEY, event: asyncio.Event | None = None
+    ) -> asyncio.Event:
+        """Register before checking for work, so a wake-up in between is not lost (`event`:
+        one already registered for another channel, woken by either)."""
         ...
 
     def unregister(self, channel: str, key: str, event: asyncio.Event) -> None: ...
@@ -191,9 +203,12 @@ class Waiters:
         if any(k is keys for k in collectors):
             collectors[:] = [k for k in collectors if k is not keys]
 
-    def register(self, channel: str, key: str = ANY_KEY) -> asyncio.Event:
-        """Register before checking for work, so a wake-up in between is not lost."""
-        event = asyncio.Event()
+    def register(
+        self, channel: str, key: str = ANY_KEY, event: asyncio.Event | None = None
+    ) -> asyncio.Event:
+        """Register before checking for work, so a wake-up in between is not lost (`event`:
+        one already registered for another channel, woken by either)."""
+        event = event or asyncio.Event()
         self._waiters.setdefault((channel, key), set()).add(event)
         return event
 
@@ -253,6 +268,8 @@ __all__ = [
     "EVENTS",
     "EXECUTIONS",
     "JOBS",
+    "PROGRESS",
+    "SERVER_READS",
     "Backend",
     "BlockingResultStore",
     "Completion",

@@ -151,7 +151,7 @@ class Worker:
         """One transaction: pick, run what runs inline, commit; start the other leases;
         heartbeat; wait for running jobs or new work."""
         notes = self.db.notifications
-        await notes.ensure_listening()
+        await notes.ensure_listening(JOBS)
         # registered before the pick: an enqueue committed after it still wakes us
         woken = notes.register(JOBS, self.pool)
         try:

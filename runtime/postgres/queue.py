@@ -20,7 +20,7 @@ from typing import Any
 
 import asyncpg
 
-from noetlc.runtime.backend import ANY_KEY, Completion
+from noetlc.runtime.backend import ANY_KEY, EXECUTIONS, JOBS, Completion
 from noetlc.runtime.event_store import encode_payload as encode_json
 from noetlc.runtime.postgres.arrays import text_array
 from noetlc.runtime.postgres.connect import PgUrl, with_retry
@@ -238,8 +238,8 @@ class PostgresJobQueue:
         return {r["job_id"] for r in rows}
 
     async def wait_for_work(self, pool: str = DEFAULT_POOL, timeout: float = 1.0) -> bool:
-        await self._notes.ensure_listening()
-        event = self._notes.register("noetl_jobs", pool)
+        await self._notes.ensure_listening(JOBS)
+        event = self._notes.register(JOBS, pool)
         try:
             # Checked after registering: a job enqueued in between still wakes us.
             rows = await self._fetch(_NEXT_READY, pool)
@@ -253,7 +253,7 @@ class PostgresJobQueue:
                 return bool(next_ready <= timeout)
             return await self._notes.sleep_on(event, timeout)
         finally:
-            self._notes.unregister("noetl_jobs", pool, event)
+            self._notes.unregister(JOBS, pool, event)
 
     async def get(self, job_id: str) -> JobState | None:
         rows = await self._fetch(q("get_job"), job_id)
@@ -426,15 +426,15 @@ class PostgresOwnership:
         return Ownership(r["execution_id"], r["owner"], r["epoch"], r["expires_at"])
 
     async def wait_for_offers(self, timeout: float = 1.0) -> bool:
-        await self._notes.ensure_listening()
-        event = self._notes.register("noetl_executions", ANY_KEY)
+        await self._notes.ensure_listening(EXECUTIONS)
+        event = self._notes.register(EXECUTIONS, ANY_KEY)
         try:
             rows = await self._fetch(_CLAIMABLE)
             if rows[0][0]:
                 return True
             return await self._notes.sleep_on(event, timeout)
         finally:
-            self._notes.unregister("noetl_executions", ANY_KEY, event)
+            self._notes.unregister(EXECUTIONS, ANY_KEY, event)
 
     async def close(self) -> None:
         """The pool and the listener belong to the `Database` that made this object."""

@@ -194,7 +194,7 @@ CREATE TABLE task_logs (
 CREATE INDEX task_logs_execution ON task_logs (execution_id, seq);
 
 -- Idempotent, gap-free batched append that drops every event after a terminal one (0001,
--- 0002, 0008).
+-- 0002, 0008, 0010).
 CREATE FUNCTION noetl_append_events(
     p_execution_id text,
     p_event_ids    text[],
@@ -268,8 +268,17 @@ BEGIN
            AND e.name IN ('workflow.finished', 'execution.failed', 'execution.cancelled');
         UPDATE executions SET last_seq = v_last + v_added, ended_seq = v_terminal
          WHERE execution_id = p_execution_id;
-        -- Servers owning the execution wake up on this (payload: the execution id).
-        PERFORM pg_notify('noetl_events', p_execution_id);
+        -- Servers owning the execution wake up on `noetl_events` (payload: the execution
+        -- id) when the batch holds something a server reads (0010); a batch of progress
+        -- only (a task started or done) notifies `noetl_progress`, which followers of the
+        -- log listen to and servers do not.
+        IF p_names && ARRAY['step.done', 'step.failed', 'loop.iteration.done',
+                            'loop.iteration.failed', 'signal.received', 'timer.fired',
+                            'execution.cancelled', 'execution.cancel.requested'] THEN
+            PERFORM pg_notify('noetl_events', p_execution_id);
+        ELSE
+            PERFORM pg_notify('noetl_progress', p_execution_id);
+        END IF;
     END IF;
 END
 $$;
