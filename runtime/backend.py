@@ -114,11 +114,15 @@ class WorkerRound(Protocol):
         """Give picked jobs back unrun and unleased (no attempt spent): queued as before."""
         ...
 
-    async def finish(self, done: Sequence[Completion], ran: Sequence[Completion]) -> set[str]:
+    async def finish(
+        self, done: Sequence[Completion], ran: Sequence[Completion], idle: float = 0.0
+    ) -> set[str]:
         """Complete `done` (leased jobs) and `ran` (picked and run in this round) and append
         the events of the completions accepted; returns the accepted job ids. Fencing: a
         completion whose lease is no longer current (expired and re-queued or granted again,
-        or the job cancelled) is refused entirely, its events are not appended."""
+        or the job cancelled) is refused entirely, its events are not appended. `idle` > 0:
+        the worker sleeps after this round until a job comes: it asks to be the one woken
+        for the next job for that many seconds (a hint, `finish_and_lease`)."""
         ...
 
 
@@ -142,10 +146,13 @@ class RoundQueue(JobQueue, Protocol):
         pool: str = DEFAULT_POOL,
         limit: int = 1,
         ttl: float = 30.0,
+        idle: float = 0.0,
     ) -> tuple[set[str], list[Lease]]:
         """A round without inline jobs in one step: `finish(done, [])` (fenced, the events
         of the accepted completions appended) then `lease(owner, ...)`; all of it or nothing.
-        Returns (accepted job ids, new leases)."""
+        Returns (accepted job ids, new leases). `idle` > 0: when nothing is leased the worker
+        sleeps until a job comes, and asks to be woken for one (not every idle worker of the
+        pool) for that many seconds; 0: it will not sleep (a request it made is withdrawn)."""
         ...
 
 

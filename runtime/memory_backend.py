@@ -211,7 +211,9 @@ class MemoryWorkerRound:
     async def unpick(self, picked: Sequence[Lease]) -> None:
         await self._queue.release(picked)  # picking leased them: released, no attempt spent
 
-    async def finish(self, done: Sequence[Completion], ran: Sequence[Completion]) -> set[str]:
+    async def finish(
+        self, done: Sequence[Completion], ran: Sequence[Completion], idle: float = 0.0
+    ) -> set[str]:
         queue = self._queue
         log = queue.log
         assert log is not None
@@ -259,7 +261,10 @@ class MemoryRoundQueue(MemoryJobQueue):
         pool: str = DEFAULT_POOL,
         limit: int = 1,
         ttl: float = 30.0,
+        idle: float = 0.0,
     ) -> tuple[set[str], list[Lease]]:
+        # `idle` registers a waiter in PostgreSQL (one worker woken per job); one process
+        # wakes every waiter of the pool
         accepted = await MemoryWorkerRound(self, owner, pool, ttl).finish(done, [])
         return accepted, await self.lease(owner, pool=pool, limit=limit, ttl=ttl)
 

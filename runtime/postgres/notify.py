@@ -31,6 +31,8 @@ class Notifications(Waiters):
         self._url = url
         self._conn: asyncpg.Connection | None = None
         self._channels: set[str] = set()  # listened to (again after a reconnection)
+        # a worker's own wake-up channel -> the channel its notifications wake (`noetl_jobs`)
+        self._aliases: dict[str, str] = {}
         self._connecting = asyncio.Lock()
         self.received = 0  # notifications seen (tests and diagnostics)
         # backends of this process's pool: with `ignore_own`, their notifications wake nobody
@@ -67,6 +69,12 @@ class Notifications(Waiters):
             self._conn = conn
             return True
 
+    async def listen_as(self, channel: str, alias: str) -> bool:
+        """Listen to `channel` and wake its notifications' waiters as `alias`'s (a worker's
+        own wake-up channel, whose notifications are the pool's `noetl_jobs`)."""
+        self._aliases[channel] = alias
+        return await self.ensure_listening(channel)
+
     async def own(self, conn: asyncpg.Connection) -> None:
         """The pool's `init`: remember the backend of each of our connections."""
         self.own_pids.add(conn.get_server_pid())
@@ -75,7 +83,7 @@ class Notifications(Waiters):
         self.received += 1
         if self.ignore_own and pid in self.own_pids:
             return
-        self.wake(channel, payload)
+        self.wake(self._aliases.get(channel, channel), payload)
 
     async def close(self) -> None:
         conn, self._conn = self._conn, None
