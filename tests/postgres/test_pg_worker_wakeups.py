@@ -164,3 +164,30 @@ async def test_a_worker_registers_while_it_sleeps_and_withdraws_when_it_stops(wo
         stop.set()
         await asyncio.wait_for(running, 30)
     assert await registered() == []
+
+
+async def test_a_round_transaction_withdraws_and_does_not_register(workers):
+    """A worker in a stream of inline jobs finishes them in round transactions, which do not
+    register it (measured: costly, and such enqueues wake the pool anyway) but withdraw the
+    registration of its earlier one-statement round; its next one-statement round registers
+    again."""
+    from noetlc.runtime.worker import Worker
+
+    a, _, server = workers
+    worker = Worker(a, owner="wa", concurrency=2, ttl=5.0, poll=0.05)
+
+    async def registered() -> list[str]:
+        async with server.pool.acquire() as conn:
+            return [r[0] for r in await conn.fetch("SELECT owner FROM job_waiters")]
+
+    try:
+        await worker._round()  # a one-statement round that finds nothing: registered
+        assert await registered() == ["wa"]
+        worker._inline_seen = worker._burst = True  # as after a full pick of inline jobs
+        await worker._round()  # a round transaction: withdrawn, not registered again
+        assert await registered() == []
+        await worker._round()  # the pick was not full: one statement again, registered
+        assert await registered() == ["wa"]
+    finally:
+        worker.threads.shutdown(wait=False)
+        worker.results.close()
