@@ -14,14 +14,21 @@ from collections.abc import Collection, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
+from noetlc.ir.events import EventName
 from noetlc.runtime.queue import DEFAULT_POOL, ExecutionOwnership, JobQueue, JobSpec, Lease
-from noetlc.vm.protocol import Event
+from noetlc.vm.protocol import INPUT_NAMES, Event
 
 ANY_KEY = "*"  # a waiter for every key of a channel
 
-# the wake-up channels: leasable jobs (key: the pool), claimable executions, new events (key:
-# the execution)
+# the wake-up channels: leasable jobs (key: the pool), claimable executions, new events a
+# server reads (key: the execution), and new events no server reads (`PROGRESS`: a task
+# started; key: the execution) — followers of a log wait for both, servers for `EVENTS` only
 JOBS, EXECUTIONS, EVENTS = "noetl_jobs", "noetl_executions", "noetl_events"
+PROGRESS = "noetl_progress"
+
+# the events a server reads of its executions' logs: the VM's inputs and the cancel requests
+# (an append with none of them notifies `PROGRESS`; migration 0010 lists the same names)
+SERVER_READS = INPUT_NAMES | {EventName.CANCEL_REQUESTED.value}
 
 EventLike = Event | Mapping[str, Any]
 
@@ -107,11 +114,15 @@ class WorkerRound(Protocol):
         """Give picked jobs back unrun and unleased (no attempt spent): queued as before."""
         ...
 
-    async def finish(self, done: Sequence[Completion], ran: Sequence[Completion]) -> set[str]:
+    async def finish(
+        self, done: Sequence[Completion], ran: Sequence[Completion], idle: float = 0.0
+    ) -> set[str]:
         """Complete `done` (leased jobs) and `ran` (picked and run in this round) and append
         the events of the completions accepted; returns the accepted job ids. Fencing: a
         completion whose lease is no longer current (expired and re-queued or granted again,
-        or the job cancelled) is refused entirely, its events are not appended."""
+        or the job cancelled) is refused entirely, its events are not appended. `idle` > 0:
+        the worker sleeps after this round until a job comes: it asks to be the one woken
+        for the next job for that many seconds (a hint, `finish_and_lease`)."""
         ...
 
 
@@ -135,10 +146,13 @@ class RoundQueue(JobQueue, Protocol):
         pool: str = DEFAULT_POOL,
         limit: int = 1,
         ttl: float = 30.0,
+        idle: float = 0.0,
     ) -> tuple[set[str], list[Lease]]:
         """A round without inline jobs in one step: `finish(done, [])` (fenced, the events
         of the accepted completions appended) then `lease(owner, ...)`; all of it or nothing.
-        Returns (accepted job ids, new leases)."""
+        Returns (accepted job ids, new leases). `idle` > 0: when nothing is leased the worker
+        sleeps until a job comes, and asks to be woken for one (not every idle worker of the
+        pool) for that many seconds; 0: it will not sleep (a request it made is withdrawn)."""
         ...
 
 
@@ -147,10 +161,15 @@ class Notifications(Protocol):
 
     ignore_own: bool  # this process's own writes wake nobody here
 
-    async def ensure_listening(self) -> bool: ...
+    async def ensure_listening(self, *channels: str) -> bool:
+        """Listen to `channels` (none: every channel) from now on; False when unreachable."""
+        ...
 
-    def register(self, channel: str, key: str = ANY_KEY) -> asyncio.Event:
-        """Register before checking for work, so a wake-up in between is not lost."""
+    def register(
+        self, channel: str, key: str = ANY_KEY, event: asyncio.Event | None = None
+    ) -> asyncio.Event:
+        """Register before checking for work, so a wake-up in between is not lost (`event`:
+        one already registered for another channel, woken by either)."""
         ...
 
     def unregister(self, channel: str, key: str, event: asyncio.Event) -> None: ...
@@ -191,9 +210,12 @@ class Waiters:
         if any(k is keys for k in collectors):
             collectors[:] = [k for k in collectors if k is not keys]
 
-    def register(self, channel: str, key: str = ANY_KEY) -> asyncio.Event:
-        """Register before checking for work, so a wake-up in between is not lost."""
-        event = asyncio.Event()
+    def register(
+        self, channel: str, key: str = ANY_KEY, event: asyncio.Event | None = None
+    ) -> asyncio.Event:
+        """Register before checking for work, so a wake-up in between is not lost (`event`:
+        one already registered for another channel, woken by either)."""
+        event = event or asyncio.Event()
         self._waiters.setdefault((channel, key), set()).add(event)
         return event
 
@@ -253,6 +275,8 @@ __all__ = [
     "EVENTS",
     "EXECUTIONS",
     "JOBS",
+    "PROGRESS",
+    "SERVER_READS",
     "Backend",
     "BlockingResultStore",
     "Completion",

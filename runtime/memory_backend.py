@@ -22,6 +22,8 @@ from noetlc.runtime.backend import (
     EVENTS,
     EXECUTIONS,
     JOBS,
+    PROGRESS,
+    SERVER_READS,
     Completion,
     EventLike,
     Waiters,
@@ -40,7 +42,7 @@ class MemoryNotifications(Waiters):
     def notify(self, channel: str, key: str) -> None:
         self.wake(channel, key)
 
-    async def ensure_listening(self) -> bool:
+    async def ensure_listening(self, *channels: str) -> bool:
         return True
 
 
@@ -118,7 +120,9 @@ class MemoryEventLog:
             stored.append((event_id, seq))
         if stored:
             record["last_seq"] = len(log)
-            self._notes.notify(EVENTS, execution_id)
+            # as PostgreSQL's append: a batch with nothing a server reads wakes no server
+            reads = any(str(e.get("name")) in SERVER_READS for e in log[-len(stored) :])
+            self._notes.notify(EVENTS if reads else PROGRESS, execution_id)
         return stored
 
     async def append(self, execution_id: str, events: Sequence[EventLike]) -> list[tuple[str, int]]:
@@ -175,6 +179,7 @@ class MemoryEventLog:
 
     async def wait_for_events(self, execution_id: str, after_seq: int, timeout: float) -> bool:
         event = self._notes.register(EVENTS, execution_id)
+        self._notes.register(PROGRESS, execution_id, event)
         try:
             record = self._executions.get(execution_id)
             if record is not None and record["last_seq"] > after_seq:
@@ -182,6 +187,7 @@ class MemoryEventLog:
             return await self._notes.sleep_on(event, timeout)
         finally:
             self._notes.unregister(EVENTS, execution_id, event)
+            self._notes.unregister(PROGRESS, execution_id, event)
 
 
 class MemoryWorkerRound:
@@ -205,7 +211,9 @@ class MemoryWorkerRound:
     async def unpick(self, picked: Sequence[Lease]) -> None:
         await self._queue.release(picked)  # picking leased them: released, no attempt spent
 
-    async def finish(self, done: Sequence[Completion], ran: Sequence[Completion]) -> set[str]:
+    async def finish(
+        self, done: Sequence[Completion], ran: Sequence[Completion], idle: float = 0.0
+    ) -> set[str]:
         queue = self._queue
         log = queue.log
         assert log is not None
@@ -253,7 +261,10 @@ class MemoryRoundQueue(MemoryJobQueue):
         pool: str = DEFAULT_POOL,
         limit: int = 1,
         ttl: float = 30.0,
+        idle: float = 0.0,
     ) -> tuple[set[str], list[Lease]]:
+        # `idle` registers a waiter in PostgreSQL (one worker woken per job); one process
+        # wakes every waiter of the pool
         accepted = await MemoryWorkerRound(self, owner, pool, ttl).finish(done, [])
         return accepted, await self.lease(owner, pool=pool, limit=limit, ttl=ttl)
 

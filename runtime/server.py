@@ -24,7 +24,7 @@ from functools import partial
 from typing import Any
 
 from noetlc.ir.events import EventName
-from noetlc.runtime.backend import ANY_KEY, EVENTS, EXECUTIONS, Backend
+from noetlc.runtime.backend import ANY_KEY, EVENTS, EXECUTIONS, SERVER_READS, Backend
 from noetlc.runtime.bundles import PER_JOB, SPREAD, covering_jobs
 from noetlc.runtime.cluster import RETRYABLE, new_owner, warn_retrying
 from noetlc.runtime.driver import REQUESTED, Driver, program_from_requested
@@ -33,7 +33,6 @@ from noetlc.runtime.reaper import reap_expired
 from noetlc.runtime.server_commit import ServerCommits, log
 from noetlc.runtime.server_state import (
     ROUND_SLICE,
-    SERVER_READS,
     STEP_DEADLINE,
     Owned,
     StepDeadline,
@@ -106,7 +105,7 @@ class Server(ServerCommits):
         keeper = asyncio.create_task(self._keep_leases(stop))
         try:
             while not stop.is_set():
-                await notes.ensure_listening()  # again after the database came back
+                await notes.ensure_listening(EVENTS, EXECUTIONS)  # again after a reconnection
                 wake_events = notes.register(EVENTS, ANY_KEY)
                 wake_offers = notes.register(EXECUTIONS, ANY_KEY)
                 self._wake.clear()

@@ -14,7 +14,7 @@ from noetlc.runtime.bundles import BundleIndex
 from noetlc.runtime.driver import Driver
 from noetlc.runtime.timers import Timers
 from noetlc.vm.control import ControlVM
-from noetlc.vm.protocol import INPUT_NAMES, Command, CommandKind, Event, is_input
+from noetlc.vm.protocol import Command, CommandKind, Event, is_input
 
 STEP_DEADLINE = 30.0  # seconds one VM step (a batch of inputs, or a replay) may take
 
@@ -61,8 +61,6 @@ INLINE_ACTIONS = 1000
 SHRUNK = frozenset({EventName.TASK_DONE, EventName.STEP_DONE, EventName.LOOP_ITERATION_DONE})
 
 
-# what a server reads of its executions' logs: the VM's inputs and the cancel requests
-SERVER_READS = INPUT_NAMES | {EventName.CANCEL_REQUESTED.value}
 _CANCEL_REQUESTED = EventName.CANCEL_REQUESTED.value
 
 

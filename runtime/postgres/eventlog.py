@@ -20,6 +20,7 @@ from typing import Any
 
 import asyncpg
 
+from noetlc.runtime.backend import EVENTS, PROGRESS, SERVER_READS
 from noetlc.runtime.event_store import encode_payload as encode_json
 from noetlc.runtime.postgres.arrays import (
     ENVELOPE_NUMBERS,
@@ -341,16 +342,19 @@ class PostgresEventLog:
 
     async def wait_for_events(self, execution_id: str, after_seq: int, timeout: float) -> bool:
         """Sleep until the execution has events after `after_seq` (True) or `timeout` passed;
-        woken by the NOTIFY that every append sends (`noetl_events`, the execution id)."""
-        await self._notes.ensure_listening()
-        event = self._notes.register("noetl_events", execution_id)
+        woken by the NOTIFY that every append sends (`noetl_events` or `noetl_progress`, the
+        execution id)."""
+        await self._notes.ensure_listening(EVENTS, PROGRESS)
+        event = self._notes.register(EVENTS, execution_id)
+        self._notes.register(PROGRESS, execution_id, event)
         try:
             record = await self.execution(execution_id)
             if record is not None and record["last_seq"] > after_seq:
                 return True
             return await self._notes.sleep_on(event, timeout)
         finally:
-            self._notes.unregister("noetl_events", execution_id, event)
+            self._notes.unregister(EVENTS, execution_id, event)
+            self._notes.unregister(PROGRESS, execution_id, event)
 
 
 def _never_created(execution_id: str) -> DatabaseError:
@@ -419,7 +423,8 @@ async def _append_copy(
             last + len(records),
             terminal,
         )
-        await conn.execute("SELECT pg_notify('noetl_events', $1)", execution_id)
+        channel = EVENTS if any(r[_NAME] in SERVER_READS for r in fresh) else PROGRESS
+        await conn.execute("SELECT pg_notify($1, $2)", channel, execution_id)
     return [(r[2], r[1]) for r in records]
 
 

@@ -13,6 +13,7 @@ worker whose jobs run in threads), `append_fenced` one statement too.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -20,7 +21,7 @@ from typing import Any
 
 import asyncpg
 
-from noetlc.runtime.backend import ANY_KEY, Completion
+from noetlc.runtime.backend import ANY_KEY, EXECUTIONS, JOBS, Completion
 from noetlc.runtime.event_store import encode_payload as encode_json
 from noetlc.runtime.postgres.arrays import text_array
 from noetlc.runtime.postgres.connect import PgUrl, with_retry
@@ -141,20 +142,31 @@ class PostgresJobQueue:
         pool: str = DEFAULT_POOL,
         limit: int = 1,
         ttl: float = 30.0,
+        idle: float = 0.0,
     ) -> tuple[set[str], list[Lease]]:
         """A round without a transaction: complete `done` (fenced, with their events) and
         lease up to `limit` jobs in one statement, sent in autocommit — one statement and
         one commit where a round transaction costs BEGIN, a pick, a lease, the finish and
         COMMIT. Not retried: a lease whose answer was lost expires and is re-queued, and a
-        completion whose answer was lost is refused when sent again (the job is done)."""
-        if not done and limit <= 0:
-            return set(), []
+        completion whose answer was lost is refused when sent again (the job is done).
+        `idle` > 0: if nothing is leased, the worker is registered as waiting (`waiter`);
+        nothing to finish or lease: only a registration is withdrawn (a worker stopping)."""
+        channel = await self.waiter(owner) if idle > 0 else None
         rows = await self._fetch(
             q("finish_and_lease_jobs"),
-            *_finish_args(done, [], owner, pool, limit, ttl),
+            *_finish_args(done, [], owner, pool, limit, ttl, channel, idle),
             retry=False,
         )
         return _finished(rows)
+
+    async def waiter(self, owner: str) -> str | None:
+        """`owner`'s own wake-up channel, listened to (its notifications wake the waiters
+        of `noetl_jobs`): a worker that sleeps for want of jobs registers it in the statement
+        that found none (`finish_and_lease_jobs`), and an enqueue wakes one registered worker
+        per job instead of every listener of the pool (0011). None when the listening
+        connection is down: the worker does not register, the pool's channel still wakes it."""
+        channel = "noetl_w_" + hashlib.sha1(owner.encode()).hexdigest()[:24]
+        return channel if await self._notes.listen_as(channel, JOBS) else None
 
     @asynccontextmanager
     async def round(
@@ -165,7 +177,7 @@ class PostgresJobQueue:
         on an error — the jobs picked or leased in it go back to the queue, nothing was
         finished."""
         async with self._pool.acquire() as conn, conn.transaction():
-            yield WorkerRound(conn, owner, pool, ttl)
+            yield WorkerRound(conn, owner, pool, ttl, self)
 
     async def complete(
         self, leases: Sequence[Lease], *, status: FinalStatus = "done", error: str | None = None
@@ -238,8 +250,8 @@ class PostgresJobQueue:
         return {r["job_id"] for r in rows}
 
     async def wait_for_work(self, pool: str = DEFAULT_POOL, timeout: float = 1.0) -> bool:
-        await self._notes.ensure_listening()
-        event = self._notes.register("noetl_jobs", pool)
+        await self._notes.ensure_listening(JOBS)
+        event = self._notes.register(JOBS, pool)
         try:
             # Checked after registering: a job enqueued in between still wakes us.
             rows = await self._fetch(_NEXT_READY, pool)
@@ -253,7 +265,7 @@ class PostgresJobQueue:
                 return bool(next_ready <= timeout)
             return await self._notes.sleep_on(event, timeout)
         finally:
-            self._notes.unregister("noetl_jobs", pool, event)
+            self._notes.unregister(JOBS, pool, event)
 
     async def get(self, job_id: str) -> JobState | None:
         rows = await self._fetch(q("get_job"), job_id)
@@ -287,10 +299,13 @@ def _state(r: asyncpg.Record) -> JobState:
 class WorkerRound:
     """The statements of a worker's round transaction (see `PostgresJobQueue.round`)."""
 
-    __slots__ = ("_after", "_conn", "owner", "pool", "ttl")
+    __slots__ = ("_after", "_conn", "_queue", "owner", "pool", "ttl")
 
-    def __init__(self, conn: asyncpg.Connection, owner: str, pool: str, ttl: float) -> None:
+    def __init__(
+        self, conn: asyncpg.Connection, owner: str, pool: str, ttl: float, queue: PostgresJobQueue
+    ) -> None:
         self._conn = conn
+        self._queue = queue
         # the last queue_seq picked: our own row locks do not make SKIP LOCKED skip them
         self._after = 0
         self.owner = owner
@@ -321,19 +336,18 @@ class WorkerRound:
         """Nothing to write: a picked job is only row-locked, and the lock ends with the
         transaction (this round passes it by: its picks start after the last one)."""
 
-    async def finish(self, done: Sequence[Completion], ran: Sequence[Completion]) -> set[str]:
+    async def finish(
+        self, done: Sequence[Completion], ran: Sequence[Completion], idle: float = 0.0
+    ) -> set[str]:
         """Complete `done` (leased jobs; current lease holders only) and `ran` (jobs picked
         and run in this transaction), and append the events of the completions accepted, in
         one statement: jobs first, the executions' counter rows last (0002). A completion
         whose lease is no longer current, or whose job was cancelled meanwhile, is refused
-        with its events (0003)."""
-        if not done and not ran:
-            return set()
-        accepted, _ = _finished(
-            await self._conn.fetch(
-                q("finish_and_lease_jobs"), *_finish_args(done, ran, self.owner, self.pool, 0, 0.0)
-            )
-        )
+        with its events (0003). `idle` > 0: the worker sleeps after this round, registered
+        as waiting (`PostgresJobQueue.waiter`); 0: any registration of it is withdrawn."""
+        channel = await self._queue.waiter(self.owner) if idle > 0 else None
+        args = _finish_args(done, ran, self.owner, self.pool, 0, 0.0, channel, idle)
+        accepted, _ = _finished(await self._conn.fetch(q("finish_and_lease_jobs"), *args))
         return accepted
 
 
@@ -344,9 +358,12 @@ def _finish_args(
     pool: str,
     limit: int,
     ttl: float,
+    channel: str | None = None,
+    idle: float = 0.0,
 ) -> list[Any]:
     """`finish_and_lease_jobs`' parameters: the completions (leased jobs, `done`, and jobs
-    picked and run in the same transaction, `ran`), their events, the lease to take."""
+    picked and run in the same transaction, `ran`), their events, the lease to take, and
+    the worker's wake-up channel when it will wait for jobs (for `idle` seconds)."""
     return [
         text_array([d.job_id for d, _ in done]),
         text_array([d.lease_id for d, _ in done]),
@@ -359,6 +376,8 @@ def _finish_args(
         pool,
         limit,
         float(ttl),
+        channel,
+        float(idle),
     ]
 
 
@@ -426,15 +445,15 @@ class PostgresOwnership:
         return Ownership(r["execution_id"], r["owner"], r["epoch"], r["expires_at"])
 
     async def wait_for_offers(self, timeout: float = 1.0) -> bool:
-        await self._notes.ensure_listening()
-        event = self._notes.register("noetl_executions", ANY_KEY)
+        await self._notes.ensure_listening(EXECUTIONS)
+        event = self._notes.register(EXECUTIONS, ANY_KEY)
         try:
             rows = await self._fetch(_CLAIMABLE)
             if rows[0][0]:
                 return True
             return await self._notes.sleep_on(event, timeout)
         finally:
-            self._notes.unregister("noetl_executions", ANY_KEY, event)
+            self._notes.unregister(EXECUTIONS, ANY_KEY, event)
 
     async def close(self) -> None:
         """The pool and the listener belong to the `Database` that made this object."""

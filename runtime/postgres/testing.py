@@ -23,7 +23,7 @@ T = TypeVar("T")
 
 DEFAULT_TEST_DSN = "postgresql://postgres@127.0.0.1:5432/postgres"
 # Tables emptied between tests sharing one schema (children before parents).
-TABLES = ("events", "executions", "jobs", "execution_owners", "results")
+TABLES = ("events", "executions", "jobs", "execution_owners", "results", "job_waiters")
 
 
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:

@@ -24,9 +24,9 @@ async def db(pg_url):
     await database.close()
 
 
-def evs(prefix: str, n: int, start: int = 0) -> list[dict]:
+def evs(prefix: str, n: int, start: int = 0, name: str = "task.done") -> list[dict]:
     return [
-        {"event_id": f"{prefix}{i}", "name": "task.done", "step": "s", "payload": {"i": i}}
+        {"event_id": f"{prefix}{i}", "name": name, "step": "s", "payload": {"i": i}}
         for i in range(start, start + n)
     ]
 
@@ -280,12 +280,13 @@ async def test_own_notifications_can_be_ignored(db, pg_url):
         await db.events.create_execution("y", "p")
         woken_x = notes.register("noetl_events", "x")
         woken_y = notes.register("noetl_events", "y")
-        await db.events.append("x", evs("own", 1))  # our own append: nobody wakes
-        await other.events.append("y", evs("theirs", 1))
+        # events a server reads (a task's progress notifies another channel)
+        await db.events.append("x", evs("own", 1, name="step.done"))  # ours: nobody wakes
+        await other.events.append("y", evs("theirs", 1, name="step.done"))
         # notifications arrive in commit order: once y's is here, x's was seen and ignored
         assert await notes.sleep_on(woken_y, 15)
         assert not woken_x.is_set()
-        await other.events.append("x", evs("theirs", 1))
+        await other.events.append("x", evs("theirs", 1, name="step.done"))
         assert await notes.sleep_on(woken_x, 15)
     finally:
         await other.close()

@@ -1,5 +1,7 @@
--- The job queue. Every state change that makes a job leasable notifies `noetl_jobs` with the
--- pool as payload (delivered at commit), so idle workers wake up without polling.
+-- The job queue. Every state change that makes a job leasable notifies (delivered at commit),
+-- so idle workers wake up without polling: an enqueue wakes one registered idle worker per job
+-- on its own channel (`noetl_wake_workers`, 0011) and the pool's `noetl_jobs` (payload: the
+-- pool) when there are fewer of them than jobs; a release or a reap notifies `noetl_jobs`.
 
 -- name: enqueue_jobs
 WITH incoming AS (
@@ -13,10 +15,10 @@ WITH incoming AS (
       FROM incoming
     ON CONFLICT (job_id) DO NOTHING
     RETURNING pool
-), notified AS (
-    SELECT pg_notify('noetl_jobs', p.pool) FROM (SELECT DISTINCT pool FROM stored) p
+), woken AS (
+    SELECT noetl_wake_workers(array_agg(pool)) AS n FROM stored
 )
-SELECT (SELECT count(*) FROM stored) AS inserted, (SELECT count(*) FROM notified) AS pools;
+SELECT (SELECT count(*) FROM stored) AS inserted, (SELECT n FROM woken) AS woken;
 
 -- name: lease_jobs
 -- Oldest leasable jobs of one pool; SKIP LOCKED lets concurrent workers take disjoint sets.
@@ -201,6 +203,9 @@ RETURNING j.job_id, j.execution_id, j.action_id, j.pool, j.payload::text AS payl
 -- the finish takes the lock count as an argument, so it runs after; the lease's one-time
 -- filter reads the finish's count, so it runs last. The two updates touch disjoint rows
 -- (leased or queued jobs), and the lease skips locked rows: it waits for nobody.
+-- $24: the worker's wake-up channel when it will sleep unless this statement leases something
+-- (it registers in job_waiters until $25 seconds from now, 0011); NULL: it will not sleep,
+-- and a registration of its is taken back.
 WITH locked AS (
     SELECT count(*) AS n
       FROM (SELECT job_id FROM jobs
@@ -234,6 +239,22 @@ WITH locked AS (
     RETURNING j.job_id, j.execution_id, j.action_id, j.pool, j.payload::text AS payload,
               j.attempt, j.max_attempts, j.lease_owner, j.lease_id::text AS lease_id,
               extract(epoch FROM j.lease_expires_at)::float8 AS lease_expires_at, j.queue_seq
+), quick AS (
+    -- a statement that only leases commits without waiting for the WAL flush: a lease lost
+    -- to a crash of PostgreSQL is a job queued again, whose holder's finish is refused
+    -- (fenced) — the finish, with the job's events, is durable, and its flush covers the
+    -- lease's WAL as well
+    SELECT set_config('synchronous_commit', 'off', true) AS was
+     WHERE cardinality($1::text::text[]) = 0 AND cardinality($3::text::text[]) = 0
+), waiting AS (
+    INSERT INTO job_waiters (owner, pool, channel, expires_at)
+    SELECT $4, $21, $24, now() + make_interval(secs => $25)
+     WHERE $24::text IS NOT NULL AND NOT EXISTS (SELECT 1 FROM leased)
+    ON CONFLICT (owner) DO UPDATE
+       SET pool = EXCLUDED.pool, channel = EXCLUDED.channel, expires_at = EXCLUDED.expires_at
+), busy AS (
+    DELETE FROM job_waiters
+     WHERE owner = $4 AND ($24::text IS NULL OR EXISTS (SELECT 1 FROM leased))
 )
 SELECT true AS was_completed, f.out_job_id AS job_id, NULL AS execution_id,
        NULL AS action_id, NULL AS pool, NULL AS payload, NULL::integer AS attempt,
@@ -243,7 +264,8 @@ SELECT true AS was_completed, f.out_job_id AS job_id, NULL AS execution_id,
 UNION ALL
 SELECT false, l.job_id, l.execution_id, l.action_id, l.pool, l.payload, l.attempt,
        l.max_attempts, l.lease_owner, l.lease_id, l.lease_expires_at, l.queue_seq
-  FROM leased l;
+  FROM leased l
+ WHERE (SELECT count(*) FROM quick) >= 0;
 
 -- name: append_fenced
 -- A worker appending a finished task's events before its job completes, only while it holds

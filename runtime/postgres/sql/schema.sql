@@ -95,6 +95,15 @@ CREATE INDEX jobs_leased ON jobs (lease_expires_at) WHERE status = 'leased';
 -- only the jobs still queued or leased (0006): what cancelling an execution's jobs looks for
 CREATE INDEX jobs_execution_live ON jobs (execution_id) WHERE status IN ('queued', 'leased');
 
+-- Idle workers waiting for jobs, each with a channel of its own (0011): an enqueue wakes one
+-- per job. Hints only: unlogged.
+CREATE UNLOGGED TABLE job_waiters (
+    owner      text PRIMARY KEY,
+    pool       text NOT NULL,
+    channel    text NOT NULL,
+    expires_at timestamptz NOT NULL
+);
+
 -- Which server runs an execution's control VM. `epoch` grows on every change of owner: a
 -- fencing token a server can present with its writes.
 CREATE TABLE execution_owners (
@@ -194,7 +203,7 @@ CREATE TABLE task_logs (
 CREATE INDEX task_logs_execution ON task_logs (execution_id, seq);
 
 -- Idempotent, gap-free batched append that drops every event after a terminal one (0001,
--- 0002, 0008).
+-- 0002, 0008, 0010).
 CREATE FUNCTION noetl_append_events(
     p_execution_id text,
     p_event_ids    text[],
@@ -268,8 +277,17 @@ BEGIN
            AND e.name IN ('workflow.finished', 'execution.failed', 'execution.cancelled');
         UPDATE executions SET last_seq = v_last + v_added, ended_seq = v_terminal
          WHERE execution_id = p_execution_id;
-        -- Servers owning the execution wake up on this (payload: the execution id).
-        PERFORM pg_notify('noetl_events', p_execution_id);
+        -- Servers owning the execution wake up on `noetl_events` (payload: the execution
+        -- id) when the batch holds something a server reads (0010); a batch of progress
+        -- only (a task started or done) notifies `noetl_progress`, which followers of the
+        -- log listen to and servers do not.
+        IF p_names && ARRAY['step.done', 'step.failed', 'loop.iteration.done',
+                            'loop.iteration.failed', 'signal.received', 'timer.fired',
+                            'execution.cancelled', 'execution.cancel.requested'] THEN
+            PERFORM pg_notify('noetl_events', p_execution_id);
+        ELSE
+            PERFORM pg_notify('noetl_progress', p_execution_id);
+        END IF;
     END IF;
 END
 $$;
@@ -329,7 +347,44 @@ BEGIN
 END
 $$;
 
--- A round's events and its jobs in one round trip (0002, 0006).
+-- One idle worker woken per job (0011).
+CREATE FUNCTION noetl_wake_workers(p_pools text[]) RETURNS bigint
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_pool text;
+    v_jobs bigint;
+    v_woken bigint;
+    v_total bigint := 0;
+BEGIN
+    FOR v_pool, v_jobs IN
+        SELECT x, count(*) FROM unnest(p_pools) AS x WHERE x IS NOT NULL GROUP BY x ORDER BY x
+    LOOP
+        -- one idle worker per job, the latest to register first (the likeliest asleep);
+        -- SKIP LOCKED: a registration being written, or a waiter another enqueue is taking,
+        -- is passed by
+        WITH popped AS (
+            DELETE FROM job_waiters w
+             WHERE w.owner IN (SELECT i.owner FROM job_waiters i
+                                WHERE i.pool = v_pool AND i.expires_at > now()
+                                ORDER BY i.expires_at DESC
+                                LIMIT v_jobs
+                                  FOR UPDATE SKIP LOCKED)
+            RETURNING w.channel
+        ), notified AS (
+            SELECT pg_notify(p.channel, v_pool) FROM popped p
+        )
+        SELECT count(*) INTO v_woken FROM notified;
+        IF v_woken < v_jobs THEN
+            -- fewer idle workers registered than jobs: every listener of the pool hears it
+            PERFORM pg_notify('noetl_jobs', v_pool);
+        END IF;
+        v_total := v_total + v_woken;
+    END LOOP;
+    RETURN v_total;
+END
+$$;
+
+-- A round's events and its jobs in one round trip (0002, 0006, 0011).
 CREATE FUNCTION noetl_append_and_enqueue(
     p_execution_id text,
     p_event_ids    text[],
@@ -354,7 +409,7 @@ CREATE FUNCTION noetl_append_and_enqueue(
 ) RETURNS TABLE (out_event_id text, out_seq bigint)
 LANGUAGE plpgsql AS $$
 DECLARE
-    v_pools bigint;
+    v_woken text[] := '{}';  -- the pool of each job stored
 BEGIN
     IF cardinality(p_job_ids) > 0 THEN
         BEGIN
@@ -366,8 +421,7 @@ BEGIN
               FROM unnest(p_job_ids, p_job_action_ids, p_job_pools, p_job_payloads,
                           p_job_max_attempts, p_job_delays)
                    AS t(job_id, action_id, pool, payload, max_attempts, delay);
-            PERFORM pg_notify('noetl_jobs', p.pool)
-               FROM (SELECT DISTINCT x AS pool FROM unnest(p_job_pools) x) p;
+            v_woken := p_job_pools;
         EXCEPTION WHEN unique_violation THEN
             -- some were (a takeover re-enqueues what the dead owner may have enqueued):
             -- those are skipped
@@ -381,10 +435,8 @@ BEGIN
                        AS t(job_id, action_id, pool, payload, max_attempts, delay)
                 ON CONFLICT (job_id) DO NOTHING
                 RETURNING jobs.pool
-            ), notified AS (
-                SELECT pg_notify('noetl_jobs', p.pool) FROM (SELECT DISTINCT pool FROM stored) p
             )
-            SELECT count(*) INTO v_pools FROM notified;
+            SELECT coalesce(array_agg(pool), '{}') INTO v_woken FROM stored;
         END;
     END IF;
     IF cardinality(p_event_ids) > 0 THEN
@@ -393,6 +445,11 @@ BEGIN
                                    p_steps, p_step_run_ids, p_task_run_ids, p_iterations,
                                    p_attempts, p_parent_ids, p_action_ids, p_pcs,
                                    p_payloads) a;
+    END IF;
+    -- after the append: a worker's finish locks the execution's row before its own waiter
+    -- row (last in its statement), so this order cannot deadlock with it
+    IF cardinality(v_woken) > 0 THEN
+        PERFORM noetl_wake_workers(v_woken);
     END IF;
 END
 $$;
