@@ -21,12 +21,14 @@ Properties and where they are reported:
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from noetlc.analysis import model, statespace, structure
+from noetlc.analysis import model, scenarios, statespace, structure
 from noetlc.analysis.context import LintContext
+from noetlc.analysis.graphs import cyclic_components
 from noetlc.diagnostics.report import Span, TraceStep
+from noetlc.ir.net import Transition
 
 Kind = Literal["deadlock", "trap", "unbounded"]
 
@@ -37,6 +39,17 @@ class Finding:
     step: str  # where it is reported: the join, the step of the cycle, the growing step
     message: str
     trace: tuple[TraceStep, ...]
+    inputs: str = ""  # the workload values of the scenario it happens in ("": any)
+
+    def witness(self) -> tuple[str, tuple[TraceStep, ...]]:
+        """The message and the path, both naming the workload values when a scenario
+        decided it (the first step of the path says them too: JSON and SARIF show it)."""
+        if not self.inputs:
+            return self.message, self.trace
+        return (
+            f"{self.message} (with {self.inputs})",
+            (TraceStep(f"with {self.inputs}", None), *self.trace),
+        )
 
 
 @dataclass
@@ -49,6 +62,9 @@ class SoundnessResult:
     seconds: float = 0.0
     approximate: list[str] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
+    ran: set[str] = field(default_factory=set)  # steps some explored execution runs
+    scenarios: int = 0  # scenarios of workload-only guards checked (0: none needed)
+    merge_checks: int = 0  # merges the reduction looked at (for the tests: linear work)
 
     def of(self, kind: Kind) -> list[Finding]:
         return [f for f in self.findings if f.kind == kind]
@@ -58,21 +74,115 @@ def shared(ctx: LintContext) -> SoundnessResult:
     """The soundness result of the playbook, computed once and shared by every rule."""
     result = ctx.computed.get("soundness")
     if result is None:
-        result = ctx.computed["soundness"] = check(ctx)
+        result = ctx.computed["soundness"] = by_scenario(ctx)
     assert isinstance(result, SoundnessResult)
     return result
 
 
-def check(ctx: LintContext, *, por: bool = True, reduce: bool = True) -> SoundnessResult:
+def by_scenario(ctx: LintContext) -> SoundnessResult:
+    """The abstract check (every guard "either way"), then — when it found something, or a
+    cycle could turn on a guard that reads only the workload — one check per scenario of those
+    guards (`scenarios.py`). The abstract check over-approximates every scenario's deadlocks,
+    so with no finding and no such cycle it is the verdict; a cycle's exit that never changes
+    is only visible per scenario."""
+    base = check(ctx)
+    fixed = scenarios.fixed_guards(ctx)
+    if not fixed:
+        return base
+    cases = scenarios.scenarios(ctx)
+    if cases:
+        # what runs in some scenario, joins aside (O(steps) each): arcs whose guards contradict
+        # every scenario's inputs lead nowhere
+        base.ran &= set().union(*(_reach(ctx, case.values) for case in cases))
+    if not (base.findings or _cycle_reads(ctx, set(fixed))):
+        return base
+    if cases is None or len(cases) * max(1, len(ctx.steps)) > MAX_SCENARIO_WORK:
+        base.approximate.append("workload guards: too many combinations to check one by one")
+        return base
+    merged = SoundnessResult(structural=True, scenarios=len(cases), approximate=base.approximate)
+    keys: set[tuple[str, str]] = set()
+    # one state budget for the whole lint: the scenarios share what the abstract check left
+    # (a scenario that gets none is searched with none: partial, NOE509 says so)
+    left = max(0, ctx.budget_states - base.states)
+    for case in cases:
+        one = check(ctx, fixed=case.values, budget=left)
+        left = max(0, left - one.states)
+        merged.states += one.states
+        merged.merge_checks += one.merge_checks
+        merged.structural = merged.structural and one.structural
+        merged.complete = merged.complete and one.complete
+        merged.nodes = max(merged.nodes, one.nodes)
+        merged.max_tokens = max(merged.max_tokens, one.max_tokens)
+        merged.seconds += one.seconds
+        merged.ran |= one.ran
+        for f in one.findings:
+            if (f.kind, f.step) not in keys:
+                keys.add((f.kind, f.step))
+                merged.findings.append(replace(f, inputs=case.describe(ctx)))
+    merged.seconds += base.seconds
+    merged.merge_checks += base.merge_checks
+    merged.ran &= base.ran
+    return merged
+
+
+def _reach(ctx: LintContext, fixed: dict[int, bool]) -> set[str]:
+    """The steps the step graph reaches by arcs a scenario's fixed guards do not rule out."""
+
+    def passes(t: Transition) -> bool:
+        if t.guard.expr is not None and fixed.get(t.guard.expr) is False:
+            return False
+        return not any(fixed.get(n) is True for n in ctx.negations(t))
+
+    seen = {ctx.net.entry_step}
+    todo = [ctx.net.entry_step]
+    while todo:
+        step = todo.pop()
+        for target, t in ctx.step_graph.get(step, ()):
+            if target not in seen and passes(t):
+                seen.add(target)
+                todo.append(target)
+    return seen
+
+
+MAX_SCENARIO_WORK = 400_000  # scenarios x steps
+
+
+def _cycle_reads(ctx: LintContext, fixed: set[int]) -> bool:
+    """Some step cycle has an arc whose guard (or an earlier arc's) reads only the workload."""
+    successors = {s: [t for t, _ in arcs] for s, arcs in ctx.step_graph.items()}
+    for component in cyclic_components(successors):
+        for step in component:
+            for _, t in ctx.step_graph[step]:
+                if t.guard.expr in fixed or fixed.intersection(ctx.negations(t)):
+                    return True
+    return False
+
+
+def check(
+    ctx: LintContext,
+    *,
+    por: bool = True,
+    reduce: bool = True,
+    fixed: dict[int, bool] | None = None,
+    budget: int | None = None,
+) -> SoundnessResult:
+    """One check; the search explores at most `budget` states (default: the context's)."""
     start = time.perf_counter()
-    system = model.build(ctx)
+    system = model.build(ctx, fixed)
     result = SoundnessResult(approximate=list(system.approximate))
     traps: list[structure.Trap] = []
     growing = structure.growth(system)
-    if reduce:
+    original = dict(system.outcomes)  # the reduction replaces lists, never edits them
+    reduced = reduce and not system.any_branch
+    if reduced:
+        # an `any` join's has-run flag is state the reductions do not keep (a merge's count
+        # is, see `structure._fold_merges`)
         reduction = structure.reduce(system)
         traps = reduction.traps
         result.structural = reduction.trivial(system)
+        result.merge_checks = reduction.merge_checks
+        # (a merge that still counts is searched on the reduced system too: every outcome
+        # says the order its dead and live arrivals take, `model.Outcome.first`)
     for step, path in growing:
         result.findings.append(
             Finding(
@@ -96,11 +206,16 @@ def check(ctx: LintContext, *, por: bool = True, reduce: bool = True) -> Soundne
             )
         )
     if not result.structural:
-        search = statespace.explore(system, ctx.budget_states, por=por)
+        limit = ctx.budget_states if budget is None else budget
+        search = statespace.explore(system, limit, por=por)
         result.states = search.states
         result.complete = search.complete
         result.max_tokens = search.max_tokens
         _convert(ctx, system, search, result, {t.step for t in traps})
+    if reduced:  # outcomes were merged: the over-approximation says what may run
+        result.ran = model.reachable_steps(system, original)
+    else:  # the search ran on the whole system: its moves say what runs
+        result.ran = model.steps_run(search.moves)
     result.seconds = time.perf_counter() - start
     return result
 
@@ -142,6 +257,8 @@ def _convert(
             )
         else:
             grown = [p for p, c in live if c > 1] or [p for p, _ in live]
+            if not grown:
+                continue  # only dead tokens pile up (at a join in a cycle): nothing runs
             step = _step_of_place(grown[0])
             message = (
                 f"tokens pile up at `{step}`: a cycle passes an inclusive fork without its "
