@@ -259,15 +259,21 @@ def _dead_paths(ctx: LintContext, system: System) -> None:
     control program: join feeds, back targets, alternatives of merges."""
     routes = {step: _routes(ctx, step) for step in ctx.steps}
     successors: dict[str, list[str]] = {}
+    walk: dict[str, list[str]] = {}  # also through joins: where the back arcs are found
     for step, ts in routes.items():
         nexts: dict[str, None] = {}
+        through: dict[str, None] = {}
         for t in ts:
             if t.kind == "route":
                 for place in t.produce:
                     if place.endswith(".entry"):
                         nexts[place[: -len(".entry")]] = None
+                        through[place[: -len(".entry")]] = None
+                    elif ".from." in place:
+                        through[place.split(".from.", 1)[0]] = None
         successors[step] = list(nexts)
-    back = back_edges((ctx.net.entry_step, *ctx.steps), successors)
+        walk[step] = list(through)
+    back = back_edges((ctx.net.entry_step, *ctx.steps), walk)
     preds: dict[str, set[str]] = {s: set() for s in ctx.steps}
     for step, targets in successors.items():
         for nxt in targets:

@@ -43,6 +43,7 @@ WORKLOAD_GUARDS = (
     "{{ workload.b1 or workload.n == 2 }}",
 )
 SOUNDNESS = ("NOE504", "NOE505", "NOE506")
+LIVELOCK_RULES = ("NOE503", "NOE505", "NOE506", "NOE510")
 Finding = tuple[str, str, str]  # code, severity, the step it is reported at
 
 
@@ -59,6 +60,7 @@ class Run:
     status: str  # completed | failed | deadlock | livelock
     step: str | None  # where: the join (deadlock), a step of the cycle (livelock)
     ran: frozenset[str]
+    stuck: frozenset[str] = frozenset()  # a deadlock: every join left waiting
 
 
 @dataclass
@@ -81,7 +83,6 @@ def generate(seed: int) -> Case:
     names = ["start", *(f"s{i}" for i in range(1, count))]
     steps: dict[str, dict[str, Any]] = {n: {"step": n, "tool": {"kind": "noop"}} for n in names}
     inputs: dict[str, tuple[Any, ...]] = {b: (False, True) for b in BOOLS} | dict(INTS)
-    counters: list[str] = []
     for i, name in enumerate(names):
         step = steps[name]
         later = names[i + 1 :]
@@ -99,11 +100,12 @@ def generate(seed: int) -> Case:
             head = rng.choice(names[: i + 1])
             if rng.random() < 0.6:
                 counter = f"c{i}"
-                counters.append(counter)
+                # no initial value: `start` may be the cycle's head, and a `set` there would
+                # reset the count each turn (a livelock only ctx values show)
                 back = {
                     "step": head,
-                    "when": f"{{{{ ctx.{counter} < 2 }}}}",
-                    "set": {f"ctx.{counter}": f"{{{{ ctx.{counter} + 1 }}}}"},
+                    "when": f"{{{{ (ctx.{counter} or 0) < 2 }}}}",
+                    "set": {f"ctx.{counter}": f"{{{{ (ctx.{counter} or 0) + 1 }}}}"},
                 }
             else:
                 back = {"step": head, "when": rng.choice(WORKLOAD_GUARDS)}  # loop-invariant
@@ -128,8 +130,6 @@ def generate(seed: int) -> Case:
     for name, n in preds.items():
         if n >= 2 and name != "start" and rng.random() < 0.4:
             steps[name].setdefault("spec", {})["join"] = rng.choice(("all", "all", "any"))
-    if counters:
-        steps["start"]["set"] = {f"ctx.{c}": 0 for c in counters}
     doc = {
         "apiVersion": "noetl.io/v2",
         "kind": "Playbook",
@@ -234,7 +234,12 @@ def oracle(case: Case, payload: dict[str, Any] | None = None) -> list[Run]:
             step = _most_run(summary)
         elif status != "completed":
             status = "failed"
-        runs.append(Run(values, status, step, ran))
+        stuck = (
+            frozenset(error.get("joins") or ([step] if step else []))
+            if status == "deadlock"
+            else frozenset()
+        )
+        runs.append(Run(values, status, step, ran, stuck))
     return runs
 
 
@@ -259,17 +264,18 @@ def compare(
     found: dict[str, set[str]] = {}
     for code, _, step in findings:
         found.setdefault(code, set()).add(step)
-    deadlocks = {r.step for r in runs if r.status == "deadlock"}
+    # the VM names one join when several wait: each of them is a deadlock a finding may name
+    deadlocks = set().union(*(r.stuck for r in runs if r.status == "deadlock"))
     livelocks = {r.step for r in runs if r.status == "livelock"}
     ran = set().union(*(r.ran for r in runs)) if runs else set()
     for r in runs:
-        if r.status == "deadlock" and r.step not in found.get("NOE504", set()):
+        if r.status == "deadlock" and not r.stuck & found.get("NOE504", set()):
             verdict.missed.append(("deadlock", str(r.step), r.inputs))
         if r.status == "livelock":
             cycle = cycles.get(str(r.step), {str(r.step)})
-            reported = (
-                found.get("NOE505", set()) | found.get("NOE510", set()) | found.get("NOE503", set())
-            )
+            # a cycle that never ends: no exit (NOE505), tokens that pile up each turn (NOE506),
+            # a jump or retry cycle (NOE510, NOE503)
+            reported = set().union(*(found.get(c, set()) for c in LIVELOCK_RULES))
             if not (reported & cycle):
                 verdict.missed.append(("livelock", str(r.step), r.inputs))
     for step in steps:
