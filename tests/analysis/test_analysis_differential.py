@@ -28,7 +28,8 @@ from noetlc.bench.differential import (
     spin_check,
 )
 
-FIXTURES = sorted((Path(__file__).parent / "differential").glob("*.yaml"))
+FIXTURE_DIR = Path(__file__).parent / "differential"
+FIXTURES = sorted(FIXTURE_DIR.glob("*.yaml"))
 SEEDS = range(24)  # the default suite; `python -m noetlc.bench.differential` runs more
 
 
@@ -113,3 +114,19 @@ def test_spin_agrees_with_lint(seed: int, tmp_path: Path) -> None:
     assert spin.states > 0
     assert {f.step for f in ours.findings if f.kind == "deadlock"} == spin.deadlocks
     assert set(ctx.steps) - ours.ran == spin.unreached
+
+
+def test_a_cycle_no_execution_enters_traps_nothing() -> None:
+    """Differential seed 50: the reduction rewrites every node, run or not; a self-loop at an
+    unreachable step was reported as a trap (a false NOE505 error)."""
+    findings, *_ = lint_case((FIXTURE_DIR / "seed50.yaml").read_text(), "seed50.yaml")
+    assert not {code for code, _, _ in findings} & {"NOE505", "NOE510"}
+
+
+def test_every_join_left_waiting_is_a_deadlock() -> None:
+    """Differential seed 71: the VM names one join (NOE854) while two wait; both count, so a
+    NOE504 at the other one is confirmed, not refuted (the per-rule table said refuted)."""
+    verdict, runs = _verdict(_fixture_case(FIXTURE_DIR / "seed71.yaml"))
+    assert set().union(*(r.stuck for r in runs)) == {"s2", "s4"}
+    assert ("NOE504", "s4") in verdict.confirmed
+    assert not [r for r in verdict.refuted if r[0] == "NOE504"]
