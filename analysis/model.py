@@ -236,6 +236,56 @@ def build(ctx: LintContext, fixed: dict[int, bool] | None = None) -> System:
     return system
 
 
+def reading(ctx: LintContext, template: System, guards: set[int]) -> list[str]:
+    """The steps whose admission or decision reads one of `guards` (`specialise` redoes
+    their outcomes)."""
+    by_place = ctx.transitions_by_place
+    out = []
+    for step in template.step_of.values():
+        places = (f"{step}.entry", f"{step}.done", f"{step}.waiting", f"{step}.failed")
+        if any(
+            t.guard.expr in guards or not guards.isdisjoint(ctx.negations(t))
+            for place in places
+            for t in by_place.get(place, ())
+        ):
+            out.append(step)
+    return out
+
+
+def specialise(
+    ctx: LintContext, template: System, fixed: dict[int, bool], steps: list[str] | None = None
+) -> System:
+    """`build(ctx, fixed)` from a template built without `fixed`: every part is copied (the
+    reduction rewrites its system) and only the steps whose admission or decision reads a
+    guard `fixed` decides get their outcomes again (the scenarios of a large playbook each
+    rebuilt every step)."""
+    system = System(
+        template.places[:],
+        template.index,
+        template.initial,
+        template.step_of,
+        outcomes=dict(template.outcomes),
+        dead_rules=dict(template.dead_rules),
+        joins=template.joins,
+        branch_join=template.branch_join,
+        feeds=template.feeds,
+        back=template.back,
+        alternatives=template.alternatives,
+        counter=dict(template.counter),
+        any_branch=template.any_branch,
+        ran_flag=template.ran_flag,
+    )
+    builder = _Builder(ctx, system, fixed)
+    redone: set[str] = set()
+    index = template.index
+    for step in reading(ctx, template, set(fixed)) if steps is None else steps:
+        redone.update((f"{step}.entry", f"{step}.done", f"{step}.waiting", f"{step}.failed"))
+        system.outcomes[index[f"{step}.entry"]] = builder.outcomes(step)
+    kept = [a for a in template.approximate if a not in redone]
+    system.approximate = list(dict.fromkeys(kept + system.approximate))
+    return system
+
+
 def _path(*ts: Transition) -> Path:
     return Path(tuple(Item(t.step, t.id, t.pos) for t in ts))
 

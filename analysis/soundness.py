@@ -85,27 +85,44 @@ def by_scenario(ctx: LintContext) -> SoundnessResult:
     guards (`scenarios.py`). The abstract check over-approximates every scenario's deadlocks,
     so with no finding and no such cycle it is the verdict; a cycle's exit that never changes
     is only visible per scenario."""
-    base = check(ctx)
     fixed = scenarios.fixed_guards(ctx)
     if not fixed:
-        return base
+        return check(ctx)
     cases = scenarios.scenarios(ctx)
-    if cases:
-        # what runs in some scenario, joins aside (O(steps) each): arcs whose guards contradict
-        # every scenario's inputs lead nowhere
-        base.ran &= set().union(*(_reach(ctx, case.values) for case in cases))
-    if not (base.findings or _cycle_reads(ctx, set(fixed))):
-        return base
-    if cases is None or len(cases) * max(1, len(ctx.steps)) > MAX_SCENARIO_WORK:
-        base.approximate.append("workload guards: too many combinations to check one by one")
-        return base
-    merged = SoundnessResult(structural=True, scenarios=len(cases), approximate=base.approximate)
+    fits = cases is not None and len(cases) * max(1, len(ctx.steps)) <= MAX_SCENARIO_WORK
+    start = time.perf_counter()
+    template = model.build(ctx)
+    built = time.perf_counter() - start
+    base: SoundnessResult | None = None
+    if not (fits and _cycle_reads(ctx, set(fixed))):
+        # the abstract check decides unless it finds something (then the scenarios say
+        # which findings some workload gives); with a cycle that reads a fixed guard the
+        # scenarios run anyway and their verdicts are the whole answer (each scenario's
+        # executions are executions of the abstract system: it adds nothing)
+        base = check(ctx, system=model.specialise(ctx, template, {}))
+        if cases:
+            # what runs in some scenario, joins aside (O(steps) each): arcs whose guards
+            # contradict every scenario's inputs lead nowhere
+            base.ran &= set().union(*(_reach(ctx, case.values) for case in cases))
+        if not base.findings:
+            return base
+        if not fits:
+            base.approximate.append("workload guards: too many combinations to check one by one")
+            return base
+    assert cases is not None
+    merged = SoundnessResult(
+        structural=True,
+        scenarios=len(cases),
+        approximate=list(base.approximate) if base is not None else [],
+    )
     keys: set[tuple[str, str]] = set()
     # one state budget for the whole lint: the scenarios share what the abstract check left
     # (a scenario that gets none is searched with none: partial, NOE509 says so)
-    left = max(0, ctx.budget_states - base.states)
+    left = max(0, ctx.budget_states - (base.states if base is not None else 0))
+    steps = model.reading(ctx, template, set(fixed))  # every scenario fixes the same guards
     for case in cases:
-        one = check(ctx, fixed=case.values, budget=left)
+        system = model.specialise(ctx, template, case.values, steps)
+        one = check(ctx, fixed=case.values, budget=left, system=system)
         left = max(0, left - one.states)
         merged.states += one.states
         merged.merge_checks += one.merge_checks
@@ -115,13 +132,16 @@ def by_scenario(ctx: LintContext) -> SoundnessResult:
         merged.max_tokens = max(merged.max_tokens, one.max_tokens)
         merged.seconds += one.seconds
         merged.ran |= one.ran
+        merged.approximate += [a for a in one.approximate if a not in merged.approximate]
         for f in one.findings:
             if (f.kind, f.step) not in keys:
                 keys.add((f.kind, f.step))
                 merged.findings.append(replace(f, inputs=case.describe(ctx)))
-    merged.seconds += base.seconds
-    merged.merge_checks += base.merge_checks
-    merged.ran &= base.ran
+    if base is not None:
+        merged.seconds += base.seconds
+        merged.merge_checks += base.merge_checks
+        merged.ran &= base.ran
+    merged.seconds += built
     return merged
 
 
@@ -165,10 +185,13 @@ def check(
     reduce: bool = True,
     fixed: dict[int, bool] | None = None,
     budget: int | None = None,
+    system: model.System | None = None,
 ) -> SoundnessResult:
-    """One check; the search explores at most `budget` states (default: the context's)."""
+    """One check; the search explores at most `budget` states (default: the context's).
+    `system`: the token system already built for `fixed` (`model.specialise`)."""
     start = time.perf_counter()
-    system = model.build(ctx, fixed)
+    if system is None:
+        system = model.build(ctx, fixed)
     result = SoundnessResult(approximate=list(system.approximate))
     traps: list[structure.Trap] = []
     growing = structure.growth(system)

@@ -207,3 +207,25 @@ def test_a_loop_closing_through_a_join_is_no_merge() -> None:
     report = lint_file(path)
     assert report.soundness is not None and report.soundness.complete
     assert [d.code for d in report.diagnostics if d.code.startswith("NOE5")] == []
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_scenario_specialises_the_template_as_a_build_would(seed: int) -> None:
+    """The scenarios share one build (`model.specialise` redoes only the steps that read a
+    fixed guard): the token system is the one `model.build` makes for the scenario."""
+    from noetlc.analysis import scenarios
+    from noetlc.bench.differential import generate
+
+    for source in (structured(80, seed, max_depth=64), generate(seed).text):
+        ctx = context_of(compile_source(source, until="net"))
+        assert ctx is not None
+        template = model.build(ctx)
+        for case in scenarios.scenarios(ctx) or []:
+            built = model.build(ctx, case.values)
+            made = model.specialise(ctx, template, case.values)
+            assert _keys(made) == _keys(built) and made.places == built.places
+            assert sorted(made.approximate) == sorted(built.approximate)
+
+
+def _keys(system: model.System) -> dict[int, list[model.OutcomeKey]]:
+    return {n: [o.key() for o in os] for n, os in system.outcomes.items()}
