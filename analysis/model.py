@@ -204,15 +204,21 @@ def freeze(marking: dict[int, int]) -> Marking:
     return tuple(sorted((s, c) for s, c in marking.items() if c))
 
 
-def build(ctx: LintContext, fixed: dict[int, bool] | None = None) -> System:
-    """The token system; `fixed` gives the value of the guards a scenario decides."""
+Events = dict[tuple[int, str], bool]  # (guard, event) -> its value in a scenario
+
+
+def build(
+    ctx: LintContext, fixed: dict[int, bool] | None = None, events: Events | None = None
+) -> System:
+    """The token system; `fixed` gives the value of the guards a scenario decides, `events`
+    of those that also test the event's name, at each event."""
     net = ctx.net
     places = [p.id for p in net.places]
     index = {p: i for i, p in enumerate(places)}
     step_of = {index[f"{s}.entry"]: s for s in ctx.steps if f"{s}.entry" in index}
     system = System(places, index, index[f"{net.entry_step}.entry"], step_of)
     _dead_paths(ctx, system)
-    builder = _Builder(ctx, system, fixed or {})
+    builder = _Builder(ctx, system, fixed or {}, events or {})
     for entry, step in step_of.items():
         system.dead_rules[entry] = builder.dead_rule(step)
         system.outcomes[entry] = builder.outcomes(step)
@@ -253,7 +259,11 @@ def reading(ctx: LintContext, template: System, guards: set[int]) -> list[str]:
 
 
 def specialise(
-    ctx: LintContext, template: System, fixed: dict[int, bool], steps: list[str] | None = None
+    ctx: LintContext,
+    template: System,
+    fixed: dict[int, bool],
+    steps: list[str] | None = None,
+    events: Events | None = None,
 ) -> System:
     """`build(ctx, fixed)` from a template built without `fixed`: every part is copied (the
     reduction rewrites its system) and only the steps whose admission or decision reads a
@@ -275,10 +285,11 @@ def specialise(
         any_branch=template.any_branch,
         ran_flag=template.ran_flag,
     )
-    builder = _Builder(ctx, system, fixed)
+    builder = _Builder(ctx, system, fixed, events or {})
     redone: set[str] = set()
     index = template.index
-    for step in reading(ctx, template, set(fixed)) if steps is None else steps:
+    guards = set(fixed) | {i for i, _ in events or {}}
+    for step in reading(ctx, template, guards) if steps is None else steps:
         redone.update((f"{step}.entry", f"{step}.done", f"{step}.waiting", f"{step}.failed"))
         system.outcomes[index[f"{step}.entry"]] = builder.outcomes(step)
     kept = [a for a in template.approximate if a not in redone]
@@ -379,10 +390,13 @@ def _dead_paths(ctx: LintContext, system: System) -> None:
 
 
 class _Builder:
-    def __init__(self, ctx: LintContext, system: System, fixed: dict[int, bool]) -> None:
+    def __init__(
+        self, ctx: LintContext, system: System, fixed: dict[int, bool], events: Events
+    ) -> None:
         self.ctx = ctx
         self.system = system
         self.fixed = fixed
+        self.events = events
         self.by_place = ctx.transitions_by_place
 
     def dead_rule(self, step: str) -> Marking:
@@ -393,6 +407,8 @@ class _Builder:
 
     def _truth(self, index: int, event: str | None) -> bool | None:
         value = self.fixed.get(index)
+        if value is None and event is not None and self.events:
+            value = self.events.get((index, event))
         if value is not None:
             return value
         return truth(self.ctx.pool.entries[index], event)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from noetlc.analysis.context import LintContext
@@ -40,6 +40,8 @@ _STRING = re.compile(r"'([^'\\]*)'|\"([^\"\\]*)\"")
 class Scenario:
     values: dict[int, bool]  # pool index of a fixed guard -> its value
     workload: dict[str, Any]  # workload values that give it (empty: independent booleans)
+    # guards that also test `event.name`: (pool index, event) -> the value at that event
+    events: dict[tuple[int, str], bool] = field(default_factory=dict)
 
     def describe(self, ctx: LintContext) -> str:
         if self.workload:
@@ -80,12 +82,28 @@ def fixed_guards(ctx: LintContext) -> list[int]:
     return out
 
 
+_EVENT_TEST = re.compile(r"""\bevent\s*\.\s*name\s*[!=]=\s*('[^']*'|"[^"]*")""")
+_EVENT_FIELD = re.compile(r"\bevent\s*\.\s*([A-Za-z_][A-Za-z0-9_]*)")
+
+
 def _fixed(entry: CompiledExpression) -> bool:
     return (
         not entry.is_constant
         and bool(entry.names)
         and set(entry.names) <= {"workload"}
         and not entry.text_template
+    ) or _event_fixed(entry)
+
+
+def _event_fixed(entry: CompiledExpression) -> bool:
+    """A guard that reads the workload and only the name of the event (a failing step's arcs:
+    `event.name == 'step.done' and (workload.b0)`): fixed for the execution at each event."""
+    return (
+        not entry.is_constant
+        and set(entry.names) == {"workload", "event"}
+        and not entry.text_template
+        and entry.kind == "code"
+        and set(_EVENT_FIELD.findall(entry.source)) == {"name"}
     )
 
 
@@ -103,11 +121,12 @@ def scenarios(ctx: LintContext) -> list[Scenario] | None:
         found = _evaluated(ctx, guards, domains)
         if found is not None and len(found) <= MAX_SCENARIOS:
             return found
-    if len(guards) > MAX_GUARDS:
+    plain = [i for i in guards if not _event_fixed(pool[i])]  # the others stay either way
+    if len(plain) > MAX_GUARDS:
         return None
     return [
-        Scenario(dict(zip(guards, values, strict=True)), {})
-        for values in itertools.product((False, True), repeat=len(guards))
+        Scenario(dict(zip(plain, values, strict=True)), {})
+        for values in itertools.product((False, True), repeat=len(plain))
     ]
 
 
@@ -115,6 +134,7 @@ def _domains(ctx: LintContext, sources: list[str]) -> dict[str, list[Any]]:
     defaults = _workload_defaults(ctx)
     domains: dict[str, list[Any]] = {}
     for source in sources:
+        source = _EVENT_TEST.sub("", source)  # an event's name is no workload value
         keys = _KEY.findall(source)
         literals: list[Any] = []
         for m in _NUMBER.finditer(source):
@@ -147,18 +167,34 @@ def _evaluated(
         return None
     keys = sorted(domains)
     defaults = _workload_defaults(ctx)
+    events = sorted({e for t in ctx.net.transitions for e in t.events})
+    # (guard, event or None): a guard that tests the event's name is evaluated at each event
+    probes = [
+        (i, evaluate, e)
+        for i, evaluate in zip(guards, evaluators, strict=True)
+        for e in (events if _event_fixed(pool[i]) else [None])
+    ]
     seen: dict[tuple[bool, ...], Scenario] = {}
     for values in itertools.product(*(domains[k] for k in keys)):
         workload = {**defaults, **dict(zip(keys, values, strict=True))}
         vector: list[bool] = []
-        for evaluate in evaluators:
+        for _, evaluate, event in probes:
+            scope: dict[str, Any] = {"workload": workload}
+            if event is not None:
+                scope["event"] = {"name": event}
             try:
-                vector.append(bool(evaluate({"workload": workload})))
+                vector.append(bool(evaluate(scope)))
             except Exception:
+                if event is not None:
+                    return None  # not decidable at this event: no scenarios at all
                 break  # the VM would fail this execution at the guard: not a scenario
         else:
             key = tuple(vector)
             if key not in seen:
                 shown = dict(zip(keys, values, strict=True))
-                seen[key] = Scenario(dict(zip(guards, key, strict=True)), shown)
+                plain = {i: v for (i, _, e), v in zip(probes, key, strict=True) if e is None}
+                by_event = {
+                    (i, e): v for (i, _, e), v in zip(probes, key, strict=True) if e is not None
+                }
+                seen[key] = Scenario(plain, shown, by_event)
     return list(seen.values())

@@ -21,6 +21,7 @@ Properties and where they are reported:
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
@@ -103,7 +104,7 @@ def by_scenario(ctx: LintContext) -> SoundnessResult:
         if cases:
             # what runs in some scenario, joins aside (O(steps) each): arcs whose guards
             # contradict every scenario's inputs lead nowhere
-            base.ran &= set().union(*(_reach(ctx, case.values) for case in cases))
+            base.ran &= set().union(*(_reach(ctx, case.values, case.events) for case in cases))
         if not base.findings:
             return base
         if not fits:
@@ -121,7 +122,7 @@ def by_scenario(ctx: LintContext) -> SoundnessResult:
     left = max(0, ctx.budget_states - (base.states if base is not None else 0))
     steps = model.reading(ctx, template, set(fixed))  # every scenario fixes the same guards
     for case in cases:
-        system = model.specialise(ctx, template, case.values, steps)
+        system = model.specialise(ctx, template, case.values, steps, case.events)
         one = check(ctx, fixed=case.values, budget=left, system=system)
         left = max(0, left - one.states)
         merged.states += one.states
@@ -145,13 +146,24 @@ def by_scenario(ctx: LintContext) -> SoundnessResult:
     return merged
 
 
-def _reach(ctx: LintContext, fixed: dict[int, bool]) -> set[str]:
-    """The steps the step graph reaches by arcs a scenario's fixed guards do not rule out."""
+def _reach(
+    ctx: LintContext, fixed: dict[int, bool], events: model.Events | None = None
+) -> set[str]:
+    """The steps the step graph reaches by arcs a scenario's fixed guards do not rule out
+    (`events`: those that test the event's name, ruling an arc out at every event it fires
+    on)."""
+
+    def ruled_out(t: Transition, values: Callable[[int], bool | None]) -> bool:
+        if t.guard.expr is not None and values(t.guard.expr) is False:
+            return True
+        return any(values(n) is True for n in ctx.negations(t))
 
     def passes(t: Transition) -> bool:
-        if t.guard.expr is not None and fixed.get(t.guard.expr) is False:
+        if ruled_out(t, fixed.get):
             return False
-        return not any(fixed.get(n) is True for n in ctx.negations(t))
+        if not events or not t.events:
+            return True
+        return not all(ruled_out(t, lambda i, e=e: events.get((i, e))) for e in t.events)
 
     seen = {ctx.net.entry_step}
     todo = [ctx.net.entry_step]

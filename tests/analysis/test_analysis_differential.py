@@ -130,3 +130,11 @@ def test_every_join_left_waiting_is_a_deadlock() -> None:
     assert set().union(*(r.stuck for r in runs)) == {"s2", "s4"}
     assert ("NOE504", "s4") in verdict.confirmed
     assert not [r for r in verdict.refuted if r[0] == "NOE504"]
+
+
+def test_guards_of_the_event_and_the_workload_are_fixed_per_scenario() -> None:
+    """Differential seed 77: a failing step's arcs read `event.name == 'step.done' and (...)`;
+    fixed only when they read nothing but the workload, such guards stayed either way and a
+    step no workload reaches went unreported (NOE511 now)."""
+    findings, *_ = lint_case((FIXTURE_DIR / "seed77.yaml").read_text(), "seed77.yaml")
+    assert ("NOE511", "warning", "s6") in findings
