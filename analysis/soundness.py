@@ -146,6 +146,13 @@ def by_scenario(ctx: LintContext) -> SoundnessResult:
     return merged
 
 
+def _at(events: model.Events, event: str) -> Callable[[int], bool | None]:
+    def value(index: int) -> bool | None:
+        return events.get((index, event))
+
+    return value
+
+
 def _reach(
     ctx: LintContext, fixed: dict[int, bool], events: model.Events | None = None
 ) -> set[str]:
@@ -163,7 +170,7 @@ def _reach(
             return False
         if not events or not t.events:
             return True
-        return not all(ruled_out(t, lambda i, e=e: events.get((i, e))) for e in t.events)
+        return not all(ruled_out(t, _at(events, e)) for e in t.events)
 
     seen = {ctx.net.entry_step}
     todo = [ctx.net.entry_step]
