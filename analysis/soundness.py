@@ -90,7 +90,7 @@ def by_scenario(ctx: LintContext) -> SoundnessResult:
     if not fixed:
         return check(ctx)
     cases = scenarios.scenarios(ctx)
-    fits = cases is not None and len(cases) * max(1, len(ctx.steps)) <= MAX_SCENARIO_WORK
+    fits = bool(cases) and len(cases or ()) * max(1, len(ctx.steps)) <= MAX_SCENARIO_WORK
     start = time.perf_counter()
     template = model.build(ctx)
     built = time.perf_counter() - start
@@ -108,7 +108,11 @@ def by_scenario(ctx: LintContext) -> SoundnessResult:
         if not base.findings:
             return base
         if not fits:
-            base.approximate.append("workload guards: too many combinations to check one by one")
+            base.approximate.append(
+                "workload guards: too many combinations to check one by one"
+                if cases is None or cases
+                else "workload guards: no workload value evaluates them (the abstract verdict)"
+            )
             return base
     assert cases is not None
     merged = SoundnessResult(
