@@ -74,6 +74,7 @@ RULES: list[Rule] = [
         "cycles whose exit guards read only workload and literals",
         "static_cycle",
     ),
+    Rule("NOE511", "step-never-runs", "steps no explored execution starts", "never_runs"),
 ]
 
 

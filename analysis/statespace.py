@@ -24,10 +24,22 @@ from dataclasses import dataclass, field
 from itertools import product
 from typing import Literal
 
-from noetlc.analysis.model import CONTINUE, DEAD, LIVE, Marking, Path, System, add, freeze
+from noetlc.analysis.model import (
+    CONTINUE,
+    DEAD,
+    EMPTY,
+    LIVE,
+    Marking,
+    Path,
+    System,
+    add,
+    freeze,
+)
 
 ENDED = -1  # the execution failed (or ran into an already reported trap)
 COVER_DEPTH = 2_000  # ancestors compared when a move adds tokens
+PER_PLACE = 2  # tokens on one place past which a growing state is not expanded
+SETTLE_TURNS = 256  # rounds of dead tokens passing steps before a dead cycle is cut
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +55,7 @@ class Search:
     complete: bool = True
     violations: list[Violation] = field(default_factory=list)
     max_tokens: int = 0
+    moves: list[Path] = field(default_factory=list)  # the paths of every explored move
 
 
 Move = tuple[int, Path]  # successor state id (or ENDED), the path of the move
@@ -59,6 +72,13 @@ class _Explorer:
         self.pruned: set[int] = set()
         self.result = Search()
         self.join_rank = {target: i for i, target in enumerate(system.joins)}
+        self.grew = False
+        self._plain: dict[int, tuple[dict[int, int], int]] = {}  # `_covers`, by state id
+        # places that count (a merge's dead arrivals, an `any` join's has-run flag): bounded
+        # by construction, so they never make a state grow
+        self.counting = {
+            2 * p + DEAD for p in (*system.counter.values(), *system.ran_flag.values())
+        }
 
     # ------------------------------------------------------------------ moves
 
@@ -78,14 +98,24 @@ class _Explorer:
                         out.append((None, o.path))
                         continue
                     new = dict(base)
+                    path = o.path
+                    if o.early:  # its dead tokens settle before its live ones arrive
+                        for s, c in o.prods:
+                            if s % 2 == DEAD:
+                                add(new, s, c)
+                        settled, path = self.settle(new, path)
+                        new = dict(settled)
                     for s, c in o.prods:
-                        add(new, s, c)
-                    out.append((self.settle(new), o.path))
+                        if s % 2 == LIVE or not o.early:
+                            add(new, s, c)
+                        if s % 2 == LIVE and s // 2 in system.counter:
+                            new.pop(2 * system.counter[s // 2] + DEAD, None)  # a live arrival
+                    out.append(self.settle(new, path))
             else:
                 new = dict(base)
                 for s, c in system.dead_rules.get(node, ()):
                     add(new, s, c)
-                out.append((self.settle(new), Path()))
+                out.append(self.settle(new, Path()))
             if reduced:
                 return out
         # only joins with a token on some branch can fire: look at those, in a fixed order
@@ -106,24 +136,102 @@ class _Explorer:
                         new[s] -= 1
                     live = any(s % 2 == LIVE for s in chosen)
                     add(new, 2 * target + (LIVE if live else DEAD))
-                    out.append((self.settle(new), rule.path))
+                    if live and target in system.counter:
+                        new.pop(2 * system.counter[target] + DEAD, None)
+                    out.append(self.settle(new, rule.path))
         return out
 
-    def settle(self, marking: dict[int, int]) -> Marking:
-        """Dead tokens pass steps at once (the control VM propagates them while settling),
-        so no marking keeps one at a step's entry; a dead cycle is cut after a while."""
+    def settle(self, marking: dict[int, int], path: Path) -> tuple[Marking, Path]:
+        """Dead tokens pass steps at once and joins fire on the arrival that completes them
+        (the control VM does both while settling), so no marking keeps a dead token at a
+        step's entry; a dead cycle is cut after a while. `path` grows by the joins fired."""
         system = self.system
-        for _ in range(1_000):
-            pending = [
-                s for s, c in marking.items() if c and s % 2 == DEAD and s // 2 in system.outcomes
-            ]
+        rules = system.dead_rules
+        # (a step the reduction inlined keeps its dead rule: a join upstream that fires
+        # dead still sends a token there)
+        pending = [s for s, c in marking.items() if c and s % 2 == DEAD and s // 2 in rules]
+        seen: set[Marking] = set()
+        for turn in range(SETTLE_TURNS):
+            if turn >= 16 and pending:
+                # dead tokens going round a cycle: cut as soon as the marking repeats
+                frozen = freeze(marking)
+                if frozen in seen:
+                    break
+                seen.add(frozen)
+            if system.any_branch:
+                self._let_through(marking)
             if not pending:
-                break
-            for slot in pending:
-                count = marking.pop(slot)
-                for s, c in system.dead_rules.get(slot // 2, ()):
-                    add(marking, s, c * count)
-        return freeze(marking)
+                fired = self._fire_joins(marking) if system.joins else EMPTY
+                if not fired.length:
+                    break
+                path = path + fired
+                pending = [s for s, c in marking.items() if c and s % 2 == DEAD and s // 2 in rules]
+                continue
+            # the dead tokens the last ones sent on, without a scan of the whole marking
+            now, pending = pending, []
+            for slot in now:
+                count = marking.pop(slot, 0)
+                if count:
+                    node = slot // 2
+                    self._count_dead(marking, node, count)
+                    pending += [s for s, _ in rules.get(node, ()) if s // 2 in rules]
+        return freeze(marking), path
+
+    def _count_dead(self, marking: dict[int, int], node: int, count: int) -> None:
+        """`count` dead tokens pass `node`; a merge dies when all its alternatives did
+        (vm/admission.py `admit`), the rest are counted."""
+        system = self.system
+        counter = system.counter.get(node)
+        if counter is not None:
+            seen = marking.get(2 * counter + DEAD, 0) + count
+            count, rest = divmod(seen, system.alternatives[node])
+            marking[2 * counter + DEAD] = rest
+        for s, c in system.dead_rules.get(node, ()):
+            add(marking, s, c * count)
+
+    def _fire_joins(self, marking: dict[int, int]) -> Path:
+        """AND-joins fire as soon as every branch holds a token (vm/joins.py `arrive`, in the
+        same step as the arrival): left for later, a join of dead tokens would let them
+        overtake the live ones that follow. Where a branch holds both colours the VM takes
+        the older one, which a marking does not know: that join is left to `moves`."""
+        system = self.system
+        branch_join = system.branch_join
+        fed = {branch_join[s // 2] for s, c in marking.items() if c and s // 2 in branch_join}
+        fired = EMPTY
+        for target in fed:
+            rule = system.joins[target]
+            chosen = []
+            for b in rule.branches:
+                live, dead = marking.get(2 * b + LIVE, 0), marking.get(2 * b + DEAD, 0)
+                if not (live or dead) or (live and dead):
+                    break
+                chosen.append(2 * b + (LIVE if live else DEAD))
+            else:
+                # as often as every branch holds a token, at once (a dead cycle can leave
+                # many: one at a time, that took minutes)
+                times = min(marking[s] for s in chosen)
+                for s in chosen:
+                    marking[s] -= times
+                live_out = any(s % 2 == LIVE for s in chosen)
+                add(marking, 2 * target + (LIVE if live_out else DEAD), times)
+                if live_out and target in system.counter:
+                    marking.pop(2 * system.counter[target] + DEAD, None)
+                fired = fired + rule.path
+        return fired
+
+    def _let_through(self, marking: dict[int, int]) -> None:
+        """Tokens at an `any` join's branches: the first live one enters the step (its
+        has-run flag set), the others and every dead one are dropped (vm/joins.py)."""
+        system = self.system
+        for slot in [s for s, c in marking.items() if c and s // 2 in system.any_branch]:
+            count = marking.pop(slot)
+            target = system.any_branch[slot // 2]
+            flag = 2 * system.ran_flag[target] + DEAD
+            if slot % 2 == LIVE and count and not marking.get(flag):
+                marking[flag] = 1
+                add(marking, 2 * target + LIVE)
+                if target in system.counter:
+                    marking.pop(2 * system.counter[target] + DEAD, None)
 
     def state(self, m: Marking) -> tuple[int, bool]:
         known = self.ids.get(m)
@@ -163,6 +271,7 @@ class _Explorer:
             on_stack.add(target)
             self.expand(target, on_stack, stack)
         self.result.states = len(self.markings)
+        self.result.moves = [path for succs in self.succ if succs for _, path in succs]
         self.classify()
         return self.result
 
@@ -172,7 +281,8 @@ class _Explorer:
         raw = self.moves(m, reduced)
         if reduced and self._needs_full(raw, on_stack):
             raw = self.moves(m, False)
-        total = sum(c for _, c in m)
+        counting = self.counting
+        total = sum(c for s, c in m if s not in counting)
         succs: list[Move] = []
         for new, path in raw:
             if new is None:
@@ -180,10 +290,19 @@ class _Explorer:
                 continue
             tid, fresh = self.state(new)
             succs.append((tid, path))
-            if fresh and sum(c for _, c in new) > total and self._covers(new, stack):
-                self.pruned.add(tid)
-                self.succ[tid] = []
-                self.result.violations.append(Violation("unbounded", Path(), new))
+            if (
+                fresh
+                and sum(c for s, c in new if s not in counting) > total
+                and self._covers(new, stack)
+            ):
+                if not self.grew:
+                    self.grew = True
+                    self.result.violations.append(Violation("unbounded", Path(), new))
+                if max(c for _, c in new) > PER_PLACE:
+                    # growth without bound: the search stops here, but only after a few turns,
+                    # so what the growth leads to (a join left waiting) is still found
+                    self.pruned.add(tid)
+                    self.succ[tid] = []
         self.succ[sid] = succs
 
     def _needs_full(self, raw: list[tuple[Marking | None, Path]], on_stack: set[int]) -> bool:
@@ -192,12 +311,24 @@ class _Explorer:
         return any(new is not None and self.ids.get(new) in on_stack for new, _ in raw)
 
     def _covers(self, new: Marking, stack: list[tuple[int, int]]) -> bool:
-        big = dict(new)
+        """A state on the stack that `new` strictly covers. Each state's tokens (counting
+        places left out) and their total are computed once (`_plain`); an ancestor with as
+        many tokens or more is skipped on the total alone, before any place is compared."""
+        big, total = self._tokens(new)
+        plain = self._plain
         for sid, _ in reversed(stack[-COVER_DEPTH:]):
-            small = self.markings[sid]
-            if small != new and all(big.get(s, 0) >= c for s, c in small):
+            entry = plain.get(sid)
+            if entry is None:
+                entry = plain[sid] = self._tokens(self.markings[sid])
+            small, size = entry
+            if size < total and all(big.get(s, 0) >= c for s, c in small.items()):
                 return True
         return False
+
+    def _tokens(self, m: Marking) -> tuple[dict[int, int], int]:
+        counting = self.counting
+        tokens = {s: c for s, c in m if s not in counting}
+        return tokens, sum(tokens.values())
 
     # ------------------------------------------------------------------ verdicts
 

@@ -294,7 +294,12 @@ def structured(
     rng = random.Random(seed)
     steps: list[dict[str, Any]] = []
     names = iter(f"s{i}" for i in range(1, 10 * n + 100))
-    marks: dict[str, list[dict[str, Any]]] = {"xor_merge": [], "loop_end": [], "plain": []}
+    marks: dict[str, list[dict[str, Any]]] = {
+        "xor_merge": [],
+        "xor_split": [],
+        "loop_end": [],
+        "plain": [],
+    }
 
     def new_step(prefix: str = "") -> dict[str, Any]:
         step: dict[str, Any] = {"step": f"{prefix}{next(names)}", "tool": {"kind": "noop"}}
@@ -348,12 +353,17 @@ def structured(
                     link(e, merge["step"])
             if kind == "xor":
                 marks["xor_merge"].append(merge)
+                marks["xor_split"].append(split)
             return split, [merge]
         entry, exits = block(budget - 1, depth + 1, in_fork)
         end = new_step("l")
         for e in exits:
             link(e, end["step"])
-        link(end, entry["step"], "{{ workload.again }}")  # back arc first, the exit is added later
+        # back arc first (the exit is added later), bounded by a ctx counter: a guard on the
+        # workload alone would take the same decision every turn (a loop that never ends)
+        turns = f"ctx.{end['step']}_turns"
+        link(end, entry["step"], f"{{{{ ({turns} or 0) < 2 }}}}")
+        end["next"]["arcs"][-1]["set"] = {turns: f"{{{{ ({turns} or 0) + 1 }}}}"}
         marks["loop_end"].append(end)
         return entry, [end]
 
@@ -365,7 +375,11 @@ def structured(
     for e in exits:
         link(e, final["step"])
     if defect == "deadlock" and marks["xor_merge"]:
-        rng.choice(marks["xor_merge"]).setdefault("spec", {})["join"] = "all"
+        # an AND-join behind an exclusive split whose first arc always fires: the other arcs
+        # can never fire and never reach the join, dead or alive (the control VM deadlocks)
+        i = rng.randrange(len(marks["xor_merge"]))
+        marks["xor_merge"][i].setdefault("spec", {})["join"] = "all"
+        marks["xor_split"][i]["next"]["arcs"][0].pop("when", None)
     elif defect == "no_exit" and marks["loop_end"]:
         end = rng.choice(marks["loop_end"])
         end["next"]["arcs"] = [{"step": end["next"]["arcs"][0]["step"]}]  # back, always

@@ -150,12 +150,15 @@ REPORT_FOOTER = _REPORT_FOOTER  # errors.py holds it: the CLIs print it without 
 def render_text(diagnostics: Sequence[Diagnostic], sources: dict[str, str] | None = None) -> str:
     """`file:line:col: error[NOE101]: message`, the source line with a caret, then the hint."""
     lines: list[str] = []
+    split: dict[str, list[str]] = {}  # each source split once (not once per diagnostic)
     for d in diagnostics:
         where = f"{d.span}: " if d.span else ""
         lines.append(f"{where}{d.severity.value}[{d.code}]: {d.message}")
         text = sources.get(d.span.file) if (sources and d.span) else None
         if d.span and text is not None:
-            src_lines = text.splitlines()
+            src_lines = split.get(d.span.file)
+            if src_lines is None:
+                src_lines = split[d.span.file] = text.splitlines()
             if 1 <= d.span.line <= len(src_lines):
                 src = src_lines[d.span.line - 1].expandtabs(1)
                 gutter = f"{d.span.line:>4} | "

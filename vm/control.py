@@ -283,12 +283,14 @@ class ControlVM(ControlState):
             return
         stuck = self.join_places.stuck()
         if stuck:
-            step = stuck[0].split(".from.", 1)[0]
+            joins = list(dict.fromkeys(p.split(".from.", 1)[0] for p in stuck))
+            step = joins[0]
             self.fail(
                 {
                     "code": "NOE854",
                     "message": f"deadlock: the join `{step}` can never fire",
                     "step": step,
+                    "joins": joins,  # every join left waiting
                 }
             )
             return

@@ -327,7 +327,9 @@ def _by_event(routes: list[LoadedTransition]) -> dict[str, tuple[LoadedTransitio
     }
 
 
-def _successors(table: StepTable) -> list[str]:
+def _successors(table: StepTable, joins: bool = False) -> list[str]:
+    """The steps a table's routes enter; with `joins`, also the join steps whose branch places
+    they fill (a cycle may close through a join: its back arc is found only on that graph)."""
     out: dict[str, None] = {}
     for t in (*table.done_routes, *table.failed_routes):
         if t.kind != "route":
@@ -335,13 +337,18 @@ def _successors(table: StepTable) -> list[str]:
         for place in t.targets:
             if place.endswith(".entry"):
                 out[place[: -len(".entry")]] = None
+            elif joins and ".from." in place:
+                out[place.split(".from.", 1)[0]] = None
     return list(out)
 
 
 def _count_alternatives(entry: str, tables: dict[str, StepTable]) -> None:
-    """Count each step's forward predecessors; a cycle's back edge is not an alternative."""
+    """Count each step's forward predecessors; a cycle's back edge is not an alternative. The
+    back edges are those of the graph that goes on through joins (a loop whose body holds a
+    fork-join closes its cycle through the join); a join's branches are not alternatives."""
     successors = {name: _successors(table) for name, table in tables.items()}
-    back = back_edges((entry, *tables), successors)
+    walk = {name: _successors(table, joins=True) for name, table in tables.items()}
+    back = back_edges((entry, *tables), walk)
     preds: dict[str, set[str]] = {name: set() for name in tables}
     targets: dict[str, set[str]] = {name: set() for name in tables}
     for node, nexts in successors.items():

@@ -8,10 +8,11 @@ from noetlc.analysis.context import LintContext
 
 def run(ctx: LintContext) -> None:
     for finding in soundness.shared(ctx).of("trap"):
+        message, trace = finding.witness()
         step = ctx.steps.get(finding.step)
         ctx.report(
             "NOE505",
-            finding.message,
+            message,
             step.name_span if step is not None else None,
-            trace=finding.trace,
+            trace=trace,
         )

@@ -23,8 +23,11 @@ def run(ctx: LintContext) -> None:
         for step in workflow
     }
     steps = {step.name: step for step in workflow}
+    reachable = ctx.reachable_steps
     for component in cyclic_components(successors):
         members = set(component)
+        if not members & reachable:
+            continue  # no execution enters it (NOE501 says so)
         exits = []
         static = True
         for name in component:

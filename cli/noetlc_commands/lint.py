@@ -1,22 +1,27 @@
 """Static analysis: soundness, reachability, dead arcs and the other lint rules.
 
     noetlc lint FILE|DIR... [--format text|json|sarif] [--severity error|warning]
-                            [--budget-states N]
+                            [--budget-states N] [--baseline FILE]
 
 Prints everything `check` reports plus the lint findings (NOE5xx), with a counterexample path
 for every soundness violation (`trace` in JSON, `codeFlows` in SARIF). Exit status: 1 when a
 finding at or above `--severity` (default: error) exists, 0 otherwise, 2 for usage errors.
 `noetlc explain` lists the rules (NOE5xx); `noetlc explain NOE501` explains one.
+`--baseline FILE` (the output of an earlier `noetlc lint --format json`) reports only findings
+that are not in it: same file, code and message (lines may move).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from collections import Counter
 
 from noetlc import __version__
 from noetlc.analysis.context import DEFAULT_BUDGET
 from noetlc.analysis.lint import lint_file
+from noetlc.cli.common import UsageError
 from noetlc.cli.noetlc_commands.check import FORMATS, add_exclude, expand_paths, print_selection
 from noetlc.cli.noetlc_commands.resources import named_files, select
 from noetlc.diagnostics.report import Diagnostic, render_json, render_sarif, render_text
@@ -50,9 +55,51 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help=f"states the soundness search may explore per playbook (default {DEFAULT_BUDGET})",
     )
+    p.add_argument(
+        "--baseline",
+        metavar="FILE",
+        help="report only findings not in FILE (an earlier `noetlc lint --format json`)",
+    )
+
+
+Fingerprint = tuple[str, str, str]  # file, code, message: stable when lines move
+
+
+def load_baseline(path: str) -> Counter[Fingerprint]:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+        entries = data["diagnostics"]
+        return Counter((str(d["file"]), str(d["code"]), str(d["message"])) for d in entries)
+    except OSError as exc:
+        raise UsageError(
+            "NOE800",
+            f"cannot read the baseline {path}: {exc.strerror or exc}",
+            "write one with: noetlc lint PATHS --format json > " + path,
+        ) from None
+    except (ValueError, KeyError, TypeError):
+        raise UsageError(
+            "NOE800",
+            f"the baseline {path} is not the output of `noetlc lint --format json`",
+            "write one with: noetlc lint PATHS --format json > " + path,
+        ) from None
+
+
+def new_findings(diagnostics: list[Diagnostic], known: Counter[Fingerprint]) -> list[Diagnostic]:
+    """The findings the baseline does not have; each baseline entry excuses one finding."""
+    left = Counter(known)
+    out: list[Diagnostic] = []
+    for d in diagnostics:
+        key = (d.span.file if d.span else "None", d.code, d.message)
+        if left[key] > 0:
+            left[key] -= 1
+        else:
+            out.append(d)
+    return out
 
 
 def run(args: argparse.Namespace) -> int:
+    known = load_baseline(args.baseline) if args.baseline else None
     chosen = select(expand_paths(args.files, args.exclude), named_files(args.files))
     files = chosen.playbooks
     diagnostics: list[Diagnostic] = []
@@ -77,6 +124,8 @@ def run(args: argparse.Namespace) -> int:
                 }
             )
     states = sum(s.soundness.states for s in reports if s.soundness is not None)
+    if known is not None:
+        diagnostics = new_findings(diagnostics, known)
     if args.format == "json":
         print(
             render_json(

@@ -80,30 +80,36 @@ Example:
         "an AND-join can wait forever",
         """
 A step that joins the branches of a fork (an inferred AND-join, or `spec.join: all`) runs once
-every branch has arrived or been proven dead. Here some execution leaves a branch token
-waiting at the join while another branch can neither arrive nor be proven dead — typically an
-exclusive split feeding an AND-join, or a branch that fails into a handler elsewhere. The
-execution would end as a deadlock; the counterexample path shows how to get there.
+every branch has arrived or been proven dead. An arc that does not fire proves its branch dead
+(dead-path elimination), so an exclusive split into a join is fine. What deadlocks is a branch
+that arrives more often than the others — it loops back to itself or to the fork and also goes
+on to the join — or a decision that fires a cycle's back arc (a decision that loops declares
+nothing dead: the cycle decides again) and never the arc to the join. The execution ends as a
+deadlock (NOE854); the counterexample path, with the workload values when they matter, shows
+how to get there.
 
 Example:
 
     - step: start
       tool: {kind: noop}
+      set: {ctx.turns: 0}
       next:
-        arcs:                        # exclusive: only one of a, b runs
-          - {step: a, when: "{{ workload.left }}"}
-          - {step: b}
+        spec: {mode: inclusive}
+        arcs: [{step: a}, {step: b}]
     - step: a
       tool: {kind: noop}
       next: join
     - step: b
       tool: {kind: noop}
-      next: join
-    - step: join
-      spec: {join: all}              # waits for both a and b
+      next:
+        spec: {mode: inclusive}      # the first turn fires both arcs: b reaches join twice
+        arcs:
+          - {step: join}
+          - {step: b, when: "{{ ctx.turns < 1 }}", set: {ctx.turns: "{{ ctx.turns + 1 }}"}}
+    - step: join                     # an AND-join of a and b: a arrives once
       tool: {kind: noop}
 """,
-        "make the split inclusive, or the join a merge (`spec.join: each` or `any`)",
+        "join the branches before looping back, or make the join a merge (`spec.join: any`)",
     ),
     code(
         "NOE505",
@@ -201,13 +207,15 @@ Example:
     code(
         "NOE509",
         "analysis-incomplete",
-        "note",
+        "warning",
         "the soundness check stopped at its state budget",
         """
 After the structural reduction, the explicit state-space search of the remaining net explored
 `--budget-states` states without finishing, so soundness (joins, completion, boundedness) is
-only checked on the part explored. Raise the budget, or simplify the unstructured part of the
-workflow (forks whose branches do not meet at one join).
+only checked on the part explored: no other finding means "nothing found so far", never
+"sound", and steps the search did not reach are not reported as never running (NOE511). Raise
+the budget, or simplify the unstructured part of the workflow (forks whose branches do not
+meet at one join).
 
 Example:
 
@@ -239,5 +247,34 @@ Example:
         tool: {kind: noop}
 """,
         "make an exit guard read something the cycle changes (ctx, a step's result)",
+    ),
+    code(
+        "NOE511",
+        "step-never-runs",
+        "warning",
+        "a step no execution runs, although arcs lead to it",
+        """
+Arcs lead to this step, but no execution the analysis explores starts it: it waits behind a
+join that never fires, or every arc to it has a guard that is false whenever its source
+decides (two arcs testing the same workload input the opposite way, an exclusive arc shadowed
+for every workload value). Steps no arc reaches at all are NOE501.
+
+Example:
+
+    workflow:
+      - step: start
+        tool: {kind: noop}
+        next:
+          arcs:
+            - {step: a, when: "{{ workload.fast }}"}
+      - step: a
+        tool: {kind: noop}
+        next:
+          arcs:
+            - {step: b, when: "{{ not workload.fast }}"}   # false whenever a runs
+      - step: b
+        tool: {kind: noop}
+""",
+        "check the guards on the way to the step (the message names the inputs), or delete it",
     ),
 )

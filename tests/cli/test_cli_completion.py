@@ -47,7 +47,12 @@ def test_noetlc_bash_completes_commands_options_and_choices(
         "sarif",
         "text",
     ]
-    assert _complete(script, tmp_path, "noetlc", "graph", "--format", "") == ["dot", "mermaid"]
+    assert _complete(script, tmp_path, "noetlc", "graph", "--format", "") == [
+        "dot",
+        "mermaid",
+        "pnml",
+        "promela",
+    ]
     (tmp_path / "play.yaml").write_text("", encoding="utf-8")
     assert _complete(script, tmp_path, "noetlc", "check", "pl") == ["play.yaml"]
 

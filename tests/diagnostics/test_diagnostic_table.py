@@ -80,7 +80,7 @@ COVERED_ELSEWHERE = {
     "NOE416": "tests/desugar/test_migrate_legacy.py::test_next_entries_with_then_become_first_match_arcs",
     "NOE417": "tests/desugar/test_migrate_legacy.py::test_root_tracing_is_refused_by_check_and_removed_by_migrate",
     "NOE418": "tests/desugar/test_migrate_legacy.py::test_tool_as_a_kind_name_becomes_a_task_mapping",
-    "NOE509": "tests/analysis/test_analysis_cli.py::test_budget_stops_the_search_with_a_note",
+    "NOE509": "tests/analysis/test_analysis_cli.py::test_budget_stops_the_search_with_a_warning",
 }
 
 

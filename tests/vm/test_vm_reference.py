@@ -23,6 +23,7 @@ PLAYBOOKS = [
     *(p for p in sorted(EXAMPLES.glob("*.yaml")) if p.stem != "http_pagination"),
     HERE / "playbooks" / "handled_branch.yaml",
     HERE / "playbooks" / "loop_head_in_fork.yaml",
+    HERE / "playbooks" / "loop_through_join.yaml",
 ]
 
 _spec = importlib.util.spec_from_file_location("noetl_reference", HERE / "reference.py")
