@@ -31,8 +31,8 @@ from typing import Any
 import pytest
 
 from noetlc.bench import peers
-from noetlc.bench.figures import record, target
-from noetlc.bench.test_bench_cold import HELLO, REPO, best_seconds, environment
+from noetlc.bench.figures import target
+from noetlc.bench.test_bench_cold import HELLO, REPO, cold, environment
 
 pytestmark = pytest.mark.bench
 
@@ -110,20 +110,9 @@ def foreign_modules(bin_dir: Path, db: Path) -> list[str]:
 
 def wheel_row(benchmark: Any, figure: str, argv: list[str], bin_dir: Path, **kw: Any) -> None:
     bound = kw.pop("bound")
+    goal = None if bound is None else target("ratio", "<=", bound, f"target: ≤ {bound:g}×")
     passes = [str(bin_dir / "python"), "-c", "pass"]
-    benchmark.pedantic(best_seconds, args=([argv], 1), kwargs=kw, rounds=1, iterations=1)
-    ours, floor = best_seconds([argv, passes], **kw)
-    record(
-        benchmark,
-        figure=figure,
-        value=ours * 1000,
-        unit="ms",
-        better="lower",
-        against=FLOOR,
-        against_value=floor * 1000,
-        target=None if bound is None else target("ratio", "<=", bound, f"target: ≤ {bound:g}×"),
-        group="cold",
-    )
+    cold(benchmark, figure, argv, goal, floor_argv=passes, against=FLOOR, **kw)
 
 
 CASES = [
