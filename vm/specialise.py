@@ -16,7 +16,11 @@ made of this module's own text and identifiers: every value that comes from the 
 names, transition ids, guard callables — themselves rebuilt from their sources and
 hash-checked by `noetlc.expr.loader`) is bound in the function's globals under a generated
 name, never written into the source. The source depends only on the shape, so one code
-object serves every step of the same shape (compiled once per process).
+object serves every step of the same shape (compiled once per process). One exception: a
+compiled guard's own code is inlined in place of its call (`_guard_lines`). That code is
+what this process's expression code generator makes from the guard's source, the code the
+guard's function runs (`expr.loader.inline_form` checks the function is exactly that), with
+the same globals; the handler then also depends on the guard's code.
 
 Where the scope's `event` is set: the general path sets it before the guard and the
 admission of the next step removes it. A guard or an args template whose source never
