@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from noetlc.expr.runtime import Evaluator, _code_object, build_evaluator
+from noetlc.expr.runtime import Evaluator, build_evaluator, code_object
 
 
 class PoolMismatch(Exception):
@@ -98,7 +98,7 @@ def inline_form(
     code = compiled.code
     if compiled.kind != "code" or code is None:
         return None
-    module = _code_object(code, source)
+    module = code_object(code, source)
     if not any(c is getattr(fn, "__code__", None) for c in module.co_consts):
         return None  # not the function built from this code
     tree = ast.parse(code)
