@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from noetlc.expr.runtime import Evaluator, build_evaluator
+from noetlc.expr.runtime import Evaluator, build_evaluator, code_object
 
 
 class PoolMismatch(Exception):
@@ -75,3 +75,53 @@ def load_expression(
     return build_evaluator(
         kind, source, code=compiled.code, jinja=compiled.jinja, where=where, guard=mode == "guard"
     )
+
+
+def inline_form(
+    fn: Evaluator, source: str, mode: str
+) -> tuple[list[str], str, dict[str, Any]] | None:
+    """The body of the compiled evaluator `fn` of `source` for a caller to inline it (the
+    control VM's generated handlers, vm/specialise.py): `(setup, expression, names)` where
+    `setup` are the statements before the function's `try` (its meter, if any), `expression`
+    the Python source of what it returns, over the scope `s` and its walrus temporaries, and
+    `names` the globals the expression reads, with the objects `fn` reads under those names
+    (its own globals; `_fail` makes its `ExpressionError`). None when `fn` is not exactly the
+    function this process's code generator makes from `source` (a slow-path or constant
+    entry, or a code object that is not the cached one) or its body has another shape: the
+    caller then calls `fn`. Inlined code behaves as `fn`: the same operations on the same
+    objects, and a caller wraps it in `except Exception as e: raise _fail(e) from e`."""
+    import ast  # (not on a cold start's path: only when a handler is generated)
+
+    from noetlc.expr.compile import compile_expression  # the code generator: only when asked
+
+    compiled = compile_expression(source, mode="guard" if mode == "guard" else "template")
+    code = compiled.code
+    if compiled.kind != "code" or code is None:
+        return None
+    module = code_object(code, source)
+    if not any(c is getattr(fn, "__code__", None) for c in module.co_consts):
+        return None  # not the function built from this code
+    tree = ast.parse(code)
+    func = tree.body[0] if len(tree.body) == 1 else None
+    if not isinstance(func, ast.FunctionDef) or not func.body:
+        return None
+    *setup, last = func.body
+    if not (
+        isinstance(last, ast.Try)
+        and len(last.body) == 1
+        and isinstance(last.body[0], ast.Return)
+        and last.body[0].value is not None
+        and not last.orelse
+        and not last.finalbody
+        and all(isinstance(x, ast.Assign) for x in setup)
+    ):
+        return None
+    locals_ = {"s", "e"} | {
+        n.id for n in ast.walk(func) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    }
+    read = {n.id for n in ast.walk(func) if isinstance(n, ast.Name) and n.id not in locals_}
+    env = fn.__globals__
+    if not read <= env.keys() or "_fail" not in env:
+        return None  # a name the evaluator would not find (NameError): keep the call
+    names = {name: env[name] for name in read | {"_fail"}}
+    return [ast.unparse(x) for x in setup], ast.unparse(last.body[0].value), names

@@ -232,7 +232,7 @@ def build_evaluator(
             raise ValueError("a code entry without code")
         namespace: dict[str, Any] = dict(RUNTIME)
         namespace["_fail"] = fail
-        exec(_code_object(code, source), namespace)
+        exec(code_object(code, source), namespace)
         # Popped, not read: left in its own globals the function would be a reference cycle
         # (namespace -> _e -> __globals__), garbage for the collector once the entry is dropped.
         fn: Evaluator = namespace.pop("_e")
@@ -247,7 +247,7 @@ def build_evaluator(
 
 
 @functools.lru_cache(maxsize=16384)
-def _code_object(code: str, source: str) -> Any:
+def code_object(code: str, source: str) -> Any:
     """Byte-compiled generated code, shared by every load of the same expression."""
     return compile(code, f"<expr {source!r}>", "exec")
 

@@ -16,7 +16,11 @@ made of this module's own text and identifiers: every value that comes from the 
 names, transition ids, guard callables — themselves rebuilt from their sources and
 hash-checked by `noetlc.expr.loader`) is bound in the function's globals under a generated
 name, never written into the source. The source depends only on the shape, so one code
-object serves every step of the same shape (compiled once per process).
+object serves every step of the same shape (compiled once per process). One exception: a
+compiled guard's own code is inlined in place of its call (`_guard_lines`). That code is
+what this process's expression code generator makes from the guard's source, the code the
+guard's function runs (`expr.loader.inline_form` checks the function is exactly that), with
+the same globals; the handler then also depends on the guard's code.
 
 Where the scope's `event` is set: the general path sets it before the guard and the
 admission of the next step removes it. A guard or an args template whose source never
@@ -30,6 +34,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+from noetlc.expr.loader import inline_form
 from noetlc.ir.events import EventName
 from noetlc.vm.admission import enter
 from noetlc.vm.control_state import StepRecord, StepRun, Token, arc_output
@@ -165,14 +170,8 @@ def _handler(
     if guard is not None:
         # the step's complete transition is counted with the first firing after it (see
         # `_branch`), or here when the guard raises or ends the handler
-        lines += [
-            "try:",
-            "    passed = GUARD(scope)",
-            "except BaseException:",
-            "    vm.firings += 1",
-            "    raise",
-            "if not passed:",
-        ]
+        lines += _guard_lines(program, guard, constants)
+        lines.append("if not passed:")
         if otherwise is None:
             if not event_set:
                 lines.append("    " + _SET_EVENT)
@@ -188,6 +187,42 @@ def _handler(
     exec(_compiled(source), namespace)  # our own source (see the module doc)
     handler: DoneHandler = namespace.pop("handler")
     return handler
+
+
+def _guard_lines(program: LoadedProgram, guard: Any, constants: dict[str, Any]) -> list[str]:
+    """`passed = GUARD(scope)`, counting the complete transition when it raises; or, for a
+    compiled guard, the guard's own code in its place (`expr.loader.inline_form`: the
+    expression over `s = scope`, its globals bound here): one Python call less per
+    completion, and the same operations, value and `ExpressionError` as the call."""
+    call = ["try:", "    passed = GUARD(scope)", "except BaseException:"]
+    rest = ["    vm.firings += 1", "    raise"]
+    form = _inline_form(program, guard)
+    if form is None:
+        return [*call, *rest]
+    setup, expression, names = form
+    if names.keys() & (constants.keys() | _GLOBALS.keys()):
+        return [*call, *rest]  # (the generated code's names never collide: kept safe)
+    constants.update(names)
+    return [
+        "s = scope",
+        *setup,
+        "try:",
+        f"    passed = {expression}",
+        "except Exception as e:",
+        "    vm.firings += 1",
+        "    raise _fail(e) from e",
+        "except BaseException:",
+        *rest,
+    ]
+
+
+def _inline_form(program: LoadedProgram, guard: Any) -> Any:
+    """The guard's `inline_form` (None: call it), found by identity in the program's pool."""
+    for i, evaluator in enumerate(program.expressions):
+        if evaluator is guard:
+            entry = program.image.expressions[i]
+            return inline_form(guard, entry.source, entry.mode)
+    return None
 
 
 _DEL_EVENT = "    del scope['event']; scope.pop('output', None)"

@@ -456,3 +456,57 @@ def test_a_result_with_ctx_writes_is_decided_by_the_generated_handler() -> None:
     assert vm.status == "completed" and vm.ctx["i"] == 51 and vm.steps["count"].runs == 49
     generated = [h for h in seen if h is not None]
     assert len(generated) > 40 and all(h is generated[0] for h in generated)
+
+
+def test_compiled_guards_are_inlined_and_fail_alike() -> None:
+    """A compiled guard's code is inlined into its step's handler (`specialise._guard_lines`:
+    no call of the guard), and a guard that raises (`1 // 0` in `broken`) ends the execution
+    with the same error, the same firings and the same events as the table interpreter."""
+    payload = _compiled(SHAPES)
+    program = LoadedProgram(payload)
+    tables = ControlVM(program, {}, "x").tables
+    for step in ("count", "broken"):
+        handler = heat(program, tables[step], 1)
+        assert handler is not None
+        assert "GUARD" not in handler.__code__.co_names, step
+        assert "_fail" in handler.__code__.co_names, step
+    ends = []
+    for specialise in (1, None):
+        program = LoadedProgram(payload)
+        vm = ControlVM(program, {"n": 2, "limit": -1}, EXECUTION, specialise=specialise)
+        pending = list(vm.start().commands)
+        events: list[Any] = []
+        while pending and not vm.finished():
+            command = pending.pop()
+            if command.step == "count":
+                vm.ctx["i"] = vm.ctx.get("i", 0) + 1
+            result = {"result": {"ok": True}}
+            done = Event("step.done", "worker", command.step, command.step_run_id, None, result)
+            answer = vm.step(done)
+            events += answer.events
+            pending.extend(answer.commands)
+        assert vm.error is not None and vm.error["code"] == "NOE310"
+        ends.append((vm.error, vm.firings, [(e.name, e.step, e.payload) for e in events]))
+    assert ends[0] == ends[1]
+    assert "ZeroDivisionError" in ends[0][0]["message"]
+
+
+def test_only_the_generated_evaluator_of_a_source_is_inlined() -> None:
+    """`inline_form` gives the body of the function the code generator makes from the source,
+    and nothing for anything else: another function, a constant, a slow-path entry."""
+    from noetlc.expr.compile import compile_expression
+    from noetlc.expr.loader import inline_form
+    from noetlc.expr.runtime import compile_entry
+
+    source = "{{ ctx.i < workload.n }}"
+    evaluator = compile_entry(compile_expression(source, mode="guard").to_entry())
+    form = inline_form(evaluator, source, "guard")
+    assert form is not None
+    setup, expression, names = form
+    assert setup == [] and "s.get('ctx', _UN)" in expression
+    assert {"_fail", "_UN", "_attr", "type", "dict"} <= names.keys()
+    assert names["_fail"] is evaluator.__globals__["_fail"]
+    assert inline_form(lambda s: True, source, "guard") is None
+    assert inline_form(evaluator, "{{ ctx.i > workload.n }}", "guard") is None
+    const = compile_entry(compile_expression("text", mode="template").to_entry())
+    assert inline_form(const, "text", "template") is None
