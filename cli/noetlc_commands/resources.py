@@ -18,10 +18,8 @@ line), their name, or any folder on their path (`--exclude broken_playbooks`).
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections import Counter
-from dataclasses import dataclass, field
 from fnmatch import fnmatch
 from pathlib import Path
 
@@ -76,15 +74,23 @@ def is_playbook_kind(kind: str | None) -> bool:
         return False  # another system's apiVersion
     if kind.lower() in RESOURCE_KINDS:
         return False
+    import difflib  # only for a kind that is not `Playbook`: not on a cache hit's path
+
     return bool(difflib.get_close_matches(kind.lower(), ["playbook"], n=1, cutoff=0.75))
 
 
-@dataclass
 class Selection:
-    """The files to check, and those skipped because they are other NoETL resources."""
+    """The files to check, and those skipped because they are other NoETL resources.
 
-    playbooks: list[str] = field(default_factory=list)
-    skipped: list[tuple[str, str]] = field(default_factory=list)  # (file, kind)
+    A plain class, not a dataclass: `noetlc check` with a compile cache hit imports this
+    module, and `dataclasses` (with `inspect`, `ast`, `dis`, `tokenize`) was the largest import
+    of that command (callgrind, docs/performance.md)."""
+
+    __slots__ = ("playbooks", "skipped")
+
+    def __init__(self) -> None:
+        self.playbooks: list[str] = []
+        self.skipped: list[tuple[str, str]] = []  # (file, kind)
 
     def notes(self) -> list[str]:
         out = []

@@ -96,3 +96,40 @@ def test_run_imports_no_event_loop(tmp_path: Path, cache: str) -> None:
     modules = set(loaded_modules(tmp_path, playbook, cache))
     assert "noetlc.runtime.embedded" in modules  # the probe really ran the embedded runtime
     assert sorted(m for m in UNWANTED if m in modules) == []
+
+
+CHECK_PROBE = """\
+import json, sys
+from noetlc.cli.noetlc_main import main
+code = main(sys.argv[2:])
+with open(sys.argv[1], "w") as out:
+    json.dump({"code": code, "modules": sorted(sys.modules)}, out)
+"""
+
+# A compile cache hit of `noetlc check` prints the stored diagnostics: no compiler (PyYAML,
+# pydantic), no `dataclasses` (with inspect, ast, dis: the largest import it had), no difflib.
+CHECK_HIT_UNWANTED = ("yaml", "pydantic", "dataclasses", "inspect", "difflib", "jinja2")
+
+
+def test_check_cache_hit_imports_no_compiler(tmp_path: Path) -> None:
+    playbook = tmp_path / "cold.yaml"
+    playbook.write_text(PLAYBOOK)
+    env = {**os.environ, "NOETLC_CACHE_DIR": str(tmp_path / "cache")}
+    env.pop("NOETLC_NO_CACHE", None)
+    found: list[list[str]] = []
+    for name in ("miss", "hit"):
+        dump = tmp_path / f"check-{name}.json"
+        done = subprocess.run(
+            [sys.executable, "-c", CHECK_PROBE, str(dump), "check", str(playbook)],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env=env,
+            check=False,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        found.append(json.loads(dump.read_text())["modules"])
+    miss, hit = found
+    assert "yaml" in miss  # the first run compiled: the probe sees what a compile imports
+    assert sorted(m for m in CHECK_HIT_UNWANTED if m in hit) == []
