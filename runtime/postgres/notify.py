@@ -14,6 +14,7 @@ hint, never a source of truth: callers always query after waking up.
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from typing import Any
 
 import asyncpg
@@ -34,7 +35,8 @@ class Notifications(Waiters):
         # a worker's own wake-up channel -> the channel its notifications wake (`noetl_jobs`)
         self._aliases: dict[str, str] = {}
         self._connecting = asyncio.Lock()
-        self.received = 0  # notifications seen (tests and diagnostics)
+        # notifications seen, by channel (tests and diagnostics)
+        self.received: Counter[str] = Counter()
         # backends of this process's pool: with `ignore_own`, their notifications wake nobody
         # here (a server need not wake up for the events it appended itself)
         self.own_pids: set[int] = set()
@@ -80,7 +82,7 @@ class Notifications(Waiters):
         self.own_pids.add(conn.get_server_pid())
 
     def _on_notify(self, _conn: Any, pid: int, channel: str, payload: str) -> None:
-        self.received += 1
+        self.received[channel] += 1
         if self.ignore_own and pid in self.own_pids:
             return
         self.wake(self._aliases.get(channel, channel), payload)

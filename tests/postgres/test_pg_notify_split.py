@@ -7,6 +7,7 @@ queue."""
 from __future__ import annotations
 
 import asyncio
+import uuid
 
 import pytest
 
@@ -75,11 +76,14 @@ async def test_a_process_hears_only_the_channels_it_waits_on(dbs):
     await writer.events.create_execution("x", "p")
     await writer.events.append("x", _events("d", "step.done"))  # noetl_events: not listened to
     await writer.events.create_execution("y", "p")
-    pending = asyncio.ensure_future(_woken(listener, JOBS, "default", 15))
+    # a pool of this test's own: channels are database-wide, and another schema's processes
+    # in the same database notify `noetl_jobs` for their pools
+    pool = f"split-{uuid.uuid4().hex[:8]}"
+    pending = asyncio.ensure_future(_woken(listener, JOBS, pool, 15))
     await asyncio.sleep(0.05)
-    await writer.queue.enqueue([JobSpec("j", "y", "a", {})])
+    await writer.queue.enqueue([JobSpec("j", "y", "a", {}, pool=pool)])
     assert await pending
-    assert notes.received == 1  # the job's notification, not the append's
+    assert set(notes.received) == {JOBS}  # the job's notification, not the append's
     # a channel asked for later is listened to from then on
     assert await notes.ensure_listening(EVENTS)
     assert await _woken_after(listener, writer)

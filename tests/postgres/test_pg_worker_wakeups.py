@@ -8,6 +8,7 @@ expires. A statement that only leases commits without waiting for the WAL flush.
 from __future__ import annotations
 
 import asyncio
+import uuid
 
 import pytest
 
@@ -19,6 +20,11 @@ from noetlc.runtime.postgres.testing import truncate_all
 from noetlc.runtime.queue import JobSpec
 
 pytestmark = pytest.mark.postgres
+
+# A pool of this run's own: notification channels are database-wide, so another schema's
+# server or worker in the same database (another test run, a CLI) notifies `noetl_jobs` too;
+# its payload is its pool, never this one.
+POOL = f"wakeups-{uuid.uuid4().hex[:8]}"
 
 
 @pytest.fixture
@@ -33,14 +39,17 @@ async def workers(pg_url):
 
 async def _idle(db: Database, owner: str, seconds: float = 30.0) -> asyncio.Event:
     """`owner` finds nothing, registers as waiting, and listens (its round's registration)."""
-    woken = db.notifications.register(JOBS, "default")
+    woken = db.notifications.register(JOBS, POOL)
     assert await db.notifications.ensure_listening(JOBS)
-    assert await db.queue.finish_and_lease([], owner, limit=4, idle=seconds) == (set(), [])
+    assert await db.queue.finish_and_lease([], owner, pool=POOL, limit=4, idle=seconds) == (
+        set(),
+        [],
+    )
     return woken
 
 
 def _jobs(*ids: str) -> list[JobSpec]:
-    return [JobSpec(i, "x", i, {}) for i in ids]
+    return [JobSpec(i, "x", i, {}, pool=POOL) for i in ids]
 
 
 async def _settle() -> None:
@@ -67,7 +76,7 @@ async def test_two_jobs_wake_both_and_more_jobs_than_waiters_wake_the_pool(worke
     await _settle()
     assert woken_a.is_set() and woken_b.is_set()
     # nobody registered any more: every listener of the pool hears the next enqueue
-    listening = a.notifications.register(JOBS, "default")
+    listening = a.notifications.register(JOBS, POOL)
     await server.queue.enqueue(_jobs("j3"))
     await _settle()
     assert listening.is_set()
@@ -76,12 +85,12 @@ async def test_two_jobs_wake_both_and_more_jobs_than_waiters_wake_the_pool(worke
 async def test_a_worker_that_takes_jobs_is_not_woken_in_place_of_an_idle_one(workers):
     a, b, server = workers
     await server.queue.enqueue(_jobs("j1"))
-    woken_a = a.notifications.register(JOBS, "default")
+    woken_a = a.notifications.register(JOBS, POOL)
     assert await a.notifications.ensure_listening(JOBS)
     # registered (its statement leased nothing), but ...
-    assert await a.queue.finish_and_lease([], "wa", limit=0, idle=30.0) == (set(), [])
+    assert await a.queue.finish_and_lease([], "wa", pool=POOL, limit=0, idle=30.0) == (set(), [])
     # ... a statement of its that takes jobs withdraws it, whatever `idle` says
-    _, leases = await a.queue.finish_and_lease([], "wa", limit=1, idle=30.0)
+    _, leases = await a.queue.finish_and_lease([], "wa", pool=POOL, limit=1, idle=30.0)
     assert [lease.job_id for lease in leases] == ["j1"]
     woken_a.clear()
     woken_b = await _idle(b, "wb")
@@ -94,7 +103,7 @@ async def test_an_expired_registration_wakes_nobody_in_place_of_the_pool(workers
     a, b, server = workers
     await _idle(a, "wa", seconds=0.05)  # a worker that died asleep
     await asyncio.sleep(0.2)
-    listening = b.notifications.register(JOBS, "default")
+    listening = b.notifications.register(JOBS, POOL)
     assert await b.notifications.ensure_listening(JOBS)
     await server.queue.enqueue(_jobs("j1"))
     await _settle()
@@ -103,15 +112,15 @@ async def test_an_expired_registration_wakes_nobody_in_place_of_the_pool(workers
 
 async def test_a_round_transaction_registers_and_withdraws(workers):
     a, b, server = workers
-    woken_a = a.notifications.register(JOBS, "default")
+    woken_a = a.notifications.register(JOBS, POOL)
     assert await a.notifications.ensure_listening(JOBS)
-    async with a.queue.round("wa") as tx:
+    async with a.queue.round("wa", pool=POOL) as tx:
         assert await tx.pick(4) == []
         assert await tx.finish([], [], idle=30.0) == set()  # it will sleep
     await server.queue.enqueue(_jobs("j1"))
     await _settle()
     assert woken_a.is_set()
-    async with a.queue.round("wa") as tx:
+    async with a.queue.round("wa", pool=POOL) as tx:
         [picked] = await tx.pick(4)
         await tx.finish([], [(picked, [])])  # busy: no registration
     woken_b = await _idle(b, "wb")
@@ -127,7 +136,7 @@ async def test_only_a_lease_commits_without_waiting_for_the_flush(workers):
     async with a.pool.acquire() as conn:
         async with conn.transaction():
             rows = await conn.fetch(
-                q("finish_and_lease_jobs"), *_finish_args([], [], "wa", "default", 1, 30.0)
+                q("finish_and_lease_jobs"), *_finish_args([], [], "wa", POOL, 1, 30.0)
             )
             _, [lease] = _finished(list(rows))
             assert await conn.fetchval("SHOW synchronous_commit") == "off"
@@ -135,7 +144,7 @@ async def test_only_a_lease_commits_without_waiting_for_the_flush(workers):
         async with conn.transaction():
             done = [(lease, [])]
             rows = await conn.fetch(
-                q("finish_and_lease_jobs"), *_finish_args(done, [], "wa", "default", 1, 30.0)
+                q("finish_and_lease_jobs"), *_finish_args(done, [], "wa", POOL, 1, 30.0)
             )
             assert _finished(list(rows)) == ({"j1"}, [])
             # a finish (with the job's events) waits for its flush as always
