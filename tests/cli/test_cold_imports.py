@@ -57,21 +57,14 @@ with open(sys.argv[1], "w") as out:
 UNWANTED = ("asyncio", "ssl", "_ssl", "concurrent.futures", "uvloop", "logging", "jinja2")
 
 
-def loaded_modules(tmp_path: Path, playbook: Path, name: str) -> list[str]:
+def probed(tmp_path: Path, probe: str, name: str, *argv: str) -> tuple[list[str], str]:
+    """Run a command line in a fresh interpreter through `probe`; the modules it loaded and
+    its output. The compile cache is the test's own folder (kept between calls)."""
     dump = tmp_path / f"{name}.json"
     env = {**os.environ, "NOETLC_CACHE_DIR": str(tmp_path / "cache")}
     env.pop("NOETLC_NO_CACHE", None)
     done = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            PROBE,
-            str(dump),
-            "run",
-            str(playbook),
-            "--db",
-            f"sqlite:///{tmp_path / 'noetl.db'}",
-        ],
+        [sys.executable, "-c", probe, str(dump), *argv],
         capture_output=True,
         text=True,
         cwd=tmp_path,
@@ -79,11 +72,17 @@ def loaded_modules(tmp_path: Path, playbook: Path, name: str) -> list[str]:
         check=False,
         timeout=120,
     )
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 0, done.stdout + done.stderr
     data = json.loads(dump.read_text())
     assert data["code"] == 0, done.stdout + done.stderr
-    assert "completed" in done.stdout
     modules: list[str] = data["modules"]
+    return modules, done.stdout
+
+
+def loaded_modules(tmp_path: Path, playbook: Path, name: str) -> list[str]:
+    db = f"sqlite:///{tmp_path / 'noetl.db'}"
+    modules, out = probed(tmp_path, PROBE, name, "run", str(playbook), "--db", db)
+    assert "completed" in out
     return modules
 
 
@@ -114,22 +113,7 @@ CHECK_HIT_UNWANTED = ("yaml", "pydantic", "dataclasses", "inspect", "difflib", "
 def test_check_cache_hit_imports_no_compiler(tmp_path: Path) -> None:
     playbook = tmp_path / "cold.yaml"
     playbook.write_text(PLAYBOOK)
-    env = {**os.environ, "NOETLC_CACHE_DIR": str(tmp_path / "cache")}
-    env.pop("NOETLC_NO_CACHE", None)
-    found: list[list[str]] = []
-    for name in ("miss", "hit"):
-        dump = tmp_path / f"check-{name}.json"
-        done = subprocess.run(
-            [sys.executable, "-c", CHECK_PROBE, str(dump), "check", str(playbook)],
-            capture_output=True,
-            text=True,
-            cwd=tmp_path,
-            env=env,
-            check=False,
-            timeout=120,
-        )
-        assert done.returncode == 0, done.stdout + done.stderr
-        found.append(json.loads(dump.read_text())["modules"])
-    miss, hit = found
+    miss, _ = probed(tmp_path, CHECK_PROBE, "check-miss", "check", str(playbook))
+    hit, _ = probed(tmp_path, CHECK_PROBE, "check-hit", "check", str(playbook))
     assert "yaml" in miss  # the first run compiled: the probe sees what a compile imports
     assert sorted(m for m in CHECK_HIT_UNWANTED if m in hit) == []
