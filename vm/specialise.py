@@ -217,12 +217,19 @@ def _guard_lines(program: LoadedProgram, guard: Any, constants: dict[str, Any]) 
 
 
 def _inline_form(program: LoadedProgram, guard: Any) -> Any:
-    """The guard's `inline_form` (None: call it), found by identity in the program's pool."""
-    for i, evaluator in enumerate(program.expressions):
-        if evaluator is guard:
-            entry = program.image.expressions[i]
-            return inline_form(guard, entry.source, entry.mode)
-    return None
+    """The guard's `inline_form` (None: call it), found by identity in the program's pool
+    (an index by `id` built once per program: each hot step's handler looks up its guard)."""
+    index: dict[int, int] | None = getattr(program, "_pool_index", None)
+    if index is None:
+        index = {}
+        for i, evaluator in enumerate(program.expressions):
+            index.setdefault(id(evaluator), i)  # the first entry, as a scan would find
+        program._pool_index = index  # type: ignore[attr-defined]
+    at = index.get(id(guard))
+    if at is None:
+        return None
+    entry = program.image.expressions[at]
+    return inline_form(guard, entry.source, entry.mode)
 
 
 _DEL_EVENT = "    del scope['event']; scope.pop('output', None)"
